@@ -1,0 +1,198 @@
+// torc/backend.h — the compute-backend plugin ABI: the op descriptor a backend runs and the
+// versioned vtable a backend exports. A backend includes this header (and types.h) only.
+#ifndef TORC_BACKEND_H
+#define TORC_BACKEND_H
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- versions ----
+// abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its
+// own, or whose struct_size is smaller than the v1 vtable. Minor versions only append members.
+#define TORC_BACKEND_ABI_MAJOR 1
+#define TORC_BACKEND_ABI_MINOR 0
+#define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
+
+// ---- ops ----
+// The opcode list is append-only: a value, once shipped, keeps its meaning. Semantics below
+// are the contract every backend implements and the reference backend defines.
+// Conventions:
+//  - in[i] and out are strided views (see torc_operand); out never overlaps an input unless the
+//    op says "in place". Shapes are already broadcast by the frontend: every input of an
+//    elementwise op has out's ndim and shape, broadcast dims having stride 0.
+//  - Elementwise ops compute in the output dtype's natural precision or better (the reference
+//    uses double for floating and int64 for integer dtypes) and round once to out's dtype.
+//    Inputs may have a dtype different from out (e.g. comparisons write bool); a backend
+//    converts on load.
+//  - Reductions: out has in[0]'s ndim with each reduced dim of size 1 (params.reduce.mask has
+//    bit d set for every reduced dim d).
+typedef enum torc_opcode {
+    // fills and copies
+    TORC_OP_FILL = 0,     // out[...] = params.scalar.value (cast to out dtype)
+    TORC_OP_COPY,         // out = cast(in0): strided copy with dtype conversion
+    TORC_OP_ARANGE,       // out (1-D): out[i] = range.start + i * range.step
+    TORC_OP_LINSPACE,     // out (1-D, n = range.count): PyTorch's two-sided formula:
+                          //   step = (end-start)/(n-1); i < n/2 ? start + i*step : end - (n-1-i)*step
+    TORC_OP_RAND_UNIFORM, // out[i] = a + (b-a) * u(i), u from Philox (see torc_philox_uniform)
+    TORC_OP_RAND_NORMAL,  // out[i] = a + b * n(i) (a = mean, b = std), Box-Muller on Philox
+    TORC_OP_RAND_INT,     // out[i] = a + floor(u(i) * (b - a)), in [a, b)
+    // unary (in0 -> out)
+    TORC_OP_NEG,
+    TORC_OP_ABS,
+    TORC_OP_SIGN,
+    TORC_OP_SQRT,
+    TORC_OP_RSQRT,
+    TORC_OP_SQUARE,
+    TORC_OP_RECIPROCAL,
+    TORC_OP_EXP,
+    TORC_OP_LOG,
+    TORC_OP_SIN,
+    TORC_OP_COS,
+    TORC_OP_TANH,
+    TORC_OP_SIGMOID,
+    TORC_OP_RELU,
+    TORC_OP_GELU,         // params.gelu.approximate: 0 exact (erf), 1 tanh approximation
+    TORC_OP_POW_SCALAR,   // out = in0 ^ params.scalar.value
+    TORC_OP_ERF,
+    TORC_OP_ERFINV,
+    TORC_OP_LOGICAL_NOT,  // out (bool) = !in0
+    // binary (in0, in1 -> out), broadcast already applied
+    TORC_OP_ADD,          // out = in0 + params.scalar.value * in1   (alpha; 1 for plain add)
+    TORC_OP_SUB,          // out = in0 - params.scalar.value * in1
+    TORC_OP_MUL,
+    TORC_OP_DIV,          // true division (integer inputs arrive with a floating out dtype)
+    TORC_OP_POW,
+    TORC_OP_MAXIMUM,      // NaN propagates, as torch.maximum
+    TORC_OP_MINIMUM,
+    TORC_OP_EQ,           // comparisons write bool; they compare in in0/in1's common dtype
+    TORC_OP_NE,
+    TORC_OP_LT,
+    TORC_OP_LE,
+    TORC_OP_GT,
+    TORC_OP_GE,
+    TORC_OP_LOGICAL_AND,
+    TORC_OP_LOGICAL_OR,
+    // ternary
+    TORC_OP_WHERE,        // out = in0 (bool) ? in1 : in2
+    // reductions over params.reduce.mask (out keeps reduced dims as size 1)
+    TORC_OP_SUM,
+    TORC_OP_MEAN,
+    TORC_OP_PROD,
+    TORC_OP_MAX,          // NaN propagates
+    TORC_OP_MIN,
+    TORC_OP_ARGMAX,       // exactly one reduced dim (or all dims of a flattened view); out i64;
+    TORC_OP_ARGMIN,       //   the first index of the extreme value; NaN counts as the extreme
+    TORC_OP_VAR,          // params.reduce.correction (Bessel: 1)
+    TORC_OP_STD,
+    TORC_OP_NORM,         // params.reduce.p: p-norm (inf = max |x|)
+    TORC_OP_LOGSUMEXP,
+    // along one dim (params.dim.dim), same shape in and out
+    TORC_OP_SOFTMAX,
+    TORC_OP_LOG_SOFTMAX,
+    // linear algebra
+    TORC_OP_MATMUL,       // in0 (..., M, K) @ in1 (..., K, N) -> out (..., M, N); all three
+                          // have the same ndim >= 2 and batch dims already broadcast (stride 0).
+                          // out's dtype may be wider than the inputs' (bf16 x bf16 -> f32).
+    // indexing (params.dim.dim is the dim; index tensors are i64)
+    TORC_OP_INDEX_SELECT, // out = in0.index_select(dim, in1)
+    TORC_OP_GATHER,       // out = in0.gather(dim, in1)
+    TORC_OP_MASKED_SELECT,// out (1-D, numel = count of true) = in0[in1]; in0, in1 same shape
+    TORC_OP_INDEX_ADD,    // in place: out.index_add_(dim, in1 (index), in0 (source))
+    TORC_OP_SCATTER_ADD,  // in place: out.scatter_add_(dim, in1 (index), in0 (source))
+    TORC_OP_MASKED_SCATTER,// in place: out[in1] = in0 (1-D source, consumed in order)
+    TORC_OP_TRIU,         // out = triu(in0, params.tri.k) over the last two dims
+    TORC_OP_TRIL,
+    TORC_OP_COUNT
+} torc_opcode;
+
+// A strided view of device memory. data points at element [0, 0, ...] (the storage offset is
+// already applied). Strides are in elements and may be 0 (broadcast) or negative never.
+typedef struct torc_operand {
+    void *data;
+    torc_dtype dtype;
+    int ndim;
+    int64_t shape[TORC_MAX_DIMS];
+    int64_t stride[TORC_MAX_DIMS];
+} torc_operand;
+
+#define TORC_OP_MAX_INPUTS 4
+
+typedef union torc_op_params {
+    struct { double value; } scalar;                     // FILL, POW_SCALAR, ADD/SUB alpha
+    struct { double start, step, end; int64_t count; } range;
+    struct { uint64_t seed, offset; double a, b; } rng;  // RAND_*: Philox key and counter base
+    struct { uint32_t mask; double correction, p; } reduce;
+    struct { int dim; } dim;
+    struct { int64_t k; } tri;
+    struct { int approximate; } gelu;
+    double raw[8];                                       // room to grow without an ABI break
+} torc_op_params;
+
+typedef struct torc_op {
+    torc_opcode code;
+    int n_in;
+    torc_operand in[TORC_OP_MAX_INPUTS];
+    torc_operand out;
+    torc_op_params params;
+} torc_op;
+
+// ---- devices ----
+typedef struct torc_device_info {
+    char name[128];             // "Intel(R) Xeon(R) ...", "NVIDIA H100 80GB HBM3"
+    bool host_memory;           // true: pointers are host pointers (reference, onednn)
+    uint64_t total_memory;      // bytes, 0 if unknown
+    // Promised dense FLOP/s per dtype (0 = unknown); how it was derived in peak_source.
+    double peak_flops[TORC_DTYPE_COUNT];
+    char peak_source[192];
+} torc_device_info;
+
+typedef enum torc_copy_kind {
+    TORC_COPY_HOST_TO_DEVICE = 0,
+    TORC_COPY_DEVICE_TO_HOST,
+    TORC_COPY_DEVICE_TO_DEVICE
+} torc_copy_kind;
+
+// ---- the vtable ----
+// Every function returns 0 (TORC_OK) or a torc_status; on failure the backend's last_error()
+// says why. Members marked optional may be NULL; the comment says what the core does then.
+typedef struct torc_backend_vtable {
+    uint32_t abi_version;   // TORC_BACKEND_ABI_VERSION the plugin was built with
+    uint32_t struct_size;   // sizeof(torc_backend_vtable) the plugin was built with
+    const char *name;       // "reference", "onednn", "cuda"
+
+    // v1.0
+    int (*init)(void);                          // may fail (no driver, no device): clean error
+    void (*shutdown)(void);
+    int (*device_count)(void);
+    int (*device_info)(int device, torc_device_info *info);
+    void *(*alloc)(int device, size_t nbytes);  // NULL on failure
+    void (*free)(int device, void *ptr);
+    int (*copy)(int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
+                bool async);
+    int (*synchronize)(int device);
+    // Events for timing (optional: NULL on host backends; the core then times with a clock).
+    void *(*event_create)(int device);
+    int (*event_record)(int device, void *event);
+    int (*event_elapsed_ms)(void *start, void *end, float *ms);
+    void (*event_destroy)(void *event);
+    bool (*supports)(int device, const torc_op *op);
+    int (*run)(int device, const torc_op *op);
+    const char *(*last_error)(void);            // message of the last failure on this thread
+    // Optional: caching allocator statistics (NULL: the core's own counters are used).
+    int (*memory_stats)(int device, uint64_t *allocated, uint64_t *reserved,
+                        uint64_t *peak_reserved);
+    int (*empty_cache)(int device);             // optional
+} torc_backend_vtable;
+
+// The one symbol a backend exports. host_abi_version is the loader's
+// TORC_BACKEND_ABI_VERSION; a backend may return NULL if it cannot speak to that host.
+typedef const torc_backend_vtable *(*torc_backend_entry_fn)(uint32_t host_abi_version);
+#define TORC_BACKEND_ENTRY_SYMBOL "torc_backend_entry"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

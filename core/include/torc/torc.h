@@ -1,0 +1,361 @@
+// torc/torc.h — the public API: tensors, devices, dtypes and promotion, ops, views, autograd,
+// accounting. PyTorch is the reference for every semantic question; this header says where
+// torc differs and why.
+//
+// Conventions for every function below:
+//  - A function returning torc_tensor* returns a NEW reference, or NULL on failure with
+//    torc_last_error() set. Inside a scope (torc_scope_push) the scope owns that reference and
+//    frees it at torc_scope_pop unless torc_keep() was called; outside any scope the caller
+//    owns it and calls torc_release().
+//  - A function returning torc_status returns TORC_OK (0) or an error code, and on error
+//    leaves its arguments unchanged and sets torc_last_error().
+//  - No function aborts or prints because of a caller's mistake.
+//  - Dims may be negative (counted from the end), as in PyTorch.
+//  - Shapes are (ndim, const int64_t *shape); TORC_SHAPE(4, 8) expands to both.
+#ifndef TORC_TORC_H
+#define TORC_TORC_H
+
+#include <stdio.h>
+#include "types.h"
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct torc_tensor torc_tensor;       // opaque, refcounted
+typedef struct torc_device torc_device;       // opaque, lives as long as the process
+typedef struct torc_generator torc_generator; // opaque Philox generator (seed, offset)
+
+#define TORC_SHAPE(...) \
+    (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
+#define TORC_DIMS(...) TORC_SHAPE(__VA_ARGS__)
+#define TORC_ALL_DIMS 0, NULL        // "reduce over every dim"
+#define TORC_DIM_NONE INT32_MIN      // argmax/argmin over the flattened tensor
+
+// ---- errors ----
+// The status and message of the last failed call on this thread (TORC_OK / "" if none since
+// torc_clear_error). The string stays valid until the next torc call on this thread.
+TORC_API torc_status torc_last_status(void);
+TORC_API const char *torc_last_error(void);
+TORC_API void torc_clear_error(void);
+TORC_API const char *torc_status_name(torc_status s);  // "TORC_ERR_SHAPE"
+
+// ---- dtypes and scalars ----
+TORC_API const char *torc_dtype_name(torc_dtype d);    // PyTorch's: "float32", "bfloat16", ...
+TORC_API size_t torc_dtype_size(torc_dtype d);         // bytes per element
+TORC_API bool torc_dtype_is_floating(torc_dtype d);
+TORC_API bool torc_dtype_is_integral(torc_dtype d);    // integers and bool (as torch, include_bool)
+TORC_API bool torc_dtype_is_fp8(torc_dtype d);
+TORC_API torc_status torc_dtype_from_name(const char *name, torc_dtype *out); // "float32"/"f32"
+
+// A scalar argument keeps the Python type it stands for, because promotion depends on it:
+// int_tensor * 2 stays integer, int_tensor * 2.0 becomes the default float dtype.
+// torc_s(2) makes an int scalar, torc_s(2.0) a float scalar, torc_s(true) a bool scalar.
+typedef struct torc_scalar {
+    torc_dtype kind;  // TORC_DTYPE_BOOL, TORC_DTYPE_I64 or TORC_DTYPE_F64
+    double f;         // the value as a double (always set)
+    int64_t i;        // the value as an integer (set for bool and int scalars)
+} torc_scalar;
+static inline torc_scalar torc_scalar_f(double v) { torc_scalar s = {TORC_DTYPE_F64, v, (int64_t)0}; return s; }
+static inline torc_scalar torc_scalar_i(int64_t v) { torc_scalar s = {TORC_DTYPE_I64, (double)v, v}; return s; }
+static inline torc_scalar torc_scalar_b(bool v) { torc_scalar s = {TORC_DTYPE_BOOL, v ? 1.0 : 0.0, v ? 1 : 0}; return s; }
+#define torc_s(x) _Generic((x), double: torc_scalar_f, float: torc_scalar_f, bool: torc_scalar_b, \
+                           default: torc_scalar_i)(x)
+
+// torch.promote_types. Mixing an fp8 dtype with a different dtype is an error (returns
+// TORC_ERR_DTYPE): torc never promotes fp8 implicitly, cast first.
+TORC_API torc_status torc_promote_types(torc_dtype a, torc_dtype b, torc_dtype *out);
+// torch.result_type for an op's operands: tensors (dimensioned ones outrank zero-dim ones) and
+// scalars (which only lift the category, never the width).
+TORC_API torc_status torc_result_type(int n_tensors, const torc_tensor *const *tensors,
+                                      int n_scalars, const torc_scalar *scalars, torc_dtype *out);
+// torch.get_default_dtype (float32 unless changed).
+TORC_API torc_dtype torc_get_default_dtype(void);
+TORC_API torc_status torc_set_default_dtype(torc_dtype d); // floating dtypes only
+
+// ---- devices ----
+// Names: "cpu" (the default host backend), "cuda" / "cuda:N", or a backend by name
+// ("reference", "onednn", "reference:0"). The backend is loaded on first use. The returned
+// pointer is borrowed and valid until the process ends; NULL on failure (the message lists
+// every file tried and why it failed).
+TORC_API torc_device *torc_device_get(const char *name);
+// The default device: TORC_BACKEND's backend if set, else the best that loads (cuda with a
+// device, else onednn, else reference). NULL on failure.
+TORC_API torc_device *torc_default_device(void);
+TORC_API torc_status torc_set_default_device(torc_device *dev); // where factories allocate
+TORC_API const char *torc_device_name(const torc_device *dev);  // "cpu", "cuda:0", "reference"
+TORC_API const char *torc_device_backend_name(const torc_device *dev); // "onednn"
+TORC_API torc_status torc_device_info_get(const torc_device *dev, torc_device_info *info);
+TORC_API torc_status torc_device_synchronize(torc_device *dev);
+// The backend of a device as a loaded vtable (for tools such as torc-xcheck).
+TORC_API const torc_backend_vtable *torc_device_vtable(const torc_device *dev);
+TORC_API int torc_device_index(const torc_device *dev);
+
+// ---- random numbers ----
+// A generator is (seed, offset); each draw of n numbers uses counters offset..offset+n-1 and
+// advances offset by n, so the same seed gives the same numbers on every backend.
+TORC_API void torc_manual_seed(uint64_t seed);            // the default generator
+TORC_API torc_generator *torc_default_generator(void);    // borrowed
+TORC_API torc_generator *torc_generator_new(uint64_t seed); // caller frees
+TORC_API void torc_generator_free(torc_generator *g);
+TORC_API void torc_generator_get_state(const torc_generator *g, uint64_t *seed, uint64_t *offset);
+TORC_API void torc_generator_set_state(torc_generator *g, uint64_t seed, uint64_t offset);
+
+// ---- creation (on the default device; gen NULL means the default generator) ----
+// From a C array of `dtype` elements, row-major, copied.
+TORC_API torc_tensor *torc_tensor_from(const void *data, int ndim, const int64_t *shape, torc_dtype dtype);
+TORC_API torc_tensor *torc_empty(int ndim, const int64_t *shape, torc_dtype dtype);
+TORC_API torc_tensor *torc_zeros(int ndim, const int64_t *shape, torc_dtype dtype);
+TORC_API torc_tensor *torc_ones(int ndim, const int64_t *shape, torc_dtype dtype);
+TORC_API torc_tensor *torc_full(int ndim, const int64_t *shape, double value, torc_dtype dtype);
+TORC_API torc_tensor *torc_scalar_tensor(double value, torc_dtype dtype); // zero-dim
+TORC_API torc_tensor *torc_zeros_like(const torc_tensor *t);
+TORC_API torc_tensor *torc_ones_like(const torc_tensor *t);
+TORC_API torc_tensor *torc_empty_like(const torc_tensor *t);
+TORC_API torc_tensor *torc_full_like(const torc_tensor *t, double value);
+TORC_API torc_tensor *torc_arange(double start, double end, double step, torc_dtype dtype);
+TORC_API torc_tensor *torc_linspace(double start, double end, int64_t steps, torc_dtype dtype);
+TORC_API torc_tensor *torc_eye(int64_t n, int64_t m, torc_dtype dtype);
+TORC_API torc_tensor *torc_rand(int ndim, const int64_t *shape, torc_dtype dtype, torc_generator *gen);
+TORC_API torc_tensor *torc_randn(int ndim, const int64_t *shape, torc_dtype dtype, torc_generator *gen);
+TORC_API torc_tensor *torc_randint(int64_t low, int64_t high, int ndim, const int64_t *shape,
+                                   torc_dtype dtype, torc_generator *gen);
+// In-place initialisers (bump the version counter).
+TORC_API torc_status torc_uniform_(torc_tensor *t, double a, double b, torc_generator *gen);
+TORC_API torc_status torc_normal_(torc_tensor *t, double mean, double std, torc_generator *gen);
+// torch.nn.init.trunc_normal_: normal(mean, std) truncated to [a, b] by inverse-CDF sampling.
+TORC_API torc_status torc_trunc_normal_(torc_tensor *t, double mean, double std, double a, double b,
+                                        torc_generator *gen);
+
+// ---- ownership ----
+TORC_API torc_tensor *torc_retain(torc_tensor *t);  // +1 reference; returns t
+TORC_API void torc_release(torc_tensor *t);          // -1 reference; NULL is ignored
+// Scopes (autorelease pools, per thread, nestable): tensors returned while a scope is open are
+// owned by it and released at its pop. torc_keep(t) takes one reference out of the scope:
+// at pop it passes to the enclosing scope, or to the caller when no scope encloses.
+TORC_API void torc_scope_push(void);
+TORC_API void torc_scope_pop(void);
+TORC_API torc_tensor *torc_keep(torc_tensor *t);
+
+// ---- inspection ----
+TORC_API int torc_ndim(const torc_tensor *t);
+TORC_API const int64_t *torc_shape(const torc_tensor *t);     // ndim entries, borrowed
+TORC_API const int64_t *torc_strides(const torc_tensor *t);   // in elements, borrowed
+TORC_API int64_t torc_size(const torc_tensor *t, int dim);    // -1 (and an error) if dim is bad
+TORC_API int64_t torc_stride(const torc_tensor *t, int dim);
+TORC_API int64_t torc_storage_offset(const torc_tensor *t);
+TORC_API int64_t torc_numel(const torc_tensor *t);
+TORC_API size_t torc_element_size(const torc_tensor *t);
+TORC_API size_t torc_nbytes(const torc_tensor *t);            // numel * element_size
+TORC_API torc_dtype torc_get_dtype(const torc_tensor *t);
+TORC_API torc_device *torc_get_device(const torc_tensor *t);
+TORC_API bool torc_is_contiguous(const torc_tensor *t);
+TORC_API bool torc_same_storage(const torc_tensor *a, const torc_tensor *b);
+TORC_API uint64_t torc_version(const torc_tensor *t);         // storage version counter
+// The value of a one-element tensor (any ndim), as double / int64.
+TORC_API torc_status torc_item(const torc_tensor *t, double *out);
+TORC_API torc_status torc_item_i64(const torc_tensor *t, int64_t *out);
+// Copies the elements in row-major order, in the tensor's dtype, into dst (nbytes >= torc_nbytes).
+TORC_API torc_status torc_copy_to_host(const torc_tensor *t, void *dst, size_t nbytes);
+// PyTorch-like repr ("tensor([[1., 2.],\n        [3., 4.]])"); a malloc'ed string, caller
+// frees with free(). NULL on failure.
+TORC_API char *torc_repr(const torc_tensor *t);
+TORC_API torc_status torc_print(const torc_tensor *t, FILE *f);
+
+// ---- views (share storage with their base) ----
+TORC_API torc_tensor *torc_view(torc_tensor *t, int ndim, const int64_t *shape); // one -1 allowed
+TORC_API torc_tensor *torc_reshape(torc_tensor *t, int ndim, const int64_t *shape); // copies only when it must
+TORC_API torc_tensor *torc_transpose(torc_tensor *t, int dim0, int dim1);
+TORC_API torc_tensor *torc_permute(torc_tensor *t, int ndim, const int *dims);
+TORC_API torc_tensor *torc_select(torc_tensor *t, int dim, int64_t index);
+// Python's t[start:end:step] along dim (clamped like Python; step > 0). end = INT64_MAX for ':'.
+TORC_API torc_tensor *torc_slice(torc_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
+TORC_API torc_tensor *torc_narrow(torc_tensor *t, int dim, int64_t start, int64_t length);
+TORC_API torc_tensor *torc_expand(torc_tensor *t, int ndim, const int64_t *shape); // -1 keeps a size
+TORC_API torc_tensor *torc_expand_as(torc_tensor *t, const torc_tensor *other);
+TORC_API torc_tensor *torc_unsqueeze(torc_tensor *t, int dim);
+TORC_API torc_tensor *torc_squeeze(torc_tensor *t, int dim);  // no-op if size(dim) != 1
+TORC_API torc_tensor *torc_squeeze_all(torc_tensor *t);
+TORC_API torc_tensor *torc_flatten(torc_tensor *t, int start_dim, int end_dim);
+TORC_API torc_tensor *torc_as_strided(torc_tensor *t, int ndim, const int64_t *shape,
+                                      const int64_t *stride, int64_t storage_offset);
+TORC_API torc_tensor *torc_detach(torc_tensor *t);
+TORC_API torc_tensor *torc_contiguous(torc_tensor *t);  // t itself (new ref) if already contiguous
+TORC_API torc_tensor *torc_clone(const torc_tensor *t);
+
+// ---- moves ----
+// The same tensor (a new reference) when nothing changes, else a new tensor. Between
+// host-memory backends to_device shares the storage and copies nothing.
+TORC_API torc_tensor *torc_to_device(torc_tensor *t, torc_device *dev);
+TORC_API torc_tensor *torc_to_dtype(torc_tensor *t, torc_dtype dtype);
+
+// ---- copies (new storage) ----
+TORC_API torc_tensor *torc_index_select(const torc_tensor *t, int dim, const torc_tensor *index);
+TORC_API torc_tensor *torc_gather(const torc_tensor *t, int dim, const torc_tensor *index);
+TORC_API torc_tensor *torc_masked_select(const torc_tensor *t, const torc_tensor *mask);
+TORC_API torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_cat(int n, torc_tensor *const *tensors, int dim);
+TORC_API torc_tensor *torc_stack(int n, torc_tensor *const *tensors, int dim);
+TORC_API torc_tensor *torc_triu(const torc_tensor *t, int64_t k);
+TORC_API torc_tensor *torc_tril(const torc_tensor *t, int64_t k);
+
+// ---- unary ops ----
+TORC_API torc_tensor *torc_neg(const torc_tensor *t);
+TORC_API torc_tensor *torc_abs(const torc_tensor *t);
+TORC_API torc_tensor *torc_sign(const torc_tensor *t);
+TORC_API torc_tensor *torc_sqrt(const torc_tensor *t);
+TORC_API torc_tensor *torc_rsqrt(const torc_tensor *t);
+TORC_API torc_tensor *torc_square(const torc_tensor *t);
+TORC_API torc_tensor *torc_reciprocal(const torc_tensor *t);
+TORC_API torc_tensor *torc_exp(const torc_tensor *t);
+TORC_API torc_tensor *torc_log(const torc_tensor *t);
+TORC_API torc_tensor *torc_sin(const torc_tensor *t);
+TORC_API torc_tensor *torc_cos(const torc_tensor *t);
+TORC_API torc_tensor *torc_tanh(const torc_tensor *t);
+TORC_API torc_tensor *torc_sigmoid(const torc_tensor *t);
+TORC_API torc_tensor *torc_relu(const torc_tensor *t);
+TORC_API torc_tensor *torc_gelu(const torc_tensor *t, bool approximate_tanh);
+TORC_API torc_tensor *torc_erf(const torc_tensor *t);
+TORC_API torc_tensor *torc_erfinv(const torc_tensor *t);
+TORC_API torc_tensor *torc_logical_not(const torc_tensor *t);
+TORC_API torc_tensor *torc_pow_scalar(const torc_tensor *t, torc_scalar exponent);
+
+// ---- binary ops (broadcasting; result dtype by torc_result_type) ----
+TORC_API torc_tensor *torc_add(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_add_scaled(const torc_tensor *a, const torc_tensor *b, torc_scalar alpha); // a + alpha*b
+TORC_API torc_tensor *torc_sub(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_mul(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_div(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_pow(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_maximum(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_minimum(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_eq(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_ne(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_lt(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_le(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_gt(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_ge(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_logical_and(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_logical_or(const torc_tensor *a, const torc_tensor *b);
+// Scalar right-hand sides (tensor op scalar) and the reversed forms (scalar op tensor).
+TORC_API torc_tensor *torc_add_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_sub_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_mul_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_div_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_rsub_scalar(const torc_tensor *a, torc_scalar s); // s - a
+TORC_API torc_tensor *torc_rdiv_scalar(const torc_tensor *a, torc_scalar s); // s / a
+TORC_API torc_tensor *torc_eq_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_ne_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_lt_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_le_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_gt_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_ge_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_maximum_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_minimum_scalar(const torc_tensor *a, torc_scalar s);
+
+// ---- in-place ops (bump the version counter; the result must fit self's dtype and shape,
+//      as PyTorch: "result type Float can't be cast to the desired output type Long") ----
+TORC_API torc_status torc_copy_(torc_tensor *self, const torc_tensor *src); // broadcast, cast
+TORC_API torc_status torc_fill_(torc_tensor *self, torc_scalar value);
+TORC_API torc_status torc_zero_(torc_tensor *self);
+TORC_API torc_status torc_add_(torc_tensor *self, const torc_tensor *other);
+TORC_API torc_status torc_add_scaled_(torc_tensor *self, const torc_tensor *other, torc_scalar alpha);
+TORC_API torc_status torc_sub_(torc_tensor *self, const torc_tensor *other);
+TORC_API torc_status torc_mul_(torc_tensor *self, const torc_tensor *other);
+TORC_API torc_status torc_div_(torc_tensor *self, const torc_tensor *other);
+TORC_API torc_status torc_add_scalar_(torc_tensor *self, torc_scalar s);
+TORC_API torc_status torc_sub_scalar_(torc_tensor *self, torc_scalar s);
+TORC_API torc_status torc_mul_scalar_(torc_tensor *self, torc_scalar s);
+TORC_API torc_status torc_div_scalar_(torc_tensor *self, torc_scalar s);
+TORC_API torc_status torc_pow_scalar_(torc_tensor *self, torc_scalar s);
+TORC_API torc_status torc_neg_(torc_tensor *self);
+TORC_API torc_status torc_sqrt_(torc_tensor *self);
+TORC_API torc_status torc_exp_(torc_tensor *self);
+TORC_API torc_status torc_relu_(torc_tensor *self);
+TORC_API torc_status torc_sigmoid_(torc_tensor *self);
+TORC_API torc_status torc_maximum_(torc_tensor *self, const torc_tensor *other);
+// self += value * a * b ; self += value * a / b (torch.addcmul_ / addcdiv_)
+TORC_API torc_status torc_addcmul_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value);
+TORC_API torc_status torc_addcdiv_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value);
+
+// ---- reductions (dims: n_dims entries, or TORC_ALL_DIMS) ----
+TORC_API torc_tensor *torc_sum(const torc_tensor *t, int n_dims, const int *dims, bool keepdim);
+TORC_API torc_tensor *torc_mean(const torc_tensor *t, int n_dims, const int *dims, bool keepdim);
+TORC_API torc_tensor *torc_prod(const torc_tensor *t, int n_dims, const int *dims, bool keepdim);
+TORC_API torc_tensor *torc_amax(const torc_tensor *t, int n_dims, const int *dims, bool keepdim); // torch.amax
+TORC_API torc_tensor *torc_amin(const torc_tensor *t, int n_dims, const int *dims, bool keepdim);
+TORC_API torc_tensor *torc_argmax(const torc_tensor *t, int dim, bool keepdim); // dim may be TORC_DIM_NONE
+TORC_API torc_tensor *torc_argmin(const torc_tensor *t, int dim, bool keepdim);
+TORC_API torc_tensor *torc_var(const torc_tensor *t, int n_dims, const int *dims, double correction, bool keepdim);
+TORC_API torc_tensor *torc_std(const torc_tensor *t, int n_dims, const int *dims, double correction, bool keepdim);
+TORC_API torc_tensor *torc_norm(const torc_tensor *t, double p, int n_dims, const int *dims, bool keepdim);
+TORC_API torc_tensor *torc_logsumexp(const torc_tensor *t, int n_dims, const int *dims, bool keepdim);
+TORC_API torc_tensor *torc_softmax(const torc_tensor *t, int dim);
+TORC_API torc_tensor *torc_log_softmax(const torc_tensor *t, int dim);
+// torch.max(t) / torch.min(t) over all elements.
+#define torc_max_all(t) torc_amax((t), TORC_ALL_DIMS, false)
+#define torc_min_all(t) torc_amin((t), TORC_ALL_DIMS, false)
+
+// ---- linear algebra ----
+// torch.matmul: 1-D, 2-D, batched with broadcast batch dims; strided operands are passed to
+// the backend as they are.
+TORC_API torc_tensor *torc_matmul(const torc_tensor *a, const torc_tensor *b);
+// matmul writing a wider output dtype (bf16 x bf16 -> f32), for mixed precision.
+TORC_API torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
+
+// ---- autograd ----
+TORC_API torc_status torc_set_requires_grad(torc_tensor *t, bool requires_grad);
+TORC_API bool torc_requires_grad(const torc_tensor *t);
+TORC_API bool torc_is_leaf(const torc_tensor *t);
+// The accumulated gradient (a new reference), or NULL without an error when there is none.
+TORC_API torc_tensor *torc_grad(const torc_tensor *t);
+TORC_API torc_status torc_set_grad(torc_tensor *t, torc_tensor *grad); // grad NULL clears
+// "MulBackward0", "AccumulateGrad"-style name of t's grad_fn, or NULL for leaves.
+TORC_API const char *torc_grad_fn_name(const torc_tensor *t);
+TORC_API torc_status torc_retain_grad(torc_tensor *t);
+// t.backward(gradient, retain_graph): gradient NULL only for one-element t.
+TORC_API torc_status torc_backward(torc_tensor *t, const torc_tensor *gradient, bool retain_graph);
+// torch.autograd.grad: writes n_inputs new references to grads (NULL for unused inputs when
+// allow_unused); .grad fields are not touched. grad_outputs may be NULL (all scalars).
+TORC_API torc_status torc_autograd_grad(int n_outputs, torc_tensor *const *outputs,
+                                        torc_tensor *const *grad_outputs, int n_inputs,
+                                        torc_tensor *const *inputs, bool retain_graph,
+                                        bool allow_unused, torc_tensor **grads);
+// no_grad scopes (per thread, nestable).
+TORC_API void torc_no_grad_begin(void);
+TORC_API void torc_no_grad_end(void);
+TORC_API bool torc_is_grad_enabled(void);
+
+// ---- accounting ----
+typedef enum torc_mem_tag {
+    TORC_MEM_ACTIVATION = 0, // activations and everything not tagged otherwise
+    TORC_MEM_PARAMETER,
+    TORC_MEM_GRADIENT,
+    TORC_MEM_OPTIMIZER_STATE,
+    TORC_MEM_TAG_COUNT
+} torc_mem_tag;
+TORC_API const char *torc_mem_tag_name(torc_mem_tag tag);  // "activation", "parameter", ...
+
+typedef struct torc_memory_stats {
+    uint64_t in_use[TORC_MEM_TAG_COUNT];   // bytes held now, by tag
+    uint64_t peak[TORC_MEM_TAG_COUNT];     // highest in_use per tag since the last reset
+    uint64_t total_in_use, total_peak;     // all tags together (peak of the sum)
+} torc_memory_stats;
+TORC_API torc_status torc_memory_stats_get(const torc_device *dev, torc_memory_stats *out);
+TORC_API void torc_memory_reset_peak(const torc_device *dev);
+// Moves t's storage to another tag (accounting only; the bytes stay where they are).
+TORC_API torc_status torc_set_mem_tag(torc_tensor *t, torc_mem_tag tag);
+
+typedef enum torc_phase { TORC_PHASE_FORWARD = 0, TORC_PHASE_BACKWARD = 1 } torc_phase;
+// FLOPs counted since the last reset. opcode -1 sums every op, dtype -1 every dtype.
+// Counted per op: matmul 2*M*N*K*batch, elementwise one per output element, reductions one
+// per input element; copies, fills and views count 0 FLOPs.
+TORC_API uint64_t torc_flops(torc_phase phase, int opcode, int dtype);
+TORC_API void torc_flops_reset(void);
+TORC_API const char *torc_op_name(torc_opcode op);  // "matmul"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

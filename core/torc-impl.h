@@ -1,0 +1,129 @@
+// core/torc-impl.h — struct bodies and internal helpers of libtorc. Only core/*.c include it;
+// backends and plugins see torc/backend.h and torc/optim.h only.
+// Internal functions are named torc__xxx (two underscores) and are not exported.
+#ifndef TORC_IMPL_H
+#define TORC_IMPL_H
+
+#include <stdatomic.h>
+
+#include "torc/torc.h"
+
+// ---- errors (error.c) ----
+// Sets the thread's last error and returns status, so callers write
+// `return torc__error(TORC_ERR_SHAPE, "...")`.
+torc_status torc__error(torc_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+// Same, for functions returning a pointer: sets the error and evaluates to NULL.
+#define TORC_FAIL_NULL(status, ...) (torc__error((status), __VA_ARGS__), (void *)0)
+
+// ---- devices (device.c) ----
+typedef struct torc_backend_lib torc_backend_lib;  // one loaded plugin file
+
+struct torc_device {
+    const torc_backend_vtable *vt;
+    torc_backend_lib *lib;
+    int index;               // device index within its backend
+    char name[48];           // "cpu", "cuda:0", "reference"
+    torc_device_info info;
+    bool host_memory;
+    // accounting (accounting.c), updated with atomics
+    _Atomic uint64_t in_use[TORC_MEM_TAG_COUNT];
+    _Atomic uint64_t peak[TORC_MEM_TAG_COUNT];
+    _Atomic uint64_t total_in_use, total_peak;
+};
+
+// The reference backend's device 0 (loaded on demand): the fallback for host-memory devices
+// and the oracle for tools. NULL (with the error set) if it cannot be loaded.
+torc_device *torc__reference_device(void);
+
+// ---- storage and tensors (tensor.c) ----
+typedef struct torc_storage {
+    _Atomic int refcount;
+    torc_device *alloc_device;  // the device whose allocator owns data
+    void *data;
+    size_t nbytes;
+    _Atomic uint64_t version;   // bumped by every in-place write
+    torc_mem_tag tag;
+} torc_storage;
+
+typedef struct torc_node torc_node;  // autograd graph node (autograd.c)
+
+struct torc_tensor {
+    _Atomic int refcount;
+    torc_storage *storage;
+    torc_device *device;        // where ops on this tensor run (may differ from
+                                // storage->alloc_device between host-memory backends)
+    torc_dtype dtype;
+    int ndim;
+    int64_t shape[TORC_MAX_DIMS];
+    int64_t stride[TORC_MAX_DIMS];
+    int64_t offset;             // storage offset in elements
+    // autograd (autograd.c)
+    bool requires_grad;
+    bool retains_grad;
+    torc_tensor *grad;          // accumulated gradient (owned), NULL if none
+    torc_node *grad_fn;         // owned reference to the node that produced it, NULL for leaves
+    int output_nr;              // which output of grad_fn this is
+};
+
+// Allocates storage for numel elements on dev and wraps it in a contiguous tensor.
+// Registered in the current scope like any returned tensor.
+torc_tensor *torc__new(torc_device *dev, torc_dtype dtype, int ndim, const int64_t *shape);
+// A new tensor header over t's storage (a view); shape/stride/offset given. Registered.
+torc_tensor *torc__make_view(const torc_tensor *t, int ndim, const int64_t *shape,
+                             const int64_t *stride, int64_t offset);
+// Hands a freshly created reference to the current scope (if any) and returns t.
+torc_tensor *torc__register(torc_tensor *t);
+void torc__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+int64_t torc__numel(int ndim, const int64_t *shape);
+void torc__bump_version(torc_tensor *t);
+// The torc_operand a backend sees for t (data pointer with the offset applied).
+void torc__operand(const torc_tensor *t, torc_operand *op);
+// Normalises dim (negative counts from the end) against ndim; false + error if out of range.
+// PyTorch's message: "Dimension out of range (expected to be in range of [-2, 1], but got 2)".
+bool torc__wrap_dim(int *dim, int ndim);
+// "[2, 3]" into buf, for error messages.
+const char *torc__shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+#define TORC_SHAPE_STR_MAX 160
+
+// ---- dispatch (dispatch.c) ----
+// Runs op on dev: the device's backend if it supports it, else the reference backend when dev
+// is host memory, else TORC_ERR_NOT_SUPPORTED. Counts flops for (phase, opcode, dtype).
+torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops);
+// The one wrapper per vtable member (SQLite's pattern): version checks live here.
+void *torc__dev_alloc(torc_device *dev, size_t nbytes);
+void torc__dev_free(torc_device *dev, void *ptr);
+torc_status torc__dev_copy(torc_device *dev, void *dst, const void *src, size_t n,
+                           torc_copy_kind kind);
+torc_status torc__dev_sync(torc_device *dev);
+
+// ---- accounting (accounting.c) ----
+void torc__mem_add(torc_device *dev, torc_mem_tag tag, uint64_t bytes);
+void torc__mem_sub(torc_device *dev, torc_mem_tag tag, uint64_t bytes);
+void torc__flops_add(int opcode, torc_dtype dtype, uint64_t flops);
+// The phase flops are counted in (the autograd engine sets BACKWARD while it runs).
+torc_phase torc__phase(void);
+void torc__set_phase(torc_phase p);
+
+// ---- dtypes (dtype.c) ----
+bool torc__dtype_valid(torc_dtype d);
+
+// ---- ops (op helpers shared by unary.c, binary.c, reduce.c, ...) ----
+// Broadcasts shapes a and b (PyTorch's rules, right to left); error names both shapes.
+torc_status torc__broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b,
+                                   int *nout, int64_t *out);
+// A view of t expanded to (ndim, shape) as an operand (stride 0 on broadcast dims).
+torc_status torc__broadcast_operand(const torc_tensor *t, int ndim, const int64_t *shape,
+                                    torc_operand *op);
+// Fills out's storage (whole tensor, strided) with value.
+torc_status torc__fill(torc_tensor *t, double value);
+// Strided copy with cast: dst[...] = src[...], src already of dst's shape or broadcastable.
+torc_status torc__copy(torc_tensor *dst, const torc_tensor *src);
+// A tensor holding one scalar, on dev, in dtype, zero-dim.
+torc_tensor *torc__scalar_on(torc_device *dev, double value, torc_dtype dtype);
+
+// ---- autograd hooks (autograd.c) ----
+// True when grad mode is on and any of the n tensors requires grad.
+bool torc__any_requires_grad(int n, const torc_tensor *const *ts);
+
+#endif
