@@ -1,0 +1,56 @@
+// backends/cuda/cuda_impl.h — state shared by the CUDA backend's host files: the per-device
+// record (stream, allocator, staging pool, cuBLAS handle, error word) and error helpers.
+#ifndef TCU_CUDA_IMPL_H
+#define TCU_CUDA_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <torc/backend.h>
+
+#include "allocator.h"
+#include "pinned.h"
+
+typedef struct tcu_device {
+    int index;
+    // from cudaGetDeviceProperties at init (no context needed)
+    char name[128];
+    int cc_major, cc_minor, sm_count;
+    uint64_t total_memory;
+    // created on first use of the device
+    atomic_bool ready;
+    cudaStream_t stream;         // the device's one default stream (non-blocking)
+    tcu_allocator alloc;
+    tcu_pinned_pool pinned;
+    cublasHandle_t blas;         // created on the first matmul
+    int *err_word;               // mapped pinned int the kernels report into (device-visible)
+} tcu_device;
+
+// The device ready for use, made current on this thread; NULL with the error set otherwise.
+tcu_device *tcu_dev(int device);
+bool tcu_allow_tf32(void);
+
+// Sets this thread's last error and returns status.
+int tcu_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// "what failed: cudaErrorX (the runtime's description)", as TORC_ERR_BACKEND (OOM for
+// cudaErrorMemoryAllocation).
+int tcu_cuda_error(cudaError_t e, const char *what);
+
+// Scratch memory on the device's stream from the caching allocator (error set on NULL).
+void *tcu_scratch(tcu_device *d, size_t nbytes);
+void tcu_scratch_free(tcu_device *d, void *p);
+
+// run.c
+bool tcu_supports_op(const torc_op *op, char *why, size_t why_n);
+int tcu_run_op(tcu_device *d, const torc_op *op);
+int tcu_fill_zero(tcu_device *d, const torc_operand *out);
+
+// gemm.c
+int tcu_matmul(tcu_device *d, const torc_op *op);
+void tcu_gemm_release(tcu_device *d);
+
+#endif

@@ -1,0 +1,174 @@
+// backends/cuda/dtype_io.h — loads and stores of any torc dtype as one of the three compute types
+// (float, double, int64), shared by host and device code; conversions are convert.h's (c10's).
+#ifndef TCU_DTYPE_IO_H
+#define TCU_DTYPE_IO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <torc/convert.h>
+#include <torc/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Forced inlining for the per-element bodies: they take small arrays by pointer, which would
+// otherwise live in local memory on the device.
+#if defined(__CUDACC__)
+#define TCU_HDI static __host__ __device__ __forceinline__
+#else
+#define TCU_HDI static inline __attribute__((always_inline))
+#endif
+
+// The type kernels compute in. Chosen on the host per op (see ops.h): float for f32/f16/bf16/fp8
+// work, double when f64 is involved or integers meet floating math, int64 for integer work.
+typedef enum tcu_ctype { TCU_CT_F32 = 0, TCU_CT_F64, TCU_CT_I64 } tcu_ctype;
+
+TORC_HD static inline int tcu_dtype_size(torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F64: case TORC_DTYPE_I64: return 8;
+    case TORC_DTYPE_F32: case TORC_DTYPE_I32: return 4;
+    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: case TORC_DTYPE_I16: return 2;
+    default: return 1;
+    }
+}
+
+TORC_HD static inline bool tcu_dtype_is_float(torc_dtype d) {
+    return d == TORC_DTYPE_F64 || d == TORC_DTYPE_F32 || d == TORC_DTYPE_F16 ||
+           d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2;
+}
+
+// Floating -> integer as C's truncating cast, made total: NaN gives 0 and out-of-range values
+// saturate (what the GPU's cvt.rzi does; C leaves both undefined).
+TORC_HD static inline int64_t tcu_f64_to_i64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
+// ---- loads: element i of base (dtype d) as the compute type ----
+TORC_HD static inline double tcu_load_f64(const void *base, int64_t i, torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F64: return ((const double *)base)[i];
+    case TORC_DTYPE_F32: return ((const float *)base)[i];
+    case TORC_DTYPE_F16: return torc_f16_to_f32(((const uint16_t *)base)[i]);
+    case TORC_DTYPE_BF16: return torc_bf16_to_f32(((const uint16_t *)base)[i]);
+    case TORC_DTYPE_F8_E4M3FN: return torc_f8e4m3fn_to_f32(((const uint8_t *)base)[i]);
+    case TORC_DTYPE_F8_E5M2: return torc_f8e5m2_to_f32(((const uint8_t *)base)[i]);
+    case TORC_DTYPE_I64: return (double)((const int64_t *)base)[i];
+    case TORC_DTYPE_I32: return ((const int32_t *)base)[i];
+    case TORC_DTYPE_I16: return ((const int16_t *)base)[i];
+    case TORC_DTYPE_I8: return ((const int8_t *)base)[i];
+    case TORC_DTYPE_U8: return ((const uint8_t *)base)[i];
+    case TORC_DTYPE_BOOL: return ((const uint8_t *)base)[i] != 0;
+    default: return 0;
+    }
+}
+
+TORC_HD static inline float tcu_load_f32(const void *base, int64_t i, torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F64: return (float)((const double *)base)[i];
+    case TORC_DTYPE_F32: return ((const float *)base)[i];
+    case TORC_DTYPE_F16: return torc_f16_to_f32(((const uint16_t *)base)[i]);
+    case TORC_DTYPE_BF16: return torc_bf16_to_f32(((const uint16_t *)base)[i]);
+    case TORC_DTYPE_F8_E4M3FN: return torc_f8e4m3fn_to_f32(((const uint8_t *)base)[i]);
+    case TORC_DTYPE_F8_E5M2: return torc_f8e5m2_to_f32(((const uint8_t *)base)[i]);
+    case TORC_DTYPE_I64: return (float)((const int64_t *)base)[i];
+    case TORC_DTYPE_I32: return (float)((const int32_t *)base)[i];
+    case TORC_DTYPE_I16: return ((const int16_t *)base)[i];
+    case TORC_DTYPE_I8: return ((const int8_t *)base)[i];
+    case TORC_DTYPE_U8: return ((const uint8_t *)base)[i];
+    case TORC_DTYPE_BOOL: return ((const uint8_t *)base)[i] != 0;
+    default: return 0;
+    }
+}
+
+TORC_HD static inline int64_t tcu_load_i64(const void *base, int64_t i, torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_I64: return ((const int64_t *)base)[i];
+    case TORC_DTYPE_I32: return ((const int32_t *)base)[i];
+    case TORC_DTYPE_I16: return ((const int16_t *)base)[i];
+    case TORC_DTYPE_I8: return ((const int8_t *)base)[i];
+    case TORC_DTYPE_U8: return ((const uint8_t *)base)[i];
+    case TORC_DTYPE_BOOL: return ((const uint8_t *)base)[i] != 0;
+    default: return tcu_f64_to_i64(tcu_load_f64(base, i, d));
+    }
+}
+
+// Truthiness without any rounding (a tiny f64 is true even though it rounds to 0.0f).
+TORC_HD static inline bool tcu_load_bool(const void *base, int64_t i, torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F64: return ((const double *)base)[i] != 0.0;
+    case TORC_DTYPE_F32: return ((const float *)base)[i] != 0.0f;
+    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: return (((const uint16_t *)base)[i] & 0x7FFF) != 0;
+    case TORC_DTYPE_F8_E4M3FN: case TORC_DTYPE_F8_E5M2: return (((const uint8_t *)base)[i] & 0x7F) != 0;
+    case TORC_DTYPE_I64: return ((const int64_t *)base)[i] != 0;
+    case TORC_DTYPE_I32: return ((const int32_t *)base)[i] != 0;
+    case TORC_DTYPE_I16: return ((const int16_t *)base)[i] != 0;
+    default: return ((const uint8_t *)base)[i] != 0;
+    }
+}
+
+// ---- stores: v rounded once to dtype d into element i of base ----
+TORC_HD static inline void tcu_store_i64(void *base, int64_t i, torc_dtype d, int64_t v) {
+    switch (d) {
+    case TORC_DTYPE_F64: ((double *)base)[i] = (double)v; break;
+    case TORC_DTYPE_F32: ((float *)base)[i] = (float)v; break;
+    case TORC_DTYPE_F16: ((uint16_t *)base)[i] = torc_f32_to_f16((float)v); break;
+    case TORC_DTYPE_BF16: ((uint16_t *)base)[i] = torc_f32_to_bf16((float)v); break;
+    case TORC_DTYPE_F8_E4M3FN: ((uint8_t *)base)[i] = torc_f32_to_f8e4m3fn((float)v); break;
+    case TORC_DTYPE_F8_E5M2: ((uint8_t *)base)[i] = torc_f32_to_f8e5m2((float)v); break;
+    case TORC_DTYPE_I64: ((int64_t *)base)[i] = v; break;
+    // narrowing keeps the low bits (two's complement wrap), as C++ and PyTorch do
+    case TORC_DTYPE_I32: ((int32_t *)base)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+    case TORC_DTYPE_I16: ((int16_t *)base)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
+    case TORC_DTYPE_I8: ((int8_t *)base)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
+    case TORC_DTYPE_U8: ((uint8_t *)base)[i] = (uint8_t)(uint64_t)v; break;
+    case TORC_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+TORC_HD static inline void tcu_store_f64(void *base, int64_t i, torc_dtype d, double v) {
+    switch (d) {
+    case TORC_DTYPE_F64: ((double *)base)[i] = v; break;
+    case TORC_DTYPE_F32: ((float *)base)[i] = (float)v; break;
+    // c10 narrows double -> float -> half; so does convert.h
+    case TORC_DTYPE_F16: ((uint16_t *)base)[i] = torc_f32_to_f16((float)v); break;
+    case TORC_DTYPE_BF16: ((uint16_t *)base)[i] = torc_f32_to_bf16((float)v); break;
+    case TORC_DTYPE_F8_E4M3FN: ((uint8_t *)base)[i] = torc_f32_to_f8e4m3fn((float)v); break;
+    case TORC_DTYPE_F8_E5M2: ((uint8_t *)base)[i] = torc_f32_to_f8e5m2((float)v); break;
+    case TORC_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0.0; break;
+    default: tcu_store_i64(base, i, d, tcu_f64_to_i64(v)); break;
+    }
+}
+
+TORC_HD static inline void tcu_store_f32(void *base, int64_t i, torc_dtype d, float v) {
+    switch (d) {
+    case TORC_DTYPE_F64: ((double *)base)[i] = v; break;
+    case TORC_DTYPE_F32: ((float *)base)[i] = v; break;
+    case TORC_DTYPE_F16: ((uint16_t *)base)[i] = torc_f32_to_f16(v); break;
+    case TORC_DTYPE_BF16: ((uint16_t *)base)[i] = torc_f32_to_bf16(v); break;
+    case TORC_DTYPE_F8_E4M3FN: ((uint8_t *)base)[i] = torc_f32_to_f8e4m3fn(v); break;
+    case TORC_DTYPE_F8_E5M2: ((uint8_t *)base)[i] = torc_f32_to_f8e5m2(v); break;
+    case TORC_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0.0f; break;
+    default: tcu_store_i64(base, i, d, tcu_f64_to_i64(v)); break;
+    }
+}
+
+// Copies one element of `size` bytes (1, 2, 4 or 8) without conversion.
+TORC_HD static inline void tcu_move_raw(void *dst, int64_t di, const void *src, int64_t si, int size) {
+    switch (size) {
+    case 8: ((uint64_t *)dst)[di] = ((const uint64_t *)src)[si]; break;
+    case 4: ((uint32_t *)dst)[di] = ((const uint32_t *)src)[si]; break;
+    case 2: ((uint16_t *)dst)[di] = ((const uint16_t *)src)[si]; break;
+    default: ((uint8_t *)dst)[di] = ((const uint8_t *)src)[si]; break;
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,64 @@
+// backends/cuda/ew_float_body.h — the floating elementwise math, written once and included twice
+// by ew_ops.h (TCU_T float then double; TCU_F(x) names, TCU_M(fn) the math function of that type).
+// No include guard on purpose.
+
+TORC_HD static inline TCU_T TCU_F(tcu_unary)(int op, TCU_T x, const tcu_ew_args *a) {
+    switch (op) {
+    case TORC_OP_NEG: return -x;
+    case TORC_OP_ABS: return TCU_M(fabs)(x);
+    case TORC_OP_SIGN: return (TCU_T)((x > 0) - (x < 0));   // PyTorch: sign(NaN) = 0
+    case TORC_OP_SQRT: return TCU_M(sqrt)(x);
+    case TORC_OP_RSQRT: return (TCU_T)1 / TCU_M(sqrt)(x);
+    case TORC_OP_SQUARE: return x * x;
+    case TORC_OP_RECIPROCAL: return (TCU_T)1 / x;
+    case TORC_OP_EXP: return TCU_M(exp)(x);
+    case TORC_OP_LOG: return TCU_M(log)(x);
+    case TORC_OP_SIN: return TCU_M(sin)(x);
+    case TORC_OP_COS: return TCU_M(cos)(x);
+    case TORC_OP_TANH: return TCU_M(tanh)(x);
+    case TORC_OP_SIGMOID: return (TCU_T)1 / ((TCU_T)1 + TCU_M(exp)(-x));
+    case TORC_OP_RELU: return x <= 0 ? (TCU_T)0 : x;         // NaN stays NaN
+    case TORC_OP_GELU:
+        if (a->flag) {
+            const TCU_T k = (TCU_T)0.7978845608028654, c = (TCU_T)0.044715; // sqrt(2/pi)
+            return (TCU_T)0.5 * x * ((TCU_T)1 + TCU_M(tanh)(k * (x + c * x * x * x)));
+        }
+        return (TCU_T)0.5 * x * ((TCU_T)1 + TCU_M(erf)(x * (TCU_T)0.70710678118654752440));
+    case TORC_OP_POW_SCALAR: {
+        const TCU_T e = (TCU_T)a->s0;
+        // The exact cases PyTorch also special-cases; pow() may be off by an ulp for them.
+        if (e == (TCU_T)2) return x * x;
+        if (e == (TCU_T)1) return x;
+        if (e == (TCU_T)0.5) return TCU_M(sqrt)(x);
+        return TCU_M(pow)(x, e);
+    }
+    case TORC_OP_ERF: return TCU_M(erf)(x);
+    case TORC_OP_ERFINV: return TCU_ERFINV(x);
+    default: return x;
+    }
+}
+
+TORC_HD static inline TCU_T TCU_F(tcu_binary)(int op, TCU_T x, TCU_T y, const tcu_ew_args *a) {
+    switch (op) {
+    case TORC_OP_ADD: return a->s0 == 1.0 ? x + y : x + (TCU_T)a->s0 * y;
+    case TORC_OP_SUB: return a->s0 == 1.0 ? x - y : x - (TCU_T)a->s0 * y;
+    case TORC_OP_MUL: return x * y;
+    case TORC_OP_DIV: return x / y;
+    case TORC_OP_POW: return TCU_M(pow)(x, y);
+    case TORC_OP_MAXIMUM: return x != x ? x : (y != y ? y : (x > y ? x : y));
+    case TORC_OP_MINIMUM: return x != x ? x : (y != y ? y : (x < y ? x : y));
+    default: return x;
+    }
+}
+
+TORC_HD static inline bool TCU_F(tcu_compare)(int op, TCU_T x, TCU_T y) {
+    switch (op) {
+    case TORC_OP_EQ: return x == y;
+    case TORC_OP_NE: return x != y;
+    case TORC_OP_LT: return x < y;
+    case TORC_OP_LE: return x <= y;
+    case TORC_OP_GT: return x > y;
+    case TORC_OP_GE: return x >= y;
+    default: return false;
+    }
+}

@@ -1,0 +1,381 @@
+// backends/cuda/ew_ops.h — elementwise ops as plain C shared by host and device: the argument
+// block a kernel receives, the compute-type choice, and the per-element body the kernels loop over.
+#ifndef TCU_EW_OPS_H
+#define TCU_EW_OPS_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <torc/backend.h>
+#include <torc/philox.h>
+
+#include "dtype_io.h"
+#include "layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// What an elementwise kernel needs besides the iteration plan. [0] is out, [1..n_in] inputs.
+typedef struct tcu_ew_args {
+    int op;                        // torc_opcode
+    int n_in;
+    int flag;                      // GELU: tanh approximation
+    tcu_ctype ct;                  // compute type
+    torc_dtype common;             // the dtype inputs are rounded to before the math
+    torc_dtype dt[TCU_MAX_OPS];
+    void *data[TCU_MAX_OPS];
+    double s0, s1, s2;             // scalar/alpha/exponent/fill; rng a, b; range start, step, end
+    int64_t count;                 // linspace n
+    uint64_t seed, offset;         // RNG key and counter base
+} tcu_ew_args;
+
+// ---- op classes ----
+TORC_HD static inline bool tcu_op_is_unary(int op) { return op >= TORC_OP_NEG && op <= TORC_OP_LOGICAL_NOT; }
+TORC_HD static inline bool tcu_op_is_binary(int op) { return op >= TORC_OP_ADD && op <= TORC_OP_LOGICAL_OR; }
+TORC_HD static inline bool tcu_op_is_compare(int op) { return op >= TORC_OP_EQ && op <= TORC_OP_GE; }
+TORC_HD static inline bool tcu_op_is_generator(int op) { return op >= TORC_OP_FILL && op <= TORC_OP_RAND_INT && op != TORC_OP_COPY; }
+TORC_HD static inline bool tcu_op_is_elementwise(int op) {
+    return op <= TORC_OP_WHERE;  // fills, copy, generators, unary, binary, where
+}
+// Ops that have integer semantics (everything else needs a floating compute type).
+TORC_HD static inline bool tcu_op_has_int_form(int op) {
+    switch (op) {
+    case TORC_OP_NEG: case TORC_OP_ABS: case TORC_OP_SIGN: case TORC_OP_SQUARE: case TORC_OP_RELU:
+    case TORC_OP_POW_SCALAR: case TORC_OP_ADD: case TORC_OP_SUB: case TORC_OP_MUL: case TORC_OP_POW:
+    case TORC_OP_MAXIMUM: case TORC_OP_MINIMUM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+// torch.promote_types for two non-fp8 dtypes (fp8 only meets itself here; the frontend refuses
+// mixing it). Used for the dtype comparisons compare in.
+static inline torc_dtype tcu_promote(torc_dtype a, torc_dtype b) {
+    if (a == b) return a;
+    const bool fa = tcu_dtype_is_float(a), fb = tcu_dtype_is_float(b);
+    if (fa != fb) return fa ? a : b;  // floating wins the category, keeping its width
+    if (fa) {
+        if (a == TORC_DTYPE_F64 || b == TORC_DTYPE_F64) return TORC_DTYPE_F64;
+        return TORC_DTYPE_F32;       // f32 with anything narrower, or f16 + bf16
+    }
+    if (a == TORC_DTYPE_BOOL) return b;
+    if (b == TORC_DTYPE_BOOL) return a;
+    if (a == TORC_DTYPE_U8 || b == TORC_DTYPE_U8) {
+        const torc_dtype o = a == TORC_DTYPE_U8 ? b : a;   // u8 with a signed type
+        return o == TORC_DTYPE_I8 ? TORC_DTYPE_I16 : o;
+    }
+    return tcu_dtype_size(a) >= tcu_dtype_size(b) ? a : b;
+}
+
+// The type an op's math runs in given its common dtype: PyTorch's opmath (float for the narrow
+// floats and f32, double for f64, int64 for integers and bool).
+static inline tcu_ctype tcu_ctype_of(torc_dtype common) {
+    if (common == TORC_DTYPE_F64) return TCU_CT_F64;
+    if (tcu_dtype_is_float(common)) return TCU_CT_F32;
+    return TCU_CT_I64;
+}
+
+// Fills ct and common for an elementwise op whose operands are already in args (dt, n_in, op).
+// Returns false when the op has no form for those dtypes (e.g. sqrt writing an integer).
+static inline bool tcu_ew_choose_types(tcu_ew_args *a) {
+    const int op = a->op;
+    if (op == TORC_OP_COPY) {                 // convert from the source's own precision
+        a->common = a->dt[1];
+        a->ct = tcu_ctype_of(a->dt[1]);
+        return true;
+    }
+    if (tcu_op_is_generator(op)) {            // computed in double, rounded once on store
+        a->common = TORC_DTYPE_F64;
+        a->ct = TCU_CT_F64;
+        return true;
+    }
+    if (op == TORC_OP_LOGICAL_NOT || op == TORC_OP_LOGICAL_AND || op == TORC_OP_LOGICAL_OR) {
+        a->common = TORC_DTYPE_BOOL;
+        a->ct = TCU_CT_I64;
+        return true;
+    }
+    if (tcu_op_is_compare(op)) {
+        a->common = tcu_promote(a->dt[1], a->dt[2]);
+        a->ct = tcu_ctype_of(a->common);
+        return true;
+    }
+    // arithmetic and where: inputs are cast to out's dtype first (TensorIterator's common dtype)
+    a->common = a->dt[0];
+    a->ct = tcu_ctype_of(a->dt[0]);
+    if (op == TORC_OP_WHERE) return true;
+    if (a->ct == TCU_CT_I64 && !tcu_op_has_int_form(op)) return false;
+    return true;
+}
+
+// The vectorised path: one contiguous run (inputs may be broadcast scalars), every operand of
+// the same f32/f16/bf16 dtype, float math, 16-byte aligned, and an op without a dtype change.
+static inline bool tcu_ew_fast_ok(const tcu_ew_args *a, const tcu_iter *it) {
+    const int op = a->op;
+    const torc_dtype dt = a->dt[0];
+    if (it->ndim != 1 || a->ct != TCU_CT_F32 || it->numel < 1) return false;
+    if (dt != TORC_DTYPE_F32 && dt != TORC_DTYPE_F16 && dt != TORC_DTYPE_BF16) return false;
+    const bool unary = tcu_op_is_unary(op) && op != TORC_OP_LOGICAL_NOT;
+    const bool binary = tcu_op_is_binary(op) && !tcu_op_is_compare(op) &&
+                        op != TORC_OP_LOGICAL_AND && op != TORC_OP_LOGICAL_OR;
+    if (!(unary && a->n_in == 1) && !(binary && a->n_in == 2)) return false;
+    if (it->stride[0][TCU_D - 1] != 1 || ((uintptr_t)a->data[0] & 15)) return false;
+    for (int k = 1; k <= a->n_in; k++) {
+        const int64_t s = it->stride[k][TCU_D - 1];
+        if (a->dt[k] != dt || (s != 0 && s != 1)) return false;
+        if (s == 1 && ((uintptr_t)a->data[k] & 15)) return false;
+    }
+    return true;
+}
+
+// ---- host fallbacks of device-only math ----
+#if !defined(__CUDA_ARCH__)
+// erfinv for host builds (tests): Giles' approximation refined by two Newton steps on erf.
+static inline double tcu_erfinv_host(double y) {
+    if (y != y || y < -1.0 || y > 1.0) return NAN;
+    if (y == 1.0) return INFINITY;
+    if (y == -1.0) return -INFINITY;
+    double w = -log((1.0 - y) * (1.0 + y)), x;
+    if (w < 5.0) {
+        w -= 2.5;
+        x = 2.81022636e-08;
+        x = 3.43273939e-07 + x * w; x = -3.5233877e-06 + x * w; x = -4.39150654e-06 + x * w;
+        x = 0.00021858087 + x * w; x = -0.00125372503 + x * w; x = -0.00417768164 + x * w;
+        x = 0.246640727 + x * w; x = 1.50140941 + x * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        x = -0.000200214257;
+        x = 0.000100950558 + x * w; x = 0.00134934322 + x * w; x = -0.00367342844 + x * w;
+        x = 0.00573950773 + x * w; x = -0.0076224613 + x * w; x = 0.00943887047 + x * w;
+        x = 1.00167406 + x * w; x = 2.83297682 + x * w;
+    }
+    x *= y;
+    for (int k = 0; k < 2; k++)
+        x -= (erf(x) - y) / (1.1283791670955126 * exp(-x * x));
+    return x;
+}
+static inline float tcu_erfinvf_host(float y) { return (float)tcu_erfinv_host(y); }
+#define TCU_ERFINV_F32(x) tcu_erfinvf_host(x)
+#define TCU_ERFINV_F64(x) tcu_erfinv_host(x)
+#else
+#define TCU_ERFINV_F32(x) erfinvf(x)
+#define TCU_ERFINV_F64(x) erfinv(x)
+#endif
+
+// Double arithmetic that is never fused (nvcc contracts a + b * c into an fma by default; the
+// reference, built as ISO C, does not), so RNG and ranges match the reference bit for bit.
+TORC_HD static inline double tcu_dmul(double x, double y) {
+#if defined(__CUDA_ARCH__)
+    return __dmul_rn(x, y);
+#else
+    return x * y;
+#endif
+}
+TORC_HD static inline double tcu_dadd(double x, double y) {
+#if defined(__CUDA_ARCH__)
+    return __dadd_rn(x, y);
+#else
+    return x + y;
+#endif
+}
+
+// Rounds a float to a narrower floating common dtype (int + f16 tensors add as f16 values).
+TORC_HD static inline float tcu_round_to(float v, torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F16: return torc_f16_to_f32(torc_f32_to_f16(v));
+    case TORC_DTYPE_BF16: return torc_bf16_to_f32(torc_f32_to_bf16(v));
+    case TORC_DTYPE_F8_E4M3FN: return torc_f8e4m3fn_to_f32(torc_f32_to_f8e4m3fn(v));
+    case TORC_DTYPE_F8_E5M2: return torc_f8e5m2_to_f32(torc_f32_to_f8e5m2(v));
+    default: return v;
+    }
+}
+
+#define TCU_T float
+#define TCU_F(x) x##_f32
+#define TCU_M(fn) fn##f
+#define TCU_ERFINV TCU_ERFINV_F32
+#include "ew_float_body.h"
+#undef TCU_T
+#undef TCU_F
+#undef TCU_M
+#undef TCU_ERFINV
+
+#define TCU_T double
+#define TCU_F(x) x##_f64
+#define TCU_M(fn) fn
+#define TCU_ERFINV TCU_ERFINV_F64
+#include "ew_float_body.h"
+#undef TCU_T
+#undef TCU_F
+#undef TCU_M
+#undef TCU_ERFINV
+
+// ---- integer math (int64, wrapping like the narrower C++ types it is stored back to) ----
+TORC_HD static inline int64_t tcu_wrap_add(int64_t x, int64_t y) { return (int64_t)((uint64_t)x + (uint64_t)y); }
+TORC_HD static inline int64_t tcu_wrap_mul(int64_t x, int64_t y) { return (int64_t)((uint64_t)x * (uint64_t)y); }
+
+// PyTorch's integer pow (powi): negative exponents give 1, +-1 or 0.
+TORC_HD static inline int64_t tcu_powi(int64_t b, int64_t e) {
+    if (e < 0) {
+        if (b == 1) return 1;
+        if (b == -1) return (e & 1) ? -1 : 1;
+        return 0;
+    }
+    int64_t r = 1;
+    while (e) {
+        if (e & 1) r = tcu_wrap_mul(r, b);
+        b = tcu_wrap_mul(b, b);
+        e >>= 1;
+    }
+    return r;
+}
+
+TORC_HD static inline int64_t tcu_unary_i64(int op, int64_t x, const tcu_ew_args *a) {
+    switch (op) {
+    case TORC_OP_NEG: return (int64_t)(0 - (uint64_t)x);
+    case TORC_OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case TORC_OP_SIGN: return (x > 0) - (x < 0);
+    case TORC_OP_SQUARE: return tcu_wrap_mul(x, x);
+    case TORC_OP_RELU: return x < 0 ? 0 : x;
+    case TORC_OP_POW_SCALAR: return tcu_powi(x, tcu_f64_to_i64(a->s0));
+    default: return x;
+    }
+}
+
+TORC_HD static inline int64_t tcu_binary_i64(int op, int64_t x, int64_t y, const tcu_ew_args *a) {
+    const int64_t alpha = tcu_f64_to_i64(a->s0);
+    switch (op) {
+    case TORC_OP_ADD: return tcu_wrap_add(x, tcu_wrap_mul(alpha, y));
+    case TORC_OP_SUB: return tcu_wrap_add(x, (int64_t)(0 - (uint64_t)tcu_wrap_mul(alpha, y)));
+    case TORC_OP_MUL: return tcu_wrap_mul(x, y);
+    case TORC_OP_POW: return tcu_powi(x, y);
+    case TORC_OP_MAXIMUM: return x > y ? x : y;
+    case TORC_OP_MINIMUM: return x < y ? x : y;
+    default: return x;
+    }
+}
+
+TORC_HD static inline bool tcu_compare_i64(int op, int64_t x, int64_t y) {
+    switch (op) {
+    case TORC_OP_EQ: return x == y;
+    case TORC_OP_NE: return x != y;
+    case TORC_OP_LT: return x < y;
+    case TORC_OP_LE: return x <= y;
+    case TORC_OP_GT: return x > y;
+    case TORC_OP_GE: return x >= y;
+    default: return false;
+    }
+}
+
+// ---- the per-element bodies (one per compute type; kernels pick one at compile time) ----
+// off[k]: element offsets of out and inputs; linear: the row-major index of the element in out.
+
+TCU_HDI void tcu_ew_f64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
+    const int op = a->op;
+    double r;
+    switch (op) {
+    case TORC_OP_FILL: r = a->s0; break;
+    case TORC_OP_ARANGE: r = tcu_dadd(a->s0, tcu_dmul((double)linear, a->s1)); break;
+    case TORC_OP_LINSPACE: {
+        const int64_t n = a->count;
+        if (n == 1) { r = a->s0; break; }
+        const double step = (a->s2 - a->s0) / (double)(n - 1);
+        r = linear < n / 2 ? tcu_dadd(a->s0, tcu_dmul((double)linear, step))
+                           : a->s2 - tcu_dmul((double)(n - 1 - linear), step);
+        break;
+    }
+    case TORC_OP_RAND_UNIFORM:
+        r = tcu_dadd(a->s0, tcu_dmul(a->s1 - a->s0, torc_philox_uniform(a->seed, a->offset, (uint64_t)linear)));
+        break;
+    case TORC_OP_RAND_NORMAL:
+        r = tcu_dadd(a->s0, tcu_dmul(a->s1, torc_philox_normal(a->seed, a->offset, (uint64_t)linear)));
+        break;
+    case TORC_OP_RAND_INT:
+        r = tcu_dadd(a->s0, floor(tcu_dmul(torc_philox_uniform(a->seed, a->offset, (uint64_t)linear),
+                                           a->s1 - a->s0)));
+        break;
+    case TORC_OP_COPY: r = tcu_load_f64(a->data[1], off[1], a->dt[1]); break;
+    case TORC_OP_WHERE:
+        r = tcu_load_bool(a->data[1], off[1], a->dt[1]) ? tcu_load_f64(a->data[2], off[2], a->dt[2])
+                                                        : tcu_load_f64(a->data[3], off[3], a->dt[3]);
+        break;
+    default: {
+        const double x = tcu_load_f64(a->data[1], off[1], a->dt[1]);
+        if (a->n_in == 1) {
+            r = tcu_unary_f64(op, x, a);
+        } else {
+            const double y = tcu_load_f64(a->data[2], off[2], a->dt[2]);
+            if (tcu_op_is_compare(op)) {
+                tcu_store_i64(a->data[0], off[0], a->dt[0], tcu_compare_f64(op, x, y));
+                return;
+            }
+            r = tcu_binary_f64(op, x, y, a);
+        }
+    }
+    }
+    tcu_store_f64(a->data[0], off[0], a->dt[0], r);
+}
+
+TCU_HDI void tcu_ew_f32(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
+    (void)linear;
+    const int op = a->op;
+    float r;
+    if (op == TORC_OP_COPY) {
+        r = tcu_load_f32(a->data[1], off[1], a->dt[1]);
+    } else if (op == TORC_OP_WHERE) {
+        r = tcu_load_bool(a->data[1], off[1], a->dt[1]) ? tcu_load_f32(a->data[2], off[2], a->dt[2])
+                                                        : tcu_load_f32(a->data[3], off[3], a->dt[3]);
+    } else {
+        float x = tcu_load_f32(a->data[1], off[1], a->dt[1]);
+        if (a->dt[1] != a->common) x = tcu_round_to(x, a->common);
+        if (a->n_in == 1) {
+            r = tcu_unary_f32(op, x, a);
+        } else {
+            float y = tcu_load_f32(a->data[2], off[2], a->dt[2]);
+            if (a->dt[2] != a->common) y = tcu_round_to(y, a->common);
+            if (tcu_op_is_compare(op)) {
+                tcu_store_i64(a->data[0], off[0], a->dt[0], tcu_compare_f32(op, x, y));
+                return;
+            }
+            r = tcu_binary_f32(op, x, y, a);
+        }
+    }
+    tcu_store_f32(a->data[0], off[0], a->dt[0], r);
+}
+
+TCU_HDI void tcu_ew_i64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
+    (void)linear;
+    const int op = a->op;
+    int64_t r;
+    switch (op) {
+    case TORC_OP_COPY: r = tcu_load_i64(a->data[1], off[1], a->dt[1]); break;
+    case TORC_OP_WHERE:
+        r = tcu_load_bool(a->data[1], off[1], a->dt[1]) ? tcu_load_i64(a->data[2], off[2], a->dt[2])
+                                                        : tcu_load_i64(a->data[3], off[3], a->dt[3]);
+        break;
+    case TORC_OP_LOGICAL_NOT: r = !tcu_load_bool(a->data[1], off[1], a->dt[1]); break;
+    case TORC_OP_LOGICAL_AND:
+        r = tcu_load_bool(a->data[1], off[1], a->dt[1]) && tcu_load_bool(a->data[2], off[2], a->dt[2]);
+        break;
+    case TORC_OP_LOGICAL_OR:
+        r = tcu_load_bool(a->data[1], off[1], a->dt[1]) || tcu_load_bool(a->data[2], off[2], a->dt[2]);
+        break;
+    default: {
+        const int64_t x = tcu_load_i64(a->data[1], off[1], a->dt[1]);
+        if (a->n_in == 1) {
+            r = tcu_unary_i64(op, x, a);
+        } else {
+            const int64_t y = tcu_load_i64(a->data[2], off[2], a->dt[2]);
+            r = tcu_op_is_compare(op) ? (int64_t)tcu_compare_i64(op, x, y) : tcu_binary_i64(op, x, y, a);
+        }
+    }
+    }
+    tcu_store_i64(a->data[0], off[0], a->dt[0], r);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

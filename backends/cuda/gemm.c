@@ -1,0 +1,123 @@
+// backends/cuda/gemm.c — matmul through cuBLAS (f32 with opt-in TF32, f16, bf16, f64; batched and
+// broadcast through strided batches, transposes through op flags) or the generic kernel.
+#include <string.h>
+
+#include "cuda_impl.h"
+#include "kernels.h"
+
+static cudaDataType blas_type(torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F64: return CUDA_R_64F;
+    case TORC_DTYPE_F16: return CUDA_R_16F;
+    case TORC_DTYPE_BF16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+    }
+}
+
+// The dtype combinations cuBLAS runs: equal inputs of f32/f16/bf16/f64, out the same or f32
+// for the 16-bit inputs (mixed precision writes f32).
+static bool blas_dtypes(torc_dtype a, torc_dtype b, torc_dtype c) {
+    if (a != b) return false;
+    switch (a) {
+    case TORC_DTYPE_F32: case TORC_DTYPE_F64: return c == a;
+    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: return c == a || c == TORC_DTYPE_F32;
+    default: return false;
+    }
+}
+
+static const char *blas_status_name(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "cuBLAS error";
+    }
+}
+
+static int blas_handle(tcu_device *d) {
+    if (d->blas) return TORC_OK;
+    cublasHandle_t h;
+    cublasStatus_t s = cublasCreate(&h);
+    if (s != CUBLAS_STATUS_SUCCESS) return tcu_error(TORC_ERR_BACKEND, "cublasCreate: %s", blas_status_name(s));
+    s = cublasSetStream(h, d->stream);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        cublasDestroy(h);
+        return tcu_error(TORC_ERR_BACKEND, "cublasSetStream: %s", blas_status_name(s));
+    }
+    d->blas = h;
+    return TORC_OK;
+}
+
+void tcu_gemm_release(tcu_device *d) {
+    if (d->blas) cublasDestroy(d->blas);
+    d->blas = NULL;
+}
+
+static int run_blas(tcu_device *d, const torc_op *op, const tcu_gemm_plan *pl) {
+    int rc = blas_handle(d);
+    if (rc != TORC_OK) return rc;
+    const torc_dtype in_dt = op->in[0].dtype, out_dt = op->out.dtype;
+    const torc_operand *pa = pl->swap ? &op->in[1] : &op->in[0];
+    const torc_operand *pb = pl->swap ? &op->in[0] : &op->in[1];
+    const size_t ea = (size_t)tcu_dtype_size(in_dt), ec = (size_t)tcu_dtype_size(out_dt);
+    cublasComputeType_t ct;
+    const void *alpha, *beta;
+    static const float one_f = 1.0f, zero_f = 0.0f;
+    static const double one_d = 1.0, zero_d = 0.0;
+    if (in_dt == TORC_DTYPE_F64) {
+        ct = CUBLAS_COMPUTE_64F;
+        alpha = &one_d;
+        beta = &zero_d;
+    } else {
+        ct = (in_dt == TORC_DTYPE_F32 && tcu_allow_tf32()) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+        alpha = &one_f;
+        beta = &zero_f;
+    }
+    const cublasOperation_t ta = pl->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = pl->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cudaDataType tin = blas_type(in_dt), tout = blas_type(out_dt);
+    for (int64_t ob = 0; ob < pl->outer.numel; ob++) {
+        int64_t off[TCU_MAX_OPS];
+        tcu_offsets64(&pl->outer, ob, off);
+        const char *A = (const char *)pa->data + (size_t)off[1] * ea;
+        const char *B = (const char *)pb->data + (size_t)off[2] * ea;
+        char *C = (char *)op->out.data + (size_t)off[0] * ec;
+        cublasStatus_t s;
+        if (pl->batch == 1) {
+            s = cublasGemmEx(d->blas, ta, tb, (int)pl->m, (int)pl->n, (int)pl->k, alpha, A, tin, (int)pl->lda, B, tin,
+                             (int)pl->ldb, beta, C, tout, (int)pl->ldc, ct, CUBLAS_GEMM_DEFAULT);
+        } else {
+            s = cublasGemmStridedBatchedEx(d->blas, ta, tb, (int)pl->m, (int)pl->n, (int)pl->k, alpha, A, tin,
+                                           (int)pl->lda, pl->stride_a, B, tin, (int)pl->ldb, pl->stride_b, beta,
+                                           C, tout, (int)pl->ldc, pl->stride_c, (int)pl->batch, ct,
+                                           CUBLAS_GEMM_DEFAULT);
+        }
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return tcu_error(TORC_ERR_BACKEND, "matmul: cublasGemm%sEx (m=%lld n=%lld k=%lld): %s",
+                             pl->batch == 1 ? "" : "StridedBatched", (long long)pl->m, (long long)pl->n,
+                             (long long)pl->k, blas_status_name(s));
+    }
+    return TORC_OK;
+}
+
+int tcu_matmul(tcu_device *d, const torc_op *op) {
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+    const int nd = c->ndim;
+    int64_t numel = 1;
+    for (int i = 0; i < nd; i++) numel *= c->shape[i];
+    if (numel == 0) return TORC_OK;
+    if (a->shape[nd - 1] == 0) return tcu_fill_zero(d, c);  // empty sum
+    if (blas_dtypes(a->dtype, b->dtype, c->dtype)) {
+        tcu_gemm_plan pl;
+        tcu_gemm_plan_build(&pl, a, b, c);
+        if (pl.use_blas) return run_blas(d, op, &pl);
+    }
+    tcu_mm_args m;
+    if (!tcu_mm_args_build(&m, a, b, c)) return tcu_error(TORC_ERR_INVALID_ARG, "matmul: bad operands");
+    const int rc = tcu_launch_mm(&m, d->sm_count, d->stream);
+    return rc == 0 ? TORC_OK : tcu_cuda_error((cudaError_t)rc, "matmul (generic kernel)");
+}

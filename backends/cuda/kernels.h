@@ -1,0 +1,41 @@
+// backends/cuda/kernels.h — the launchers the .cu files export to the host C code: each takes a
+// plan built by the shared headers and returns a cudaError_t (0 = launched).
+#ifndef TCU_KERNELS_H
+#define TCU_KERNELS_H
+
+#include <cuda_runtime_api.h>
+
+#include "ew_ops.h"
+#include "gemm_plan.h"
+#include "index_ops.h"
+#include "reduce_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Elementwise ops, fills, ranges and RNG over `it` (out first). a->ct and a->common are set.
+int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaStream_t s);
+
+// Reductions. With pl->split > 1, a->partial holds n_out * split * TCU_ACC_BYTES bytes.
+int tcu_launch_reduce(const tcu_reduce_args *a, const tcu_reduce_plan *pl, cudaStream_t s);
+
+// Softmax / log_softmax along rows. ct: F32 or F64.
+int tcu_launch_softmax(int op, tcu_ctype ct, torc_dtype in_dt, torc_dtype out_dt, const void *in,
+                       void *out, const tcu_rows_plan *pl, cudaStream_t s);
+
+// index_select, gather, scatter_add, index_add, triu, tril.
+int tcu_launch_index(const tcu_index_args *x, int sm_count, cudaStream_t s);
+
+// masked_select / masked_scatter: a row-major scan of the mask. scratch holds
+// tcu_masked_scratch_bytes(numel) bytes.
+size_t tcu_masked_scratch_bytes(int64_t numel);
+int tcu_launch_masked(const tcu_index_args *x, void *scratch, cudaStream_t s);
+
+// The generic matmul (any dtypes and strides).
+int tcu_launch_mm(const tcu_mm_args *m, int sm_count, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,301 @@
+// backends/cuda/run.c — checks an op descriptor and turns it into a launch: plans from the shared
+// headers, compute types, scratch memory, and the memcpy/memset shortcuts.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_impl.h"
+#include "kernels.h"
+
+static const char *const OP_NAMES[] = {
+    "fill", "copy", "arange", "linspace", "rand_uniform", "rand_normal", "rand_int",
+    "neg", "abs", "sign", "sqrt", "rsqrt", "square", "reciprocal", "exp", "log", "sin", "cos",
+    "tanh", "sigmoid", "relu", "gelu", "pow_scalar", "erf", "erfinv", "logical_not",
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_and", "logical_or", "where",
+    "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "norm", "logsumexp",
+    "softmax", "log_softmax", "matmul",
+    "index_select", "gather", "masked_select", "index_add", "scatter_add", "masked_scatter",
+    "triu", "tril",
+};
+_Static_assert(sizeof OP_NAMES / sizeof OP_NAMES[0] == TORC_OP_COUNT, "one name per opcode");
+
+static const char *op_name(int code) {
+    return code >= 0 && code < TORC_OP_COUNT ? OP_NAMES[code] : "unknown op";
+}
+
+// Inputs each opcode takes.
+static int op_arity(int code) {
+    if (code == TORC_OP_COPY) return 1;
+    if (code <= TORC_OP_RAND_INT) return 0;
+    if (code <= TORC_OP_LOGICAL_NOT) return 1;
+    if (code <= TORC_OP_LOGICAL_OR) return 2;
+    if (code == TORC_OP_WHERE) return 3;
+    if (code <= TORC_OP_LOG_SOFTMAX) return 1;
+    if (code == TORC_OP_TRIU || code == TORC_OP_TRIL) return 1;
+    return 2;  // matmul, index ops
+}
+
+static bool operand_ok(const torc_operand *o, char *why, size_t n, const char *which) {
+    if (o->dtype < 0 || o->dtype >= TORC_DTYPE_COUNT) {
+        snprintf(why, n, "%s has an invalid dtype %d", which, (int)o->dtype);
+        return false;
+    }
+    if (o->ndim < 0 || o->ndim > TORC_MAX_DIMS) {
+        snprintf(why, n, "%s has ndim %d (at most %d)", which, o->ndim, TORC_MAX_DIMS);
+        return false;
+    }
+    for (int d = 0; d < o->ndim; d++)
+        if (o->shape[d] < 0 || o->stride[d] < 0) {
+            snprintf(why, n, "%s has a negative size or stride in dim %d", which, d);
+            return false;
+        }
+    return true;
+}
+
+static bool same_shape(const torc_operand *a, const torc_operand *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return false;
+    return true;
+}
+
+static void ew_args_from(tcu_ew_args *a, const torc_op *op) {
+    memset(a, 0, sizeof *a);
+    a->op = op->code;
+    a->n_in = op->n_in;
+    a->dt[0] = op->out.dtype;
+    a->data[0] = op->out.data;
+    for (int k = 0; k < op->n_in && k < 3; k++) {
+        a->dt[k + 1] = op->in[k].dtype;
+        a->data[k + 1] = op->in[k].data;
+    }
+    switch (op->code) {
+    case TORC_OP_FILL: case TORC_OP_POW_SCALAR: case TORC_OP_ADD: case TORC_OP_SUB:
+        a->s0 = op->params.scalar.value;
+        break;
+    case TORC_OP_ARANGE:
+        a->s0 = op->params.range.start;
+        a->s1 = op->params.range.step;
+        break;
+    case TORC_OP_LINSPACE:
+        a->s0 = op->params.range.start;
+        a->s2 = op->params.range.end;
+        a->count = op->params.range.count;
+        break;
+    case TORC_OP_RAND_UNIFORM: case TORC_OP_RAND_NORMAL: case TORC_OP_RAND_INT:
+        a->seed = op->params.rng.seed;
+        a->offset = op->params.rng.offset;
+        a->s0 = op->params.rng.a;
+        a->s1 = op->params.rng.b;
+        break;
+    case TORC_OP_GELU:
+        a->flag = op->params.gelu.approximate;
+        break;
+    default:
+        break;
+    }
+}
+
+static bool is_float(torc_dtype d) { return tcu_dtype_is_float(d); }
+
+bool tcu_supports_op(const torc_op *op, char *why, size_t n) {
+    const int code = op->code;
+    if (code < 0 || code >= TORC_OP_COUNT) {
+        snprintf(why, n, "unknown opcode %d", code);
+        return false;
+    }
+    const int want = op_arity(code);
+    if (op->n_in != want) {
+        snprintf(why, n, "%s takes %d inputs, got %d", op_name(code), want, op->n_in);
+        return false;
+    }
+    if (!operand_ok(&op->out, why, n, "out")) return false;
+    for (int k = 0; k < op->n_in; k++) {
+        char which[8];
+        snprintf(which, sizeof which, "in%d", k);
+        if (!operand_ok(&op->in[k], why, n, which)) return false;
+    }
+    if (tcu_op_is_elementwise(code)) {
+        for (int k = 0; k < op->n_in; k++)
+            if (!same_shape(&op->in[k], &op->out)) {
+                snprintf(why, n, "%s: input %d is not broadcast to the output's shape", op_name(code), k);
+                return false;
+            }
+        if ((code == TORC_OP_ARANGE || code == TORC_OP_LINSPACE) && op->out.ndim != 1) {
+            snprintf(why, n, "%s writes a 1-D output", op_name(code));
+            return false;
+        }
+        tcu_ew_args a;
+        ew_args_from(&a, op);
+        if (!tcu_ew_choose_types(&a)) {
+            snprintf(why, n, "%s has no integer form (out dtype %d); the output must be floating",
+                     op_name(code), (int)op->out.dtype);
+            return false;
+        }
+        return true;
+    }
+    if (tcu_op_is_reduction(code)) {
+        const torc_operand *in = &op->in[0], *out = &op->out;
+        if (in->ndim != out->ndim) {
+            snprintf(why, n, "%s: out must keep in's ndim (reduced dims of size 1)", op_name(code));
+            return false;
+        }
+        for (int d = 0; d < in->ndim; d++) {
+            const bool red = (op->params.reduce.mask >> d) & 1;
+            if (out->shape[d] != (red ? 1 : in->shape[d])) {
+                snprintf(why, n, "%s: out's dim %d must be %s", op_name(code), d, red ? "1 (reduced)" : "in's size");
+                return false;
+            }
+        }
+        if (op->params.reduce.mask >> in->ndim) {
+            snprintf(why, n, "%s: reduce mask names dims beyond ndim %d", op_name(code), in->ndim);
+            return false;
+        }
+        return true;
+    }
+    if (code == TORC_OP_SOFTMAX || code == TORC_OP_LOG_SOFTMAX) {
+        if (!same_shape(&op->in[0], &op->out) || op->params.dim.dim < 0 ||
+            op->params.dim.dim >= op->out.ndim) {
+            snprintf(why, n, "%s: out must match in and dim be in [0, %d)", op_name(code), op->out.ndim);
+            return false;
+        }
+        if (!is_float(op->out.dtype)) {
+            snprintf(why, n, "%s writes a floating output", op_name(code));
+            return false;
+        }
+        return true;
+    }
+    if (code == TORC_OP_MATMUL) {
+        const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+        const int nd = c->ndim;
+        bool ok = nd >= 2 && a->ndim == nd && b->ndim == nd && a->shape[nd - 1] == b->shape[nd - 2] &&
+                  a->shape[nd - 2] == c->shape[nd - 2] && b->shape[nd - 1] == c->shape[nd - 1];
+        for (int d = 0; ok && d < nd - 2; d++) ok = a->shape[d] == c->shape[d] && b->shape[d] == c->shape[d];
+        if (!ok) {
+            snprintf(why, n, "matmul: operands must be (..., M, K) @ (..., K, N) -> (..., M, N) with equal batch dims");
+            return false;
+        }
+        return true;
+    }
+    if (tcu_op_is_index(code)) {
+        tcu_index_args x;
+        if ((code != TORC_OP_TRIU && code != TORC_OP_TRIL && code != TORC_OP_MASKED_SELECT &&
+             code != TORC_OP_MASKED_SCATTER && is_float(op->in[1].dtype)) ||
+            !tcu_index_plan_build(&x, op)) {
+            snprintf(why, n, "%s: operand ranks, dim or index dtype do not fit the op", op_name(code));
+            return false;
+        }
+        return true;
+    }
+    snprintf(why, n, "%s is not implemented", op_name(code));
+    return false;
+}
+
+// ---- launches ----
+static int launched(int rc, const char *what) {
+    return rc == 0 ? TORC_OK : tcu_cuda_error((cudaError_t)rc, what);
+}
+
+static bool contiguous_run(const tcu_iter *it) {
+    for (int k = 0; k < it->nops; k++)
+        if (it->stride[k][TCU_D - 1] != 1) return false;
+    return it->ndim == 1;
+}
+
+static int run_elementwise(tcu_device *d, const torc_op *op) {
+    tcu_ew_args a;
+    ew_args_from(&a, op);
+    tcu_ew_choose_types(&a);
+    const int64_t *strides[TCU_MAX_OPS] = {op->out.stride};
+    for (int k = 0; k < op->n_in; k++) strides[k + 1] = op->in[k].stride;
+    tcu_iter it;
+    if (!tcu_iter_build(&it, op->out.ndim, op->out.shape, op->n_in + 1, strides, 0))
+        return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
+    if (it.numel == 0) return TORC_OK;
+    const size_t esize = (size_t)tcu_dtype_size(op->out.dtype);
+    // Shortcuts: a same-dtype contiguous copy is a memcpy, a zero fill a memset.
+    if (op->code == TORC_OP_COPY && op->in[0].dtype == op->out.dtype && contiguous_run(&it)) {
+        const cudaError_t e = cudaMemcpyAsync(op->out.data, op->in[0].data, (size_t)it.numel * esize,
+                                              cudaMemcpyDeviceToDevice, d->stream);
+        return e == cudaSuccess ? TORC_OK : tcu_cuda_error(e, "cudaMemcpyAsync (copy)");
+    }
+    if (op->code == TORC_OP_FILL && op->params.scalar.value == 0.0 && !signbit(op->params.scalar.value) &&
+        contiguous_run(&it)) {
+        const cudaError_t e = cudaMemsetAsync(op->out.data, 0, (size_t)it.numel * esize, d->stream);
+        return e == cudaSuccess ? TORC_OK : tcu_cuda_error(e, "cudaMemsetAsync (fill)");
+    }
+    return launched(tcu_launch_ew(&a, &it, d->sm_count, d->stream), op_name(op->code));
+}
+
+int tcu_fill_zero(tcu_device *d, const torc_operand *out) {
+    torc_op f;
+    memset(&f, 0, sizeof f);
+    f.code = TORC_OP_FILL;
+    f.n_in = 0;
+    f.out = *out;
+    f.params.scalar.value = 0.0;
+    return run_elementwise(d, &f);
+}
+
+static int run_reduce(tcu_device *d, const torc_op *op) {
+    tcu_reduce_plan pl;
+    if (!tcu_reduce_plan_build(&pl, &op->in[0], &op->out, op->params.reduce.mask, d->sm_count))
+        return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
+    if (pl.n_out == 0) return TORC_OK;
+    tcu_reduce_args a;
+    memset(&a, 0, sizeof a);
+    a.op = op->code;
+    a.ct = tcu_reduce_ctype(op->code, op->in[0].dtype, op->out.dtype);
+    a.in_dt = op->in[0].dtype;
+    a.out_dt = op->out.dtype;
+    a.in = op->in[0].data;
+    a.out = op->out.data;
+    a.p = op->params.reduce.p;
+    a.correction = op->params.reduce.correction;
+    a.n_red = pl.n_red;
+    if (pl.split > 1) {
+        a.partial = tcu_scratch(d, (size_t)pl.n_out * (size_t)pl.split * TCU_ACC_BYTES);
+        if (!a.partial) return TORC_ERR_OOM;
+    }
+    const int rc = tcu_launch_reduce(&a, &pl, d->stream);
+    // Stream order makes the scratch safe to hand out again right away.
+    if (a.partial) tcu_scratch_free(d, a.partial);
+    return launched(rc, op_name(op->code));
+}
+
+static int run_softmax(tcu_device *d, const torc_op *op) {
+    tcu_rows_plan pl;
+    if (!tcu_rows_plan_build(&pl, &op->in[0], &op->out, op->params.dim.dim))
+        return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
+    const torc_dtype in = op->in[0].dtype, out = op->out.dtype;
+    const tcu_ctype ct = (!is_float(in) || in == TORC_DTYPE_F64 || out == TORC_DTYPE_F64) ? TCU_CT_F64 : TCU_CT_F32;
+    return launched(tcu_launch_softmax(op->code, ct, in, out, op->in[0].data, op->out.data, &pl, d->stream),
+                    op_name(op->code));
+}
+
+static int run_index(tcu_device *d, const torc_op *op) {
+    tcu_index_args x;
+    if (!tcu_index_plan_build(&x, op))
+        return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
+    x.err = d->err_word;
+    if (op->code == TORC_OP_MASKED_SELECT || op->code == TORC_OP_MASKED_SCATTER) {
+        if (x.it.numel == 0) return TORC_OK;
+        void *scratch = tcu_scratch(d, tcu_masked_scratch_bytes(x.it.numel));
+        if (!scratch) return TORC_ERR_OOM;
+        const int rc = tcu_launch_masked(&x, scratch, d->stream);
+        tcu_scratch_free(d, scratch);
+        return launched(rc, op_name(op->code));
+    }
+    return launched(tcu_launch_index(&x, d->sm_count, d->stream), op_name(op->code));
+}
+
+int tcu_run_op(tcu_device *d, const torc_op *op) {
+    const int code = op->code;
+    if (tcu_op_is_elementwise(code)) return run_elementwise(d, op);
+    if (tcu_op_is_reduction(code)) return run_reduce(d, op);
+    if (code == TORC_OP_SOFTMAX || code == TORC_OP_LOG_SOFTMAX) return run_softmax(d, op);
+    if (code == TORC_OP_MATMUL) return tcu_matmul(d, op);
+    if (tcu_op_is_index(code)) return run_index(d, op);
+    return tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s is not implemented", op_name(code));
+}
