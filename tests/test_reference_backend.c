@@ -709,6 +709,352 @@ START_TEST(test_matmul_batched_and_edges) {
 }
 END_TEST
 
+// ============================ unary ============================
+// tools/golden/gen_reference_backend.py (unary): torch float64 on x; erfinv (on y) from mpmath.
+static const double unary_x[8] = {-3.5, -1.0, -0.25, -0.0, 0.375, 1.0, 2.0, 4.5};
+static const double unary_y[8] = {-1.0, -0.9921875, -0.5, 0.0, 9.313225746154785e-10, 0.6875, 0.71875, 0.99609375};
+static const struct { torc_opcode code; double param; double f64[8]; } golden_unary[] = {
+    {TORC_OP_SQRT, 0.0, {NAN, NAN, NAN, -0.0, 0.6123724356957945, 1.0, 1.414213562373095, 2.1213203435596424}},
+    {TORC_OP_RSQRT, 0.0, {NAN, NAN, NAN, -INFINITY, 1.6329931618554523, 1.0, 0.7071067811865475, 0.47140452079103173}},
+    {TORC_OP_RECIPROCAL, 0.0, {-0.2857142857142857, -1.0, -4.0, -INFINITY, 2.6666666666666665, 1.0, 0.5, 0.2222222222222222}},
+    {TORC_OP_EXP, 0.0, {0.0301973834223185, 0.36787944117144233, 0.7788007830714049, 1.0, 1.4549914146182013, 2.718281828459045, 7.38905609893065, 90.01713130052181}},
+    {TORC_OP_LOG, 0.0, {NAN, NAN, NAN, -INFINITY, -0.9808292530117262, 0.0, 0.6931471805599453, 1.5040773967762742}},
+    {TORC_OP_SIN, 0.0, {0.35078322768961984, -0.8414709848078965, -0.24740395925452294, -0.0, 0.36627252908604757, 0.8414709848078965, 0.9092974268256817, -0.977530117665097}},
+    {TORC_OP_COS, 0.0, {-0.9364566872907963, 0.5403023058681398, 0.9689124217106447, 1.0, 0.9305076219123143, 0.5403023058681398, -0.4161468365471424, -0.2107957994307797}},
+    {TORC_OP_TANH, 0.0, {-0.9981778976111987, -0.7615941559557649, -0.24491866240370913, -0.0, 0.35835739835078595, 0.7615941559557649, 0.9640275800758169, 0.9997532108480275}},
+    {TORC_OP_SIGMOID, 0.0, {0.02931223075135632, 0.2689414213699951, 0.43782349911420193, 0.5, 0.5926665999540697, 0.7310585786300049, 0.8807970779778823, 0.9890130573694068}},
+    {TORC_OP_GELU, 0.0, {-0.0008142017766243903, -0.15865525393145702, -0.10032341857926907, -0.0, 0.2423136625022714, 0.841344746068543, 1.9544997361036416, 4.4999847104709385}},
+    {TORC_OP_GELU, 1.0, {-0.0006161976553737403, -0.15880800939172324, -0.100324649298315, -0.0, 0.24230776689151162, 0.8411919906082768, 1.954597694087775, 4.499994863262588}},
+    {TORC_OP_POW_SCALAR, 3.0, {-42.875, -1.0, -0.015625, -0.0, 0.052734375, 1.0, 8.0, 91.125}},
+    {TORC_OP_POW_SCALAR, 0.5, {NAN, NAN, NAN, -0.0, 0.6123724356957945, 1.0, 1.414213562373095, 2.1213203435596424}},
+    {TORC_OP_POW_SCALAR, -2.0, {0.08163265306122448, 1.0, 16.0, INFINITY, 7.111111111111111, 1.0, 0.25, 0.04938271604938271}},
+    {TORC_OP_POW_SCALAR, 2.5, {NAN, NAN, NAN, 0.0, 0.0861148737697211, 1.0, 5.656854249492381, 42.95673695708276}},
+    {TORC_OP_POW_SCALAR, -0.5, {NAN, NAN, NAN, -INFINITY, 1.6329931618554523, 1.0, 0.7071067811865475, 0.47140452079103173}},
+    {TORC_OP_ERF, 0.0, {-0.9999992569016276, -0.8427007929497149, -0.27632639016823696, -0.0, 0.4041169094348223, 0.8427007929497149, 0.9953222650189527, 0.9999999998033839}},
+    {TORC_OP_ERFINV, 0.0, {-INFINITY, -1.8809517454731395, -0.4769362762044699, 0.0, 8.253631419062224e-10, 0.7141708976081284, 0.7619185642882501, 2.0404520146056093}},
+};
+
+START_TEST(test_unary_golden) {
+    // float64 matches torch to a couple of ulps; narrower dtypes see the same (exactly
+    // representable) inputs and must equal the float64 result rounded once.
+    for (size_t g = 0; g < sizeof golden_unary / sizeof golden_unary[0]; g++) {
+        const double *xs = golden_unary[g].code == TORC_OP_ERFINV ? unary_y : unary_x;
+        for (size_t t = 0; t < sizeof float_dtypes / sizeof float_dtypes[0]; t++) {
+            const torc_dtype dt = float_dtypes[t];
+            torc_operand x = tensor(dt, SH(8), xs), o = tensor(dt, SH(8), NULL);
+            torc_op op = OP(golden_unary[g].code, o, x);
+            if (golden_unary[g].code == TORC_OP_GELU) op.params.gelu.approximate = (int)golden_unary[g].param;
+            else op.params.scalar.value = golden_unary[g].param;
+            run_ok(op);
+            if (dt == TORC_DTYPE_F64) {
+                expect_close(o, golden_unary[g].f64, 4e-16, 0);
+            } else {
+                torc_operand rounded = tensor(dt, SH(8), golden_unary[g].f64);
+                double exp[8];
+                for (int i = 0; i < 8; i++) exp[i] = val(&rounded, i);
+                expect_vals(o, exp);
+            }
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_unary_signs_and_ints) {
+    // Floating: NaN and signed zeros as PyTorch (sign(NaN) = 0, relu(-0.0) = -0.0, abs(-0.0) = 0).
+    const double xv[] = {NAN, -0.0, 0.0, -2.5, 3.0, -INFINITY};
+    torc_operand x = tensor(TORC_DTYPE_F32, SH(6), xv), o = tensor(TORC_DTYPE_F32, SH(6), NULL);
+    struct { torc_opcode code; double exp[6]; } fcases[] = {
+        {TORC_OP_NEG, {NAN, 0.0, -0.0, 2.5, -3.0, INFINITY}},
+        {TORC_OP_ABS, {NAN, 0.0, 0.0, 2.5, 3.0, INFINITY}},
+        {TORC_OP_SIGN, {0.0, 0.0, 0.0, -1.0, 1.0, -1.0}},
+        {TORC_OP_RELU, {NAN, -0.0, 0.0, 0.0, 3.0, 0.0}},
+        {TORC_OP_SQUARE, {NAN, 0.0, 0.0, 6.25, 9.0, INFINITY}},
+    };
+    for (size_t c = 0; c < sizeof fcases / sizeof fcases[0]; c++) {
+        torc_op op = OP(fcases[c].code, o, x);
+        run_ok(op);
+        expect_vals(o, fcases[c].exp);
+    }
+    // Integers are exact and wrap: abs(int8 -128) = -128, neg(uint8 200) = 56, square(uint8 200) = 64.
+    torc_operand i8 = tensor(TORC_DTYPE_I8, SH(4), V(-128, -3, 0, 5)), o8 = tensor(TORC_DTYPE_I8, SH(4), NULL);
+    struct { torc_opcode code; int64_t exp[4]; } icases[] = {
+        {TORC_OP_NEG, {-128, 3, 0, -5}}, {TORC_OP_ABS, {-128, 3, 0, 5}}, {TORC_OP_SIGN, {-1, -1, 0, 1}},
+        {TORC_OP_RELU, {0, 0, 0, 5}}, {TORC_OP_SQUARE, {0, 9, 0, 25}},
+    };
+    for (size_t c = 0; c < sizeof icases / sizeof icases[0]; c++) {
+        torc_op op = OP(icases[c].code, o8, i8);
+        run_ok(op);
+        expect_ints(o8, icases[c].exp);
+    }
+    torc_operand u8 = tensor(TORC_DTYPE_U8, SH(3), V(200, 1, 0)), ou = tensor(TORC_DTYPE_U8, SH(3), NULL);
+    torc_op op = OP(TORC_OP_NEG, ou, u8);
+    run_ok(op);
+    expect_ints(ou, I(56, 255, 0));
+    op.code = TORC_OP_SQUARE;
+    run_ok(op);
+    expect_ints(ou, I(64, 1, 0));
+    op.code = TORC_OP_SIGN;
+    run_ok(op);
+    expect_ints(ou, I(1, 1, 0));
+    // int64 extremes without UB.
+    torc_operand l = tensor(TORC_DTYPE_I64, SH(2), NULL), ol = tensor(TORC_DTYPE_I64, SH(2), NULL);
+    ((int64_t *)l.data)[0] = INT64_MIN, ((int64_t *)l.data)[1] = INT64_MAX;
+    op = OP(TORC_OP_NEG, ol, l);
+    run_ok(op);
+    expect_ints(ol, I(INT64_MIN, INT64_MIN + 1));
+    op.code = TORC_OP_SQUARE;
+    run_ok(op);
+    expect_ints(ol, I(0, 1));
+    // Bool: sign is the identity; neg/abs/relu have no bool kernel (PyTorch's messages).
+    torc_operand b = tensor(TORC_DTYPE_BOOL, SH(2), V(1, 0)), ob = tensor(TORC_DTYPE_BOOL, SH(2), NULL);
+    op = OP(TORC_OP_SIGN, ob, b);
+    run_ok(op);
+    expect_ints(ob, I(1, 0));
+    op.code = TORC_OP_NEG;
+    ck_assert(!vt->supports(0, &op));
+    run_fails(op, TORC_ERR_DTYPE, "Negation, the `-` operator, on a bool tensor is not supported.");
+    op.code = TORC_OP_RELU;
+    run_fails(op, TORC_ERR_DTYPE, "Boolean inputs not supported for relu");
+    op.code = TORC_OP_ABS;
+    run_fails(op, TORC_ERR_DTYPE, "\"abs\" not implemented for 'Bool'");
+    // Integer input with a floating out (the frontend promoted): computes in double.
+    torc_operand ints = tensor(TORC_DTYPE_I64, SH(3), V(0, 2, 4)), of = tensor(TORC_DTYPE_F32, SH(3), NULL);
+    op = OP(TORC_OP_RECIPROCAL, of, ints);
+    run_ok(op);
+    expect_vals(of, V(INFINITY, 0.5, 0.25));
+    op.code = TORC_OP_SQRT;
+    run_ok(op);
+    expect_vals(of, V(0, (double)(float)sqrt(2.0), 2));
+    // Floating-only ops refuse an integer out.
+    op = OP(TORC_OP_EXP, tensor(TORC_DTYPE_I64, SH(3), NULL), ints);
+    ck_assert(!vt->supports(0, &op));
+    run_fails(op, TORC_ERR_DTYPE, "\"exp\" not implemented for 'Long'");
+    // erfinv stays accurate next to 1 (golden: mpmath) and is NaN outside [-1, 1].
+    torc_operand ey = tensor(TORC_DTYPE_F64, SH(4), V(1 - 0x1p-53, -1e-300, 1.5, NAN));
+    torc_operand eo = tensor(TORC_DTYPE_F64, SH(4), NULL);
+    op = OP(TORC_OP_ERFINV, eo, ey);
+    run_ok(op);
+    expect_close(eo, V(5.8635847487551676, -8.86226925452758e-301, NAN, NAN), 4e-16, 0);
+    // Extremes in double: sigmoid saturates without NaN.
+    torc_operand big = tensor(TORC_DTYPE_F64, SH(2), V(-800, 800)), ob2 = tensor(TORC_DTYPE_F64, SH(2), NULL);
+    op = OP(TORC_OP_SIGMOID, ob2, big);
+    run_ok(op);
+    expect_vals(ob2, V(0, 1));
+}
+END_TEST
+
+START_TEST(test_unary_strided_and_logical_not) {
+    // A transposed f16 input into a stepped bf16 out.
+    torc_operand x = transposed(tensor(TORC_DTYPE_F16, SH(3, 2), V(1, 4, 9, 16, 25, 36)), 0, 1);  // [[1,9,25],[4,16,36]]
+    torc_operand o = strided(TORC_DTYPE_BF16, SH(2, 3), I(6, 2), 12, NULL);
+    torc_op op = OP(TORC_OP_SQRT, o, x);
+    run_ok(op);
+    expect_vals(o, V(1, 3, 5, 2, 4, 6));
+    // logical_not writes bool (NaN is true, so its not is false); any input dtype.
+    torc_operand f = tensor(TORC_DTYPE_F64, SH(4), V(0, NAN, -0.0, 2)), ob = tensor(TORC_DTYPE_BOOL, SH(4), NULL);
+    op = OP(TORC_OP_LOGICAL_NOT, ob, f);
+    run_ok(op);
+    expect_ints(ob, I(1, 0, 1, 0));
+    torc_operand i = strided(TORC_DTYPE_I32, SH(2, 2), I(0, 1), 2, V(0, 7));
+    torc_operand o2 = tensor(TORC_DTYPE_BOOL, SH(2, 2), NULL);
+    op = OP(TORC_OP_LOGICAL_NOT, o2, i);
+    run_ok(op);
+    expect_ints(o2, I(1, 0, 1, 0));
+    // A zero-size unary does nothing.
+    torc_operand e = tensor(TORC_DTYPE_F32, SH(2, 0), NULL);
+    e.data = NULL;
+    op = OP(TORC_OP_EXP, e, e);
+    run_ok(op);
+}
+END_TEST
+
+START_TEST(test_pow) {
+    // Integer pow by squaring, wrapping in the dtype; negative tensor exponents as powi_impl.
+    torc_operand b = tensor(TORC_DTYPE_I32, SH(6), V(2, 2, 3, 1, -1, 0));
+    torc_operand e = tensor(TORC_DTYPE_I32, SH(6), V(31, 10, 0, -5, -3, -1));
+    torc_operand o = tensor(TORC_DTYPE_I32, SH(6), NULL);
+    torc_op op = OP(TORC_OP_POW, o, b, e);
+    run_ok(op);
+    expect_ints(o, I(INT32_MIN, 1024, 1, 1, -1, 0));
+    // A negative scalar exponent on integers is PyTorch's error; 0 gives ones.
+    op = OP(TORC_OP_POW_SCALAR, o, b);
+    op.params.scalar.value = -2;
+    ck_assert(vt->supports(0, &op));
+    run_fails(op, TORC_ERR_INVALID_ARG, "Integers to negative integer powers are not allowed.");
+    op.params.scalar.value = 0;
+    run_ok(op);
+    expect_ints(o, I(1, 1, 1, 1, 1, 1));
+    op.params.scalar.value = 3;
+    run_ok(op);
+    expect_ints(o, I(8, 8, 27, 1, -1, 0));
+    // Floating pow follows pow(): negative base to a fractional power is NaN.
+    torc_operand x = tensor(TORC_DTYPE_F64, SH(3), V(-2, 0.5, 0)), y = tensor(TORC_DTYPE_F64, SH(3), V(0.5, -1, 0));
+    torc_operand of = tensor(TORC_DTYPE_F64, SH(3), NULL);
+    op = OP(TORC_OP_POW, of, x, y);
+    run_ok(op);
+    expect_vals(of, V(NAN, 2, 1));
+    torc_operand bb = tensor(TORC_DTYPE_BOOL, SH(1), V(1));
+    op = OP(TORC_OP_POW, tensor(TORC_DTYPE_BOOL, SH(1), NULL), bb, bb);
+    ck_assert(!vt->supports(0, &op));
+}
+END_TEST
+
+// ============================ max/min, comparisons, logical, where ============================
+START_TEST(test_maximum_minimum) {
+    torc_operand a = tensor(TORC_DTYPE_F32, SH(4), V(1, NAN, -0.0, 5)), b = tensor(TORC_DTYPE_F32, SH(4), V(NAN, 0, 2, 3));
+    torc_operand o = tensor(TORC_DTYPE_F32, SH(4), NULL);
+    torc_op op = OP(TORC_OP_MAXIMUM, o, a, b);
+    run_ok(op);
+    expect_vals(o, V(NAN, NAN, 2, 5));
+    op.code = TORC_OP_MINIMUM;
+    run_ok(op);
+    expect_vals(o, V(NAN, NAN, -0.0, 3));
+    torc_operand i = tensor(TORC_DTYPE_I64, SH(3), V(-5, 7, 0)), j = strided(TORC_DTYPE_I64, SH(3), I(0), 1, V(1));
+    torc_operand oi = tensor(TORC_DTYPE_I64, SH(3), NULL);
+    op = OP(TORC_OP_MAXIMUM, oi, i, j);
+    run_ok(op);
+    expect_ints(oi, I(1, 7, 1));
+    torc_operand p = tensor(TORC_DTYPE_BOOL, SH(2), V(1, 0)), q = tensor(TORC_DTYPE_BOOL, SH(2), V(0, 0));
+    torc_operand ob = tensor(TORC_DTYPE_BOOL, SH(2), NULL);
+    op = OP(TORC_OP_MAXIMUM, ob, p, q);
+    run_ok(op);
+    expect_ints(ob, I(1, 0));
+}
+END_TEST
+
+START_TEST(test_comparisons_logical) {
+    // Float compare with NaN (unordered: only NE is true).
+    torc_operand a = tensor(TORC_DTYPE_F32, SH(4), V(1, NAN, 2, -0.0)), b = tensor(TORC_DTYPE_F32, SH(4), V(2, NAN, 2, 0.0));
+    torc_operand o = tensor(TORC_DTYPE_BOOL, SH(4), NULL);
+    struct { torc_opcode code; int64_t exp[4]; } cases[] = {
+        {TORC_OP_EQ, {0, 0, 1, 1}}, {TORC_OP_NE, {1, 1, 0, 0}}, {TORC_OP_LT, {1, 0, 0, 0}},
+        {TORC_OP_LE, {1, 0, 1, 1}}, {TORC_OP_GT, {0, 0, 0, 0}}, {TORC_OP_GE, {0, 0, 1, 1}},
+        {TORC_OP_LOGICAL_AND, {1, 1, 1, 0}}, {TORC_OP_LOGICAL_OR, {1, 1, 1, 0}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        torc_op op = OP(cases[c].code, o, a, b);
+        run_ok(op);
+        expect_ints(o, cases[c].exp);
+    }
+    // Integer compare is exact in int64: 2^53 + 1 > 2^53 (a double compare would say equal);
+    // uint8 255 vs int8 -1 compare by value.
+    torc_operand l = tensor(TORC_DTYPE_I64, SH(2), NULL), m = tensor(TORC_DTYPE_I64, SH(2), NULL);
+    ((int64_t *)l.data)[0] = (INT64_C(1) << 53) + 1, ((int64_t *)l.data)[1] = 5;
+    ((int64_t *)m.data)[0] = INT64_C(1) << 53, ((int64_t *)m.data)[1] = 5;
+    o = tensor(TORC_DTYPE_BOOL, SH(2), NULL);
+    torc_op op = OP(TORC_OP_GT, o, l, m);
+    run_ok(op);
+    expect_ints(o, I(1, 0));
+    torc_operand u = tensor(TORC_DTYPE_U8, SH(1), V(255)), s8 = tensor(TORC_DTYPE_I8, SH(1), V(-1));
+    o = tensor(TORC_DTYPE_BOOL, SH(1), NULL);
+    op = OP(TORC_OP_EQ, o, u, s8);
+    run_ok(op);
+    expect_ints(o, I(0));
+    // Broadcast and transposed operands: a (2,3) transposed vs a row (stride 0).
+    torc_operand t = transposed(tensor(TORC_DTYPE_BF16, SH(3, 2), V(1, 4, 2, 5, 3, 6)), 0, 1);  // [[1,2,3],[4,5,6]]
+    torc_operand row = strided(TORC_DTYPE_F64, SH(2, 3), I(0, 1), 3, V(2, 2, 5));
+    o = strided(TORC_DTYPE_BOOL, SH(2, 3), I(1, 2), 6, NULL);  // written column-major
+    op = OP(TORC_OP_LE, o, t, row);
+    run_ok(op);
+    expect_ints(o, I(1, 1, 1, 0, 0, 0));
+    ck_assert_int_eq(((uint8_t *)o.data)[1], 0);  // element [1,0] at offset 1 is false
+    // Comparisons may write any dtype: a float 0/1 out.
+    torc_operand of = tensor(TORC_DTYPE_F32, SH(2, 3), NULL);
+    op = OP(TORC_OP_GT, of, t, row);
+    run_ok(op);
+    expect_vals(of, V(0, 0, 0, 1, 1, 1));
+    // Logical ops on integers use truthiness.
+    torc_operand x = tensor(TORC_DTYPE_I32, SH(3), V(0, 3, -1)), y = tensor(TORC_DTYPE_U8, SH(3), V(0, 0, 9));
+    o = tensor(TORC_DTYPE_BOOL, SH(3), NULL);
+    op = OP(TORC_OP_LOGICAL_OR, o, x, y);
+    run_ok(op);
+    expect_ints(o, I(0, 1, 1));
+}
+END_TEST
+
+START_TEST(test_where) {
+    // cond (2,3) transposed bool; x broadcast row (i64); y a scalar broadcast (f32); out f32.
+    torc_operand c = transposed(tensor(TORC_DTYPE_BOOL, SH(3, 2), V(1, 0, 0, 1, 1, 0)), 0, 1);  // [[1,0,1],[0,1,0]]
+    torc_operand x = strided(TORC_DTYPE_I64, SH(2, 3), I(0, 1), 3, V(10, 20, 30));
+    torc_operand y = strided(TORC_DTYPE_F32, SH(2, 3), I(0, 0), 1, V(-1.5));
+    torc_operand o = tensor(TORC_DTYPE_F32, SH(2, 3), NULL);
+    torc_op op = OP(TORC_OP_WHERE, o, c, x, y);
+    run_ok(op);
+    expect_vals(o, V(10, -1.5, 30, -1.5, 20, -1.5));
+    // Same dtypes everywhere, bf16; NaN passes through untouched.
+    torc_operand c2 = tensor(TORC_DTYPE_BOOL, SH(3), V(1, 0, 1));
+    torc_operand x2 = tensor(TORC_DTYPE_BF16, SH(3), V(NAN, 1, 2)), y2 = tensor(TORC_DTYPE_BF16, SH(3), V(7, 8, 9));
+    torc_operand o2 = tensor(TORC_DTYPE_BF16, SH(3), NULL);
+    op = OP(TORC_OP_WHERE, o2, c2, x2, y2);
+    run_ok(op);
+    expect_vals(o2, V(NAN, 8, 2));
+    op = OP(TORC_OP_WHERE, o2, c2, x2);
+    run_fails(op, TORC_ERR_INVALID_ARG, "where takes 3 input(s), got 2");
+}
+END_TEST
+
+// ============================ random ============================
+START_TEST(test_random_uniform_normal_int) {
+    const uint64_t seed = 0x1234abcdULL, offset = 1000;
+    torc_operand o = tensor(TORC_DTYPE_F64, SH(2, 3), NULL);
+    torc_op op = OP0(TORC_OP_RAND_UNIFORM, o);
+    op.params.rng.seed = seed, op.params.rng.offset = offset, op.params.rng.a = -2, op.params.rng.b = 3;
+    run_ok(op);
+    for (int i = 0; i < 6; i++) {
+        const double u = torc_philox_uniform(seed, offset, (uint64_t)i);
+        ck_assert(val(&o, i) == -2 + 5 * u);
+        ck_assert(val(&o, i) >= -2 && val(&o, i) < 3);
+    }
+    // Independent of out's strides: a transposed out gets the same value at each logical index.
+    torc_operand t = transposed(tensor(TORC_DTYPE_F64, SH(3, 2), NULL), 0, 1);
+    op.out = t;
+    run_ok(op);
+    for (int i = 0; i < 6; i++) ck_assert(val(&t, i) == val(&o, i));
+    torc_operand s = strided(TORC_DTYPE_F64, SH(2, 3), I(9, 3), 18, NULL);
+    op.out = s;
+    run_ok(op);
+    for (int i = 0; i < 6; i++) ck_assert(val(&s, i) == val(&o, i));
+    // f32 / bf16 round the double once.
+    torc_operand f = tensor(TORC_DTYPE_BF16, SH(2, 3), NULL);
+    op.out = f;
+    run_ok(op);
+    torc_operand rounded = tensor(TORC_DTYPE_BF16, SH(6), (const double *)o.data);
+    for (int i = 0; i < 6; i++) ck_assert(val(&f, i) == val(&rounded, i));
+
+    torc_operand n = tensor(TORC_DTYPE_F32, SH(4, 5), NULL);
+    op = OP0(TORC_OP_RAND_NORMAL, n);
+    op.params.rng.seed = seed, op.params.rng.offset = 7, op.params.rng.a = 1, op.params.rng.b = 0.5;
+    run_ok(op);
+    for (int i = 0; i < 20; i++)
+        ck_assert(val(&n, i) == (double)(float)(1 + 0.5 * torc_philox_normal(seed, 7, (uint64_t)i)));
+    op.params.rng.b = -1;
+    run_fails(op, TORC_ERR_INVALID_ARG, "normal expects std >= 0.0");
+
+    torc_operand r = transposed(tensor(TORC_DTYPE_I32, SH(50, 2), NULL), 0, 1);  // (2, 50), strided
+    op = OP0(TORC_OP_RAND_INT, r);
+    op.params.rng.seed = 42, op.params.rng.offset = 0, op.params.rng.a = -3, op.params.rng.b = 4;
+    run_ok(op);
+    bool seen[7] = {false};
+    for (int i = 0; i < 100; i++) {
+        const int64_t v = ival(&r, i);
+        ck_assert_int_eq(v, -3 + (int64_t)floor(torc_philox_uniform(42, 0, (uint64_t)i) * 7));
+        ck_assert(v >= -3 && v < 4);
+        seen[v + 3] = true;
+    }
+    for (int k = 0; k < 7; k++) ck_assert(seen[k]);
+    op.params.rng.a = 4;
+    run_fails(op, TORC_ERR_INVALID_ARG, "random_ expects 'from' to be less than 'to', but got from=4 >= to=4");
+    // Uniform and normal need a floating out; zero-size draws nothing.
+    op = OP0(TORC_OP_RAND_NORMAL, tensor(TORC_DTYPE_I64, SH(2), NULL));
+    ck_assert(!vt->supports(0, &op));
+    torc_operand e = tensor(TORC_DTYPE_F32, SH(0), NULL);
+    e.data = NULL;
+    op = OP0(TORC_OP_RAND_UNIFORM, e);
+    op.params.rng.b = 1;
+    run_ok(op);
+}
+END_TEST
+
 // ============================ malformed ops ============================
 START_TEST(test_malformed_ops) {
     torc_operand a = tensor(TORC_DTYPE_F32, SH(2), V(1, 2)), o = tensor(TORC_DTYPE_F32, SH(2), NULL);
@@ -751,6 +1097,10 @@ static Suite *reference_suite(void) {
         {"ranges", test_arange_linspace},
         {"binary_float", test_add_sub_mul_div_float}, {"binary_strided", test_binary_strided_broadcast},
         {"binary_int", test_binary_integer},
+        {"unary_golden", test_unary_golden}, {"unary_signs", test_unary_signs_and_ints},
+        {"unary_strided", test_unary_strided_and_logical_not}, {"pow", test_pow},
+        {"maximum_minimum", test_maximum_minimum}, {"comparisons", test_comparisons_logical}, {"where", test_where},
+        {"random", test_random_uniform_normal_int},
         {"matmul", test_matmul_basic}, {"matmul_batched", test_matmul_batched_and_edges},
         {"malformed", test_malformed_ops},
     };
