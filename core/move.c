@@ -112,3 +112,14 @@ torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
     if (!st) torc__bump_version(self);
     return st;
 }
+
+torc_status torc_fill_(torc_tensor *self, torc_scalar value) {
+    if (!self) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    torc_status st = TORC_OK;
+    torc__check_inplace(self, &st);
+    if (!st) st = torc__fill(self, value.f);
+    if (!st) torc__bump_version(self);
+    return st;
+}
+
+torc_status torc_zero_(torc_tensor *self) { return torc_fill_(self, torc_s(0)); }

@@ -110,6 +110,9 @@ void torc__set_phase(torc_phase p);
 
 // ---- dtypes (dtype.c) ----
 bool torc__dtype_valid(torc_dtype d);
+// c10::ScalarType's name ("Float", "Long", "Float8_e4m3fn"): PyTorch's error messages print
+// dtypes this way ("result type Float can't be cast to the desired output type Long").
+const char *torc__dtype_c10_name(torc_dtype d);
 
 // ---- ops (op helpers shared by unary.c, binary.c, reduce.c, ...) ----
 // Broadcasts shapes a and b (PyTorch's rules, right to left); error names both shapes.
