@@ -17,7 +17,7 @@ static void *lib;
 static const torc_backend_vtable *vt;
 
 // Every buffer a test allocates is tracked and freed in teardown (tests run leak-checked).
-#define MAX_BUFS 256
+#define MAX_BUFS 4096
 static void *bufs[MAX_BUFS];
 static int nbufs;
 
@@ -1055,6 +1055,341 @@ START_TEST(test_random_uniform_normal_int) {
 }
 END_TEST
 
+// ============================ reductions ============================
+// tools/golden/gen_reference_backend.py (reductions, softmax): torch float64 on red_x (3, 4).
+static const double red_x[12] = {1.5, -2.0, 0.25, 3.0, 4.0, 0.5, -1.0, 2.0, -3.0, 1.0, 2.5, -0.75};
+static const struct { torc_opcode code; uint32_t mask; double param; double exp[4]; } golden_reduce[] = {
+    {TORC_OP_SUM, 1, 0.0, {2.5, -0.5, 1.75, 4.25}},
+    {TORC_OP_MEAN, 1, 0.0, {0.8333333333333334, -0.16666666666666666, 0.5833333333333334, 1.4166666666666667}},
+    {TORC_OP_PROD, 1, 0.0, {-18.0, -1.0, -0.625, -4.5}},
+    {TORC_OP_MAX, 1, 0.0, {4.0, 1.0, 2.5, 3.0}},
+    {TORC_OP_MIN, 1, 0.0, {-3.0, -2.0, -1.0, -0.75}},
+    {TORC_OP_LOGSUMEXP, 1, 0.0, {4.079732087672557, 1.5045969023422834, 2.6271581586310475, 3.3303084128203317}},
+    {TORC_OP_ARGMAX, 1, 0.0, {1.0, 2.0, 2.0, 0.0}},
+    {TORC_OP_ARGMIN, 1, 0.0, {2.0, 0.0, 1.0, 2.0}},
+    {TORC_OP_VAR, 1, 0.0, {8.388888888888888, 1.722222222222222, 2.097222222222222, 2.5138888888888893}},
+    {TORC_OP_STD, 1, 0.0, {2.896357866163794, 1.3123346456686351, 1.448178933081897, 1.5855247992033707}},
+    {TORC_OP_VAR, 1, 1.0, {12.583333333333332, 2.583333333333333, 3.145833333333333, 3.770833333333334}},
+    {TORC_OP_STD, 1, 1.0, {3.547299442298794, 1.607275126832159, 1.773649721149397, 1.9418633662885074}},
+    {TORC_OP_VAR, 1, 2.0, {25.166666666666664, 5.166666666666666, 6.291666666666666, 7.541666666666668}},
+    {TORC_OP_STD, 1, 2.0, {5.01663898109747, 2.273030282830976, 2.508319490548735, 2.7462095088806806}},
+    {TORC_OP_NORM, 1, 0.0, {3.0, 3.0, 3.0, 3.0}},
+    {TORC_OP_NORM, 1, 1.0, {8.5, 3.5, 3.75, 5.75}},
+    {TORC_OP_NORM, 1, 2.0, {5.220153254455275, 2.29128784747792, 2.704163456597992, 3.6827299656640586}},
+    {TORC_OP_NORM, 1, 3.0, {4.552874245617287, 2.089669598190616, 2.5530336828071407, 3.2841565327194986}},
+    {TORC_OP_NORM, 1, 0.5, {24.56982340296115, 9.742640687119287, 9.49341649025257, 16.098469228349533}},
+    {TORC_OP_NORM, 1, -1.0, {0.8, 0.2857142857142857, 0.18518518518518517, 0.46153846153846156}},
+    {TORC_OP_NORM, 1, INFINITY, {4.0, 2.0, 2.5, 3.0}},
+    {TORC_OP_NORM, 1, -INFINITY, {1.5, 0.5, 0.25, 0.75}},
+    {TORC_OP_SUM, 2, 0.0, {2.75, 5.5, -0.25}},
+    {TORC_OP_MEAN, 2, 0.0, {0.6875, 1.375, -0.0625}},
+    {TORC_OP_PROD, 2, 0.0, {-2.25, -4.0, 5.625}},
+    {TORC_OP_MAX, 2, 0.0, {3.0, 4.0, 2.5}},
+    {TORC_OP_MIN, 2, 0.0, {-2.0, -1.0, -3.0}},
+    {TORC_OP_LOGSUMEXP, 2, 0.0, {3.257580508495379, 4.158942563527355, 2.7358553248180417}},
+    {TORC_OP_ARGMAX, 2, 0.0, {3.0, 0.0, 2.0}},
+    {TORC_OP_ARGMIN, 2, 0.0, {1.0, 2.0, 0.0}},
+    {TORC_OP_VAR, 2, 0.0, {3.35546875, 3.4218750000000004, 4.199218749999999}},
+    {TORC_OP_STD, 2, 0.0, {1.8317938612191056, 1.849831073368593, 2.049199538844375}},
+    {TORC_OP_VAR, 2, 1.0, {4.473958333333333, 4.562500000000001, 5.598958333333332}},
+    {TORC_OP_STD, 2, 1.0, {2.115173357749509, 2.136000936329383, 2.3662118107501136}},
+    {TORC_OP_VAR, 2, 2.0, {6.7109375, 6.843750000000001, 8.398437499999998}},
+    {TORC_OP_STD, 2, 2.0, {2.5905477220078383, 2.616056192057044, 2.898005779842407}},
+    {TORC_OP_NORM, 2, 0.0, {4.0, 4.0, 4.0}},
+    {TORC_OP_NORM, 2, 1.0, {6.75, 7.5, 7.25}},
+    {TORC_OP_NORM, 2, 2.0, {3.913118960624632, 4.6097722286464435, 4.100304866714182}},
+    {TORC_OP_NORM, 2, 3.0, {3.373456083956561, 4.181723303684597, 3.531601565227327}},
+    {TORC_OP_NORM, 2, 0.5, {23.726731029156962, 26.22792206135786, 26.824268445452496}},
+    {TORC_OP_NORM, 2, -1.0, {0.18181818181818185, 0.26666666666666666, 0.32608695652173914}},
+    {TORC_OP_NORM, 2, INFINITY, {3.0, 4.0, 3.0}},
+    {TORC_OP_NORM, 2, -INFINITY, {0.25, 0.5, 0.75}},
+    {TORC_OP_SUM, 3, 0.0, {8.0}},
+    {TORC_OP_MEAN, 3, 0.0, {0.6666666666666666}},
+    {TORC_OP_PROD, 3, 0.0, {50.625}},
+    {TORC_OP_MAX, 3, 0.0, {4.0}},
+    {TORC_OP_MIN, 3, 0.0, {-3.0}},
+    {TORC_OP_LOGSUMEXP, 3, 0.0, {4.657889031797054}},
+    {TORC_OP_ARGMAX, 3, 0.0, {4.0}},
+    {TORC_OP_ARGMIN, 3, 0.0, {8.0}},
+    {TORC_OP_VAR, 3, 0.0, {4.003472222222222}},
+    {TORC_OP_STD, 3, 0.0, {2.0008678672571616}},
+    {TORC_OP_VAR, 3, 1.0, {4.367424242424243}},
+    {TORC_OP_STD, 3, 1.0, {2.0898383292552185}},
+    {TORC_OP_VAR, 3, 2.0, {4.804166666666667}},
+    {TORC_OP_STD, 3, 2.0, {2.1918409309679996}},
+    {TORC_OP_NORM, 3, 0.0, {12.0}},
+    {TORC_OP_NORM, 3, 1.0, {21.5}},
+    {TORC_OP_NORM, 3, 2.0, {7.305819598101229}},
+    {TORC_OP_NORM, 3, 3.0, {5.378175516740407}},
+    {TORC_OP_NORM, 3, 0.5, {230.17576634874428}},
+    {TORC_OP_NORM, 3, -1.0, {0.08119079837618402}},
+    {TORC_OP_NORM, 3, INFINITY, {4.0}},
+    {TORC_OP_NORM, 3, -INFINITY, {0.25}},
+};
+
+static torc_op reduce_op(torc_opcode code, torc_operand out, torc_operand in, uint32_t mask, double param) {
+    torc_op op = OP(code, out, in);
+    op.params.reduce.mask = mask;
+    if (code == TORC_OP_NORM) op.params.reduce.p = param;
+    else op.params.reduce.correction = param;
+    return op;
+}
+
+START_TEST(test_reduce_golden) {
+    // Each golden row on a contiguous x, a transposed view of x^T, and a stepped view; float64
+    // to 1e-15, then f32 and bf16 equal to the float64 result rounded once.
+    const double xt[12] = {1.5, 4.0, -3.0, -2.0, 0.5, 1.0, 0.25, -1.0, 2.5, 3.0, 2.0, -0.75};  // x^T (4, 3)
+    for (size_t g = 0; g < sizeof golden_reduce / sizeof golden_reduce[0]; g++) {
+        const uint32_t mask = golden_reduce[g].mask;
+        const bool arg = golden_reduce[g].code == TORC_OP_ARGMAX || golden_reduce[g].code == TORC_OP_ARGMIN;
+        const int64_t o0 = mask & 1u ? 1 : 3, o1 = mask & 2u ? 1 : 4;
+        const torc_dtype dts[] = {TORC_DTYPE_F64, TORC_DTYPE_F32, TORC_DTYPE_BF16};
+        for (size_t t = 0; t < 3; t++) {
+            torc_operand views[3] = {
+                tensor(dts[t], SH(3, 4), red_x),
+                transposed(tensor(dts[t], SH(4, 3), xt), 0, 1),
+                strided(dts[t], SH(3, 4), I(8, 2), 24, NULL),
+            };
+            for (int i = 0; i < 12; i++) put((char *)views[2].data + (i / 4 * 8 + i % 4 * 2) * (int64_t)dsize(dts[t]), dts[t], red_x[i]);
+            for (int v = 0; v < 3; v++) {
+                torc_operand o = tensor(arg ? TORC_DTYPE_I64 : dts[t], SH(o0, o1), NULL);
+                torc_op op = reduce_op(golden_reduce[g].code, o, views[v], mask, golden_reduce[g].param);
+                run_ok(op);
+                if (dts[t] == TORC_DTYPE_F64 || arg) {
+                    expect_close(o, golden_reduce[g].exp, 1e-15, 0);
+                } else {
+                    torc_operand rounded = tensor(dts[t], SH(4), golden_reduce[g].exp);
+                    double exp[4];
+                    for (int i = 0; i < 4; i++) exp[i] = val(&rounded, i);
+                    expect_vals(o, exp);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_reduce_integer_and_bool) {
+    torc_operand x = tensor(TORC_DTYPE_I32, SH(2, 3), V(2147483647, 1, -5, 7, 7, -5));
+    torc_operand o = tensor(TORC_DTYPE_I64, SH(1, 3), NULL);
+    torc_op op = reduce_op(TORC_OP_SUM, o, x, 1u, 0);
+    run_ok(op);
+    expect_ints(o, I(2147483654, 8, -10));  // exact in int64: no int32 wrap
+    op.code = TORC_OP_PROD;
+    run_ok(op);
+    expect_ints(o, I(15032385529, 7, 25));
+    torc_operand oi = tensor(TORC_DTYPE_I32, SH(2, 1), NULL);
+    op = reduce_op(TORC_OP_MAX, oi, x, 2u, 0);
+    run_ok(op);
+    expect_ints(oi, I(2147483647, 7));
+    op.code = TORC_OP_MIN;
+    run_ok(op);
+    expect_ints(oi, I(-5, -5));
+    torc_operand oa = tensor(TORC_DTYPE_I64, SH(2, 1), NULL);
+    op = reduce_op(TORC_OP_ARGMAX, oa, x, 2u, 0);
+    run_ok(op);
+    expect_ints(oa, I(0, 0));  // ties: the first index
+    op.code = TORC_OP_ARGMIN;
+    run_ok(op);
+    expect_ints(oa, I(2, 2));
+    // uint8 sum into uint8 wraps (torch.sum(dtype=uint8)); mean of ints into f32.
+    torc_operand u = tensor(TORC_DTYPE_U8, SH(3), V(200, 100, 3)), ou = tensor(TORC_DTYPE_U8, SH(1), NULL);
+    op = reduce_op(TORC_OP_SUM, ou, u, 1u, 0);
+    run_ok(op);
+    expect_ints(ou, I(47));
+    torc_operand of = tensor(TORC_DTYPE_F32, SH(1), NULL);
+    op = reduce_op(TORC_OP_MEAN, of, u, 1u, 0);
+    run_ok(op);
+    expect_vals(of, V(101));
+    // int64 products wrap without UB.
+    torc_operand l = tensor(TORC_DTYPE_I64, SH(2), NULL), ol = tensor(TORC_DTYPE_I64, SH(1), NULL);
+    ((int64_t *)l.data)[0] = INT64_MAX, ((int64_t *)l.data)[1] = 4;
+    op = reduce_op(TORC_OP_PROD, ol, l, 1u, 0);
+    run_ok(op);
+    expect_ints(ol, I(-4));
+    // Bool: sum counts into int64; prod / max into bool are all / any; argmax refuses bool.
+    torc_operand b = tensor(TORC_DTYPE_BOOL, SH(2, 2), V(1, 1, 0, 1));
+    torc_operand cnt = tensor(TORC_DTYPE_I64, SH(1, 1), NULL);
+    op = reduce_op(TORC_OP_SUM, cnt, b, 3u, 0);
+    run_ok(op);
+    expect_ints(cnt, I(3));
+    torc_operand ob = tensor(TORC_DTYPE_BOOL, SH(2, 1), NULL);
+    op = reduce_op(TORC_OP_PROD, ob, b, 2u, 0);
+    run_ok(op);
+    expect_ints(ob, I(1, 0));
+    op.code = TORC_OP_MAX;
+    run_ok(op);
+    expect_ints(ob, I(1, 1));
+    op = reduce_op(TORC_OP_ARGMAX, tensor(TORC_DTYPE_I64, SH(2, 1), NULL), b, 2u, 0);
+    ck_assert(!vt->supports(0, &op));
+    run_fails(op, TORC_ERR_DTYPE, "argmax(): does not support bool input");
+    op = reduce_op(TORC_OP_MEAN, tensor(TORC_DTYPE_I64, SH(2, 1), NULL), b, 2u, 0);
+    ck_assert(!vt->supports(0, &op));
+}
+END_TEST
+
+START_TEST(test_reduce_nan_and_accuracy) {
+    // NaN propagates through max/min; argmax/argmin point at the first NaN.
+    torc_operand x = tensor(TORC_DTYPE_F32, SH(5), V(1, NAN, 3, NAN, -1)), o = tensor(TORC_DTYPE_F32, SH(1), NULL);
+    torc_op op = reduce_op(TORC_OP_MAX, o, x, 1u, 0);
+    run_ok(op);
+    expect_vals(o, V(NAN));
+    op.code = TORC_OP_MIN;
+    run_ok(op);
+    expect_vals(o, V(NAN));
+    torc_operand oi = tensor(TORC_DTYPE_I64, SH(1), NULL);
+    op = reduce_op(TORC_OP_ARGMAX, oi, x, 1u, 0);
+    run_ok(op);
+    expect_ints(oi, I(1));
+    op.code = TORC_OP_ARGMIN;
+    run_ok(op);
+    expect_ints(oi, I(1));
+    op.code = TORC_OP_LOGSUMEXP;
+    op.out = o;
+    run_ok(op);
+    expect_vals(o, V(NAN));
+    // logsumexp edge rows (golden): all -inf, with +inf, with NaN, and a large shift.
+    torc_operand e = tensor(TORC_DTYPE_F64, SH(4, 2), V(-INFINITY, -INFINITY, INFINITY, 1.0, NAN, 1.0, 1000.0, 0.0));
+    torc_operand eo = tensor(TORC_DTYPE_F64, SH(4, 1), NULL);
+    op = reduce_op(TORC_OP_LOGSUMEXP, eo, e, 2u, 0);
+    run_ok(op);
+    expect_vals(eo, V(-INFINITY, INFINITY, NAN, 1000.0));
+    // Sums are compensated in double: 1e16 + 1 - 1e16 is 1 (a naive double sum gives 0).
+    torc_operand c = tensor(TORC_DTYPE_F64, SH(3), V(1e16, 1, -1e16)), co = tensor(TORC_DTYPE_F64, SH(1), NULL);
+    op = reduce_op(TORC_OP_SUM, co, c, 1u, 0);
+    run_ok(op);
+    expect_vals(co, V(1));
+    // A million f32 0.1s sum to the float nearest 1e6 * 0.1f.
+    enum { N = 1000000 };
+    torc_operand big = tensor(TORC_DTYPE_F32, SH(N), NULL);
+    for (int i = 0; i < N; i++) ((float *)big.data)[i] = 0.1f;
+    op = reduce_op(TORC_OP_SUM, o, big, 1u, 0);
+    run_ok(op);
+    expect_vals(o, V((double)(float)(N * (double)0.1f)));
+    // Variance is two-pass: a large offset does not cancel the spread.
+    torc_operand v = tensor(TORC_DTYPE_F64, SH(3), V(1e9 + 1, 1e9 + 2, 1e9 + 3)), vo = tensor(TORC_DTYPE_F64, SH(1), NULL);
+    op = reduce_op(TORC_OP_VAR, vo, v, 1u, 1.0);
+    run_ok(op);
+    expect_vals(vo, V(1));
+    // correction >= N: PyTorch divides by max(0, N - correction).
+    torc_operand two = tensor(TORC_DTYPE_F32, SH(2), V(1, 2));
+    op = reduce_op(TORC_OP_VAR, o, two, 1u, 2.0);
+    run_ok(op);
+    expect_vals(o, V(INFINITY));
+    op.params.reduce.correction = 3.0;
+    run_ok(op);
+    expect_vals(o, V(INFINITY));
+    torc_operand one = tensor(TORC_DTYPE_F32, SH(1), V(5));
+    op = reduce_op(TORC_OP_STD, o, one, 1u, 1.0);
+    run_ok(op);
+    expect_vals(o, V(NAN));
+}
+END_TEST
+
+START_TEST(test_reduce_empty_and_shapes) {
+    // Reducing an empty dim: identities where PyTorch has them.
+    torc_operand x = tensor(TORC_DTYPE_F32, SH(2, 0), NULL), o = tensor(TORC_DTYPE_F32, SH(2, 1), NULL);
+    x.data = NULL;
+    struct { torc_opcode code; double param; double exp; } cases[] = {
+        {TORC_OP_SUM, 0, 0}, {TORC_OP_PROD, 0, 1}, {TORC_OP_MEAN, 0, NAN}, {TORC_OP_VAR, 1, NAN},
+        {TORC_OP_STD, 0, NAN}, {TORC_OP_NORM, 2, 0}, {TORC_OP_NORM, 0, 0}, {TORC_OP_LOGSUMEXP, 0, -INFINITY},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        torc_op op = reduce_op(cases[c].code, o, x, 2u, cases[c].param);
+        run_ok(op);
+        expect_vals(o, V(cases[c].exp, cases[c].exp));
+    }
+    torc_op op = reduce_op(TORC_OP_MAX, o, x, 2u, 0);
+    run_fails(op, TORC_ERR_INDEX, "amax(): Expected reduction dim 1 to have non-zero size.");
+    op = reduce_op(TORC_OP_ARGMIN, tensor(TORC_DTYPE_I64, SH(2, 1), NULL), x, 2u, 0);
+    run_fails(op, TORC_ERR_INDEX, "argmin(): Expected reduction dim 1 to have non-zero size.");
+    op = reduce_op(TORC_OP_NORM, o, x, 2u, INFINITY);
+    run_fails(op, TORC_ERR_RUNTIME, "linalg.vector_norm cannot compute the inf norm on the dimension 1");
+    // Reducing the non-empty dim of a (0, 3) tensor produces an empty out: nothing to do.
+    torc_operand z = tensor(TORC_DTYPE_F32, SH(0, 3), NULL), zo = tensor(TORC_DTYPE_F32, SH(0, 1), NULL);
+    z.data = zo.data = NULL;
+    op = reduce_op(TORC_OP_MAX, zo, z, 2u, 0);
+    run_ok(op);
+    // A 0-dim input with mask 0 reduces nothing: the value itself (sum) / itself (max).
+    torc_operand s = tensor(TORC_DTYPE_F64, 0, NULL, V(-2.5)), so = tensor(TORC_DTYPE_F64, 0, NULL, NULL);
+    op = reduce_op(TORC_OP_SUM, so, s, 0u, 0);
+    run_ok(op);
+    expect_vals(so, V(-2.5));
+    op.code = TORC_OP_NORM;
+    op.params.reduce.p = 2;
+    run_ok(op);
+    expect_vals(so, V(2.5));
+    // A broadcast (stride-0) input: mean over 4 copies of one row.
+    torc_operand bc = strided(TORC_DTYPE_BF16, SH(4, 2), I(0, 1), 2, V(1, 3)), bo = tensor(TORC_DTYPE_BF16, SH(1, 2), NULL);
+    op = reduce_op(TORC_OP_MEAN, bo, bc, 1u, 0);
+    run_ok(op);
+    expect_vals(bo, V(1, 3));
+    // Malformed: out of the wrong shape, mask beyond ndim.
+    op = reduce_op(TORC_OP_SUM, tensor(TORC_DTYPE_F32, SH(2), NULL), tensor(TORC_DTYPE_F32, SH(2, 2), NULL), 1u, 0);
+    run_fails(op, TORC_ERR_SHAPE, "out must keep in0's 2 dims");
+    op = reduce_op(TORC_OP_SUM, tensor(TORC_DTYPE_F32, SH(2, 1), NULL), tensor(TORC_DTYPE_F32, SH(2, 2), NULL), 1u, 0);
+    run_fails(op, TORC_ERR_SHAPE, "out dim 0 is 2, expected 1");
+    op = reduce_op(TORC_OP_SUM, tensor(TORC_DTYPE_F32, SH(1, 1), NULL), tensor(TORC_DTYPE_F32, SH(2, 2), NULL), 7u, 0);
+    run_fails(op, TORC_ERR_INVALID_ARG, "names dims beyond ndim 2");
+}
+END_TEST
+
+// ============================ softmax ============================
+static const struct { torc_opcode code; int dim; double exp[12]; } golden_softmax[] = {
+    {TORC_OP_SOFTMAX, 0, {0.07579430753228172, 0.030058887569574023, 0.09281396564662192, 0.7187020423236421, 0.9233636937677238, 0.3661922162818002, 0.026591646373374078, 0.2643957056987957, 0.0008419986999945904, 0.6037488961486258, 0.880594387980004, 0.016902251977562115}},
+    {TORC_OP_LOG_SOFTMAX, 0, {-2.5797320876725567, -3.5045969023422834, -2.3771581586310475, -0.33030841282033196, -0.07973208767255689, -1.0045969023422834, -3.6271581586310475, -1.330308412820332, -7.079732087672557, -0.5045969023422835, -0.12715815863104757, -4.080308412820332}},
+    {TORC_OP_SOFTMAX, 1, {0.1724616288859388, 0.005207889933106294, 0.04941108395014339, 0.7729193972308115, 0.8530453534781922, 0.025759737615608187, 0.005747774379552186, 0.11544713452664754, 0.0032281200959596323, 0.176249385324212, 0.7898949438613231, 0.03062755071850533}},
+    {TORC_OP_LOG_SOFTMAX, 1, {-1.7575805084953793, -5.257580508495379, -3.007580508495379, -0.2575805084953792, -0.15894256352735495, -3.658942563527355, -5.158942563527355, -2.158942563527355, -5.735855324818042, -1.7358553248180417, -0.23585532481804183, -3.4858553248180417}},
+};
+
+START_TEST(test_softmax) {
+    const double xt[12] = {1.5, 4.0, -3.0, -2.0, 0.5, 1.0, 0.25, -1.0, 2.5, 3.0, 2.0, -0.75};  // red_x^T
+    for (size_t g = 0; g < sizeof golden_softmax / sizeof golden_softmax[0]; g++) {
+        for (int t = 0; t < 3; t++) {
+            const torc_dtype dt = t == 0 ? TORC_DTYPE_F64 : t == 1 ? TORC_DTYPE_F32 : TORC_DTYPE_BF16;
+            torc_operand x = t == 0 ? tensor(dt, SH(3, 4), red_x) : transposed(tensor(dt, SH(4, 3), xt), 0, 1);
+            torc_operand o = t == 2 ? transposed(tensor(dt, SH(4, 3), NULL), 0, 1) : tensor(dt, SH(3, 4), NULL);
+            torc_op op = OP(golden_softmax[g].code, o, x);
+            op.params.dim.dim = golden_softmax[g].dim;
+            run_ok(op);
+            if (dt == TORC_DTYPE_F64) {
+                expect_close(o, golden_softmax[g].exp, 1e-15, 0);
+            } else {
+                torc_operand rounded = tensor(dt, SH(12), golden_softmax[g].exp);
+                double exp[12];
+                for (int i = 0; i < 12; i++) exp[i] = val(&rounded, i);
+                expect_vals(o, exp);
+            }
+        }
+    }
+    // Edge rows (golden): all -inf and +inf rows are NaN, NaN spreads, a 1000 gap underflows cleanly.
+    torc_operand e = tensor(TORC_DTYPE_F64, SH(4, 2), V(-INFINITY, -INFINITY, INFINITY, 1.0, NAN, 1.0, 1000.0, 0.0));
+    torc_operand eo = tensor(TORC_DTYPE_F64, SH(4, 2), NULL);
+    torc_op op = OP(TORC_OP_SOFTMAX, eo, e);
+    op.params.dim.dim = 1;
+    run_ok(op);
+    expect_vals(eo, V(NAN, NAN, NAN, NAN, NAN, NAN, 1.0, 0.0));
+    op.code = TORC_OP_LOG_SOFTMAX;
+    run_ok(op);
+    expect_vals(eo, V(NAN, NAN, NAN, NAN, NAN, NAN, 0.0, -1000.0));
+    // A 0-dim tensor is a row of one: softmax 1, log_softmax 0; zero-size does nothing.
+    torc_operand s = tensor(TORC_DTYPE_F32, 0, NULL, V(7)), so = tensor(TORC_DTYPE_F32, 0, NULL, NULL);
+    op = OP(TORC_OP_SOFTMAX, so, s);
+    run_ok(op);
+    expect_vals(so, V(1));
+    torc_operand z = tensor(TORC_DTYPE_F32, SH(0, 5), NULL);
+    z.data = NULL;
+    op = OP(TORC_OP_LOG_SOFTMAX, z, z);
+    op.params.dim.dim = 1;
+    run_ok(op);
+    op = OP(TORC_OP_SOFTMAX, eo, e);
+    op.params.dim.dim = 2;
+    run_fails(op, TORC_ERR_INVALID_ARG, "dim 2 out of range");
+    op = OP(TORC_OP_SOFTMAX, tensor(TORC_DTYPE_I64, SH(2), NULL), tensor(TORC_DTYPE_I64, SH(2), NULL));
+    ck_assert(!vt->supports(0, &op));
+}
+END_TEST
+
 // ============================ malformed ops ============================
 START_TEST(test_malformed_ops) {
     torc_operand a = tensor(TORC_DTYPE_F32, SH(2), V(1, 2)), o = tensor(TORC_DTYPE_F32, SH(2), NULL);
@@ -1101,6 +1436,9 @@ static Suite *reference_suite(void) {
         {"unary_strided", test_unary_strided_and_logical_not}, {"pow", test_pow},
         {"maximum_minimum", test_maximum_minimum}, {"comparisons", test_comparisons_logical}, {"where", test_where},
         {"random", test_random_uniform_normal_int},
+        {"reduce_golden", test_reduce_golden}, {"reduce_int", test_reduce_integer_and_bool},
+        {"reduce_nan", test_reduce_nan_and_accuracy}, {"reduce_empty", test_reduce_empty_and_shapes},
+        {"softmax", test_softmax},
         {"matmul", test_matmul_basic}, {"matmul_batched", test_matmul_batched_and_edges},
         {"malformed", test_malformed_ops},
     };

@@ -49,5 +49,45 @@ def unary():
     print("// erfinv extremes (mpmath) on", c_array(ext), ":", c_array([float(mpmath.erfinv(mpmath.mpf(v))) for v in ext]))
 
 
+def reductions():
+    x = torch.tensor([[1.5, -2.0, 0.25, 3.0], [4.0, 0.5, -1.0, 2.0], [-3.0, 1.0, 2.5, -0.75]], dtype=torch.float64)
+    print("// reductions of x (3, 4) =", c_array(x.flatten().tolist()), "; {code, mask, param, {out, keepdim}}")
+    masks = [(1, (0,)), (2, (1,)), (3, (0, 1))]
+    for mask, dims in masks:
+        rows = [
+            ("TORC_OP_SUM", 0, x.sum(dims, keepdim=True)), ("TORC_OP_MEAN", 0, x.mean(dims, keepdim=True)),
+            ("TORC_OP_PROD", 0, x.prod(dims[0], keepdim=True) if len(dims) == 1 else x.prod().reshape(1, 1)),
+            ("TORC_OP_MAX", 0, x.amax(dims, keepdim=True)), ("TORC_OP_MIN", 0, x.amin(dims, keepdim=True)),
+            ("TORC_OP_LOGSUMEXP", 0, x.logsumexp(dims, keepdim=True)),
+        ]
+        if len(dims) == 1:
+            rows += [("TORC_OP_ARGMAX", 0, x.argmax(dims[0], keepdim=True)),
+                     ("TORC_OP_ARGMIN", 0, x.argmin(dims[0], keepdim=True))]
+        else:
+            rows += [("TORC_OP_ARGMAX", 0, x.argmax().reshape(1, 1)), ("TORC_OP_ARGMIN", 0, x.argmin().reshape(1, 1))]
+        for c in (0.0, 1.0, 2.0):
+            rows += [("TORC_OP_VAR", c, x.var(dims, correction=c, keepdim=True)),
+                     ("TORC_OP_STD", c, x.std(dims, correction=c, keepdim=True))]
+        for p in (0.0, 1.0, 2.0, 3.0, 0.5, -1.0, math.inf, -math.inf):
+            rows.append(("TORC_OP_NORM", p, torch.linalg.vector_norm(x, p, dims, keepdim=True)))
+        for code, param, r in rows:
+            print("    {%s, %d, %s, %s}," % (code, mask, c_array([param]).strip("{}"), c_array(r.flatten().tolist())))
+
+
+def softmax():
+    x = torch.tensor([[1.5, -2.0, 0.25, 3.0], [4.0, 0.5, -1.0, 2.0], [-3.0, 1.0, 2.5, -0.75]], dtype=torch.float64)
+    print("// softmax of the same x: {code, dim, out}")
+    for dim in (0, 1):
+        print("    {TORC_OP_SOFTMAX, %d, %s}," % (dim, c_array(x.softmax(dim).flatten().tolist())))
+        print("    {TORC_OP_LOG_SOFTMAX, %d, %s}," % (dim, c_array(x.log_softmax(dim).flatten().tolist())))
+    edge = torch.tensor([[float("-inf"), float("-inf")], [float("inf"), 1.0], [float("nan"), 1.0], [1000.0, 0.0]],
+                        dtype=torch.float64)
+    print("// softmax edge rows", c_array(edge.flatten().tolist()), ":", c_array(edge.softmax(1).flatten().tolist()),
+          c_array(edge.log_softmax(1).flatten().tolist()))
+    print("// logsumexp edge rows:", c_array(edge.logsumexp(1).tolist()))
+
+
 if __name__ == "__main__":
     unary()
+    reductions()
+    softmax()
