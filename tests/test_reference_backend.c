@@ -1390,6 +1390,227 @@ START_TEST(test_softmax) {
 }
 END_TEST
 
+// ============================ index ops ============================
+static torc_op dim_op(torc_opcode code, torc_operand out, torc_operand a, torc_operand b, int dim) {
+    torc_op op = OP(code, out, a, b);
+    op.params.dim.dim = dim;
+    return op;
+}
+
+// An int64 index tensor from values.
+static torc_operand idx_tensor(int ndim, const int64_t *shape, const int64_t *vals) {
+    torc_operand t = tensor(TORC_DTYPE_I64, ndim, shape, NULL);
+    memcpy(t.data, vals, (size_t)numel(&t) * 8);
+    return t;
+}
+#define IDX(shape, ...) idx_tensor(shape, I(__VA_ARGS__))
+
+START_TEST(test_index_select) {
+    const double xv[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};  // (3, 4)
+    torc_operand x = tensor(TORC_DTYPE_F32, SH(3, 4), xv);
+    torc_operand o = tensor(TORC_DTYPE_F32, SH(3, 4), NULL);
+    torc_op op = dim_op(TORC_OP_INDEX_SELECT, o, x, IDX(SH(3), 2, 0, 2), 0);
+    run_ok(op);
+    expect_vals(o, V(8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11));
+    // dim 1 on a transposed x^T view (4, 3) -> its columns; a stepped index; a stepped out.
+    torc_operand xt = transposed(x, 0, 1);  // (4, 3): [[0,4,8],[1,5,9],[2,6,10],[3,7,11]]
+    torc_operand idx = strided(TORC_DTYPE_I64, SH(2), I(2), 4, V(2, -7, 0, -7));
+    torc_operand o2 = strided(TORC_DTYPE_F32, SH(4, 2), I(4, 2), 16, NULL);
+    op = dim_op(TORC_OP_INDEX_SELECT, o2, xt, idx, 1);
+    run_ok(op);
+    expect_vals(o2, V(8, 0, 9, 1, 10, 2, 11, 3));
+    // Every dtype moves bits unchanged (bool, fp8, int64 extremes).
+    const torc_dtype dts[] = {TORC_DTYPE_BOOL, TORC_DTYPE_F8_E5M2, TORC_DTYPE_I64, TORC_DTYPE_BF16, TORC_DTYPE_U8};
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        torc_operand a = tensor(dts[t], SH(3), V(1, 0, 1)), ao = tensor(dts[t], SH(4), NULL);
+        op = dim_op(TORC_OP_INDEX_SELECT, ao, a, IDX(SH(4), 1, 1, 2, 0), 0);
+        run_ok(op);
+        expect_vals(ao, V(0, 0, 1, 1));
+    }
+    // Out of range (either side): PyTorch's text, and nothing written.
+    torc_operand o3 = tensor(TORC_DTYPE_F32, SH(2, 4), NULL);
+    op = dim_op(TORC_OP_INDEX_SELECT, o3, x, IDX(SH(2), 0, 3), 0);
+    run_fails(op, TORC_ERR_INDEX, "index out of range in self");
+    for (int i = 0; i < 8; i++) ck_assert_uint_eq(((uint32_t *)o3.data)[i], 0xABABABABu);
+    op = dim_op(TORC_OP_INDEX_SELECT, o3, x, IDX(SH(2), -1, 0), 0);
+    run_fails(op, TORC_ERR_INDEX, "index out of range in self");
+    // An empty index gives an empty out; a 0-dim input takes index [0].
+    torc_operand oe = tensor(TORC_DTYPE_F32, SH(0, 4), NULL);
+    oe.data = NULL;
+    op = dim_op(TORC_OP_INDEX_SELECT, oe, x, IDX(SH(0), 0), 0);
+    op.in[1].data = NULL;
+    run_ok(op);
+    torc_operand s = tensor(TORC_DTYPE_F64, 0, NULL, V(3.25)), so = tensor(TORC_DTYPE_F64, 0, NULL, NULL);
+    op = dim_op(TORC_OP_INDEX_SELECT, so, s, IDX(SH(1), 0), 0);
+    run_ok(op);
+    expect_vals(so, V(3.25));
+    // Shape and dtype errors.
+    op = dim_op(TORC_OP_INDEX_SELECT, o, x, IDX(SH(2), 0, 1), 0);
+    run_fails(op, TORC_ERR_SHAPE, "except along dim 0");
+    op = dim_op(TORC_OP_INDEX_SELECT, o, x, IDX(SH(3), 0, 1, 2), 2);
+    run_fails(op, TORC_ERR_INVALID_ARG, "dim 2 out of range");
+    op = dim_op(TORC_OP_INDEX_SELECT, o, x, tensor(TORC_DTYPE_I32, SH(3), V(0, 1, 2)), 0);
+    ck_assert(!vt->supports(0, &op));
+}
+END_TEST
+
+START_TEST(test_gather_scatter_add) {
+    torc_operand x = tensor(TORC_DTYPE_F64, SH(2, 3), V(1, 2, 3, 4, 5, 6));
+    torc_operand o = tensor(TORC_DTYPE_F64, SH(2, 2), NULL);
+    torc_op op = dim_op(TORC_OP_GATHER, o, x, IDX(SH(2, 2), 0, 0, 2, 1), 1);
+    run_ok(op);
+    expect_vals(o, V(1, 1, 6, 5));  // torch.gather golden
+    // dim 0 with a broadcast (stride-0) index row and a transposed input.
+    torc_operand xt = transposed(tensor(TORC_DTYPE_I32, SH(3, 2), V(1, 4, 2, 5, 3, 6)), 0, 1);  // same values as x
+    torc_operand brow = strided(TORC_DTYPE_I64, SH(2, 3), I(0, 1), 3, V(1, 0, 1));
+    torc_operand oi = tensor(TORC_DTYPE_I32, SH(2, 3), NULL);
+    op = dim_op(TORC_OP_GATHER, oi, xt, brow, 0);
+    run_ok(op);
+    expect_ints(oi, I(4, 2, 6, 4, 2, 6));
+    // Out of range: PyTorch's text, nothing written.
+    torc_operand o3 = tensor(TORC_DTYPE_F64, SH(1, 2), NULL);
+    op = dim_op(TORC_OP_GATHER, o3, x, IDX(SH(1, 2), 0, 5), 1);
+    run_fails(op, TORC_ERR_INDEX, "index 5 is out of bounds for dimension 1 with size 3");
+    ck_assert_uint_eq(((uint64_t *)o3.data)[0], UINT64_C(0xABABABABABABABAB));
+    op = dim_op(TORC_OP_GATHER, o3, x, IDX(SH(1, 2), -1, 0), 1);
+    run_fails(op, TORC_ERR_INDEX, "index -1 is out of bounds for dimension 1 with size 3");
+    op = dim_op(TORC_OP_GATHER, o3, x, IDX(SH(2), 0, 1), 1);
+    run_fails(op, TORC_ERR_SHAPE, "Index tensor must have the same number of dimensions as input tensor");
+
+    // scatter_add_: the index may be smaller than src; duplicates accumulate (torch golden).
+    torc_operand acc = tensor(TORC_DTYPE_F32, SH(2, 3), V(0, 0, 0, 0, 0, 0));
+    torc_operand src = tensor(TORC_DTYPE_F32, SH(2, 3), V(1, 1, 1, 1, 1, 1));
+    op = dim_op(TORC_OP_SCATTER_ADD, acc, src, IDX(SH(1, 3), 0, 0, 2), 1);
+    run_ok(op);
+    expect_vals(acc, V(2, 0, 1, 0, 0, 0));
+    // Narrow floats accumulate wide and round once, as torch: bf16 256 + 1 + 1 = 258.
+    torc_operand b = tensor(TORC_DTYPE_BF16, SH(1, 1), V(256)), bs = tensor(TORC_DTYPE_BF16, SH(1, 2), V(1, 1));
+    op = dim_op(TORC_OP_SCATTER_ADD, b, bs, IDX(SH(1, 2), 0, 0), 1);
+    run_ok(op);
+    expect_vals(b, V(258));
+    // ... into a transposed f16 out (storage offsets, not logical ones, key the accumulator).
+    torc_operand ht = transposed(tensor(TORC_DTYPE_F16, SH(3, 2), V(0, 0, 0, 0, 0, 0)), 0, 1);  // (2, 3)
+    torc_operand hs = tensor(TORC_DTYPE_F16, SH(2, 3), V(1, 2, 3, 4, 5, 6));
+    op = dim_op(TORC_OP_SCATTER_ADD, ht, hs, IDX(SH(2, 3), 2, 2, 0, 1, 1, 1), 1);
+    run_ok(op);
+    expect_vals(ht, V(3, 0, 3, 0, 15, 0));
+    // Integers wrap; bool adds are ors.
+    torc_operand u = tensor(TORC_DTYPE_U8, SH(2), V(250, 0)), us = tensor(TORC_DTYPE_U8, SH(3), V(5, 5, 7));
+    op = dim_op(TORC_OP_SCATTER_ADD, u, us, IDX(SH(3), 0, 0, 1), 0);
+    run_ok(op);
+    expect_ints(u, I(4, 7));
+    torc_operand bo = tensor(TORC_DTYPE_BOOL, SH(3), V(0, 0, 1)), bsrc = tensor(TORC_DTYPE_BOOL, SH(2), V(1, 1));
+    op = dim_op(TORC_OP_SCATTER_ADD, bo, bsrc, IDX(SH(2), 1, 1), 0);
+    run_ok(op);
+    expect_ints(bo, I(0, 1, 1));
+    // Out of range writes nothing, even for the valid entries before it.
+    op = dim_op(TORC_OP_SCATTER_ADD, acc, src, IDX(SH(1, 3), 0, 1, 3), 1);
+    run_fails(op, TORC_ERR_INDEX, "index 3 is out of bounds for dimension 1 with size 3");
+    expect_vals(acc, V(2, 0, 1, 0, 0, 0));
+}
+END_TEST
+
+START_TEST(test_index_add) {
+    // torch golden: zeros(2,3).index_add_(1, [1,1,0], [[1,2,3],[4,5,6]]) = [[3,3,0],[6,9,0]].
+    torc_operand o = tensor(TORC_DTYPE_F32, SH(2, 3), V(0, 0, 0, 0, 0, 0));
+    torc_operand src = tensor(TORC_DTYPE_F32, SH(2, 3), V(1, 2, 3, 4, 5, 6));
+    torc_op op = dim_op(TORC_OP_INDEX_ADD, o, src, IDX(SH(3), 1, 1, 0), 1);
+    run_ok(op);
+    expect_vals(o, V(3, 3, 0, 6, 9, 0));
+    // A transposed source along dim 0 of an int64 out.
+    torc_operand l = tensor(TORC_DTYPE_I64, SH(3, 2), V(1, 1, 1, 1, 1, 1));
+    torc_operand lt = transposed(tensor(TORC_DTYPE_I64, SH(2, 2), V(10, 30, 20, 40)), 0, 1);  // [[10,20],[30,40]]
+    op = dim_op(TORC_OP_INDEX_ADD, l, lt, IDX(SH(2), 2, 0), 0);
+    run_ok(op);
+    expect_ints(l, I(31, 41, 1, 1, 11, 21));
+    // Sequential rounding as torch's index_add_: bf16 256 + 1 + 1 stays 256.
+    torc_operand b = tensor(TORC_DTYPE_BF16, SH(1), V(256)), bs = tensor(TORC_DTYPE_BF16, SH(2), V(1, 1));
+    op = dim_op(TORC_OP_INDEX_ADD, b, bs, IDX(SH(2), 0, 0), 0);
+    run_ok(op);
+    expect_vals(b, V(256));
+    op = dim_op(TORC_OP_INDEX_ADD, o, src, IDX(SH(3), 1, 3, 0), 1);
+    run_fails(op, TORC_ERR_INDEX, "index 3 is out of bounds for dimension 1 with size 3");
+    expect_vals(o, V(3, 3, 0, 6, 9, 0));
+    op = dim_op(TORC_OP_INDEX_ADD, o, src, IDX(SH(3), 1, -1, 0), 1);
+    run_fails(op, TORC_ERR_INDEX, "index -1 is out of bounds for dimension 1 with size 3");
+}
+END_TEST
+
+START_TEST(test_masked_select_scatter) {
+    torc_operand x = tensor(TORC_DTYPE_F32, SH(2, 3), V(0, 1, 2, 3, 4, 5));
+    torc_operand m = tensor(TORC_DTYPE_BOOL, SH(2, 3), V(0, 0, 0, 1, 1, 1));
+    torc_operand o = tensor(TORC_DTYPE_F32, SH(3), NULL);
+    torc_op op = OP(TORC_OP_MASKED_SELECT, o, x, m);
+    run_ok(op);
+    expect_vals(o, V(3, 4, 5));  // torch.masked_select(x, x > 2)
+    // Row-major order over a transposed input and a broadcast mask column.
+    torc_operand xt = transposed(tensor(TORC_DTYPE_BF16, SH(3, 2), V(0, 3, 1, 4, 2, 5)), 0, 1);  // == x
+    torc_operand mcol = strided(TORC_DTYPE_BOOL, SH(2, 3), I(1, 0), 2, V(1, 0));
+    torc_operand ob = strided(TORC_DTYPE_BF16, SH(3), I(2), 6, NULL);
+    op = OP(TORC_OP_MASKED_SELECT, ob, xt, mcol);
+    run_ok(op);
+    expect_vals(ob, V(0, 1, 2));
+    op = OP(TORC_OP_MASKED_SELECT, tensor(TORC_DTYPE_F32, SH(4), NULL), x, m);
+    run_fails(op, TORC_ERR_SHAPE, "out has 4 elements but the mask has 3 true entries");
+    op = OP(TORC_OP_MASKED_SELECT, o, x, tensor(TORC_DTYPE_U8, SH(2, 3), V(0, 0, 0, 1, 1, 1)));
+    ck_assert(!vt->supports(0, &op));
+
+    // masked_scatter_: the source is consumed in row-major order of the mask.
+    torc_operand d = tensor(TORC_DTYPE_I32, SH(2, 3), V(0, 0, 0, 0, 0, 0));
+    torc_operand mk = transposed(tensor(TORC_DTYPE_BOOL, SH(3, 2), V(1, 0, 0, 1, 1, 1)), 0, 1);  // [[1,0,1],[0,1,1]]
+    torc_operand srcv = tensor(TORC_DTYPE_I32, SH(5), V(10, 20, 30, 40, 50));
+    op = OP(TORC_OP_MASKED_SCATTER, d, srcv, mk);
+    run_ok(op);
+    expect_ints(d, I(10, 0, 20, 0, 30, 40));
+    op = OP(TORC_OP_MASKED_SCATTER, d, tensor(TORC_DTYPE_I32, SH(3), V(1, 2, 3)), mk);
+    run_fails(op, TORC_ERR_SHAPE, "Number of elements of source < number of ones in mask");
+    expect_ints(d, I(10, 0, 20, 0, 30, 40));  // untouched
+    // A zero-size mask is a no-op.
+    torc_operand e = tensor(TORC_DTYPE_F32, SH(0, 2), NULL), em = tensor(TORC_DTYPE_BOOL, SH(0, 2), NULL);
+    torc_operand eo = tensor(TORC_DTYPE_F32, SH(0), NULL);
+    e.data = em.data = eo.data = NULL;
+    op = OP(TORC_OP_MASKED_SELECT, eo, e, em);
+    run_ok(op);
+}
+END_TEST
+
+START_TEST(test_triu_tril) {
+    const double xv[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    torc_operand x = tensor(TORC_DTYPE_F32, SH(3, 4), xv), o = tensor(TORC_DTYPE_F32, SH(3, 4), NULL);
+    struct { torc_opcode code; int64_t k; double exp[12]; } cases[] = {  // torch golden
+        {TORC_OP_TRIU, 1, {0, 1, 2, 3, 0, 0, 6, 7, 0, 0, 0, 11}},
+        {TORC_OP_TRIL, -1, {0, 0, 0, 0, 4, 0, 0, 0, 8, 9, 0, 0}},
+        {TORC_OP_TRIU, -1, {0, 1, 2, 3, 4, 5, 6, 7, 0, 9, 10, 11}},
+        {TORC_OP_TRIL, 0, {0, 0, 0, 0, 4, 5, 0, 0, 8, 9, 10, 0}},
+        {TORC_OP_TRIU, INT64_MAX, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        {TORC_OP_TRIL, INT64_MAX, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+        {TORC_OP_TRIL, INT64_MIN, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        torc_op op = OP(cases[c].code, o, x);
+        op.params.tri.k = cases[c].k;
+        run_ok(op);
+        expect_vals(o, cases[c].exp);
+    }
+    // Batched, transposed input, bool and int8; in place (out == in0).
+    torc_operand bt = transposed(tensor(TORC_DTYPE_BOOL, SH(2, 2, 2), V(1, 1, 1, 1, 1, 1, 1, 1)), 1, 2);
+    torc_operand bo = tensor(TORC_DTYPE_BOOL, SH(2, 2, 2), NULL);
+    torc_op op = OP(TORC_OP_TRIU, bo, bt);
+    run_ok(op);
+    expect_ints(bo, I(1, 1, 0, 1, 1, 1, 0, 1));
+    torc_operand i8 = tensor(TORC_DTYPE_I8, SH(2, 2), V(-1, -2, -3, -4));
+    op = OP(TORC_OP_TRIL, i8, i8);
+    run_ok(op);
+    expect_ints(i8, I(-1, 0, -3, -4));
+    op = OP(TORC_OP_TRIU, tensor(TORC_DTYPE_F32, SH(3), NULL), tensor(TORC_DTYPE_F32, SH(3), NULL));
+    run_fails(op, TORC_ERR_SHAPE, "triu: input tensor must have at least 2 dimensions");
+    torc_operand z = tensor(TORC_DTYPE_F32, SH(0, 3), NULL);
+    z.data = NULL;
+    op = OP(TORC_OP_TRIL, z, z);
+    run_ok(op);
+}
+END_TEST
+
 // ============================ malformed ops ============================
 START_TEST(test_malformed_ops) {
     torc_operand a = tensor(TORC_DTYPE_F32, SH(2), V(1, 2)), o = tensor(TORC_DTYPE_F32, SH(2), NULL);
@@ -1439,6 +1660,8 @@ static Suite *reference_suite(void) {
         {"reduce_golden", test_reduce_golden}, {"reduce_int", test_reduce_integer_and_bool},
         {"reduce_nan", test_reduce_nan_and_accuracy}, {"reduce_empty", test_reduce_empty_and_shapes},
         {"softmax", test_softmax},
+        {"index_select", test_index_select}, {"gather_scatter_add", test_gather_scatter_add},
+        {"index_add", test_index_add}, {"masked", test_masked_select_scatter}, {"triu_tril", test_triu_tril},
         {"matmul", test_matmul_basic}, {"matmul_batched", test_matmul_batched_and_edges},
         {"malformed", test_malformed_ops},
     };

@@ -48,7 +48,7 @@ const char *ref_dtype_name(torc_dtype dt) {
 
 // ---- the kernel table ----
 // One entry per opcode, in enum order. The size assert makes an appended opcode without a
-// reference kernel a compile error; ref_kernel_table_complete() catches a hole in the middle.
+// reference kernel a compile error; init() refuses a table with a hole in the middle.
 static const ref_kernel kernels[] = {
     [TORC_OP_FILL] = {"fill", 0, ref_fill_dtypes, ref_fill_run},
     [TORC_OP_COPY] = {"copy", 1, ref_copy_dtypes, ref_copy_run},
@@ -106,14 +106,14 @@ static const ref_kernel kernels[] = {
     [TORC_OP_SOFTMAX] = {"softmax", 1, ref_softmax_dtypes, ref_softmax_run},
     [TORC_OP_LOG_SOFTMAX] = {"log_softmax", 1, ref_softmax_dtypes, ref_softmax_run},
     [TORC_OP_MATMUL] = {"matmul", 2, ref_matmul_dtypes, ref_matmul_run},
-    [TORC_OP_INDEX_SELECT] = {"index_select", 2, NULL, NULL},
-    [TORC_OP_GATHER] = {"gather", 2, NULL, NULL},
-    [TORC_OP_MASKED_SELECT] = {"masked_select", 2, NULL, NULL},
-    [TORC_OP_INDEX_ADD] = {"index_add_", 2, NULL, NULL},
-    [TORC_OP_SCATTER_ADD] = {"scatter_add_", 2, NULL, NULL},
-    [TORC_OP_MASKED_SCATTER] = {"masked_scatter_", 2, NULL, NULL},
-    [TORC_OP_TRIU] = {"triu", 1, NULL, NULL},
-    [TORC_OP_TRIL] = {"tril", 1, NULL, NULL},
+    [TORC_OP_INDEX_SELECT] = {"index_select", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_GATHER] = {"gather", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_MASKED_SELECT] = {"masked_select", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_INDEX_ADD] = {"index_add_", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_SCATTER_ADD] = {"scatter_add_", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_MASKED_SCATTER] = {"masked_scatter_", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_TRIU] = {"triu", 1, ref_index_dtypes, ref_index_run},
+    [TORC_OP_TRIL] = {"tril", 1, ref_index_dtypes, ref_index_run},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,
                "every opcode needs a reference kernel (backends/reference/entry.c)");
@@ -128,7 +128,7 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
     if (op == NULL) return ref_error(TORC_ERR_INVALID_ARG, "reference backend: op is NULL");
     const ref_kernel *k = ref_kernel_of(op->code);
     if (k == NULL)
-        return ref_error(TORC_ERR_NOT_SUPPORTED, "reference backend: no kernel for opcode %d", (int)op->code);
+        return ref_error(TORC_ERR_NOT_SUPPORTED, "reference backend: unknown opcode %d", (int)op->code);
     if (op->n_in != k->n_in)
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",
                          k->name, k->n_in, op->n_in);
@@ -181,7 +181,12 @@ static int ref_run(int device, const torc_op *op) {
 }
 
 // ---- device and memory ----
-static int ref_init(void) { return TORC_OK; }
+static int ref_init(void) {
+    for (int c = 0; c < TORC_OP_COUNT; c++)
+        if (kernels[c].name == NULL || kernels[c].dtypes == NULL || kernels[c].run == NULL)
+            return ref_error(TORC_ERR_BACKEND, "reference backend: opcode %d has no kernel (backends/reference/entry.c)", c);
+    return TORC_OK;
+}
 static void ref_shutdown(void) {}
 static int ref_device_count(void) { return 1; }
 
