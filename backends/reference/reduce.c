@@ -270,7 +270,7 @@ static int check_reduce(const torc_op *op, int64_t *count) {
 }
 
 int ref_reduce_run(const torc_op *op) {
-    int64_t count;
+    int64_t count = 0;
     int st = check_reduce(op, &count);
     if (st) return st;
     const torc_operand *in = &op->in[0], *out = &op->out;
