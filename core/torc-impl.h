@@ -66,10 +66,13 @@ struct torc_tensor {
     int output_nr;              // which output of grad_fn this is
 };
 
+// Ownership inside the core: torc__new / torc__make_view return an UNREGISTERED reference that
+// the caller owns (release it on error paths); a public function hands its result to the
+// caller's scope with `return torc__register(t)`. Composite functions that call public
+// functions wrap them in torc_scope_push / torc_keep(result) / torc_scope_pop.
 // Allocates storage for numel elements on dev and wraps it in a contiguous tensor.
-// Registered in the current scope like any returned tensor.
 torc_tensor *torc__new(torc_device *dev, torc_dtype dtype, int ndim, const int64_t *shape);
-// A new tensor header over t's storage (a view); shape/stride/offset given. Registered.
+// A new tensor header over t's storage (a view); shape/stride/offset given.
 torc_tensor *torc__make_view(const torc_tensor *t, int ndim, const int64_t *shape,
                              const int64_t *stride, int64_t offset);
 // Hands a freshly created reference to the current scope (if any) and returns t.
@@ -107,6 +110,9 @@ void torc__set_phase(torc_phase p);
 
 // ---- dtypes (dtype.c) ----
 bool torc__dtype_valid(torc_dtype d);
+// c10::ScalarType's name ("Float", "Long", "Float8_e4m3fn"): PyTorch's error messages print
+// dtypes this way ("result type Float can't be cast to the desired output type Long").
+const char *torc__dtype_c10_name(torc_dtype d);
 
 // ---- ops (op helpers shared by unary.c, binary.c, reduce.c, ...) ----
 // Broadcasts shapes a and b (PyTorch's rules, right to left); error names both shapes.
@@ -119,11 +125,36 @@ torc_status torc__broadcast_operand(const torc_tensor *t, int ndim, const int64_
 torc_status torc__fill(torc_tensor *t, double value);
 // Strided copy with cast: dst[...] = src[...], src already of dst's shape or broadcastable.
 torc_status torc__copy(torc_tensor *dst, const torc_tensor *src);
-// A tensor holding one scalar, on dev, in dtype, zero-dim.
+// A contiguous copy of t on t's device in dtype, without autograd history (unregistered).
+torc_tensor *torc__copy_as(const torc_tensor *t, torc_dtype dtype);
+// A tensor holding one scalar, on dev, in dtype, zero-dim (unregistered).
 torc_tensor *torc__scalar_on(torc_device *dev, double value, torc_dtype dtype);
 
 // ---- autograd hooks (autograd.c) ----
+// Op frontends compute their result without history and then call one of these hooks, which
+// record a node when grad mode is on and an input requires grad. Each returns out (possibly
+// with grad_fn set) or NULL with the error set, having released out.
 // True when grad mode is on and any of the n tensors requires grad.
 bool torc__any_requires_grad(int n, const torc_tensor *const *ts);
+// Composite ops with no opcode of their own record under these pseudo-opcodes.
+#define TORC__GRAD_CAT ((torc_opcode)TORC_OP_COUNT) // params.dim.dim; inputs: every tensor
+// An op of the opcode table: inputs as the user passed them (before broadcasting), params as
+// sent to the backend (alpha, exponent, reduce mask, dim, ...).
+torc_tensor *torc__autograd_record(torc_tensor *out, torc_opcode code, int n_in,
+                                   const torc_tensor *const *inputs, const torc_op_params *params);
+// A view of base. args by grad_fn: TransposeBackward0 (d0, d1), PermuteBackward0 (dims...),
+// SelectBackward0 (dim, index), SliceBackward0 (dim, start, end, step), UnsqueezeBackward0
+// (dim); ViewBackward0, ExpandBackward0, SqueezeBackward0, AsStridedBackward0 take none (the
+// backward uses base's and view's shapes).
+torc_tensor *torc__autograd_view(torc_tensor *view, torc_tensor *base, const char *name, int nargs,
+                                 const int64_t *args);
+// A copy-like op with one input (clone, to_dtype, to_device): grad flows back unchanged,
+// converted to in's dtype and device.
+torc_tensor *torc__autograd_unary(torc_tensor *out, const torc_tensor *in, const char *name);
+// Before any in-place write to t: sets *st to PyTorch's leaf error when t is a leaf requiring
+// grad and grad mode is on (leaves *st alone otherwise).
+void torc__check_inplace(torc_tensor *t, torc_status *st);
+// Called by torc_release when a tensor dies: drops its grad and grad_fn.
+void torc__autograd_release(torc_tensor *t);
 
 #endif

@@ -21,7 +21,9 @@ extern "C" {
 // are the contract every backend implements and the reference backend defines.
 // Conventions:
 //  - in[i] and out are strided views (see torc_operand); out never overlaps an input unless the
-//    op says "in place". Shapes are already broadcast by the frontend: every input of an
+//    op says "in place", with one exception: an elementwise op (unary, binary, WHERE, COPY)
+//    may get out identical to an input (same data, dtype and strides), which is how in-place
+//    ops such as add_ run; reading element i before writing element i makes that safe. Shapes are already broadcast by the frontend: every input of an
 //    elementwise op has out's ndim and shape, broadcast dims having stride 0.
 //  - Elementwise ops compute in the output dtype's natural precision or better (the reference
 //    uses double for floating and int64 for integer dtypes) and round once to out's dtype.

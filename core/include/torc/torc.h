@@ -48,10 +48,20 @@ TORC_API bool torc_dtype_is_floating(torc_dtype d);
 TORC_API bool torc_dtype_is_integral(torc_dtype d);    // integers and bool (as torch, include_bool)
 TORC_API bool torc_dtype_is_fp8(torc_dtype d);
 TORC_API torc_status torc_dtype_from_name(const char *name, torc_dtype *out); // "float32"/"f32"
+// Also accepted: PyTorch's aliases ("float", "double", "half", "long", "int", "short") and a
+// "torch." prefix. TORC_ERR_INVALID_ARG for an unknown name.
+TORC_API const char *torc_dtype_short_name(torc_dtype d); // "f32", "bf16", "f8_e4m3fn", "bool"
+// torch.finfo for a floating dtype: lowest, largest finite value, eps (1 ulp above 1.0) and tiny
+// (the smallest normal). Any output may be NULL. TORC_ERR_DTYPE for a non-floating dtype.
+TORC_API torc_status torc_finfo(torc_dtype d, double *min, double *max, double *eps, double *tiny);
+// torch.iinfo for an integer dtype (not bool: TORC_ERR_DTYPE, as torch). Outputs may be NULL.
+TORC_API torc_status torc_iinfo(torc_dtype d, int64_t *min, int64_t *max);
 
 // A scalar argument keeps the Python type it stands for, because promotion depends on it:
 // int_tensor * 2 stays integer, int_tensor * 2.0 becomes the default float dtype.
-// torc_s(2) makes an int scalar, torc_s(2.0) a float scalar, torc_s(true) a bool scalar.
+// torc_s(2) makes an int scalar, torc_s(2.0) a float scalar, torc_s(b) of a bool variable a bool
+// scalar. Careful: in C11 the macro `true` is the int 1, so torc_s(true) is an int scalar; write
+// torc_scalar_b(true) (or torc_s((bool)1)).
 typedef struct torc_scalar {
     torc_dtype kind;  // TORC_DTYPE_BOOL, TORC_DTYPE_I64 or TORC_DTYPE_F64
     double f;         // the value as a double (always set)
@@ -67,12 +77,15 @@ static inline torc_scalar torc_scalar_b(bool v) { torc_scalar s = {TORC_DTYPE_BO
 // TORC_ERR_DTYPE): torc never promotes fp8 implicitly, cast first.
 TORC_API torc_status torc_promote_types(torc_dtype a, torc_dtype b, torc_dtype *out);
 // torch.result_type for an op's operands: tensors (dimensioned ones outrank zero-dim ones) and
-// scalars (which only lift the category, never the width).
+// scalars (which only lift the category, never the width). A float scalar counts as the
+// default dtype. TORC_ERR_INVALID_ARG for no operands or a NULL tensor; TORC_ERR_DTYPE when
+// the winning groups would promote fp8 with another dtype.
 TORC_API torc_status torc_result_type(int n_tensors, const torc_tensor *const *tensors,
                                       int n_scalars, const torc_scalar *scalars, torc_dtype *out);
 // torch.get_default_dtype (float32 unless changed).
 TORC_API torc_dtype torc_get_default_dtype(void);
-TORC_API torc_status torc_set_default_dtype(torc_dtype d); // floating dtypes only
+// The default is process-wide (as in PyTorch) and safe to read and set from any thread.
+TORC_API torc_status torc_set_default_dtype(torc_dtype d); // f64/f32/f16/bf16, else TORC_ERR_DTYPE
 
 // ---- devices ----
 // Names: "cpu" (the default host backend), "cuda" / "cuda:N", or a backend by name
