@@ -55,8 +55,8 @@ static int cuda_init(void) {
     void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!drv) {
         const char *why = dlerror();
-        snprintf(g_init_error, sizeof g_init_error, "no CUDA driver found (libcuda.so.1: %s)",
-                 why ? why : "not found");
+        snprintf(g_init_error, sizeof g_init_error, "no CUDA driver found (%s)",
+                 why ? why : "libcuda.so.1 not found");
         status = TORC_ERR_BACKEND;
     } else {
         dlclose(drv);
@@ -94,7 +94,7 @@ static int cuda_init(void) {
                 }
                 tcu_device *d = &g_devs[i];
                 d->index = i;
-                snprintf(d->name, sizeof d->name, "%s", p.name);
+                snprintf(d->name, sizeof d->name, "%.127s", p.name);
                 d->cc_major = p.major;
                 d->cc_minor = p.minor;
                 d->sm_count = p.multiProcessorCount;

@@ -23,7 +23,9 @@ extern "C" {
 
 // The type kernels compute in. Chosen on the host per op (see ops.h): float for f32/f16/bf16/fp8
 // work, double when f64 is involved or integers meet floating math, int64 for integer work.
-typedef enum tcu_ctype { TCU_CT_F32 = 0, TCU_CT_F64, TCU_CT_I64 } tcu_ctype;
+// TCU_CT_GEN marks the generators (fill, ranges, RNG): double math without inputs, in a
+// kernel of their own so the heavy RNG math does not weigh on the others' registers.
+typedef enum tcu_ctype { TCU_CT_F32 = 0, TCU_CT_F64, TCU_CT_I64, TCU_CT_GEN } tcu_ctype;
 
 TORC_HD static inline int tcu_dtype_size(torc_dtype d) {
     switch (d) {
@@ -39,13 +41,14 @@ TORC_HD static inline bool tcu_dtype_is_float(torc_dtype d) {
            d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2;
 }
 
-// Floating -> integer as C's truncating cast, made total: NaN gives 0 and out-of-range values
-// saturate (what the GPU's cvt.rzi does; C leaves both undefined).
+// Floating -> integer as PyTorch on x86 (and the reference backend): truncation toward zero,
+// NaN and out-of-range values give INT64_MIN (cvttsd2si). int32/int16/int8 go through a 32-bit
+// conversion (INT32_MIN when out of range) and keep the low bits, as c10 does.
 TORC_HD static inline int64_t tcu_f64_to_i64(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775807.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
+    return (v >= -0x1p63 && v < 0x1p63) ? (int64_t)v : INT64_MIN;
+}
+TORC_HD static inline int32_t tcu_f64_to_i32(double v) {
+    return (v > -2147483649.0 && v < 2147483648.0) ? (int32_t)v : INT32_MIN;
 }
 
 // ---- loads: element i of base (dtype d) as the compute type ----
@@ -141,6 +144,7 @@ TORC_HD static inline void tcu_store_f64(void *base, int64_t i, torc_dtype d, do
     case TORC_DTYPE_F8_E4M3FN: ((uint8_t *)base)[i] = torc_f32_to_f8e4m3fn((float)v); break;
     case TORC_DTYPE_F8_E5M2: ((uint8_t *)base)[i] = torc_f32_to_f8e5m2((float)v); break;
     case TORC_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0.0; break;
+    case TORC_DTYPE_I32: case TORC_DTYPE_I16: case TORC_DTYPE_I8: tcu_store_i64(base, i, d, tcu_f64_to_i32(v)); break;
     default: tcu_store_i64(base, i, d, tcu_f64_to_i64(v)); break;
     }
 }
@@ -154,7 +158,25 @@ TORC_HD static inline void tcu_store_f32(void *base, int64_t i, torc_dtype d, fl
     case TORC_DTYPE_F8_E4M3FN: ((uint8_t *)base)[i] = torc_f32_to_f8e4m3fn(v); break;
     case TORC_DTYPE_F8_E5M2: ((uint8_t *)base)[i] = torc_f32_to_f8e5m2(v); break;
     case TORC_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0.0f; break;
+    case TORC_DTYPE_I32: case TORC_DTYPE_I16: case TORC_DTYPE_I8: tcu_store_i64(base, i, d, tcu_f64_to_i32(v)); break;
     default: tcu_store_i64(base, i, d, tcu_f64_to_i64(v)); break;
+    }
+}
+
+// dst = cast(src) between any dtypes, as the reference's ref_cast: bytes when equal, floating
+// sources through double, integer ones through int64.
+TORC_HD static inline void tcu_cast(void *dst, int64_t di, torc_dtype dd, const void *src, int64_t si, torc_dtype sd) {
+    if (dd == sd) {
+        switch (tcu_dtype_size(dd)) {
+        case 8: ((uint64_t *)dst)[di] = ((const uint64_t *)src)[si]; break;
+        case 4: ((uint32_t *)dst)[di] = ((const uint32_t *)src)[si]; break;
+        case 2: ((uint16_t *)dst)[di] = ((const uint16_t *)src)[si]; break;
+        default: ((uint8_t *)dst)[di] = ((const uint8_t *)src)[si]; break;
+        }
+    } else if (tcu_dtype_is_float(sd)) {
+        tcu_store_f64(dst, di, dd, tcu_load_f64(src, si, sd));
+    } else {
+        tcu_store_i64(dst, di, dd, tcu_load_i64(src, si, sd));
     }
 }
 

@@ -8,6 +8,7 @@ template <int CT>
 __device__ __forceinline__ void ew_apply(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
     if constexpr (CT == TCU_CT_F32) tcu_ew_f32(a, off, linear);
     else if constexpr (CT == TCU_CT_F64) tcu_ew_f64(a, off, linear);
+    else if constexpr (CT == TCU_CT_GEN) tcu_ew_gen(a, off, linear);
     else tcu_ew_i64(a, off, linear);
 }
 
@@ -22,8 +23,10 @@ __global__ void __launch_bounds__(TCU_THREADS) ew_kernel32(tcu_ew_args a, tcu_it
     }
 }
 
+// The 64-bit walk (huge tensors) keeps more state live across CUDA's out-of-line double pow and
+// trig calls; min-blocks 1 lets ptxas give it the registers instead of spilling.
 template <int CT>
-__global__ void __launch_bounds__(TCU_THREADS) ew_kernel64(tcu_ew_args a, tcu_iter it) {
+__global__ void __launch_bounds__(TCU_THREADS, 1) ew_kernel64(tcu_ew_args a, tcu_iter it) {
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += step) {
         int64_t off[TCU_MAX_OPS];
@@ -111,14 +114,24 @@ extern "C" int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_co
         switch (a->ct) {
         case TCU_CT_F32: ew_kernel32<TCU_CT_F32><<<l.blocks, l.threads, 0, s>>>(*a, it32); break;
         case TCU_CT_F64: ew_kernel32<TCU_CT_F64><<<l.blocks, l.threads, 0, s>>>(*a, it32); break;
+        case TCU_CT_GEN: ew_kernel32<TCU_CT_GEN><<<l.blocks, l.threads, 0, s>>>(*a, it32); break;
         default: ew_kernel32<TCU_CT_I64><<<l.blocks, l.threads, 0, s>>>(*a, it32); break;
         }
     } else {
         switch (a->ct) {
         case TCU_CT_F32: ew_kernel64<TCU_CT_F32><<<l.blocks, l.threads, 0, s>>>(*a, *it); break;
         case TCU_CT_F64: ew_kernel64<TCU_CT_F64><<<l.blocks, l.threads, 0, s>>>(*a, *it); break;
+        case TCU_CT_GEN: ew_kernel64<TCU_CT_GEN><<<l.blocks, l.threads, 0, s>>>(*a, *it); break;
         default: ew_kernel64<TCU_CT_I64><<<l.blocks, l.threads, 0, s>>>(*a, *it); break;
         }
     }
     return (int)cudaGetLastError();
+}
+
+extern "C" int tcu_launch_copy_bytes(void *dst, const void *src, size_t nbytes, cudaStream_t s) {
+    return (int)cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, s);
+}
+
+extern "C" int tcu_launch_zero_bytes(void *dst, size_t nbytes, cudaStream_t s) {
+    return (int)cudaMemsetAsync(dst, 0, nbytes, s);
 }

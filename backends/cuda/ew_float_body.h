@@ -17,7 +17,7 @@ TORC_HD static inline TCU_T TCU_F(tcu_unary)(int op, TCU_T x, const tcu_ew_args 
     case TORC_OP_COS: return TCU_M(cos)(x);
     case TORC_OP_TANH: return TCU_M(tanh)(x);
     case TORC_OP_SIGMOID: return (TCU_T)1 / ((TCU_T)1 + TCU_M(exp)(-x));
-    case TORC_OP_RELU: return x <= 0 ? (TCU_T)0 : x;         // NaN stays NaN
+    case TORC_OP_RELU: return x < 0 ? (TCU_T)0 : x;          // NaN and -0.0 pass through
     case TORC_OP_GELU:
         if (a->flag) {
             const TCU_T k = (TCU_T)0.7978845608028654, c = (TCU_T)0.044715; // sqrt(2/pi)
@@ -25,11 +25,14 @@ TORC_HD static inline TCU_T TCU_F(tcu_unary)(int op, TCU_T x, const tcu_ew_args 
         }
         return (TCU_T)0.5 * x * ((TCU_T)1 + TCU_M(erf)(x * (TCU_T)0.70710678118654752440));
     case TORC_OP_POW_SCALAR: {
+        // PyTorch's special exponents (not pow() on signed zeros: pow(-0.0, 0.5) is +0).
         const TCU_T e = (TCU_T)a->s0;
-        // The exact cases PyTorch also special-cases; pow() may be off by an ulp for them.
         if (e == (TCU_T)2) return x * x;
-        if (e == (TCU_T)1) return x;
+        if (e == (TCU_T)3) return x * x * x;
         if (e == (TCU_T)0.5) return TCU_M(sqrt)(x);
+        if (e == (TCU_T)-0.5) return (TCU_T)1 / TCU_M(sqrt)(x);
+        if (e == (TCU_T)-1) return (TCU_T)1 / x;
+        if (e == (TCU_T)-2) return (TCU_T)1 / (x * x);
         return TCU_M(pow)(x, e);
     }
     case TORC_OP_ERF: return TCU_M(erf)(x);

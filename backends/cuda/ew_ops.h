@@ -89,7 +89,7 @@ static inline bool tcu_ew_choose_types(tcu_ew_args *a) {
     }
     if (tcu_op_is_generator(op)) {            // computed in double, rounded once on store
         a->common = TORC_DTYPE_F64;
-        a->ct = TCU_CT_F64;
+        a->ct = TCU_CT_GEN;
         return true;
     }
     if (op == TORC_OP_LOGICAL_NOT || op == TORC_OP_LOGICAL_AND || op == TORC_OP_LOGICAL_OR) {
@@ -269,15 +269,30 @@ TORC_HD static inline bool tcu_compare_i64(int op, int64_t x, int64_t y) {
     }
 }
 
+// WHERE picks an element and casts it to out's dtype (no arithmetic, any dtypes).
+TCU_HDI void tcu_ew_where(const tcu_ew_args *a, const int64_t *off) {
+    // selects, not a run-time index: indexing the argument block would copy it to local memory
+    const bool c = tcu_load_bool(a->data[1], off[1], a->dt[1]);
+    tcu_cast(a->data[0], off[0], a->dt[0], c ? a->data[2] : a->data[3], c ? off[2] : off[3],
+             c ? a->dt[2] : a->dt[3]);
+}
+
 // ---- the per-element bodies (one per compute type; kernels pick one at compile time) ----
 // off[k]: element offsets of out and inputs; linear: the row-major index of the element in out.
 
-TCU_HDI void tcu_ew_f64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
-    const int op = a->op;
+// Fills, ranges and random numbers: out only, computed in double from the row-major index.
+TCU_HDI void tcu_ew_gen(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
     double r;
-    switch (op) {
+    switch (a->op) {
     case TORC_OP_FILL: r = a->s0; break;
-    case TORC_OP_ARANGE: r = tcu_dadd(a->s0, tcu_dmul((double)linear, a->s1)); break;
+    case TORC_OP_ARANGE:
+        if (!tcu_dtype_is_float(a->dt[0])) {  // integer ranges in int64, start and step truncated
+            tcu_store_i64(a->data[0], off[0], a->dt[0],
+                          tcu_wrap_add(tcu_f64_to_i64(a->s0), tcu_wrap_mul(linear, tcu_f64_to_i64(a->s1))));
+            return;
+        }
+        r = tcu_dadd(a->s0, tcu_dmul((double)linear, a->s1));
+        break;
     case TORC_OP_LINSPACE: {
         const int64_t n = a->count;
         if (n == 1) { r = a->s0; break; }
@@ -292,15 +307,24 @@ TCU_HDI void tcu_ew_f64(const tcu_ew_args *a, const int64_t *off, int64_t linear
     case TORC_OP_RAND_NORMAL:
         r = tcu_dadd(a->s0, tcu_dmul(a->s1, torc_philox_normal(a->seed, a->offset, (uint64_t)linear)));
         break;
-    case TORC_OP_RAND_INT:
-        r = tcu_dadd(a->s0, floor(tcu_dmul(torc_philox_uniform(a->seed, a->offset, (uint64_t)linear),
-                                           a->s1 - a->s0)));
-        break;
+    case TORC_OP_RAND_INT: {  // a + floor(u * (b - a)) in uint64: the range may exceed int64
+        const double u = torc_philox_uniform(a->seed, a->offset, (uint64_t)linear);
+        const uint64_t k = (uint64_t)floor(tcu_dmul(u, a->s1 - a->s0));
+        tcu_store_i64(a->data[0], off[0], a->dt[0], (int64_t)((uint64_t)tcu_f64_to_i64(a->s0) + k));
+        return;
+    }
+    default: r = 0; break;
+    }
+    tcu_store_f64(a->data[0], off[0], a->dt[0], r);
+}
+
+TCU_HDI void tcu_ew_f64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
+    (void)linear;
+    const int op = a->op;
+    double r;
+    switch (op) {
     case TORC_OP_COPY: r = tcu_load_f64(a->data[1], off[1], a->dt[1]); break;
-    case TORC_OP_WHERE:
-        r = tcu_load_bool(a->data[1], off[1], a->dt[1]) ? tcu_load_f64(a->data[2], off[2], a->dt[2])
-                                                        : tcu_load_f64(a->data[3], off[3], a->dt[3]);
-        break;
+    case TORC_OP_WHERE: tcu_ew_where(a, off); return;
     default: {
         const double x = tcu_load_f64(a->data[1], off[1], a->dt[1]);
         if (a->n_in == 1) {
@@ -325,8 +349,8 @@ TCU_HDI void tcu_ew_f32(const tcu_ew_args *a, const int64_t *off, int64_t linear
     if (op == TORC_OP_COPY) {
         r = tcu_load_f32(a->data[1], off[1], a->dt[1]);
     } else if (op == TORC_OP_WHERE) {
-        r = tcu_load_bool(a->data[1], off[1], a->dt[1]) ? tcu_load_f32(a->data[2], off[2], a->dt[2])
-                                                        : tcu_load_f32(a->data[3], off[3], a->dt[3]);
+        tcu_ew_where(a, off);
+        return;
     } else {
         float x = tcu_load_f32(a->data[1], off[1], a->dt[1]);
         if (a->dt[1] != a->common) x = tcu_round_to(x, a->common);
@@ -351,10 +375,7 @@ TCU_HDI void tcu_ew_i64(const tcu_ew_args *a, const int64_t *off, int64_t linear
     int64_t r;
     switch (op) {
     case TORC_OP_COPY: r = tcu_load_i64(a->data[1], off[1], a->dt[1]); break;
-    case TORC_OP_WHERE:
-        r = tcu_load_bool(a->data[1], off[1], a->dt[1]) ? tcu_load_i64(a->data[2], off[2], a->dt[2])
-                                                        : tcu_load_i64(a->data[3], off[3], a->dt[3]);
-        break;
+    case TORC_OP_WHERE: tcu_ew_where(a, off); return;
     case TORC_OP_LOGICAL_NOT: r = !tcu_load_bool(a->data[1], off[1], a->dt[1]); break;
     case TORC_OP_LOGICAL_AND:
         r = tcu_load_bool(a->data[1], off[1], a->dt[1]) && tcu_load_bool(a->data[2], off[2], a->dt[2]);

@@ -14,17 +14,6 @@ static cudaDataType blas_type(torc_dtype d) {
     }
 }
 
-// The dtype combinations cuBLAS runs: equal inputs of f32/f16/bf16/f64, out the same or f32
-// for the 16-bit inputs (mixed precision writes f32).
-static bool blas_dtypes(torc_dtype a, torc_dtype b, torc_dtype c) {
-    if (a != b) return false;
-    switch (a) {
-    case TORC_DTYPE_F32: case TORC_DTYPE_F64: return c == a;
-    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: return c == a || c == TORC_DTYPE_F32;
-    default: return false;
-    }
-}
-
 static const char *blas_status_name(cublasStatus_t s) {
     switch (s) {
     case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
@@ -111,7 +100,7 @@ int tcu_matmul(tcu_device *d, const torc_op *op) {
     for (int i = 0; i < nd; i++) numel *= c->shape[i];
     if (numel == 0) return TORC_OK;
     if (a->shape[nd - 1] == 0) return tcu_fill_zero(d, c);  // empty sum
-    if (blas_dtypes(a->dtype, b->dtype, c->dtype)) {
+    if (tcu_gemm_blas_dtypes(a->dtype, b->dtype, c->dtype)) {
         tcu_gemm_plan pl;
         tcu_gemm_plan_build(&pl, a, b, c);
         if (pl.use_blas) return run_blas(d, op, &pl);

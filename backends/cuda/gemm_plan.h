@@ -50,6 +50,17 @@ typedef struct tcu_gemm_plan {
 
 #define TCU_INT_MAX 2147483647
 
+// The dtype combinations cuBLAS runs: equal inputs of f32/f16/bf16/f64, out the same or f32
+// for the 16-bit inputs (mixed precision writes f32).
+static inline bool tcu_gemm_blas_dtypes(torc_dtype a, torc_dtype b, torc_dtype c) {
+    if (a != b) return false;
+    switch (a) {
+    case TORC_DTYPE_F32: case TORC_DTYPE_F64: return c == a;
+    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: return c == a || c == TORC_DTYPE_F32;
+    default: return false;
+    }
+}
+
 // Plans out = in0 @ in1 for cuBLAS. Never fails: a layout cuBLAS cannot take gives
 // use_blas = false and `why`. Dtype support is the caller's business.
 static inline void tcu_gemm_plan_build(tcu_gemm_plan *pl, const torc_operand *a,

@@ -48,8 +48,24 @@ typedef struct tcu_index_args {
 //  MASKED_SELECT:over in0;   [0] unused, [1] in0, [2] mask     (out is 1-D: out_step)
 //  MASKED_SCATTER:over out;  [0] out, [1] unused, [2] mask     (in0 is 1-D: src_step)
 //  TRIU/TRIL:    over out;   [0] out, [1] in0 (last two dims kept apart)
+// A 0-dim operand of an index op acts as a 1-element vector (as PyTorch and the reference).
+static inline torc_operand tcu_as_1d(const torc_operand *t) {
+    torc_operand r = *t;
+    if (r.ndim == 0) {
+        r.ndim = 1;
+        r.shape[0] = 1;
+        r.stride[0] = 1;
+    }
+    return r;
+}
+
 static inline bool tcu_index_plan_build(tcu_index_args *x, const torc_op *op) {
-    const torc_operand *o = &op->out, *s = &op->in[0], *ix = &op->in[1];
+    const bool vec = op->code == TORC_OP_INDEX_SELECT || op->code == TORC_OP_GATHER ||
+                     op->code == TORC_OP_INDEX_ADD || op->code == TORC_OP_SCATTER_ADD;
+    const torc_operand out1 = vec ? tcu_as_1d(&op->out) : op->out;
+    const torc_operand src1 = vec ? tcu_as_1d(&op->in[0]) : op->in[0];
+    const torc_operand idx1 = vec ? tcu_as_1d(&op->in[1]) : op->in[1];
+    const torc_operand *o = &out1, *s = &src1, *ix = &idx1;
     const int nd = o->ndim;
     const int dim = op->params.dim.dim;
     int64_t s0[TORC_MAX_DIMS], s1[TORC_MAX_DIMS], s2[TORC_MAX_DIMS];

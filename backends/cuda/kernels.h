@@ -17,6 +17,10 @@ extern "C" {
 // Elementwise ops, fills, ranges and RNG over `it` (out first). a->ct and a->common are set.
 int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaStream_t s);
 
+// Same-dtype contiguous copies and zero fills: cudaMemcpyAsync / cudaMemsetAsync.
+int tcu_launch_copy_bytes(void *dst, const void *src, size_t nbytes, cudaStream_t s);
+int tcu_launch_zero_bytes(void *dst, size_t nbytes, cudaStream_t s);
+
 // Reductions. With pl->split > 1, a->partial holds n_out * split * TCU_ACC_BYTES bytes.
 int tcu_launch_reduce(const tcu_reduce_args *a, const tcu_reduce_plan *pl, cudaStream_t s);
 

@@ -2,6 +2,7 @@
 // byte cap beyond which copies fall back to the synchronous path.
 #include "pinned.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -67,13 +67,14 @@ extern "C" {
 TORC_HD static inline bool tcu_op_is_reduction(int op) { return op >= TORC_OP_SUM && op <= TORC_OP_LOGSUMEXP; }
 TORC_HD static inline bool tcu_op_is_arg(int op) { return op == TORC_OP_ARGMAX || op == TORC_OP_ARGMIN; }
 
-// Accumulation type: int64 keeps integer sums, products and extremes exact (PyTorch sums
-// integers to int64); f64 inputs or outputs, and integers under floating math, use double;
-// everything else float (PyTorch's f32 accumulation on CUDA).
+// Accumulation type, as the reference decides its modes: integer in and out sum, multiply and
+// compare exactly in int64 (arg ops whenever in is integer); f64 operands and integers under
+// floating math use double; everything else float (PyTorch's f32 accumulation on CUDA).
 static inline tcu_ctype tcu_reduce_ctype(int op, torc_dtype in, torc_dtype out) {
     const bool in_int = !tcu_dtype_is_float(in);
-    if (in_int && (op == TORC_OP_SUM || op == TORC_OP_PROD || op == TORC_OP_MAX || op == TORC_OP_MIN ||
-                   tcu_op_is_arg(op)))
+    if (in_int && tcu_op_is_arg(op)) return TCU_CT_I64;
+    if (in_int && !tcu_dtype_is_float(out) &&
+        (op == TORC_OP_SUM || op == TORC_OP_PROD || op == TORC_OP_MAX || op == TORC_OP_MIN))
         return TCU_CT_I64;
     if (in_int || in == TORC_DTYPE_F64 || out == TORC_DTYPE_F64) return TCU_CT_F64;
     return TCU_CT_F32;
@@ -170,8 +171,15 @@ typedef struct tcu_rows_plan {
     bool fits32;
 } tcu_rows_plan;
 
-static inline bool tcu_rows_plan_build(tcu_rows_plan *pl, const torc_operand *in,
-                                       const torc_operand *out, int dim) {
+static inline bool tcu_rows_plan_build(tcu_rows_plan *pl, const torc_operand *in0,
+                                       const torc_operand *out0, int dim) {
+    torc_operand in1 = *in0, out1 = *out0;   // a 0-dim tensor is one row of one element
+    if (in1.ndim == 0 && out1.ndim == 0) {
+        in1.ndim = out1.ndim = 1;
+        in1.shape[0] = out1.shape[0] = 1;
+        in1.stride[0] = out1.stride[0] = 1;
+    }
+    const torc_operand *in = &in1, *out = &out1;
     if (in->ndim != out->ndim || in->ndim > TORC_MAX_DIMS || dim < 0 || dim >= in->ndim) return false;
     int64_t shape[TORC_MAX_DIMS];
     for (int d = 0; d < in->ndim; d++) {

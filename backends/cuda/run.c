@@ -99,6 +99,35 @@ static void ew_args_from(tcu_ew_args *a, const torc_op *op) {
 
 static bool is_float(torc_dtype d) { return tcu_dtype_is_float(d); }
 
+// The dtype combinations each op takes: the reference backend's (PyTorch's CPU kernels) rules.
+static bool dtypes_ok(const torc_op *op) {
+    const torc_dtype o = op->out.dtype, a = op->in[0].dtype, b = op->in[1].dtype;
+    const bool fo = is_float(o);
+    switch (op->code) {
+    case TORC_OP_ARANGE: case TORC_OP_LINSPACE: return o != TORC_DTYPE_BOOL;
+    case TORC_OP_RAND_UNIFORM: case TORC_OP_RAND_NORMAL: return fo;
+    case TORC_OP_NEG: case TORC_OP_ABS: case TORC_OP_RELU: return o != TORC_DTYPE_BOOL && a != TORC_DTYPE_BOOL;
+    case TORC_OP_SQUARE: case TORC_OP_POW_SCALAR: return o != TORC_DTYPE_BOOL;
+    case TORC_OP_SIGN: case TORC_OP_LOGICAL_NOT: return true;
+    case TORC_OP_SUB: case TORC_OP_POW:
+        return o != TORC_DTYPE_BOOL && !(a == TORC_DTYPE_BOOL && b == TORC_DTYPE_BOOL);
+    case TORC_OP_DIV: return fo;
+    case TORC_OP_ARGMAX: case TORC_OP_ARGMIN: return o == TORC_DTYPE_I64 && a != TORC_DTYPE_BOOL;
+    case TORC_OP_MEAN: case TORC_OP_VAR: case TORC_OP_STD: case TORC_OP_NORM: case TORC_OP_LOGSUMEXP:
+    case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX:
+        return fo;
+    case TORC_OP_MATMUL:
+        if (o == TORC_DTYPE_BOOL || a == TORC_DTYPE_BOOL || b == TORC_DTYPE_BOOL) return false;
+        return fo || (!is_float(a) && !is_float(b));
+    case TORC_OP_INDEX_SELECT: case TORC_OP_GATHER: case TORC_OP_INDEX_ADD: case TORC_OP_SCATTER_ADD:
+        return b == TORC_DTYPE_I64;
+    case TORC_OP_MASKED_SELECT: case TORC_OP_MASKED_SCATTER: return b == TORC_DTYPE_BOOL;
+    default:
+        if (op->code >= TORC_OP_SQRT && op->code <= TORC_OP_ERFINV) return fo;  // the floating unary ops
+        return true;
+    }
+}
+
 bool tcu_supports_op(const torc_op *op, char *why, size_t n) {
     const int code = op->code;
     if (code < 0 || code >= TORC_OP_COUNT) {
@@ -112,9 +141,14 @@ bool tcu_supports_op(const torc_op *op, char *why, size_t n) {
     }
     if (!operand_ok(&op->out, why, n, "out")) return false;
     for (int k = 0; k < op->n_in; k++) {
-        char which[8];
+        char which[16];
         snprintf(which, sizeof which, "in%d", k);
         if (!operand_ok(&op->in[k], why, n, which)) return false;
+    }
+    if (!dtypes_ok(op)) {
+        snprintf(why, n, "%s does not take these dtypes (out %d, in0 %d)", op_name(code), (int)op->out.dtype,
+                 op->n_in > 0 ? (int)op->in[0].dtype : -1);
+        return false;
     }
     if (tcu_op_is_elementwise(code)) {
         for (int k = 0; k < op->n_in; k++)
@@ -155,9 +189,9 @@ bool tcu_supports_op(const torc_op *op, char *why, size_t n) {
         return true;
     }
     if (code == TORC_OP_SOFTMAX || code == TORC_OP_LOG_SOFTMAX) {
-        if (!same_shape(&op->in[0], &op->out) || op->params.dim.dim < 0 ||
-            op->params.dim.dim >= op->out.ndim) {
-            snprintf(why, n, "%s: out must match in and dim be in [0, %d)", op_name(code), op->out.ndim);
+        const int nd = op->out.ndim > 0 ? op->out.ndim : 1;   // a 0-dim tensor is one row of one
+        if (!same_shape(&op->in[0], &op->out) || op->params.dim.dim < 0 || op->params.dim.dim >= nd) {
+            snprintf(why, n, "%s: out must match in and dim be in [0, %d)", op_name(code), nd);
             return false;
         }
         if (!is_float(op->out.dtype)) {
@@ -180,9 +214,7 @@ bool tcu_supports_op(const torc_op *op, char *why, size_t n) {
     }
     if (tcu_op_is_index(code)) {
         tcu_index_args x;
-        if ((code != TORC_OP_TRIU && code != TORC_OP_TRIL && code != TORC_OP_MASKED_SELECT &&
-             code != TORC_OP_MASKED_SCATTER && is_float(op->in[1].dtype)) ||
-            !tcu_index_plan_build(&x, op)) {
+        if (!tcu_index_plan_build(&x, op)) {
             snprintf(why, n, "%s: operand ranks, dim or index dtype do not fit the op", op_name(code));
             return false;
         }
@@ -190,6 +222,86 @@ bool tcu_supports_op(const torc_op *op, char *why, size_t n) {
     }
     snprintf(why, n, "%s is not implemented", op_name(code));
     return false;
+}
+
+// ---- argument checks the reference makes (same texts), done on the host before any launch ----
+static bool int_mode(const torc_op *op) {
+    if (is_float(op->out.dtype)) return false;
+    for (int k = 0; k < op->n_in; k++)
+        if (is_float(op->in[k].dtype)) return false;
+    return true;
+}
+
+static bool integral(double v) { return v == trunc(v) && fabs(v) < 0x1p63; }
+
+static int check_params(const torc_op *op) {
+    const torc_op_params *p = &op->params;
+    switch (op->code) {
+    case TORC_OP_ARANGE:
+        if (!isfinite(p->range.start) || !isfinite(p->range.step))
+            return tcu_error(TORC_ERR_INVALID_ARG, "unsupported range: %g -> %g", p->range.start, p->range.end);
+        return TORC_OK;
+    case TORC_OP_LINSPACE:
+        if (p->range.count != op->out.shape[0])
+            return tcu_error(TORC_ERR_SHAPE, "cuda: linspace: range.count is %lld but out has %lld elements",
+                             (long long)p->range.count, (long long)op->out.shape[0]);
+        return TORC_OK;
+    case TORC_OP_RAND_INT:
+        if (!(p->rng.a < p->rng.b))
+            return tcu_error(TORC_ERR_INVALID_ARG,
+                             "random_ expects 'from' to be less than 'to', but got from=%.0f >= to=%.0f", p->rng.a, p->rng.b);
+        if (!(p->rng.a >= -0x1p63 && p->rng.b <= 0x1p63) || p->rng.a != trunc(p->rng.a) || p->rng.b != trunc(p->rng.b))
+            return tcu_error(TORC_ERR_INVALID_ARG, "cuda: randint bounds must be integers, got [%g, %g)", p->rng.a, p->rng.b);
+        return TORC_OK;
+    case TORC_OP_RAND_NORMAL:
+        if (!(p->rng.b >= 0.0))
+            return tcu_error(TORC_ERR_INVALID_ARG, "normal expects std >= 0.0, but found std %g", p->rng.b);
+        return TORC_OK;
+    case TORC_OP_ADD: case TORC_OP_SUB:
+        if (int_mode(op) && !integral(p->scalar.value))
+            return tcu_error(TORC_ERR_INVALID_ARG,
+                             "For integral input tensors, argument alpha must not be a floating point number.");
+        return TORC_OK;
+    case TORC_OP_POW_SCALAR:
+        if (int_mode(op)) {
+            if (!integral(p->scalar.value))
+                return tcu_error(TORC_ERR_INVALID_ARG, "cuda: pow: an integer out needs an integral exponent, got %g "
+                                 "(the frontend promotes to floating)", p->scalar.value);
+            if (p->scalar.value < 0) return tcu_error(TORC_ERR_INVALID_ARG, "Integers to negative integer powers are not allowed.");
+        }
+        return TORC_OK;
+    default:
+        break;
+    }
+    if (tcu_op_is_reduction(op->code)) {
+        const torc_operand *in = &op->in[0];
+        int64_t count = 1, out_numel = 1;
+        int empty_dim = -1;
+        for (int d = 0; d < in->ndim; d++) {
+            if ((p->reduce.mask >> d) & 1) {
+                count *= in->shape[d];
+                if (in->shape[d] == 0 && empty_dim < 0) empty_dim = d;
+            } else {
+                out_numel *= in->shape[d];
+            }
+        }
+        if (count > 0 || out_numel == 0) return TORC_OK;
+        switch (op->code) {
+        case TORC_OP_MAX: case TORC_OP_MIN: case TORC_OP_ARGMAX: case TORC_OP_ARGMIN:
+            return tcu_error(TORC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.",
+                             op->code == TORC_OP_MAX ? "amax" : op->code == TORC_OP_MIN ? "amin" : op_name(op->code),
+                             empty_dim);
+        case TORC_OP_NORM:
+            if (p->reduce.p < 0.0 || isinf(p->reduce.p))
+                return tcu_error(TORC_ERR_RUNTIME, "linalg.vector_norm cannot compute the %g norm on the dimension %d "
+                                 "because this dimension is empty and the operation does not have an identity",
+                                 p->reduce.p, empty_dim);
+            return TORC_OK;
+        default:
+            return TORC_OK;
+        }
+    }
+    return TORC_OK;
 }
 
 // ---- launches ----
@@ -215,16 +327,13 @@ static int run_elementwise(tcu_device *d, const torc_op *op) {
     if (it.numel == 0) return TORC_OK;
     const size_t esize = (size_t)tcu_dtype_size(op->out.dtype);
     // Shortcuts: a same-dtype contiguous copy is a memcpy, a zero fill a memset.
-    if (op->code == TORC_OP_COPY && op->in[0].dtype == op->out.dtype && contiguous_run(&it)) {
-        const cudaError_t e = cudaMemcpyAsync(op->out.data, op->in[0].data, (size_t)it.numel * esize,
-                                              cudaMemcpyDeviceToDevice, d->stream);
-        return e == cudaSuccess ? TORC_OK : tcu_cuda_error(e, "cudaMemcpyAsync (copy)");
-    }
+    if (op->code == TORC_OP_COPY && op->in[0].dtype == op->out.dtype && contiguous_run(&it))
+        return launched(tcu_launch_copy_bytes(op->out.data, op->in[0].data, (size_t)it.numel * esize, d->stream),
+                        "copy (cudaMemcpyAsync)");
     if (op->code == TORC_OP_FILL && op->params.scalar.value == 0.0 && !signbit(op->params.scalar.value) &&
-        contiguous_run(&it)) {
-        const cudaError_t e = cudaMemsetAsync(op->out.data, 0, (size_t)it.numel * esize, d->stream);
-        return e == cudaSuccess ? TORC_OK : tcu_cuda_error(e, "cudaMemsetAsync (fill)");
-    }
+        contiguous_run(&it))
+        return launched(tcu_launch_zero_bytes(op->out.data, (size_t)it.numel * esize, d->stream),
+                        "fill (cudaMemsetAsync)");
     return launched(tcu_launch_ew(&a, &it, d->sm_count, d->stream), op_name(op->code));
 }
 
@@ -292,6 +401,8 @@ static int run_index(tcu_device *d, const torc_op *op) {
 
 int tcu_run_op(tcu_device *d, const torc_op *op) {
     const int code = op->code;
+    const int rc = check_params(op);
+    if (rc != TORC_OK) return rc;
     if (tcu_op_is_elementwise(code)) return run_elementwise(d, op);
     if (tcu_op_is_reduction(code)) return run_reduce(d, op);
     if (code == TORC_OP_SOFTMAX || code == TORC_OP_LOG_SOFTMAX) return run_softmax(d, op);

@@ -1,0 +1,173 @@
+// backends/cuda/lt_plan.c — cuBLASLt fp8 matmul planning: layout checks with messages that say
+// what to change, descriptor creation, and the per-shape algorithm cache.
+#include "lt_plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static cudaDataType lt_type(torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F8_E4M3FN: return CUDA_R_8F_E4M3;
+    case TORC_DTYPE_F8_E5M2: return CUDA_R_8F_E5M2;
+    case TORC_DTYPE_BF16: return CUDA_R_16BF;
+    case TORC_DTYPE_F16: return CUDA_R_16F;
+    default: return CUDA_R_32F;
+    }
+}
+
+static bool is_fp8(torc_dtype d) { return d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2; }
+
+void tcu_lt_plan_build(const tcu_lt_problem *p, tcu_lt_plan *pl) {
+    memset(pl, 0, sizeof *pl);
+    if (p->cc_major * 10 + p->cc_minor < 89) {
+        snprintf(pl->why, sizeof pl->why, "fp8 matmul needs compute capability 8.9 or newer (this device is %d.%d)",
+                 p->cc_major, p->cc_minor);
+        return;
+    }
+    if (!is_fp8(p->a) || !is_fp8(p->b)) {
+        snprintf(pl->why, sizeof pl->why, "scaled_mm takes fp8 operands (float8_e4m3fn or float8_e5m2)");
+        return;
+    }
+    if (p->a == TORC_DTYPE_F8_E5M2 && p->b == TORC_DTYPE_F8_E5M2) {
+        snprintf(pl->why, sizeof pl->why,
+                 "e5m2 x e5m2 is not supported by cuBLASLt: make at least one operand float8_e4m3fn");
+        return;
+    }
+    switch (p->out) {
+    case TORC_DTYPE_F32: case TORC_DTYPE_BF16: case TORC_DTYPE_F16: case TORC_DTYPE_F8_E4M3FN: case TORC_DTYPE_F8_E5M2:
+        break;
+    default:
+        snprintf(pl->why, sizeof pl->why, "scaled_mm writes float32, bfloat16, float16 or an fp8 dtype");
+        return;
+    }
+    if (p->m % 16 || p->n % 16 || p->k % 16) {
+        snprintf(pl->why, sizeof pl->why,
+                 "cuBLASLt fp8 needs every matrix dimension to be a multiple of 16, got m=%lld n=%lld k=%lld "
+                 "(pad the operands)", (long long)p->m, (long long)p->n, (long long)p->k);
+        return;
+    }
+    // TN: both operands contiguous along k (a row-major, b column-major).
+    if (!(p->a_cs == 1 && p->a_rs >= p->k) || !(p->b_rs == 1 && p->b_cs >= p->k)) {
+        snprintf(pl->why, sizeof pl->why,
+                 "cuBLASLt fp8 needs a row-major (k contiguous) and b column-major (k contiguous): pass "
+                 "a.contiguous() and b.t().contiguous().t()");
+        return;
+    }
+    const int64_t lda = p->a_rs, ldb = p->b_cs;
+    if (p->c_cs == 1 && p->c_rs >= p->n) {         // row-major out: D' = out^T = b^T a^T
+        pl->swap = true;
+        pl->mm = p->n;
+        pl->nn = p->m;
+        pl->lda = ldb;
+        pl->ldb = lda;
+        pl->ldc = p->c_rs;
+    } else if (p->c_rs == 1 && p->c_cs >= p->m) {  // column-major out: D' = out = a b
+        pl->swap = false;
+        pl->mm = p->m;
+        pl->nn = p->n;
+        pl->lda = lda;
+        pl->ldb = ldb;
+        pl->ldc = p->c_cs;
+    } else {
+        snprintf(pl->why, sizeof pl->why, "scaled_mm writes a row-major or column-major output (one unit stride)");
+        return;
+    }
+    if (pl->lda % 16 || pl->ldb % 16 || pl->ldc % 16) {
+        snprintf(pl->why, sizeof pl->why,
+                 "cuBLASLt fp8 needs leading dimensions that are multiples of 16 (got %lld, %lld, %lld)",
+                 (long long)pl->lda, (long long)pl->ldb, (long long)pl->ldc);
+        return;
+    }
+    pl->k = p->k;
+    pl->type_a = lt_type(pl->swap ? p->b : p->a);
+    pl->type_b = lt_type(pl->swap ? p->a : p->b);
+    pl->type_d = lt_type(p->out);
+    // With an fp8 D, C (unused: beta = 0) must still be a 16-bit type.
+    pl->type_c = is_fp8(p->out) ? CUDA_R_16BF : pl->type_d;
+    pl->workspace = p->cc_major >= 9 ? TCU_LT_WORKSPACE_SM90 : TCU_LT_WORKSPACE_OLD;
+    pl->ok = true;
+}
+
+#define LT_TRY(call, what)                                                  \
+    do {                                                                    \
+        const cublasStatus_t st_ = (call);                                  \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {                                 \
+            snprintf(err, err_n, "%s failed (cuBLAS status %d)", what, (int)st_); \
+            tcu_lt_descs_destroy(d);                                        \
+            return (int)st_;                                                \
+        }                                                                   \
+    } while (0)
+
+int tcu_lt_descs_build(const tcu_lt_plan *pl, const tcu_lt_problem *p, const tcu_lt_ptrs *ptrs,
+                       tcu_lt_descs *d, char *err, size_t err_n) {
+    memset(d, 0, sizeof *d);
+    LT_TRY(cublasLtMatmulDescCreate(&d->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+    LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+    const int8_t fast = p->fast_accum ? 1 : 0;
+    LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast), "FAST_ACCUM");
+    // Scales follow their operands through the swap.
+    const float *sa = pl->swap ? ptrs->scale_b : ptrs->scale_a, *sb = pl->swap ? ptrs->scale_a : ptrs->scale_b;
+    if (sa) LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "A_SCALE");
+    if (sb) LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "B_SCALE");
+    if (is_fp8(p->out)) {
+        if (ptrs->scale_d)
+            LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &ptrs->scale_d,
+                                                  sizeof ptrs->scale_d), "D_SCALE");
+        if (ptrs->amax_d)
+            LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &ptrs->amax_d,
+                                                  sizeof ptrs->amax_d), "AMAX_D");
+    }
+    // op(A') = T: A' is stored k x mm; op(B') = N: B' is stored k x nn; C and D are mm x nn.
+    LT_TRY(cublasLtMatrixLayoutCreate(&d->a, pl->type_a, (uint64_t)pl->k, (uint64_t)pl->mm, pl->lda), "layout A");
+    LT_TRY(cublasLtMatrixLayoutCreate(&d->b, pl->type_b, (uint64_t)pl->k, (uint64_t)pl->nn, pl->ldb), "layout B");
+    LT_TRY(cublasLtMatrixLayoutCreate(&d->c, pl->type_c, (uint64_t)pl->mm, (uint64_t)pl->nn, pl->ldc), "layout C");
+    LT_TRY(cublasLtMatrixLayoutCreate(&d->d, pl->type_d, (uint64_t)pl->mm, (uint64_t)pl->nn, pl->ldc), "layout D");
+    return 0;
+}
+
+void tcu_lt_descs_destroy(tcu_lt_descs *d) {
+    if (d->a) cublasLtMatrixLayoutDestroy(d->a);
+    if (d->b) cublasLtMatrixLayoutDestroy(d->b);
+    if (d->c) cublasLtMatrixLayoutDestroy(d->c);
+    if (d->d) cublasLtMatrixLayoutDestroy(d->d);
+    if (d->op) cublasLtMatmulDescDestroy(d->op);
+    memset(d, 0, sizeof *d);
+}
+
+// ---- cache ----
+void tcu_lt_key_of(const tcu_lt_plan *pl, const tcu_lt_problem *p, tcu_lt_key *k) {
+    memset(k, 0, sizeof *k);  // padding too: keys compare with memcmp
+    k->mm = pl->mm;
+    k->nn = pl->nn;
+    k->k = pl->k;
+    k->lda = pl->lda;
+    k->ldb = pl->ldb;
+    k->ldc = pl->ldc;
+    k->type_a = (int)pl->type_a;
+    k->type_b = (int)pl->type_b;
+    k->type_d = (int)pl->type_d;
+    k->fast_accum = p->fast_accum;
+    k->cc = p->cc_major * 10 + p->cc_minor;
+}
+
+const cublasLtMatmulAlgo_t *tcu_lt_cache_find(tcu_lt_cache *c, const tcu_lt_key *k) {
+    for (int i = 0; i < TCU_LT_CACHE_SLOTS; i++)
+        if (c->used[i] && memcmp(&c->key[i], k, sizeof *k) == 0) {
+            c->used[i] = ++c->tick;
+            return &c->algo[i];
+        }
+    return NULL;
+}
+
+void tcu_lt_cache_put(tcu_lt_cache *c, const tcu_lt_key *k, const cublasLtMatmulAlgo_t *algo) {
+    int slot = 0;
+    for (int i = 0; i < TCU_LT_CACHE_SLOTS; i++) {
+        if (c->used[i] && memcmp(&c->key[i], k, sizeof *k) == 0) { slot = i; break; }
+        if (c->used[i] < c->used[slot]) slot = i;   // empty (0) or least recently used
+    }
+    c->key[slot] = *k;
+    c->algo[slot] = *algo;
+    c->used[slot] = ++c->tick;
+}

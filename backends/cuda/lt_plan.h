@@ -1,0 +1,79 @@
+// backends/cuda/lt_plan.h — fp8 scaled matmul through cuBLASLt: the layout and capability
+// decisions (TN layout, multiples of 16, sm_89+, no e5m2 x e5m2), the descriptors, and a per-shape
+// cache of the heuristic's algorithm. Plain C: the decisions are unit-tested on the CPU.
+#ifndef TCU_LT_PLAN_H
+#define TCU_LT_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cublasLt.h>
+
+#include <torc/types.h>
+
+// out (m, n) = scale_a * scale_b * (a (m, k) @ b (k, n)), row-major views with element strides.
+typedef struct tcu_lt_problem {
+    torc_dtype a, b, out;
+    int64_t m, n, k;
+    int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+    int cc_major, cc_minor;
+    bool fast_accum;      // off by default: fp8 tensor cores accumulate more precisely without it
+} tcu_lt_problem;
+
+// The cuBLASLt call: D' (mm x nn, column-major, ld ldc) = op(A') (mm x k) . op(B') (k x nn) with
+// op(A') = T and op(B') = N (the only fp8 layout cuBLASLt runs).
+typedef struct tcu_lt_plan {
+    bool ok;
+    char why[200];        // when !ok: what the caller must change, for the user's error
+    bool swap;            // A' = b, B' = a, D' = out^T (row-major out); else A' = a, B' = b
+    cudaDataType type_a, type_b, type_c, type_d;
+    int64_t mm, nn, k, lda, ldb, ldc;
+    size_t workspace;     // bytes: 32 MiB on sm_90+, 4 MiB before
+} tcu_lt_plan;
+
+#define TCU_LT_WORKSPACE_SM90 ((size_t)32 << 20)
+#define TCU_LT_WORKSPACE_OLD ((size_t)4 << 20)
+
+void tcu_lt_plan_build(const tcu_lt_problem *p, tcu_lt_plan *pl);
+
+// Device pointers the descriptors refer to (float scalars on the device; NULL: not used).
+typedef struct tcu_lt_ptrs {
+    const float *scale_a, *scale_b, *scale_d;
+    float *amax_d;        // receives max |D| before scaling to fp8 (fp8 outputs only)
+} tcu_lt_ptrs;
+
+typedef struct tcu_lt_descs {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, c, d;
+} tcu_lt_descs;
+
+// Creates the operation and layout descriptors for a plan (host-side calls only, no device
+// work). Returns 0, or a cuBLAS status with err filled; on failure nothing is left allocated.
+int tcu_lt_descs_build(const tcu_lt_plan *pl, const tcu_lt_problem *p, const tcu_lt_ptrs *ptrs,
+                       tcu_lt_descs *d, char *err, size_t err_n);
+void tcu_lt_descs_destroy(tcu_lt_descs *d);
+
+// ---- the heuristic cache: one algorithm per problem shape ----
+typedef struct tcu_lt_key {
+    int64_t mm, nn, k, lda, ldb, ldc;
+    int type_a, type_b, type_d;
+    int fast_accum, cc;
+} tcu_lt_key;
+
+#define TCU_LT_CACHE_SLOTS 64
+
+typedef struct tcu_lt_cache {
+    tcu_lt_key key[TCU_LT_CACHE_SLOTS];
+    cublasLtMatmulAlgo_t algo[TCU_LT_CACHE_SLOTS];
+    uint64_t used[TCU_LT_CACHE_SLOTS];  // last-use tick, 0 = empty
+    uint64_t tick;
+} tcu_lt_cache;
+
+void tcu_lt_key_of(const tcu_lt_plan *pl, const tcu_lt_problem *p, tcu_lt_key *k);
+// The cached algorithm for k, or NULL.
+const cublasLtMatmulAlgo_t *tcu_lt_cache_find(tcu_lt_cache *c, const tcu_lt_key *k);
+// Stores an algorithm, evicting the least recently used entry when full.
+void tcu_lt_cache_put(tcu_lt_cache *c, const tcu_lt_key *k, const cublasLtMatmulAlgo_t *algo);
+
+#endif

@@ -1,0 +1,43 @@
+# The CUDA backend's tests: host-side unit tests (run everywhere: no GPU needed), the GPU suite
+# (label "gpu": skips with 77 when no device exists) and the kernels' register-spill check
+# (label "build"). Only when the backend is built.
+if(TORC_WITH_CUDA AND TARGET torc_cuda)
+  find_package(CUDAToolkit REQUIRED)
+  set(_torc_cu ${PROJECT_SOURCE_DIR}/backends/cuda)
+  set(_torc_cu_env
+    "TORC_TEST_DATA=${CMAKE_CURRENT_SOURCE_DIR}/golden;TORC_BUILD_DIR=${CMAKE_BINARY_DIR};TORC_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  # ASan and the CUDA driver: the driver maps memory where ASan keeps its shadow gap, and leaks
+  # allocations LSan cannot see freed; see tools/cuda_lsan.supp.
+  set(_torc_cu_asan
+    "ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1;LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tools/cuda_lsan.supp")
+
+  # Host tests: the backend's dispatch code (run.c) against the reference backend with every
+  # kernel launch replaced by a CPU emulation of the same per-element code, plus the allocator,
+  # staging pool, device table, plans, and the no-device path of the real plugin.
+  add_executable(cuda_host_test cuda_host_test.c ${_torc_cu}/run.c ${_torc_cu}/allocator.c
+                 ${_torc_cu}/pinned.c ${_torc_cu}/device_table.c ${_torc_cu}/lt_plan.c)
+  target_include_directories(cuda_host_test PRIVATE ${PROJECT_SOURCE_DIR}/core/include ${_torc_cu}
+                             ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(cuda_host_test PRIVATE PkgConfig::CHECK CUDA::cublasLt CUDA::toolkit
+                        ${CMAKE_DL_LIBS} pthread m)
+  target_compile_options(cuda_host_test PRIVATE ${TORC_WARNINGS})
+  add_dependencies(cuda_host_test torc_plugins)
+  add_test(NAME cuda_host COMMAND cuda_host_test)
+  set_tests_properties(cuda_host PROPERTIES LABELS "unit;cuda" ENVIRONMENT "${_torc_cu_env};${_torc_cu_asan}")
+
+  # GPU tests: every op and dtype on the device against the reference backend.
+  add_executable(cuda_gpu_test cuda_gpu_test.c)
+  target_include_directories(cuda_gpu_test PRIVATE ${PROJECT_SOURCE_DIR}/core/include ${_torc_cu})
+  target_link_libraries(cuda_gpu_test PRIVATE PkgConfig::CHECK ${CMAKE_DL_LIBS} m)
+  target_compile_options(cuda_gpu_test PRIVATE ${TORC_WARNINGS})
+  add_dependencies(cuda_gpu_test torc_plugins)
+  add_test(NAME cuda_gpu COMMAND cuda_gpu_test)
+  set_tests_properties(cuda_gpu PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${_torc_cu_env};${_torc_cu_asan}")
+
+  # Register spills in the hot kernels fail the build check.
+  add_test(NAME cuda_resources
+           COMMAND bash ${PROJECT_SOURCE_DIR}/tools/cuda_resource_check.sh ${CMAKE_CUDA_COMPILER}
+                   ${PROJECT_SOURCE_DIR} "${TORC_CUDA_ARCHS}" ${TORC_CUDA_KERNEL_SOURCES})
+  set_tests_properties(cuda_resources PROPERTIES LABELS "build")
+endif()

@@ -1,0 +1,614 @@
+// tests/cuda_cases.h — the op cases both CUDA suites run against the reference backend: every
+// op family x dtype x layout (contiguous, transposed, stepped, broadcast, empty, 0-dim). A suite
+// passes a check function: the host suite runs the backend's dispatch with emulated kernels, the
+// GPU suite the real device. Header-only (static functions) so each test stays one program.
+#ifndef TORC_TESTS_CUDA_CASES_H
+#define TORC_TESTS_CUDA_CASES_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <torc/backend.h>
+
+#include "dtype_io.h"
+#include "layout.h"
+#include "reduce_ops.h"
+
+// ---- test tensors: a storage buffer and a strided view into it ----
+typedef struct tview {
+    torc_dtype dt;
+    int64_t n;         // storage elements
+    char *mem;
+    torc_operand op;
+} tview;
+
+enum { L_CONTIG, L_TRANS, L_STEP, L_BCAST, L_COUNT };
+static const char *const LAYOUT_NAMES[] = {"contiguous", "transposed", "stepped", "broadcast"};
+
+static uint64_t g_rng = 88172645463325252ull;
+static uint64_t rnd(void) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+static double urand(double lo, double hi) { return lo + (hi - lo) * (double)(rnd() >> 11) * 0x1.0p-53; }
+
+static int esize(torc_dtype d) { return tcu_dtype_size(d); }
+
+// A view of `shape` with the given layout (transposed: last two dims swapped in storage;
+// stepped: every dim strided by 2 plus an offset; broadcast: dim 0 has stride 0), values drawn
+// uniformly from [lo, hi] (integers for integer dtypes).
+static tview tv_new(torc_dtype dt, int ndim, const int64_t *shape, int layout, double lo, double hi) {
+    tview t;
+    memset(&t, 0, sizeof t);
+    t.dt = dt;
+    t.op.dtype = dt;
+    t.op.ndim = ndim;
+    int64_t st[TORC_MAX_DIMS], s = 1;
+    int order[TORC_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) order[d] = d;
+    if (layout == L_TRANS && ndim >= 2) {
+        order[ndim - 2] = ndim - 1;
+        order[ndim - 1] = ndim - 2;
+    }
+    const int64_t step = layout == L_STEP ? 2 : 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        const int d = order[i];
+        st[d] = s * step;
+        s *= shape[d] > 0 ? shape[d] * step : 1;
+    }
+    if (layout == L_BCAST && ndim > 0) st[0] = 0;
+    int64_t reach = 0, numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        t.op.shape[d] = shape[d];
+        t.op.stride[d] = st[d];
+        numel *= shape[d];
+        reach += (shape[d] - 1) * st[d];
+    }
+    const int64_t off = layout == L_STEP ? 3 : 0;
+    t.n = (numel > 0 ? reach + 1 : 1) + off + (layout == L_STEP ? 2 : 0);
+    t.mem = calloc((size_t)t.n, (size_t)esize(dt));
+    for (int64_t i = 0; i < t.n; i++) {
+        double v = urand(lo, hi);
+        if (!tcu_dtype_is_float(dt)) v = floor(v + 0.5);
+        tcu_store_f64(t.mem, i, dt, v);
+    }
+    t.op.data = t.mem + off * esize(dt);
+    return t;
+}
+
+static tview tv_clone(const tview *s) {
+    tview t = *s;
+    t.mem = malloc((size_t)t.n * (size_t)esize(t.dt));
+    memcpy(t.mem, s->mem, (size_t)t.n * (size_t)esize(t.dt));
+    t.op.data = t.mem + ((char *)s->op.data - s->mem);
+    return t;
+}
+
+static void tv_free(tview *t) {
+    free(t->mem);
+    t->mem = NULL;
+}
+
+// Per-dtype tolerance (relative and absolute) of the emulated backend against the reference:
+// float math versus double, and a different summation order.
+static void tolerance(torc_dtype d, double *rtol, double *atol) {
+    switch (d) {
+    case TORC_DTYPE_F64: *rtol = 1e-12; *atol = 1e-12; break;
+    case TORC_DTYPE_F32: *rtol = 2e-5; *atol = 1e-5; break;
+    case TORC_DTYPE_F16: *rtol = 2e-3; *atol = 2e-3; break;
+    case TORC_DTYPE_BF16: *rtol = 1.6e-2; *atol = 1e-2; break;
+    case TORC_DTYPE_F8_E4M3FN: *rtol = 0.13; *atol = 0.02; break;
+    case TORC_DTYPE_F8_E5M2: *rtol = 0.26; *atol = 0.02; break;
+    default: *rtol = 0; *atol = 0; break;
+    }
+}
+
+static char g_case[512];
+
+// Compares whole storages (so writes outside the view are caught too). Exact for integers.
+static bool tv_match(const tview *got, const tview *want, double rscale) {
+    double rtol, atol;
+    tolerance(got->dt, &rtol, &atol);
+    rtol *= rscale;
+    atol *= rscale;
+    for (int64_t i = 0; i < got->n; i++) {
+        if (!tcu_dtype_is_float(got->dt)) {
+            const int64_t g = tcu_load_i64(got->mem, i, got->dt), w = tcu_load_i64(want->mem, i, want->dt);
+            if (g != w) {
+                fprintf(stderr, "%s: storage[%lld] = %lld, reference %lld\n", g_case, (long long)i, (long long)g,
+                        (long long)w);
+                return false;
+            }
+            continue;
+        }
+        const double g = tcu_load_f64(got->mem, i, got->dt), w = tcu_load_f64(want->mem, i, want->dt);
+        if (isnan(g) && isnan(w)) continue;
+        if (isinf(w) || isinf(g) ? g == w : fabs(g - w) <= atol + rtol * fabs(w)) continue;
+        fprintf(stderr, "%s: storage[%lld] = %.9g, reference %.9g\n", g_case, (long long)i, g, w);
+        return false;
+    }
+    return true;
+}
+
+// Checks one op against the reference: ins are the tviews behind op->in[0..n_in) (NULL when
+// n_in is 0), out the view op->out was made from. Returns false on a mismatch (and prints it).
+typedef bool (*case_check_fn)(torc_op *op, tview *const *ins, tview *out, double rscale);
+
+static const torc_dtype ALL_DT[] = {TORC_DTYPE_F64, TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_BF16,
+                                    TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2, TORC_DTYPE_I64, TORC_DTYPE_I32,
+                                    TORC_DTYPE_I16, TORC_DTYPE_I8, TORC_DTYPE_U8, TORC_DTYPE_BOOL};
+#define N_DT ((int)(sizeof ALL_DT / sizeof ALL_DT[0]))
+
+typedef struct shape_case {
+    int ndim;
+    int64_t shape[4];
+} shape_case;
+static const shape_case SHAPES[] = {
+    {3, {4, 5, 6}}, {2, {0, 3}}, {0, {0}}, {4, {1, 7, 1, 3}}, {3, {2, 3, 33}}, {1, {1000}},
+};
+#define N_SHAPES ((int)(sizeof SHAPES / sizeof SHAPES[0]))
+
+static void value_range(int code, torc_dtype dt, double *lo, double *hi) {
+    *lo = -3;
+    *hi = 3;
+    if (code == TORC_OP_LOG || code == TORC_OP_SQRT || code == TORC_OP_RSQRT) *lo = 0.05;
+    if (code == TORC_OP_ERFINV) *lo = -0.95, *hi = 0.95;
+    if (dt == TORC_DTYPE_U8) *lo = 0, *hi = 9;
+    if (dt == TORC_DTYPE_BOOL) *lo = 0, *hi = 1;
+}
+
+// ---- the families; each returns its number of failed cases ----
+static int cases_unary(case_check_fn check) {
+    const double exps[] = {2, 3, 0.5, -1, 1.7};
+    int failures = 0, runs = 0;
+    for (int code = TORC_OP_NEG; code <= TORC_OP_LOGICAL_NOT; code++)
+        for (int di = 0; di < N_DT; di++)
+            for (int s = 0; s < N_SHAPES; s++)
+                for (int lay = 0; lay < L_COUNT; lay++)
+                    for (int e = 0; e < (code == TORC_OP_POW_SCALAR ? 5 : 1); e++) {
+                        const torc_dtype in_dt = ALL_DT[di];
+                        torc_dtype out_dt = in_dt;
+                        const bool int_ok = code == TORC_OP_NEG || code == TORC_OP_ABS || code == TORC_OP_SIGN ||
+                                            code == TORC_OP_SQUARE || code == TORC_OP_RELU || code == TORC_OP_POW_SCALAR;
+                        if (code == TORC_OP_LOGICAL_NOT) out_dt = TORC_DTYPE_BOOL;
+                        else if (!tcu_dtype_is_float(in_dt) && !int_ok) out_dt = TORC_DTYPE_F32;
+                        if (code == TORC_OP_POW_SCALAR && !tcu_dtype_is_float(in_dt) && (exps[e] < 0 || exps[e] != floor(exps[e])))
+                            continue;
+                        double lo, hi;
+                        value_range(code, in_dt, &lo, &hi);
+                        const shape_case *sc = &SHAPES[s];
+                        tview in = tv_new(in_dt, sc->ndim, sc->shape, lay, lo, hi);
+                        tview out = tv_new(out_dt, sc->ndim, sc->shape, lay == L_BCAST ? L_STEP : L_CONTIG, 0, 0);
+                        torc_op op;
+                        memset(&op, 0, sizeof op);
+                        op.code = code;
+                        op.n_in = 1;
+                        op.in[0] = in.op;
+                        op.out = out.op;
+                        op.params.scalar.value = exps[e];
+                        if (code == TORC_OP_GELU) op.params.gelu.approximate = (int)(rnd() & 1);
+                        snprintf(g_case, sizeof g_case, "unary op %d in %d out %d shape %d %s exp %g", code, in_dt,
+                                 out_dt, s, LAYOUT_NAMES[lay], exps[e]);
+                        failures += !check(&op, (tview *[]){&in}, &out, 1.0);
+                        runs++;
+                        tv_free(&in);
+                        tv_free(&out);
+                    }
+
+    return failures;
+}
+
+static int cases_binary(case_check_fn check) {
+    // (in0, in1, out) triples: same dtype everywhere, and PyTorch's mixed promotions
+    typedef struct trio { torc_dtype a, b, o; } trio;
+    trio trios[N_DT + 6];
+    int nt = 0;
+    for (int di = 0; di < N_DT; di++) trios[nt++] = (trio){ALL_DT[di], ALL_DT[di], ALL_DT[di]};
+    trios[nt++] = (trio){TORC_DTYPE_I32, TORC_DTYPE_F32, TORC_DTYPE_F32};
+    trios[nt++] = (trio){TORC_DTYPE_F16, TORC_DTYPE_BF16, TORC_DTYPE_F32};
+    trios[nt++] = (trio){TORC_DTYPE_I64, TORC_DTYPE_F64, TORC_DTYPE_F64};
+    trios[nt++] = (trio){TORC_DTYPE_BOOL, TORC_DTYPE_I8, TORC_DTYPE_I8};
+    trios[nt++] = (trio){TORC_DTYPE_U8, TORC_DTYPE_I8, TORC_DTYPE_I16};
+    trios[nt++] = (trio){TORC_DTYPE_I16, TORC_DTYPE_I32, TORC_DTYPE_F32};  // true division of integers
+    const double alphas[] = {1, 2, 0.5};
+    int failures = 0, runs = 0;
+    for (int code = TORC_OP_ADD; code <= TORC_OP_LOGICAL_OR; code++)
+        for (int t = 0; t < nt; t++)
+            for (int s = 0; s < N_SHAPES; s++)
+                for (int lay = 0; lay < L_COUNT; lay++)
+                    for (int al = 0; al < ((code == TORC_OP_ADD || code == TORC_OP_SUB) ? 3 : 1); al++) {
+                        trio tr = trios[t];
+                        const bool cmp = code >= TORC_OP_EQ;
+                        if (cmp) tr.o = TORC_DTYPE_BOOL;
+                        if (code == TORC_OP_DIV && !tcu_dtype_is_float(tr.o)) tr.o = TORC_DTYPE_F32;
+                        double lo = -3, hi = 3;
+                        if (code == TORC_OP_POW) lo = 0.1;
+                        const shape_case *sc = &SHAPES[s];
+                        tview a = tv_new(tr.a, sc->ndim, sc->shape, lay, tr.a == TORC_DTYPE_U8 || tr.a == TORC_DTYPE_BOOL ? 0 : lo,
+                                         tr.a == TORC_DTYPE_BOOL ? 1 : hi);
+                        tview b = tv_new(tr.b, sc->ndim, sc->shape, (lay + 1) % L_COUNT,
+                                         tr.b == TORC_DTYPE_U8 || tr.b == TORC_DTYPE_BOOL ? 0 : (code == TORC_OP_POW ? 0 : lo),
+                                         tr.b == TORC_DTYPE_BOOL ? 1 : hi);
+                        if (cmp && sc->ndim > 0 && a.n > 2)  // some equal pairs
+                            memcpy(b.mem, a.mem, tr.a == tr.b ? (size_t)esize(tr.a) * 2 : 0);
+                        tview out = tv_new(tr.o, sc->ndim, sc->shape, lay == L_TRANS ? L_TRANS : L_CONTIG, 0, 0);
+                        torc_op op;
+                        memset(&op, 0, sizeof op);
+                        op.code = code;
+                        op.n_in = 2;
+                        op.in[0] = a.op;
+                        op.in[1] = b.op;
+                        op.out = out.op;
+                        op.params.scalar.value = alphas[al];
+                        snprintf(g_case, sizeof g_case, "binary op %d (%d, %d) -> %d shape %d %s alpha %g", code, tr.a,
+                                 tr.b, tr.o, s, LAYOUT_NAMES[lay], alphas[al]);
+                        failures += !check(&op, (tview *[]){&a, &b}, &out, code == TORC_OP_POW ? 4.0 : 1.0);
+                        runs++;
+                        tv_free(&a);
+                        tv_free(&b);
+                        tv_free(&out);
+                    }
+
+    return failures;
+}
+
+static int cases_where_copy_fill(case_check_fn check) {
+    int failures = 0;
+    for (int s = 0; s < N_SHAPES; s++)
+        for (int lay = 0; lay < L_COUNT; lay++) {
+            const shape_case *sc = &SHAPES[s];
+            for (int i = 0; i < N_DT; i++)
+                for (int j = 0; j < N_DT; j++) {  // COPY between every dtype pair
+                    tview in = tv_new(ALL_DT[i], sc->ndim, sc->shape, lay, -300, 300);
+                    tview out = tv_new(ALL_DT[j], sc->ndim, sc->shape, lay == L_BCAST ? L_CONTIG : (lay + 1) % L_COUNT, 0, 0);
+                    torc_op op;
+                    memset(&op, 0, sizeof op);
+                    op.code = TORC_OP_COPY;
+                    op.n_in = 1;
+                    op.in[0] = in.op;
+                    op.out = out.op;
+                    snprintf(g_case, sizeof g_case, "copy %d -> %d shape %d %s", ALL_DT[i], ALL_DT[j], s, LAYOUT_NAMES[lay]);
+                    failures += !check(&op, (tview *[]){&in}, &out, 1.0);
+                    tv_free(&in);
+                    tv_free(&out);
+                }
+            for (int j = 0; j < N_DT; j++) {
+                // WHERE with inputs of two dtypes
+                tview c = tv_new(TORC_DTYPE_BOOL, sc->ndim, sc->shape, lay, 0, 1);
+                tview x = tv_new(ALL_DT[j], sc->ndim, sc->shape, (lay + 1) % L_COUNT, -5, 5);
+                tview y = tv_new(TORC_DTYPE_F32, sc->ndim, sc->shape, (lay + 2) % L_COUNT, -5, 5);
+                tview out = tv_new(tcu_dtype_is_float(ALL_DT[j]) ? ALL_DT[j] : TORC_DTYPE_F32, sc->ndim, sc->shape, L_CONTIG, 0, 0);
+                torc_op op;
+                memset(&op, 0, sizeof op);
+                op.code = TORC_OP_WHERE;
+                op.n_in = 3;
+                op.in[0] = c.op;
+                op.in[1] = x.op;
+                op.in[2] = y.op;
+                op.out = out.op;
+                snprintf(g_case, sizeof g_case, "where x %d shape %d %s", ALL_DT[j], s, LAYOUT_NAMES[lay]);
+                failures += !check(&op, (tview *[]){&c, &x, &y}, &out, 1.0);
+                tv_free(&c);
+                tv_free(&x);
+                tv_free(&y);
+                tv_free(&out);
+                // FILL (0.0 takes the memset path on contiguous outputs)
+                const double vals[] = {0.0, -0.0, 1.5, 300.0, -7.0, NAN, 1e10};
+                for (int v = 0; v < 7; v++) {
+                    tview o2 = tv_new(ALL_DT[j], sc->ndim, sc->shape, lay == L_BCAST ? L_STEP : lay, -1, 1);
+                    torc_op f;
+                    memset(&f, 0, sizeof f);
+                    f.code = TORC_OP_FILL;
+                    f.out = o2.op;
+                    f.params.scalar.value = vals[v];
+                    snprintf(g_case, sizeof g_case, "fill %g dtype %d shape %d %s", vals[v], ALL_DT[j], s, LAYOUT_NAMES[lay]);
+                    failures += !check(&f, NULL, &o2, 1.0);
+                    tv_free(&o2);
+                }
+            }
+        }
+
+    return failures;
+}
+
+static int cases_ranges_rng(case_check_fn check) {
+    int failures = 0;
+    for (int j = 0; j < N_DT; j++) {
+        const int64_t n[1] = {257};
+        for (int lay = 0; lay < 3; lay += 2) {  // contiguous and stepped outputs
+            tview out = tv_new(ALL_DT[j], 1, n, lay, 0, 0);
+            torc_op op;
+            memset(&op, 0, sizeof op);
+            op.out = out.op;
+            op.code = TORC_OP_ARANGE;
+            op.params.range.start = -3.5;
+            op.params.range.step = 0.25;
+            snprintf(g_case, sizeof g_case, "arange dtype %d", ALL_DT[j]);
+            failures += !check(&op, NULL, &out, 0.0);
+            op.code = TORC_OP_LINSPACE;
+            op.params.range.start = -1;
+            op.params.range.end = 7;
+            op.params.range.count = 257;
+            snprintf(g_case, sizeof g_case, "linspace dtype %d", ALL_DT[j]);
+            failures += !check(&op, NULL, &out, 0.0);
+            for (int code = TORC_OP_RAND_UNIFORM; code <= TORC_OP_RAND_INT; code++) {
+                memset(&op.params, 0, sizeof op.params);
+                op.code = code;
+                op.params.rng.seed = 0x1234567890ull + (uint64_t)j;
+                op.params.rng.offset = 1000003;
+                op.params.rng.a = code == TORC_OP_RAND_INT ? -5 : 0.5;
+                op.params.rng.b = code == TORC_OP_RAND_INT ? 17 : 2.0;
+                snprintf(g_case, sizeof g_case, "rng op %d dtype %d layout %d", code, ALL_DT[j], lay);
+                // bit for bit, except the device's double log/cos in randn (1 ulp of f64)
+                failures += !check(&op, NULL, &out, code == TORC_OP_RAND_NORMAL ? 1e-3 : 0.0);
+            }
+            tv_free(&out);
+        }
+        // RNG index = row-major index in out, also through a transposed 3-D view
+        const int64_t sh[3] = {3, 4, 5};
+        tview o3 = tv_new(ALL_DT[j], 3, sh, L_TRANS, 0, 0);
+        torc_op op;
+        memset(&op, 0, sizeof op);
+        op.code = TORC_OP_RAND_NORMAL;
+        op.out = o3.op;
+        op.params.rng.seed = 42;
+        op.params.rng.offset = 7;
+        op.params.rng.a = 0;
+        op.params.rng.b = 1;
+        snprintf(g_case, sizeof g_case, "randn transposed dtype %d", ALL_DT[j]);
+        failures += !check(&op, NULL, &o3, 1e-3);
+        tv_free(&o3);
+    }
+
+    return failures;
+}
+
+static int cases_reductions(case_check_fn check) {
+    typedef struct rcase { int ndim; int64_t shape[4]; uint32_t mask; } rcase;
+    const rcase cases[] = {
+        {3, {4, 5, 6}, 1}, {3, {4, 5, 6}, 2}, {3, {4, 5, 6}, 4}, {3, {4, 5, 6}, 5}, {3, {4, 5, 6}, 7},
+        {2, {2, 5000}, 2},     // long rows: a block per output, split over gridDim.y
+        {2, {3000, 3}, 1},     // reduce the slow dim: a thread per output
+        {1, {70000}, 1},       // everything into one output: split
+        {2, {3, 0}, 2},        // empty reductions
+        {0, {0}, 0},           // a 0-dim input
+        {4, {2, 1, 40, 3}, 6},
+    };
+    const int n_cases = (int)(sizeof cases / sizeof cases[0]);
+    const double norms[] = {2, 1, 0, 3, INFINITY, -INFINITY, 0.5};
+    int failures = 0;
+    for (int code = TORC_OP_SUM; code <= TORC_OP_LOGSUMEXP; code++)
+        for (int di = 0; di < N_DT; di++)
+            for (int c = 0; c < n_cases; c++)
+                for (int lay = 0; lay < 3; lay++)
+                    for (int v = 0; v < (code == TORC_OP_NORM ? 7 : (code == TORC_OP_VAR || code == TORC_OP_STD ? 2 : 1)); v++) {
+                        const rcase *rc = &cases[c];
+                        if (rc->shape[0] * (rc->ndim > 1 ? rc->shape[1] : 1) > 20000 && lay != 0) continue;
+                        if ((c == 5 || c == 7) && di > 3 && code != TORC_OP_SUM && code != TORC_OP_ARGMAX) continue;
+                        const torc_dtype in_dt = ALL_DT[di];
+                        torc_dtype out_dt = in_dt;
+                        const bool float_only = code == TORC_OP_MEAN || code == TORC_OP_VAR || code == TORC_OP_STD ||
+                                                code == TORC_OP_NORM || code == TORC_OP_LOGSUMEXP;
+                        if (tcu_op_is_arg(code)) out_dt = TORC_DTYPE_I64;
+                        else if (float_only && !tcu_dtype_is_float(in_dt)) out_dt = TORC_DTYPE_F32;
+                        else if (code == TORC_OP_SUM && !tcu_dtype_is_float(in_dt)) out_dt = TORC_DTYPE_I64;
+                        int64_t oshape[4];
+                        for (int d = 0; d < rc->ndim; d++) oshape[d] = (rc->mask >> d & 1) ? 1 : rc->shape[d];
+                        double lo = -2, hi = 2;
+                        if (in_dt == TORC_DTYPE_U8) lo = 0;
+                        if (in_dt == TORC_DTYPE_BOOL) lo = 0, hi = 1;
+                        if (code == TORC_OP_PROD) lo = 0.9, hi = 1.1;
+                        tview in = tv_new(in_dt, rc->ndim, rc->shape, lay, lo, hi);
+                        if ((code == TORC_OP_ARGMAX || code == TORC_OP_MAX) && in.n > 4 && tcu_dtype_is_float(in_dt))
+                            tcu_store_f64(in.mem, in.n / 2, in_dt, NAN);  // NaN propagates / wins
+                        tview out = tv_new(out_dt, rc->ndim, oshape, lay == 1 ? L_STEP : L_CONTIG, 0, 0);
+                        torc_op op;
+                        memset(&op, 0, sizeof op);
+                        op.code = code;
+                        op.n_in = 1;
+                        op.in[0] = in.op;
+                        op.out = out.op;
+                        op.params.reduce.mask = rc->mask;
+                        op.params.reduce.correction = v == 0 ? 1 : 0;
+                        op.params.reduce.p = norms[v];
+                        snprintf(g_case, sizeof g_case, "reduce op %d dtype %d case %d %s variant %d", code, in_dt, c,
+                                 LAYOUT_NAMES[lay], v);
+                        // float sums in a tree against compensated double: scale with length
+                        const double scale = (c == 5 || c == 7) ? 20.0 : 2.0;
+                        failures += !check(&op, (tview *[]){&in}, &out, scale);
+                        tv_free(&in);
+                        tv_free(&out);
+                    }
+
+    return failures;
+}
+
+static int cases_softmax(case_check_fn check) {
+    const shape_case shapes[] = {{3, {4, 5, 6}}, {2, {3, 3000}}, {2, {2000, 3}}, {0, {0}}, {2, {4, 0}}, {2, {5, 40}}};
+    int failures = 0;
+    for (int code = TORC_OP_SOFTMAX; code <= TORC_OP_LOG_SOFTMAX; code++)
+        for (int di = 0; di < N_DT; di++)
+            for (int s = 0; s < 6; s++)
+                for (int dim = 0; dim < (shapes[s].ndim ? shapes[s].ndim : 1); dim++)
+                    for (int lay = 0; lay < 3; lay++) {
+                        const torc_dtype in_dt = ALL_DT[di];
+                        const torc_dtype out_dt = tcu_dtype_is_float(in_dt) ? in_dt : TORC_DTYPE_F32;
+                        tview in = tv_new(in_dt, shapes[s].ndim, shapes[s].shape, lay, -4, 4);
+                        if (s == 5) {  // rows with -inf, +inf and NaN
+                            tcu_store_f64(in.mem, 0, in_dt, -INFINITY);
+                            tcu_store_f64(in.mem, 7, in_dt, INFINITY);
+                            tcu_store_f64(in.mem, 12, in_dt, NAN);
+                        }
+                        tview out = tv_new(out_dt, shapes[s].ndim, shapes[s].shape, lay == 1 ? L_CONTIG : L_TRANS, 0, 0);
+                        torc_op op;
+                        memset(&op, 0, sizeof op);
+                        op.code = code;
+                        op.n_in = 1;
+                        op.in[0] = in.op;
+                        op.out = out.op;
+                        op.params.dim.dim = dim;
+                        snprintf(g_case, sizeof g_case, "softmax op %d dtype %d shape %d dim %d %s", code, in_dt, s, dim,
+                                 LAYOUT_NAMES[lay]);
+                        failures += !check(&op, (tview *[]){&in}, &out, 2.0);
+                        tv_free(&in);
+                        tv_free(&out);
+                    }
+
+    return failures;
+}
+
+static int cases_matmul(case_check_fn check) {
+    typedef struct mcase { torc_dtype a, b, o; } mcase;
+    const mcase dts[] = {
+        {TORC_DTYPE_F32, TORC_DTYPE_F32, TORC_DTYPE_F32}, {TORC_DTYPE_F64, TORC_DTYPE_F64, TORC_DTYPE_F64},
+        {TORC_DTYPE_F16, TORC_DTYPE_F16, TORC_DTYPE_F16}, {TORC_DTYPE_BF16, TORC_DTYPE_BF16, TORC_DTYPE_BF16},
+        {TORC_DTYPE_BF16, TORC_DTYPE_BF16, TORC_DTYPE_F32}, {TORC_DTYPE_I32, TORC_DTYPE_I32, TORC_DTYPE_I32},
+        {TORC_DTYPE_I64, TORC_DTYPE_I64, TORC_DTYPE_I64}, {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F32},
+        {TORC_DTYPE_I8, TORC_DTYPE_I8, TORC_DTYPE_F32}, {TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_F32},
+    };
+    // (batch..., M, K, N) with layouts of a, b, out
+    const int64_t sizes[][5] = {{1, 1, 5, 7, 3}, {2, 3, 4, 6, 5}, {1, 2, 1, 9, 1}, {1, 1, 6, 0, 4}, {1, 2, 17, 33, 9}};
+    int failures = 0;
+    for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++)
+        for (int sz = 0; sz < 5; sz++)
+            for (int la = 0; la < L_COUNT; la++)
+                for (int lb = 0; lb < L_COUNT; lb++)
+                    for (int lo = 0; lo < 3; lo++) {
+                        const int64_t B0 = sizes[sz][0], B1 = sizes[sz][1], M = sizes[sz][2], K = sizes[sz][3], N = sizes[sz][4];
+                        const int64_t sa[4] = {B0, B1, M, K}, sb[4] = {B0, B1, K, N}, so[4] = {B0, B1, M, N};
+                        tview a = tv_new(dts[d].a, 4, sa, la, -2, 2), b = tv_new(dts[d].b, 4, sb, lb, -2, 2);
+                        tview out = tv_new(dts[d].o, 4, so, lo == 2 ? L_STEP : lo, 0, 0);
+                        torc_op op;
+                        memset(&op, 0, sizeof op);
+                        op.code = TORC_OP_MATMUL;
+                        op.n_in = 2;
+                        op.in[0] = a.op;
+                        op.in[1] = b.op;
+                        op.out = out.op;
+                        snprintf(g_case, sizeof g_case, "matmul %d x %d -> %d size %d a %s b %s out %d", dts[d].a, dts[d].b,
+                                 dts[d].o, sz, LAYOUT_NAMES[la], LAYOUT_NAMES[lb], lo);
+                        failures += !check(&op, (tview *[]){&a, &b}, &out, 4.0);
+                        tv_free(&a);
+                        tv_free(&b);
+                        tv_free(&out);
+                    }
+
+    return failures;
+}
+
+static int cases_index(case_check_fn check) {
+    int failures = 0;
+    for (int di = 0; di < N_DT; di++) {
+        const torc_dtype dt = ALL_DT[di];
+        const double lo = dt == TORC_DTYPE_BOOL || dt == TORC_DTYPE_U8 ? 0 : -5, hi = dt == TORC_DTYPE_BOOL ? 1 : 5;
+        for (int lay = 0; lay < 3; lay++)
+            for (int dim = 0; dim < 3; dim++) {
+                const int64_t src_shape[3] = {4, 5, 6};
+                // INDEX_SELECT: out dim gets the index's length
+                const int64_t nidx = 7;
+                tview idx = tv_new(TORC_DTYPE_I64, 1, &nidx, lay == 2 ? L_STEP : L_CONTIG, 0, (double)src_shape[dim] - 1);
+                int64_t osh[3] = {4, 5, 6};
+                osh[dim] = nidx;
+                tview src = tv_new(dt, 3, src_shape, lay, lo, hi);
+                tview out = tv_new(dt, 3, osh, lay == 1 ? L_STEP : L_CONTIG, 0, 0);
+                torc_op op;
+                memset(&op, 0, sizeof op);
+                op.code = TORC_OP_INDEX_SELECT;
+                op.n_in = 2;
+                op.in[0] = src.op;
+                op.in[1] = idx.op;
+                op.out = out.op;
+                op.params.dim.dim = dim;
+                snprintf(g_case, sizeof g_case, "index_select dtype %d dim %d %s", dt, dim, LAYOUT_NAMES[lay]);
+                failures += !check(&op, (tview *[]){&src, &idx}, &out, 1.0);
+                // INDEX_ADD into a 4x5x6 out from a source shaped like index_select's out
+                tview acc = tv_new(dt, 3, src_shape, lay == 1 ? L_STEP : L_CONTIG, lo, hi);
+                op.code = TORC_OP_INDEX_ADD;
+                op.in[0] = out.op;
+                op.out = acc.op;
+                snprintf(g_case, sizeof g_case, "index_add dtype %d dim %d %s", dt, dim, LAYOUT_NAMES[lay]);
+                failures += !check(&op, (tview *[]){&out, &idx}, &acc, 4.0);
+                tv_free(&acc);
+                tv_free(&out);
+                tv_free(&idx);
+                // GATHER / SCATTER_ADD with an index of shape 3x4x5 (fits in src except along dim)
+                const int64_t ish[3] = {3, 4, 5};
+                tview gidx = tv_new(TORC_DTYPE_I64, 3, ish, lay, 0, (double)src_shape[dim] - 1);
+                tview gout = tv_new(dt, 3, ish, L_CONTIG, 0, 0);
+                op.code = TORC_OP_GATHER;
+                op.in[0] = src.op;
+                op.in[1] = gidx.op;
+                op.out = gout.op;
+                snprintf(g_case, sizeof g_case, "gather dtype %d dim %d %s", dt, dim, LAYOUT_NAMES[lay]);
+                failures += !check(&op, (tview *[]){&src, &gidx}, &gout, 1.0);
+                tview sacc = tv_new(dt, 3, src_shape, L_CONTIG, lo, hi);
+                op.code = TORC_OP_SCATTER_ADD;
+                op.in[0] = gout.op;
+                op.out = sacc.op;
+                snprintf(g_case, sizeof g_case, "scatter_add dtype %d dim %d %s", dt, dim, LAYOUT_NAMES[lay]);
+                failures += !check(&op, (tview *[]){&gout, &gidx}, &sacc, 4.0);
+                // an out-of-range index: the reference fails, the kernel reports through the error word
+                tcu_store_i64(gidx.op.data, 0, TORC_DTYPE_I64, 99);
+                op.in[1] = gidx.op;
+                snprintf(g_case, sizeof g_case, "scatter_add bad index dtype %d dim %d", dt, dim);
+                failures += !check(&op, (tview *[]){&gout, &gidx}, &sacc, 4.0);
+                tv_free(&sacc);
+                tv_free(&gout);
+                tv_free(&gidx);
+                // MASKED_SELECT / MASKED_SCATTER
+                tview mask = tv_new(TORC_DTYPE_BOOL, 3, src_shape, (lay + 1) % 3, 0, 1);
+                int64_t count = 0;
+                {
+                    torc_operand m = mask.op;
+                    tcu_iter it;
+                    const int64_t *st[1] = {m.stride};
+                    tcu_iter_build(&it, 3, m.shape, 1, st, 0);
+                    for (int64_t i = 0; i < it.numel; i++) {
+                        int64_t off[TCU_MAX_OPS];
+                        tcu_offsets64(&it, i, off);
+                        count += tcu_load_bool(m.data, off[0], TORC_DTYPE_BOOL);
+                    }
+                }
+                tview sel = tv_new(dt, 1, &count, lay == 2 ? L_STEP : L_CONTIG, 0, 0);
+                op.code = TORC_OP_MASKED_SELECT;
+                op.in[0] = src.op;
+                op.in[1] = mask.op;
+                op.out = sel.op;
+                snprintf(g_case, sizeof g_case, "masked_select dtype %d %s", dt, LAYOUT_NAMES[lay]);
+                failures += !check(&op, (tview *[]){&src, &mask}, &sel, 1.0);
+                tview dst = tv_new(dt, 3, src_shape, lay, lo, hi);
+                op.code = TORC_OP_MASKED_SCATTER;
+                op.in[0] = sel.op;
+                op.out = dst.op;
+                snprintf(g_case, sizeof g_case, "masked_scatter dtype %d %s", dt, LAYOUT_NAMES[lay]);
+                failures += !check(&op, (tview *[]){&sel, &mask}, &dst, 1.0);
+                tv_free(&dst);
+                tv_free(&sel);
+                tv_free(&mask);
+                // TRIU / TRIL over the last two dims
+                const int64_t diagonals[3] = {-2, 0, 3};
+                for (int kk = 0; kk < 3; kk++) {
+                    const int64_t k = diagonals[kk];
+                    tview tout = tv_new(dt, 3, src_shape, lay == 1 ? L_TRANS : L_CONTIG, 0, 0);
+                    op.code = dim == 0 ? TORC_OP_TRIU : TORC_OP_TRIL;
+                    op.n_in = 1;
+                    op.in[0] = src.op;
+                    op.out = tout.op;
+                    op.params.tri.k = k;
+                    snprintf(g_case, sizeof g_case, "tri op %d k %lld dtype %d %s", op.code, (long long)k, dt, LAYOUT_NAMES[lay]);
+                    failures += !check(&op, (tview *[]){&src}, &tout, 1.0);
+                    tv_free(&tout);
+                }
+                tv_free(&src);
+            }
+    }
+
+    return failures;
+}
+
+#endif

@@ -1,0 +1,1264 @@
+// tests/cuda_host_test.c — the CUDA backend checked without a GPU: its dispatch code (run.c) runs
+// every op against the reference backend with each kernel launch replaced by a CPU emulation of
+// the same shared per-element code; plus plans, conversions, allocator, staging pool, device
+// table, cuBLASLt descriptors, and the plugin's no-device path.
+#include <check.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator.h"
+#include "cuda_cases.h"
+#include "cuda_impl.h"
+#include "device_table.h"
+#include "kernels.h"
+#include "lt_plan.h"
+#include "pinned.h"
+
+// ---- stand-ins for backend.c: run.c links against these ----
+static char g_err[512];
+
+int tcu_error(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_err, sizeof g_err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int tcu_cuda_error(cudaError_t e, const char *what) {
+    return tcu_error(TORC_ERR_BACKEND, "%s: CUDA error %d", what, (int)e);
+}
+
+void *tcu_scratch(tcu_device *d, size_t n) {
+    (void)d;
+    return malloc(n ? n : 1);
+}
+
+void tcu_scratch_free(tcu_device *d, void *p) {
+    (void)d;
+    free(p);
+}
+
+// ---- CPU emulations of the launchers (same plans, same per-element functions) ----
+static bool g_force64;  // take the 64-bit index paths even where 32-bit math fits
+static struct { int fast, ew32, ew64, blas, mm, split; } g_paths;
+
+int tcu_launch_copy_bytes(void *dst, const void *src, size_t n, cudaStream_t s) {
+    (void)s;
+    memcpy(dst, src, n);
+    return 0;
+}
+
+int tcu_launch_zero_bytes(void *dst, size_t n, cudaStream_t s) {
+    (void)s;
+    memset(dst, 0, n);
+    return 0;
+}
+
+static void offs32(const tcu_iter *it, int64_t i, int64_t off[TCU_MAX_OPS]) {
+    tcu_iter32 it32;
+    tcu_iter_to32(it, &it32);
+    uint32_t o[TCU_MAX_OPS];
+    tcu_offsets32(&it32, (uint32_t)i, o);
+    for (int k = 0; k < TCU_MAX_OPS; k++) off[k] = o[k];
+}
+
+static void offs(const tcu_iter *it, bool use32, int64_t i, int64_t off[TCU_MAX_OPS]) {
+    if (use32) offs32(it, i, off);
+    else tcu_offsets64(it, i, off);
+}
+
+int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaStream_t s) {
+    (void)sm_count;
+    (void)s;
+    if (it->numel == 0) return 0;
+    if (tcu_ew_fast_ok(a, it)) {  // ew_fast: float math on f32/f16/bf16 elements, scalars broadcast
+        g_paths.fast++;
+        for (int64_t i = 0; i < it->numel; i++) {
+            const int64_t ix = it->stride[1][TCU_D - 1] ? i : 0;
+            const float x = tcu_load_f32(a->data[1], ix, a->dt[1]);
+            float y = 0;
+            if (a->n_in == 2) y = tcu_load_f32(a->data[2], it->stride[2][TCU_D - 1] ? i : 0, a->dt[2]);
+            const float r = a->n_in == 1 ? tcu_unary_f32(a->op, x, a) : tcu_binary_f32(a->op, x, y, a);
+            tcu_store_f32(a->data[0], i, a->dt[0], r);
+        }
+        return 0;
+    }
+    const bool use32 = !g_force64 && tcu_iter_fits32(it);
+    if (use32) g_paths.ew32++;
+    else g_paths.ew64++;
+    for (int64_t i = 0; i < it->numel; i++) {
+        int64_t off[TCU_MAX_OPS];
+        offs(it, use32, i, off);
+        switch (a->ct) {
+        case TCU_CT_F32: tcu_ew_f32(a, off, i); break;
+        case TCU_CT_F64: tcu_ew_f64(a, off, i); break;
+        case TCU_CT_GEN: tcu_ew_gen(a, off, i); break;
+        default: tcu_ew_i64(a, off, i); break;
+        }
+    }
+    return 0;
+}
+
+// Accumulator states of the three compute types behind one interface.
+typedef union acc_u {
+    tcu_acc_f32 f;
+    tcu_acc_f64 d;
+    tcu_acc_i64 i;
+} acc_u;
+
+static acc_u acc_init(const tcu_reduce_args *a) {
+    acc_u s;
+    memset(&s, 0, sizeof s);
+    if (a->ct == TCU_CT_F32) s.f = tcu_acc_init_f32(a->op, a->p);
+    else if (a->ct == TCU_CT_F64) s.d = tcu_acc_init_f64(a->op, a->p);
+    else s.i = tcu_acc_init_i64(a->op, a->p);
+    return s;
+}
+
+static void acc_push(const tcu_reduce_args *a, acc_u *s, int64_t off, int64_t r) {
+    if (a->ct == TCU_CT_F32) tcu_acc_push_f32(a->op, a->p, &s->f, tcu_load_f32(a->in, off, a->in_dt), r);
+    else if (a->ct == TCU_CT_F64) tcu_acc_push_f64(a->op, a->p, &s->d, tcu_load_f64(a->in, off, a->in_dt), r);
+    else tcu_acc_push_i64(a->op, a->p, &s->i, tcu_load_i64(a->in, off, a->in_dt), r);
+}
+
+static void acc_combine(const tcu_reduce_args *a, acc_u *s, const acc_u *o) {
+    if (a->ct == TCU_CT_F32) tcu_acc_combine_f32(a->op, a->p, &s->f, &o->f);
+    else if (a->ct == TCU_CT_F64) tcu_acc_combine_f64(a->op, a->p, &s->d, &o->d);
+    else tcu_acc_combine_i64(a->op, a->p, &s->i, &o->i);
+}
+
+static void acc_store(const tcu_reduce_args *a, const acc_u *s, int64_t off) {
+    if (tcu_op_is_arg(a->op)) {
+        tcu_store_i64(a->out, off, a->out_dt, a->ct == TCU_CT_F32 ? s->f.n : a->ct == TCU_CT_F64 ? s->d.n : s->i.n);
+    } else if (a->ct == TCU_CT_F32) {
+        tcu_store_f32(a->out, off, a->out_dt, tcu_acc_final_f32(a->op, a->p, a->correction, &s->f, a->n_red));
+    } else if (a->ct == TCU_CT_F64) {
+        tcu_store_f64(a->out, off, a->out_dt, tcu_acc_final_f64(a->op, a->p, a->correction, &s->d, a->n_red));
+    } else {
+        tcu_store_i64(a->out, off, a->out_dt, tcu_acc_final_i64(a->op, a->p, a->correction, &s->i, a->n_red));
+    }
+}
+
+// group_combine of reduce.cu: xor butterflies within each warp, then warp 0 takes warps 1..7.
+static void emu_group_combine(const tcu_reduce_args *a, acc_u *lane, int group) {
+    if (group == 1) return;
+    acc_u next[TCU_THREADS];
+    for (int m = 16; m >= 1; m >>= 1) {
+        for (int t = 0; t < group; t++) {
+            next[t] = lane[t];
+            acc_combine(a, &next[t], &lane[t ^ m]);
+        }
+        memcpy(lane, next, (size_t)group * sizeof *lane);
+    }
+    if (group == 32) return;
+    for (int w = 1; w < TCU_THREADS / 32; w++) acc_combine(a, &lane[0], &lane[32 * w]);
+}
+
+int tcu_launch_reduce(const tcu_reduce_args *a, const tcu_reduce_plan *pl, cudaStream_t s) {
+    (void)s;
+    if (pl->n_out == 0) return 0;
+    const bool use32 = pl->fits32 && !g_force64;
+    if (pl->split > 1) g_paths.split++;
+    acc_u *parts = malloc((size_t)pl->split * sizeof *parts);
+    acc_u lane[TCU_THREADS];
+    for (int64_t o = 0; o < pl->n_out; o++) {
+        int64_t ob[TCU_MAX_OPS];
+        offs(&pl->outer, use32, o, ob);
+        for (int y = 0; y < pl->split; y++) {
+            const int64_t r0 = (int64_t)y * pl->chunk;
+            const int64_t r1 = r0 + pl->chunk < pl->n_red ? r0 + pl->chunk : pl->n_red;
+            for (int t = 0; t < pl->group; t++) {
+                lane[t] = acc_init(a);
+                for (int64_t r = r0 + t; r < r1; r += pl->group) {
+                    int64_t io[TCU_MAX_OPS];
+                    offs(&pl->inner, use32, r, io);
+                    acc_push(a, &lane[t], ob[1] + io[0], r);
+                }
+            }
+            emu_group_combine(a, lane, pl->group);
+            parts[y] = lane[0];
+        }
+        for (int y = 1; y < pl->split; y++) acc_combine(a, &parts[0], &parts[y]);
+        acc_store(a, &parts[0], ob[0]);
+    }
+    free(parts);
+    return 0;
+}
+
+// softmax.cu's three passes with the same lane/butterfly structure, in double or float.
+static double sm_max(double x, double y) { return isnan(x) ? x : (isnan(y) ? y : (y > x ? y : x)); }
+
+static double emu_group_reduce(double *v, int group, bool is_max, bool f32) {
+    if (group > 1) {
+        double next[TCU_THREADS];
+        for (int m = 16; m >= 1; m >>= 1) {
+            for (int t = 0; t < group; t++) {
+                const double r = is_max ? sm_max(v[t], v[t ^ m]) : v[t] + v[t ^ m];
+                next[t] = f32 ? (double)(float)r : r;
+            }
+            memcpy(v, next, (size_t)group * sizeof *v);
+        }
+        if (group == TCU_THREADS) {
+            double r = v[0];
+            for (int w = 1; w < TCU_THREADS / 32; w++) {
+                r = is_max ? sm_max(r, v[32 * w]) : r + v[32 * w];
+                if (f32) r = (float)r;
+            }
+            return r;
+        }
+    }
+    return v[0];
+}
+
+int tcu_launch_softmax(int op, tcu_ctype ct, torc_dtype in_dt, torc_dtype out_dt, const void *in, void *out,
+                       const tcu_rows_plan *pl, cudaStream_t s) {
+    (void)s;
+    if (pl->n_rows == 0 || pl->len == 0) return 0;
+    const bool f32 = ct == TCU_CT_F32, use32 = pl->fits32 && !g_force64;
+    double v[TCU_THREADS];
+    for (int64_t row = 0; row < pl->n_rows; row++) {
+        int64_t off[TCU_MAX_OPS];
+        offs(&pl->rows, use32, row, off);
+#define LOAD(j) (f32 ? (double)tcu_load_f32(in, off[1] + (j) * pl->in_step, in_dt) \
+                     : tcu_load_f64(in, off[1] + (j) * pl->in_step, in_dt))
+        for (int t = 0; t < pl->group; t++) {
+            v[t] = -INFINITY;
+            for (int64_t j = t; j < pl->len; j += pl->group) v[t] = sm_max(v[t], LOAD(j));
+        }
+        const double m = emu_group_reduce(v, pl->group, true, f32);
+        for (int t = 0; t < pl->group; t++) {
+            v[t] = 0;
+            for (int64_t j = t; j < pl->len; j += pl->group) {
+                v[t] += f32 ? (double)expf((float)(LOAD(j) - m)) : exp(LOAD(j) - m);
+                if (f32) v[t] = (float)v[t];
+            }
+        }
+        const double sum = emu_group_reduce(v, pl->group, false, f32);
+        const double lse = f32 ? (double)logf((float)sum) : log(sum);
+        for (int64_t j = 0; j < pl->len; j++) {
+            const double x = LOAD(j);
+            const int64_t o = off[0] + j * pl->out_step;
+            if (f32) {
+                const float r = op == TORC_OP_LOG_SOFTMAX ? (float)x - (float)m - (float)lse
+                                                          : expf((float)x - (float)m) / (float)sum;
+                tcu_store_f32(out, o, out_dt, r);
+            } else {
+                tcu_store_f64(out, o, out_dt, op == TORC_OP_LOG_SOFTMAX ? x - m - lse : exp(x - m) / sum);
+            }
+        }
+#undef LOAD
+    }
+    return 0;
+}
+
+int tcu_launch_index(const tcu_index_args *x, int sm_count, cudaStream_t s) {
+    (void)sm_count;
+    (void)s;
+    for (int64_t i = 0; i < x->it.numel; i++) {
+        int64_t c[TCU_D], off[TCU_MAX_OPS];
+        tcu_coords64(&x->it, i, c);
+        for (int k = 0; k < TCU_MAX_OPS; k++) {
+            off[k] = 0;
+            for (int d = 0; d < TCU_D; d++) off[k] += c[d] * x->it.stride[k][d];
+        }
+        tcu_index_element(x, off, c[TCU_D - 2], c[TCU_D - 1]);
+    }
+    return 0;
+}
+
+size_t tcu_masked_scratch_bytes(int64_t numel) { return (size_t)(numel > 0 ? numel : 1) * 8; }
+
+int tcu_launch_masked(const tcu_index_args *x, void *scratch, cudaStream_t s) {
+    (void)scratch;
+    (void)s;
+    int64_t rank = 0;
+    for (int64_t i = 0; i < x->it.numel; i++) {
+        int64_t off[TCU_MAX_OPS];
+        tcu_offsets64(&x->it, i, off);
+        if (tcu_load_bool(x->idx, off[2], x->dt_idx)) tcu_masked_element(x, off, rank++);
+    }
+    return 0;
+}
+
+int tcu_launch_mm(const tcu_mm_args *m, int sm_count, cudaStream_t s) {
+    (void)sm_count;
+    (void)s;
+    g_paths.mm++;
+    for (int64_t i = 0; i < m->it.numel; i++) {
+        int64_t off[TCU_MAX_OPS];
+        tcu_offsets64(&m->it, i, off);
+        tcu_mm_element(m, off);
+    }
+    return 0;
+}
+
+// What cuBLAS computes for a plan (column-major, op flags, leading dims, strided batches).
+static void emu_blas(const torc_op *op, const tcu_gemm_plan *pl) {
+    const torc_operand *pa = pl->swap ? &op->in[1] : &op->in[0], *pb = pl->swap ? &op->in[0] : &op->in[1];
+    const torc_dtype dt = op->in[0].dtype, odt = op->out.dtype;
+    for (int64_t ob = 0; ob < pl->outer.numel; ob++) {
+        int64_t off[TCU_MAX_OPS];
+        tcu_offsets64(&pl->outer, ob, off);
+        for (int64_t bi = 0; bi < pl->batch; bi++) {
+            const int64_t A = off[1] + bi * pl->stride_a, B = off[2] + bi * pl->stride_b, C = off[0] + bi * pl->stride_c;
+            for (int64_t i = 0; i < pl->m; i++)
+                for (int64_t j = 0; j < pl->n; j++) {
+                    double sum = 0;
+                    for (int64_t p = 0; p < pl->k; p++) {
+                        const int64_t ai = pl->trans_a ? p + i * pl->lda : i + p * pl->lda;
+                        const int64_t bj = pl->trans_b ? j + p * pl->ldb : p + j * pl->ldb;
+                        sum += tcu_load_f64(pa->data, A + ai, dt) * tcu_load_f64(pb->data, B + bj, dt);
+                    }
+                    tcu_store_f64(op->out.data, C + i + j * pl->ldc, odt, sum);
+                }
+        }
+    }
+}
+
+int tcu_matmul(tcu_device *d, const torc_op *op) {  // gemm.c's decisions, cuBLAS emulated
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+    int64_t numel = 1;
+    for (int i = 0; i < c->ndim; i++) numel *= c->shape[i];
+    if (numel == 0) return TORC_OK;
+    if (a->shape[c->ndim - 1] == 0) return tcu_fill_zero(d, c);
+    if (tcu_gemm_blas_dtypes(a->dtype, b->dtype, c->dtype)) {
+        tcu_gemm_plan pl;
+        tcu_gemm_plan_build(&pl, a, b, c);
+        if (pl.use_blas) {
+            g_paths.blas++;
+            emu_blas(op, &pl);
+            return TORC_OK;
+        }
+    }
+    tcu_mm_args m;
+    if (!tcu_mm_args_build(&m, a, b, c)) return tcu_error(TORC_ERR_INVALID_ARG, "matmul: bad operands");
+    return tcu_launch_mm(&m, d->sm_count, d->stream);
+}
+
+void tcu_gemm_release(tcu_device *d) { (void)d; }
+
+// ---- the reference backend and a fake device ----
+static const torc_backend_vtable *ref;
+static void *ref_lib;
+static int g_kerr;
+static tcu_device g_dev;
+
+static void *open_plugin(const char *name) {
+    const char *dir = getenv("TORC_BUILD_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/lib/torc/libtorc_%s.so", dir ? dir : ".", name);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+    return h;
+}
+
+static void setup_ref(void) {
+    ref_lib = open_plugin("reference");
+    ck_assert_ptr_nonnull(ref_lib);
+    torc_backend_entry_fn entry = (torc_backend_entry_fn)dlsym(ref_lib, TORC_BACKEND_ENTRY_SYMBOL);
+    ck_assert_ptr_nonnull(entry);
+    ref = entry(TORC_BACKEND_ABI_VERSION);
+    ck_assert_ptr_nonnull(ref);
+    ck_assert_int_eq(ref->init(), TORC_OK);
+    memset(&g_dev, 0, sizeof g_dev);
+    g_dev.sm_count = 2;  // small, so that long reductions take the split path
+    g_dev.err_word = &g_kerr;
+}
+
+static void teardown_ref(void) {
+    ref->shutdown();
+    dlclose(ref_lib);
+}
+
+// Runs op on the emulated backend (twice: 32- and 64-bit index paths) and on the reference,
+// every time from identical copies of out. Inputs are never written. Returns false on a
+// mismatch; both sides refusing (or failing with the same status) counts as agreement.
+static bool check_op(torc_op *op, tview *out, double rscale) {
+    char why[160];
+    const bool ours = tcu_supports_op(op, why, sizeof why);
+    const bool theirs = ref->supports(0, op);
+    if (ours != theirs) {
+        fprintf(stderr, "%s: supports() differs: cuda %d (%s), reference %d\n", g_case, ours, ours ? "" : why, theirs);
+        return false;
+    }
+    if (!ours) return true;
+    tview want = tv_clone(out);
+    op->out.data = want.op.data;
+    const int rs = ref->run(0, op);
+    bool ok = true;
+    for (int pass = 0; pass < 2 && ok; pass++) {
+        tview got = tv_clone(out);
+        op->out.data = got.op.data;
+        g_force64 = pass == 1;
+        g_kerr = 0;
+        const int cs = tcu_run_op(&g_dev, op);
+        if (cs == TORC_OK && g_kerr) {
+            // an index error a kernel reported through the error word; the reference fails
+            // synchronously (the device reports it at the next synchronize)
+            ok = rs == TORC_ERR_INDEX;
+            if (!ok) fprintf(stderr, "%s: kernel error %d but reference status %d\n", g_case, g_kerr, rs);
+        } else if (cs != rs) {
+            fprintf(stderr, "%s: status cuda %d (%s), reference %d (%s)\n", g_case, cs, cs ? g_err : "",
+                    rs, rs ? ref->last_error() : "");
+            ok = false;
+        } else if (cs == TORC_OK) {
+            ok = tv_match(&got, &want, rscale);
+        } else if (strncmp(ref->last_error(), "reference backend:", 18) != 0 &&
+                   strcmp(g_err, ref->last_error()) != 0) {  // PyTorch's texts must be the same
+            fprintf(stderr, "%s: error text cuda '%s', reference '%s'\n", g_case, g_err, ref->last_error());
+            ok = false;
+        }
+        tv_free(&got);
+    }
+    g_force64 = false;
+    op->out.data = out->op.data;
+    tv_free(&want);
+    return ok;
+}
+
+// ---- the emulated backend against the reference ----
+static bool check_emulated(torc_op *op, tview *const *ins, tview *out, double rscale) {
+    (void)ins;  // host memory: the views are used where they are
+    return check_op(op, out, rscale);
+}
+
+START_TEST(unary_ops_match_reference) { ck_assert_int_eq(cases_unary(check_emulated), 0); }
+END_TEST
+
+START_TEST(binary_ops_match_reference) { ck_assert_int_eq(cases_binary(check_emulated), 0); }
+END_TEST
+
+START_TEST(contiguous_float_ops_take_the_vector_path) {
+    const int64_t shape[1] = {1003};
+    const torc_dtype dts[3] = {TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_BF16};
+    for (int i = 0; i < 3; i++) {
+        tview a = tv_new(dts[i], 1, shape, L_CONTIG, -2, 2), b = tv_new(dts[i], 1, shape, L_CONTIG, -2, 2);
+        tview out = tv_new(dts[i], 1, shape, L_CONTIG, 0, 0);
+        torc_op op;
+        memset(&op, 0, sizeof op);
+        op.code = TORC_OP_MUL;
+        op.n_in = 2;
+        op.in[0] = a.op;
+        op.in[1] = b.op;
+        op.out = out.op;
+        g_paths.fast = 0;
+        snprintf(g_case, sizeof g_case, "vector mul dtype %d", dts[i]);
+        ck_assert(check_op(&op, &out, 1.0));
+        ck_assert_int_eq(g_paths.fast, 2);   // both passes
+        // a broadcast scalar operand stays on the vector path
+        op.in[1].stride[0] = 0;
+        g_paths.fast = 0;
+        ck_assert(check_op(&op, &out, 1.0));
+        ck_assert_int_eq(g_paths.fast, 2);
+        tv_free(&a);
+        tv_free(&b);
+        tv_free(&out);
+    }
+}
+END_TEST
+
+START_TEST(where_copy_fill_match_reference) { ck_assert_int_eq(cases_where_copy_fill(check_emulated), 0); }
+END_TEST
+
+START_TEST(ranges_and_rng_match_reference) { ck_assert_int_eq(cases_ranges_rng(check_emulated), 0); }
+END_TEST
+
+START_TEST(reductions_match_reference) {
+    g_paths.split = 0;
+    ck_assert_int_eq(cases_reductions(check_emulated), 0);
+    ck_assert_int_gt(g_paths.split, 0);  // long reductions took the two-pass path
+}
+END_TEST
+
+START_TEST(softmax_matches_reference) { ck_assert_int_eq(cases_softmax(check_emulated), 0); }
+END_TEST
+
+START_TEST(matmul_matches_reference) {
+    const int blas_before = g_paths.blas, mm_before = g_paths.mm;
+    ck_assert_int_eq(cases_matmul(check_emulated), 0);
+    ck_assert_int_gt(g_paths.blas, blas_before);  // cuBLAS plans took most float cases
+    ck_assert_int_gt(g_paths.mm, mm_before);      // and the generic kernel the rest
+}
+END_TEST
+
+START_TEST(index_ops_match_reference) { ck_assert_int_eq(cases_index(check_emulated), 0); }
+END_TEST
+
+// ---- plans and math shared with the device ----
+START_TEST(fast_division_is_exact) {
+    const uint32_t specials[] = {1, 2, 3, 5, 7, 10, 31, 32, 33, 255, 256, 257, 1000, 65535, 65536, 65537,
+                                 (1u << 20) + 1, 0x7FFFFFFFu, 0x40000000u, 0x40000001u, 123456789u};
+    for (int i = 0; i < (int)(sizeof specials / sizeof specials[0]) + 3000; i++) {
+        const uint32_t d = i < (int)(sizeof specials / sizeof specials[0]) ? specials[i] : (uint32_t)(rnd() % 0x7FFFFFFFu) + 1;
+        const tcu_divider v = tcu_divider_make(d);
+        const uint32_t ns[] = {0, 1, d - 1, d, d + 1, 2 * d - 1 < 0x7FFFFFFFu ? 2 * d - 1 : 5, 0x7FFFFFFEu, 0x7FFFFFFFu};
+        for (int k = 0; k < 8; k++) ck_assert_uint_eq(tcu_div(ns[k], v), ns[k] / d);
+        for (int k = 0; k < 50; k++) {
+            const uint32_t n = (uint32_t)(rnd() & 0x7FFFFFFFu);
+            ck_assert_uint_eq(tcu_div(n, v), n / d);
+        }
+    }
+}
+END_TEST
+
+START_TEST(dims_merge_when_contiguous_for_every_operand) {
+    tcu_iter it;
+    const int64_t shape[4] = {2, 3, 4, 5};
+    const int64_t contig[4] = {60, 20, 5, 1}, trans[4] = {60, 20, 1, 4}, bcast[4] = {0, 20, 5, 1};
+    const int64_t *s1[1] = {contig};
+    ck_assert(tcu_iter_build(&it, 4, shape, 1, s1, 0));
+    ck_assert_int_eq(it.ndim, 1);
+    ck_assert_int_eq(it.shape[TCU_D - 1], 120);
+    ck_assert_int_eq(it.stride[0][TCU_D - 1], 1);
+    const int64_t *s2[2] = {contig, trans};  // the transposed pair stays apart, the rest merges
+    ck_assert(tcu_iter_build(&it, 4, shape, 2, s2, 0));
+    ck_assert_int_eq(it.ndim, 3);
+    ck_assert_int_eq(it.shape[TCU_D - 3], 6);
+    ck_assert_int_eq(it.stride[1][TCU_D - 3], 20);
+    ck_assert_int_eq(it.stride[1][TCU_D - 1], 4);
+    const int64_t *s3[2] = {contig, bcast};  // a broadcast dim splits from its contiguous neighbours
+    ck_assert(tcu_iter_build(&it, 4, shape, 2, s3, 0));
+    ck_assert_int_eq(it.ndim, 2);
+    ck_assert_int_eq(it.shape[TCU_D - 2], 2);
+    ck_assert_int_eq(it.shape[TCU_D - 1], 60);
+    ck_assert_int_eq(it.stride[1][TCU_D - 2], 0);
+    // size-1 dims vanish; KEEP_LAST2 keeps the two matrix dims even when they could merge
+    const int64_t sh1[4] = {1, 3, 1, 5}, st1[4] = {99, 5, 77, 1};
+    const int64_t *s4[1] = {st1};
+    ck_assert(tcu_iter_build(&it, 4, sh1, 1, s4, 0));
+    ck_assert_int_eq(it.ndim, 1);
+    ck_assert_int_eq(it.numel, 15);
+    ck_assert(tcu_iter_build(&it, 4, shape, 1, s1, TCU_ITER_KEEP_LAST2));
+    ck_assert_int_eq(it.ndim, 3);
+    ck_assert_int_eq(it.shape[TCU_D - 1], 5);
+    ck_assert_int_eq(it.shape[TCU_D - 2], 4);
+    ck_assert_int_eq(it.shape[TCU_D - 3], 6);
+    // a 0-dim scalar is one element
+    ck_assert(tcu_iter_build(&it, 0, shape, 1, s1, 0));
+    ck_assert_int_eq(it.ndim, 1);
+    ck_assert_int_eq(it.numel, 1);
+    // too many operands or dims is refused
+    ck_assert(!tcu_iter_build(&it, 9, shape, 1, s1, 0));
+}
+END_TEST
+
+START_TEST(index_math_picks_32_bit_only_when_it_fits) {
+    tcu_iter it;
+    int64_t shape[2] = {1 << 15, 1 << 16}, st[2] = {1 << 16, 1};  // 2^31 elements
+    const int64_t *s[1] = {st};
+    tcu_iter_build(&it, 2, shape, 1, s, 0);
+    ck_assert(!tcu_iter_fits32(&it));
+    shape[0] = (1 << 15) - 1;  // 2^31 - 2^16 elements
+    tcu_iter_build(&it, 2, shape, 1, s, 0);
+    ck_assert(tcu_iter_fits32(&it));
+    // few elements but a reach beyond int32 (a huge stride)
+    int64_t sh2[2] = {3, 4}, st2[2] = {INT64_C(1) << 31, 1};
+    const int64_t *s2[1] = {st2};
+    tcu_iter_build(&it, 2, sh2, 1, s2, 0);
+    ck_assert(!tcu_iter_fits32(&it));
+    st2[0] = (INT64_C(1) << 30) - 2;
+    tcu_iter_build(&it, 2, sh2, 1, s2, 0);
+    ck_assert(tcu_iter_fits32(&it));
+    // where both fit, 32- and 64-bit offsets agree everywhere
+    const int64_t sh3[4] = {3, 7, 5, 11}, a[4] = {0, 5, 1, 35}, b[4] = {385, 55, 11, 1}, c[4] = {2000, 3, 600, 40};
+    const int64_t *s3[3] = {a, b, c};
+    tcu_iter_build(&it, 4, sh3, 3, s3, 0);
+    tcu_iter32 it32;
+    tcu_iter_to32(&it, &it32);
+    for (int64_t i = 0; i < it.numel; i++) {
+        int64_t o64[TCU_MAX_OPS], crd[TCU_D];
+        uint32_t o32[TCU_MAX_OPS];
+        tcu_offsets64(&it, i, o64);
+        tcu_offsets32(&it32, (uint32_t)i, o32);
+        tcu_coords64(&it, i, crd);
+        for (int k = 0; k < 3; k++) ck_assert_int_eq(o64[k], o32[k]);
+        // and equal the row-major definition on the original shape
+        int64_t rem = i, want[3] = {0, 0, 0};
+        for (int d = 3; d >= 0; d--) {
+            const int64_t cd = rem % sh3[d];
+            rem /= sh3[d];
+            want[0] += cd * a[d], want[1] += cd * b[d], want[2] += cd * c[d];
+        }
+        for (int k = 0; k < 3; k++) ck_assert_int_eq(o64[k], want[k]);
+    }
+}
+END_TEST
+
+START_TEST(launch_configuration_covers_the_work) {
+    tcu_launch l = tcu_launch_1d(0, 132, 1);
+    ck_assert_uint_eq(l.blocks, 0);
+    l = tcu_launch_1d(1, 132, 1);
+    ck_assert_uint_eq(l.blocks, 1);
+    ck_assert_uint_eq(l.threads, 256);
+    l = tcu_launch_1d(1000, 132, 4);
+    ck_assert_uint_eq(l.blocks, 1);  // 1024 elements per block
+    l = tcu_launch_1d(INT64_C(1) << 28, 132, 4);
+    ck_assert_uint_eq(l.blocks, 132 * 32);  // capped at 4 waves of 8 blocks per SM
+    l = tcu_launch_1d(INT64_C(1) << 40, 100000, 1);
+    ck_assert_uint_le(l.blocks, TCU_MAX_BLOCKS);
+    l = tcu_launch_1d(5000, 0, 0);  // nonsense hardware numbers still give a valid grid
+    ck_assert_uint_ge(l.blocks, 1);
+    // the reduction plan: contiguous long rows use a block per output, strided ones a thread
+    torc_operand in, out;
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    in.ndim = out.ndim = 2;
+    in.shape[0] = 8, in.shape[1] = 100000, in.stride[0] = 100000, in.stride[1] = 1;
+    out.shape[0] = 8, out.shape[1] = 1, out.stride[0] = 1, out.stride[1] = 1;
+    tcu_reduce_plan pl;
+    ck_assert(tcu_reduce_plan_build(&pl, &in, &out, 2, 132));
+    ck_assert_int_eq(pl.group, 256);
+    ck_assert_int_gt(pl.split, 1);
+    ck_assert_int_ge(pl.chunk * pl.split, pl.n_red);
+    ck_assert_int_lt((pl.split - 1) * pl.chunk, pl.n_red);  // no empty chunk
+    in.shape[0] = 100000, in.shape[1] = 8, in.stride[0] = 1, in.stride[1] = 100000;  // reduce the strided dim
+    out.shape[0] = 100000, out.shape[1] = 1;
+    ck_assert(tcu_reduce_plan_build(&pl, &in, &out, 2, 132));
+    ck_assert_int_eq(pl.group, 1);
+    ck_assert_int_eq(pl.split, 1);
+    ck_assert(pl.fits32);
+}
+END_TEST
+
+START_TEST(conversions_match_convert_h) {
+    for (uint32_t h = 0; h < 65536; h++) {  // every f16 and bf16 bit pattern
+        const uint16_t v = (uint16_t)h;
+        const float f = tcu_load_f32(&v, 0, TORC_DTYPE_F16), g = torc_f16_to_f32(v);
+        ck_assert(memcmp(&f, &g, 4) == 0);
+        const float bf = tcu_load_f32(&v, 0, TORC_DTYPE_BF16), bg = torc_bf16_to_f32(v);
+        ck_assert(memcmp(&bf, &bg, 4) == 0);
+        uint16_t back;
+        if (f == f) {
+            tcu_store_f32(&back, 0, TORC_DTYPE_F16, f);
+            ck_assert_uint_eq(back, v);
+            tcu_store_f64(&back, 0, TORC_DTYPE_BF16, (double)bf);
+            ck_assert_uint_eq(back, v);
+        }
+    }
+    for (uint32_t b = 0; b < 256; b++) {
+        const uint8_t v = (uint8_t)b;
+        const float f = tcu_load_f32(&v, 0, TORC_DTYPE_F8_E4M3FN), g = torc_f8e4m3fn_to_f32(v);
+        ck_assert(memcmp(&f, &g, 4) == 0);
+        const float e = tcu_load_f32(&v, 0, TORC_DTYPE_F8_E5M2), eg = torc_f8e5m2_to_f32(v);
+        ck_assert(memcmp(&e, &eg, 4) == 0);
+    }
+    for (int i = 0; i < 200000; i++) {  // random floats of every magnitude round as convert.h
+        uint32_t u = (uint32_t)rnd();
+        float f;
+        memcpy(&f, &u, 4);
+        uint16_t h, b;
+        uint8_t e4, e5;
+        tcu_store_f32(&h, 0, TORC_DTYPE_F16, f);
+        tcu_store_f32(&b, 0, TORC_DTYPE_BF16, f);
+        tcu_store_f32(&e4, 0, TORC_DTYPE_F8_E4M3FN, f);
+        tcu_store_f32(&e5, 0, TORC_DTYPE_F8_E5M2, f);
+        ck_assert_uint_eq(h, torc_f32_to_f16(f));
+        ck_assert_uint_eq(b, torc_f32_to_bf16(f));
+        ck_assert_uint_eq(e4, torc_f32_to_f8e4m3fn(f));
+        ck_assert_uint_eq(e5, torc_f32_to_f8e5m2(f));
+    }
+    // float -> integer as PyTorch on x86: NaN and overflow give the minimum
+    int64_t i64;
+    int32_t i32;
+    int8_t i8;
+    tcu_store_f64(&i64, 0, TORC_DTYPE_I64, NAN);
+    ck_assert_int_eq(i64, INT64_MIN);
+    tcu_store_f64(&i32, 0, TORC_DTYPE_I32, 3e9);
+    ck_assert_int_eq(i32, INT32_MIN);
+    tcu_store_f32(&i8, 0, TORC_DTYPE_I8, 300.7f);
+    ck_assert_int_eq(i8, 44);  // 300 wraps to 44
+    tcu_store_f64(&i64, 0, TORC_DTYPE_I64, -2.9);
+    ck_assert_int_eq(i64, -2);
+}
+END_TEST
+
+static torc_operand mat(int ndim, const int64_t *shape, const int64_t *stride, torc_dtype dt) {
+    torc_operand o;
+    memset(&o, 0, sizeof o);
+    o.ndim = ndim;
+    o.dtype = dt;
+    for (int d = 0; d < ndim; d++) o.shape[d] = shape[d], o.stride[d] = stride[d];
+    return o;
+}
+
+START_TEST(gemm_layouts_use_op_flags_not_copies) {
+    tcu_gemm_plan pl;
+    const torc_dtype f = TORC_DTYPE_F32;
+    // contiguous (4, 6) @ (6, 5) -> (4, 5): C^T = B^T A^T, no transposes
+    const int64_t sa[2] = {4, 6}, sb[2] = {6, 5}, sc[2] = {4, 5};
+    torc_operand a = mat(2, sa, (int64_t[]){6, 1}, f), b = mat(2, sb, (int64_t[]){5, 1}, f), c = mat(2, sc, (int64_t[]){5, 1}, f);
+    tcu_gemm_plan_build(&pl, &a, &b, &c);
+    ck_assert(pl.use_blas);
+    ck_assert(pl.swap);
+    ck_assert(!pl.trans_a && !pl.trans_b);
+    ck_assert_int_eq(pl.m, 5);
+    ck_assert_int_eq(pl.n, 4);
+    ck_assert_int_eq(pl.k, 6);
+    ck_assert_int_eq(pl.lda, 5);
+    ck_assert_int_eq(pl.ldb, 6);
+    ck_assert_int_eq(pl.ldc, 5);
+    ck_assert_int_eq(pl.batch, 1);
+    // a = x.t() for x (6, 4): strides (1, 4) -> op flag on B' (which is a)
+    a = mat(2, sa, (int64_t[]){1, 4}, f);
+    tcu_gemm_plan_build(&pl, &a, &b, &c);
+    ck_assert(pl.use_blas && pl.trans_b && !pl.trans_a);
+    ck_assert_int_eq(pl.ldb, 4);
+    // b = y.t() too
+    b = mat(2, sb, (int64_t[]){1, 6}, f);
+    tcu_gemm_plan_build(&pl, &a, &b, &c);
+    ck_assert(pl.use_blas && pl.trans_a && pl.trans_b);
+    ck_assert_int_eq(pl.lda, 6);
+    // sliced columns: a[:, ::1] of a (4, 10) buffer -> ld 10
+    a = mat(2, sa, (int64_t[]){10, 1}, f);
+    b = mat(2, sb, (int64_t[]){5, 1}, f);
+    tcu_gemm_plan_build(&pl, &a, &b, &c);
+    ck_assert(pl.use_blas);
+    ck_assert_int_eq(pl.ldb, 10);
+    // a column-major out: C = A B directly
+    c = mat(2, sc, (int64_t[]){1, 4}, f);
+    a = mat(2, sa, (int64_t[]){6, 1}, f);
+    tcu_gemm_plan_build(&pl, &a, &b, &c);
+    ck_assert(pl.use_blas && !pl.swap && pl.trans_a && pl.trans_b);
+    ck_assert_int_eq(pl.ldc, 4);
+    // stepped inner dim (stride 2 along k): no unit stride -> the generic kernel
+    c = mat(2, sc, (int64_t[]){5, 1}, f);
+    a = mat(2, sa, (int64_t[]){12, 2}, f);
+    tcu_gemm_plan_build(&pl, &a, &b, &c);
+    ck_assert(!pl.use_blas);
+    // a broadcast row (stride 0 along m): the generic kernel
+    a = mat(2, sa, (int64_t[]){0, 1}, f);
+    tcu_gemm_plan_build(&pl, &a, &b, &c);
+    ck_assert(!pl.use_blas);
+    // batched with a broadcast batch dim on b: one strided-batched call, stride_b 0 for B' = a
+    const int64_t ba[3] = {3, 4, 6}, bb[3] = {3, 6, 5}, bc[3] = {3, 4, 5};
+    a = mat(3, ba, (int64_t[]){24, 6, 1}, f);
+    b = mat(3, bb, (int64_t[]){0, 5, 1}, f);
+    c = mat(3, bc, (int64_t[]){20, 5, 1}, f);
+    tcu_gemm_plan_build(&pl, &a, &b, &c);
+    ck_assert(pl.use_blas);
+    ck_assert_int_eq(pl.batch, 3);
+    ck_assert_int_eq(pl.stride_a, 0);   // A' = b (swap)
+    ck_assert_int_eq(pl.stride_b, 24);
+    ck_assert_int_eq(pl.stride_c, 20);
+    ck_assert_int_eq(pl.outer.numel, 1);
+    // two batch dims that do not merge: the outer one loops on the host
+    const int64_t qa[4] = {2, 3, 4, 6}, qb[4] = {2, 3, 6, 5}, qc[4] = {2, 3, 4, 5};
+    a = mat(4, qa, (int64_t[]){1000, 24, 6, 1}, f);
+    b = mat(4, qb, (int64_t[]){30, 0, 5, 1}, f);
+    c = mat(4, qc, (int64_t[]){60, 20, 5, 1}, f);
+    tcu_gemm_plan_build(&pl, &a, &b, &c);
+    ck_assert(pl.use_blas);
+    ck_assert_int_eq(pl.batch, 3);
+    ck_assert_int_eq(pl.outer.numel, 2);
+}
+END_TEST
+
+// ---- the caching allocator over a fake device memory ----
+typedef struct fake_mem {
+    size_t capacity, used;
+    int live;
+} fake_mem;
+
+// Blocks carry their size in a 64-byte header (which keeps the pointer well aligned).
+static int fake_alloc(void *ctx, size_t n, void **out) {
+    fake_mem *m = ctx;
+    if (m->used + n > m->capacity) return 2;  // out of memory
+    char *p = malloc(n + 64);
+    if (!p) return 2;
+    memcpy(p, &n, sizeof n);
+    m->used += n;
+    m->live++;
+    *out = p + 64;
+    return 0;
+}
+
+static void fake_free(void *ctx, void *q) {
+    fake_mem *m = ctx;
+    char *p = (char *)q - 64;
+    size_t n;
+    memcpy(&n, p, sizeof n);
+    m->used -= n;
+    m->live--;
+    free(p);
+}
+
+START_TEST(allocator_reuses_splits_and_merges) {
+    fake_mem mem = {(size_t)1 << 30, 0, 0};
+    const tcu_raw_ops raw = {&mem, fake_alloc, fake_free};
+    tcu_allocator a;
+    tcu_allocator_init(&a, &raw);
+    char err[256];
+    ck_assert_uint_eq(tcu_round_size(1), 512);
+    ck_assert_uint_eq(tcu_round_size(513), 1024);
+    ck_assert_uint_eq(tcu_segment_size(512), (size_t)2 << 20);
+    ck_assert_uint_eq(tcu_segment_size((size_t)5 << 20), (size_t)20 << 20);
+    ck_assert_uint_eq(tcu_segment_size((size_t)11 << 20), (size_t)12 << 20);
+    // small blocks come out of one 2 MiB segment
+    void *p1 = tcu_allocator_alloc(&a, 1000, 0, err, sizeof err);
+    void *p2 = tcu_allocator_alloc(&a, 3000, 0, err, sizeof err);
+    ck_assert_ptr_nonnull(p1);
+    ck_assert_ptr_nonnull(p2);
+    ck_assert_int_eq((char *)p2 - (char *)p1, 1024);
+    tcu_alloc_stats s;
+    tcu_allocator_stats(&a, &s);
+    ck_assert_uint_eq(s.raw_allocs, 1);
+    ck_assert_uint_eq(s.allocated, 1024 + 3072);
+    ck_assert_uint_eq(s.reserved, (size_t)2 << 20);
+    // freeing and allocating the same size reuses the block without touching raw memory
+    ck_assert(tcu_allocator_free(&a, p1));
+    void *p3 = tcu_allocator_alloc(&a, 900, 0, err, sizeof err);
+    ck_assert_ptr_eq(p3, p1);
+    // freed neighbours merge back into the whole segment
+    ck_assert(tcu_allocator_free(&a, p2));
+    ck_assert(tcu_allocator_free(&a, p3));
+    tcu_allocator_stats(&a, &s);
+    ck_assert_uint_eq(s.allocated, 0);
+    ck_assert_uint_eq(s.cached_blocks, 1);
+    ck_assert(!tcu_allocator_free(&a, (char *)p1 + 8));  // not ours
+    ck_assert(tcu_allocator_free(&a, NULL));
+    // a different stream does not take another stream's cached block
+    void *q = tcu_allocator_alloc(&a, 1000, 1, err, sizeof err);
+    tcu_allocator_stats(&a, &s);
+    ck_assert_uint_eq(s.raw_allocs, 2);
+    tcu_allocator_free(&a, q);
+    // large requests: own rounded segments, split only when the rest is worth keeping
+    void *l1 = tcu_allocator_alloc(&a, (size_t)3 << 20, 0, err, sizeof err);   // from a new 20 MiB segment
+    void *l2 = tcu_allocator_alloc(&a, (size_t)3 << 20, 0, err, sizeof err);   // same segment, split
+    ck_assert_int_eq((char *)l2 - (char *)l1, 3 << 20);
+    void *big = tcu_allocator_alloc(&a, (size_t)50 << 20, 0, err, sizeof err);
+    tcu_allocator_stats(&a, &s);
+    ck_assert_uint_eq(s.reserved, ((size_t)4 << 20) + ((size_t)20 << 20) + ((size_t)50 << 20));
+    ck_assert_uint_eq(s.peak_reserved, s.reserved);
+    tcu_allocator_free(&a, l1);
+    tcu_allocator_free(&a, l2);
+    tcu_allocator_free(&a, big);
+    // empty_cache hands back every whole free segment
+    tcu_allocator_empty_cache(&a);
+    tcu_allocator_stats(&a, &s);
+    ck_assert_uint_eq(s.reserved, 0);
+    ck_assert_int_eq(mem.live, 0);
+    ck_assert_uint_eq(s.peak_reserved, ((size_t)4 << 20) + ((size_t)20 << 20) + ((size_t)50 << 20));
+    tcu_allocator_destroy(&a);
+}
+END_TEST
+
+START_TEST(allocator_releases_cache_and_retries_on_oom) {
+    fake_mem mem = {(size_t)64 << 20, 0, 0};
+    const tcu_raw_ops raw = {&mem, fake_alloc, fake_free};
+    tcu_allocator a;
+    tcu_allocator_init(&a, &raw);
+    char err[256];
+    void *x = tcu_allocator_alloc(&a, (size_t)40 << 20, 0, err, sizeof err);
+    ck_assert_ptr_nonnull(x);
+    tcu_allocator_free(&a, x);  // cached: 40 MiB reserved, none allocated
+    // 50 MiB does not fit next to the cached 40: the cache goes back and the retry succeeds
+    void *y = tcu_allocator_alloc(&a, (size_t)50 << 20, 0, err, sizeof err);
+    ck_assert_ptr_nonnull(y);
+    tcu_alloc_stats s;
+    tcu_allocator_stats(&a, &s);
+    ck_assert_uint_eq(s.reserved, (size_t)50 << 20);
+    // a request beyond the device fails with PyTorch's wording
+    void *z = tcu_allocator_alloc(&a, (size_t)100 << 20, 0, err, sizeof err);
+    ck_assert_ptr_null(z);
+    ck_assert_ptr_nonnull(strstr(err, "CUDA out of memory. Tried to allocate 100.00 MiB"));
+    tcu_allocator_free(&a, y);
+    tcu_allocator_destroy(&a);
+    ck_assert_int_eq(mem.live, 0);
+}
+END_TEST
+
+START_TEST(allocator_stress_keeps_blocks_disjoint) {
+    fake_mem mem = {(size_t)256 << 20, 0, 0};
+    const tcu_raw_ops raw = {&mem, fake_alloc, fake_free};
+    tcu_allocator a;
+    tcu_allocator_init(&a, &raw);
+    char err[256];
+    enum { N = 400 };
+    char *p[N] = {0};
+    size_t sz[N] = {0};
+    uint64_t live_bytes = 0, live_large = 0;
+    for (int it = 0; it < 20000; it++) {
+        const int i = (int)(rnd() % N);
+        if (p[i]) {
+            // the block still holds what we wrote: nobody else got it
+            ck_assert_int_eq(p[i][0], (char)i);
+            ck_assert_int_eq(p[i][sz[i] - 1], (char)i);
+            ck_assert(tcu_allocator_free(&a, p[i]));
+            live_bytes -= tcu_round_size(sz[i]);
+            live_large -= tcu_round_size(sz[i]) > TCU_SMALL_SIZE;
+            p[i] = NULL;
+        } else {
+            const uint64_t r = rnd();
+            sz[i] = (r & 3) == 0 ? (size_t)(r >> 8) % (12 << 20) + 1 : (size_t)(r >> 8) % 70000 + 1;
+            p[i] = tcu_allocator_alloc(&a, sz[i], (int)(r >> 60) & 1, err, sizeof err);
+            if (!p[i]) continue;  // the fake device is small: OOM is allowed, not corruption
+            // mark both ends (whole blocks would make the test slow without checking more)
+            memset(p[i], i, sz[i] < 64 ? sz[i] : 64);
+            memset(p[i] + sz[i] - (sz[i] < 64 ? sz[i] : 64), i, sz[i] < 64 ? sz[i] : 64);
+            live_bytes += tcu_round_size(sz[i]);
+            live_large += tcu_round_size(sz[i]) > TCU_SMALL_SIZE;
+        }
+        if (it % 997 == 0) {
+            tcu_alloc_stats s;
+            tcu_allocator_stats(&a, &s);
+            // blocks are their rounded size, large ones plus a remainder of at most 1 MiB that
+            // was not worth splitting off
+            ck_assert_uint_ge(s.allocated, live_bytes);
+            ck_assert_uint_le(s.allocated, live_bytes + live_large * TCU_SMALL_SIZE);
+            ck_assert_uint_le(s.allocated, s.reserved);
+            ck_assert_uint_le(s.reserved, mem.capacity);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        if (p[i]) ck_assert(tcu_allocator_free(&a, p[i]));
+    }
+    tcu_allocator_empty_cache(&a);
+    tcu_alloc_stats s;
+    tcu_allocator_stats(&a, &s);
+    ck_assert_uint_eq(s.allocated, 0);
+    ck_assert_uint_eq(s.reserved, 0);
+    ck_assert_int_eq(mem.live, 0);
+    tcu_allocator_destroy(&a);
+}
+END_TEST
+
+// ---- the pinned staging pool with fake events ----
+typedef struct fake_ev {
+    bool done;
+} fake_ev;
+static int fh_alloc(void *ctx, size_t n, void **out) {
+    (void)ctx;
+    *out = malloc(n);
+    return *out == NULL;
+}
+static void fh_free(void *ctx, void *p) {
+    (void)ctx;
+    free(p);
+}
+static void *fe_new(void *ctx) {
+    (void)ctx;
+    return calloc(1, sizeof(fake_ev));
+}
+static void fe_free(void *ctx, void *e) {
+    (void)ctx;
+    free(e);
+}
+static int fe_record(void *ctx, void *e, void *stream) {
+    (void)ctx;
+    (void)stream;
+    ((fake_ev *)e)->done = false;  // the copy just enqueued is still running
+    return 0;
+}
+static int fe_done(void *ctx, void *e) {
+    (void)ctx;
+    return ((fake_ev *)e)->done;
+}
+
+START_TEST(pinned_blocks_wait_for_their_copy) {
+    const tcu_pinned_ops ops = {NULL, fh_alloc, fh_free, fe_new, fe_free, fe_record, fe_done};
+    tcu_pinned_pool p;
+    tcu_pinned_init(&p, &ops);
+    void *b1, *b2, *b3;
+    const int i1 = tcu_pinned_get(&p, 1000, &b1);
+    ck_assert_int_ge(i1, 0);
+    ck_assert_uint_eq(p.v[i1].size, TCU_PINNED_MIN);
+    ck_assert_int_eq(tcu_pinned_release(&p, i1, NULL), 0);
+    // the copy has not completed: a new request gets a different block
+    const int i2 = tcu_pinned_get(&p, 1000, &b2);
+    ck_assert_ptr_ne(b2, b1);
+    ((fake_ev *)p.v[i1].event)->done = true;  // now the first copy finished
+    const int i3 = tcu_pinned_get(&p, 2000, &b3);
+    ck_assert_ptr_eq(b3, b1);
+    ck_assert_int_eq(i3, i1);
+    tcu_pinned_release(&p, i2, NULL);
+    tcu_pinned_release(&p, i3, NULL);
+    // beyond the cap: refused (the caller copies synchronously)
+    void *huge;
+    ck_assert_int_lt(tcu_pinned_get(&p, TCU_PINNED_CAP + 1, &huge), 0);
+    ck_assert_uint_eq(tcu_pinned_class(TCU_PINNED_MIN + 1), TCU_PINNED_MIN * 2);
+    for (size_t i = 0; i < p.n; i++)
+        if (p.v[i].event) ((fake_ev *)p.v[i].event)->done = true;
+    tcu_pinned_trim(&p);
+    ck_assert_uint_eq(p.total, 0);
+    tcu_pinned_destroy(&p);
+}
+END_TEST
+
+// ---- device table ----
+START_TEST(device_table_promises_datasheet_peaks) {
+    torc_device_info info;
+    memset(&info, 0, sizeof info);
+    tcu_fill_peaks(&info, "NVIDIA H100 80GB HBM3", 9, 0, 132, false);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_BF16], 989e12);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F16], 989e12);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F8_E4M3FN], 1979e12);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F32], 67e12);
+    ck_assert_ptr_nonnull(strstr(info.peak_source, "sm_90, 132 SMs"));
+    tcu_fill_peaks(&info, "NVIDIA H100 80GB HBM3", 9, 0, 132, true);  // TORC_ALLOW_TF32=1
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F32], 495e12);
+    tcu_fill_peaks(&info, "NVIDIA H100 PCIe", 9, 0, 114, false);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_BF16], 756e12);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F8_E5M2], 1513e12);
+    tcu_fill_peaks(&info, "NVIDIA H200", 9, 0, 132, false);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_BF16], 989e12);
+    tcu_fill_peaks(&info, "NVIDIA A100-SXM4-80GB", 8, 0, 108, true);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F32], 156e12);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_BF16], 312e12);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F8_E4M3FN], 0);  // no fp8 on Ampere
+    tcu_fill_peaks(&info, "NVIDIA L40S", 8, 9, 142, false);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F32], 91.6e12);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F8_E4M3FN], 733e12);
+    tcu_fill_peaks(&info, "NVIDIA GeForce RTX 4090", 8, 9, 128, false);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_BF16], 165e12);
+    tcu_fill_peaks(&info, "NVIDIA B200", 10, 0, 148, false);
+    ck_assert_double_eq(info.peak_flops[TORC_DTYPE_F8_E4M3FN], 4500e12);
+    ck_assert_ptr_null(tcu_peak_lookup("NVIDIA L40"));      // not the L40S
+    ck_assert_ptr_null(tcu_peak_lookup("NVIDIA H100 NVL"));
+    tcu_fill_peaks(&info, "NVIDIA T4", 7, 5, 40, false);
+    for (int d = 0; d < TORC_DTYPE_COUNT; d++) ck_assert_double_eq(info.peak_flops[d], 0);
+    ck_assert_ptr_nonnull(strstr(info.peak_source, "unknown device: no promise"));
+}
+END_TEST
+
+// ---- cuBLASLt fp8 planning ----
+static tcu_lt_problem lt_problem(int64_t m, int64_t n, int64_t k) {
+    tcu_lt_problem p;
+    memset(&p, 0, sizeof p);
+    p.a = TORC_DTYPE_F8_E4M3FN;
+    p.b = TORC_DTYPE_F8_E4M3FN;
+    p.out = TORC_DTYPE_BF16;
+    p.m = m, p.n = n, p.k = k;
+    p.a_rs = k, p.a_cs = 1;     // a row-major
+    p.b_rs = 1, p.b_cs = k;     // b column-major (b.t() contiguous)
+    p.c_rs = n, p.c_cs = 1;     // out row-major
+    p.cc_major = 9;
+    return p;
+}
+
+START_TEST(lt_plans_fp8_tn_layouts_and_says_why_not) {
+    tcu_lt_plan pl;
+    tcu_lt_problem p = lt_problem(64, 32, 128);
+    tcu_lt_plan_build(&p, &pl);
+    ck_assert(pl.ok);
+    ck_assert(pl.swap);
+    ck_assert_int_eq(pl.mm, 32);
+    ck_assert_int_eq(pl.nn, 64);
+    ck_assert_int_eq(pl.lda, 128);
+    ck_assert_int_eq(pl.ldb, 128);
+    ck_assert_int_eq(pl.ldc, 32);
+    ck_assert_int_eq(pl.type_d, CUDA_R_16BF);
+    ck_assert_uint_eq(pl.workspace, (size_t)32 << 20);
+    p.cc_major = 8, p.cc_minor = 9;
+    tcu_lt_plan_build(&p, &pl);
+    ck_assert(pl.ok);
+    ck_assert_uint_eq(pl.workspace, (size_t)4 << 20);
+    p.cc_minor = 0;  // A100
+    tcu_lt_plan_build(&p, &pl);
+    ck_assert(!pl.ok);
+    ck_assert_ptr_nonnull(strstr(pl.why, "compute capability 8.9"));
+    p = lt_problem(64, 32, 128);
+    p.a = p.b = TORC_DTYPE_F8_E5M2;
+    tcu_lt_plan_build(&p, &pl);
+    ck_assert(!pl.ok);
+    ck_assert_ptr_nonnull(strstr(pl.why, "e5m2 x e5m2"));
+    p = lt_problem(64, 30, 128);
+    tcu_lt_plan_build(&p, &pl);
+    ck_assert(!pl.ok);
+    ck_assert_ptr_nonnull(strstr(pl.why, "multiple of 16"));
+    p = lt_problem(64, 32, 128);
+    p.b_rs = 32, p.b_cs = 1;  // b row-major: not TN
+    tcu_lt_plan_build(&p, &pl);
+    ck_assert(!pl.ok);
+    ck_assert_ptr_nonnull(strstr(pl.why, "column-major"));
+    // fp8 out: C is bf16, scale and amax pointers go on the descriptor; a column-major out: no swap
+    p = lt_problem(64, 32, 128);
+    p.out = TORC_DTYPE_F8_E4M3FN;
+    p.c_rs = 1, p.c_cs = 64;
+    p.fast_accum = true;
+    tcu_lt_plan_build(&p, &pl);
+    ck_assert(pl.ok);
+    ck_assert(!pl.swap);
+    ck_assert_int_eq(pl.type_c, CUDA_R_16BF);
+    ck_assert_int_eq(pl.type_d, CUDA_R_8F_E4M3);
+    float *sa = (float *)(uintptr_t)0x1000, *sb = (float *)(uintptr_t)0x2000, *sd = (float *)(uintptr_t)0x3000,
+          *am = (float *)(uintptr_t)0x4000;
+    const tcu_lt_ptrs ptrs = {sa, sb, sd, am};
+    tcu_lt_descs d;
+    char err[128];
+    ck_assert_int_eq(tcu_lt_descs_build(&pl, &p, &ptrs, &d, err, sizeof err), 0);
+    int8_t fast = 0;
+    size_t wrote = 0;
+    ck_assert_int_eq(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast, &wrote), 0);
+    ck_assert_int_eq(fast, 1);
+    cublasOperation_t ta = CUBLAS_OP_N;
+    ck_assert_int_eq(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta, &wrote), 0);
+    ck_assert_int_eq(ta, CUBLAS_OP_T);
+    const float *got = NULL;
+    ck_assert_int_eq(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &got, sizeof got, &wrote), 0);
+    ck_assert_ptr_eq(got, sa);
+    void *amax = NULL;
+    ck_assert_int_eq(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax, sizeof amax, &wrote), 0);
+    ck_assert_ptr_eq(amax, am);
+    uint64_t rows = 0;
+    ck_assert_int_eq(cublasLtMatrixLayoutGetAttribute(d.a, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows, sizeof rows, &wrote), 0);
+    ck_assert_uint_eq(rows, 128);  // A' stored k x mm for op T
+    tcu_lt_descs_destroy(&d);
+    // the algorithm cache: hit after put, LRU eviction when full
+    tcu_lt_cache *cache = calloc(1, sizeof *cache);
+    tcu_lt_key key;
+    tcu_lt_key_of(&pl, &p, &key);
+    ck_assert_ptr_null(tcu_lt_cache_find(cache, &key));
+    cublasLtMatmulAlgo_t algo;
+    memset(&algo, 7, sizeof algo);
+    tcu_lt_cache_put(cache, &key, &algo);
+    const cublasLtMatmulAlgo_t *hit = tcu_lt_cache_find(cache, &key);
+    ck_assert_ptr_nonnull(hit);
+    ck_assert(memcmp(hit, &algo, sizeof algo) == 0);
+    for (int i = 0; i < TCU_LT_CACHE_SLOTS; i++) {
+        tcu_lt_key k2 = key;
+        k2.k = 1000 + i;
+        tcu_lt_cache_put(cache, &k2, &algo);
+    }
+    ck_assert_ptr_null(tcu_lt_cache_find(cache, &key));  // evicted as least recently used
+    free(cache);
+}
+END_TEST
+
+// ---- the real plugin on a machine without a GPU ----
+START_TEST(plugin_loads_and_fails_init_cleanly_without_a_device) {
+    void *h = open_plugin("cuda");
+    ck_assert_ptr_nonnull(h);
+    torc_backend_entry_fn entry = (torc_backend_entry_fn)dlsym(h, TORC_BACKEND_ENTRY_SYMBOL);
+    ck_assert_ptr_nonnull(entry);
+    ck_assert_ptr_null(entry(TORC_BACKEND_ABI_VERSION + (1u << 16)));  // another ABI major
+    const torc_backend_vtable *v = entry(TORC_BACKEND_ABI_VERSION);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_str_eq(v->name, "cuda");
+    ck_assert_uint_eq(v->abi_version, TORC_BACKEND_ABI_VERSION);
+    ck_assert_uint_eq(v->struct_size, sizeof(torc_backend_vtable));
+    ck_assert_ptr_nonnull(v->memory_stats);
+    ck_assert_ptr_nonnull(v->empty_cache);
+    ck_assert_ptr_nonnull(v->event_create);
+    // before init, nothing works and nothing crashes
+    ck_assert_int_eq(v->device_count(), 0);
+    ck_assert_ptr_null(v->alloc(0, 16));
+    ck_assert_ptr_nonnull(strstr(v->last_error(), "before init()"));
+    const int rc = v->init();
+    if (rc == TORC_OK) {  // a machine with a GPU: the GPU suite covers it
+        ck_assert_int_gt(v->device_count(), 0);
+        v->shutdown();
+        dlclose(h);
+        return;
+    }
+    ck_assert_int_eq(rc, TORC_ERR_BACKEND);
+    const char *msg = v->last_error();
+    ck_assert(strncmp(msg, "no CUDA driver found", 20) == 0 ||
+              strncmp(msg, "CUDA driver found but no CUDA device (cudaGetDeviceCount: ", 58) == 0);
+    char first[512];
+    snprintf(first, sizeof first, "%s", msg);
+    ck_assert_int_eq(v->init(), TORC_ERR_BACKEND);  // twice: the same clean answer
+    ck_assert_str_eq(v->last_error(), first);
+    ck_assert_int_eq(v->device_count(), 0);
+    ck_assert_ptr_null(v->alloc(0, 16));
+    ck_assert_ptr_nonnull(strstr(v->last_error(), first));
+    torc_device_info info;
+    ck_assert_int_eq(v->device_info(0, &info), TORC_ERR_BACKEND);
+    ck_assert_int_eq(v->synchronize(0), TORC_ERR_BACKEND);
+    ck_assert_ptr_null(v->event_create(0));
+    uint64_t al = 1, re = 1, pk = 1;
+    ck_assert_int_eq(v->memory_stats(0, &al, &re, &pk), TORC_ERR_BACKEND);
+    ck_assert_int_eq(v->empty_cache(0), TORC_ERR_BACKEND);
+    char buf[4];
+    ck_assert_int_eq(v->copy(0, buf, buf, 4, TORC_COPY_DEVICE_TO_DEVICE, false), TORC_ERR_BACKEND);
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_FILL;
+    ck_assert(v->supports(0, &op));  // supports() is a pure check of the descriptor
+    ck_assert_int_eq(v->run(0, &op), TORC_ERR_BACKEND);
+    v->free(0, NULL);
+    v->event_destroy(NULL);
+    v->shutdown();
+    ck_assert_int_eq(v->init(), TORC_ERR_BACKEND);  // after shutdown, init probes again: same answer
+    ck_assert_str_eq(v->last_error(), first);
+    v->shutdown();
+    dlclose(h);
+}
+END_TEST
+
+START_TEST(supports_refuses_malformed_descriptors) {
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    char why[160];
+    op.code = TORC_OP_COUNT;
+    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "unknown opcode"));
+    op.code = TORC_OP_ADD;
+    op.n_in = 1;
+    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "takes 2 inputs"));
+    op.n_in = 2;
+    op.out.ndim = 9;
+    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    op.out.ndim = 1;
+    op.out.shape[0] = 3;
+    op.in[0].ndim = op.in[1].ndim = 1;
+    op.in[0].shape[0] = 3;
+    op.in[1].shape[0] = 2;
+    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "not broadcast"));
+    op.in[1].shape[0] = 3;
+    op.in[1].stride[0] = -1;
+    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    op.in[1].stride[0] = 1;
+    ck_assert(tcu_supports_op(&op, why, sizeof why));
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("cuda_host");
+    TCase *plans = tcase_create("plans");
+    tcase_set_timeout(plans, 120);
+    tcase_add_test(plans, fast_division_is_exact);
+    tcase_add_test(plans, dims_merge_when_contiguous_for_every_operand);
+    tcase_add_test(plans, index_math_picks_32_bit_only_when_it_fits);
+    tcase_add_test(plans, launch_configuration_covers_the_work);
+    tcase_add_test(plans, conversions_match_convert_h);
+    tcase_add_test(plans, gemm_layouts_use_op_flags_not_copies);
+    tcase_add_test(plans, lt_plans_fp8_tn_layouts_and_says_why_not);
+    tcase_add_test(plans, device_table_promises_datasheet_peaks);
+    tcase_add_test(plans, supports_refuses_malformed_descriptors);
+    suite_add_tcase(s, plans);
+    TCase *mem = tcase_create("memory");
+    tcase_set_timeout(mem, 120);
+    tcase_add_test(mem, allocator_reuses_splits_and_merges);
+    tcase_add_test(mem, allocator_releases_cache_and_retries_on_oom);
+    tcase_add_test(mem, allocator_stress_keeps_blocks_disjoint);
+    tcase_add_test(mem, pinned_blocks_wait_for_their_copy);
+    suite_add_tcase(s, mem);
+    TCase *emu = tcase_create("emulated_kernels_vs_reference");
+    tcase_add_checked_fixture(emu, setup_ref, teardown_ref);
+    tcase_set_timeout(emu, 600);
+    tcase_add_test(emu, unary_ops_match_reference);
+    tcase_add_test(emu, binary_ops_match_reference);
+    tcase_add_test(emu, contiguous_float_ops_take_the_vector_path);
+    tcase_add_test(emu, where_copy_fill_match_reference);
+    tcase_add_test(emu, ranges_and_rng_match_reference);
+    tcase_add_test(emu, reductions_match_reference);
+    tcase_add_test(emu, softmax_matches_reference);
+    tcase_add_test(emu, matmul_matches_reference);
+    tcase_add_test(emu, index_ops_match_reference);
+    suite_add_tcase(s, emu);
+    TCase *plugin = tcase_create("plugin");
+    tcase_add_test(plugin, plugin_loads_and_fails_init_cleanly_without_a_device);
+    suite_add_tcase(s, plugin);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    const int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}
