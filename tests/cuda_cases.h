@@ -234,8 +234,10 @@ static int cases_binary(case_check_fn check) {
                         tview b = tv_new(tr.b, sc->ndim, sc->shape, (lay + 1) % L_COUNT,
                                          tr.b == TORC_DTYPE_U8 || tr.b == TORC_DTYPE_BOOL ? 0 : (code == TORC_OP_POW ? 0 : lo),
                                          tr.b == TORC_DTYPE_BOOL ? 1 : hi);
-                        if (cmp && sc->ndim > 0 && a.n > 2)  // some equal pairs
-                            memcpy(b.mem, a.mem, tr.a == tr.b ? (size_t)esize(tr.a) * 2 : 0);
+                        if (cmp && tr.a == tr.b) {  // some equal pairs
+                            const int64_t k = a.n < b.n ? (a.n < 2 ? a.n : 2) : (b.n < 2 ? b.n : 2);
+                            memcpy(b.mem, a.mem, (size_t)k * (size_t)esize(tr.a));
+                        }
                         tview out = tv_new(tr.o, sc->ndim, sc->shape, lay == L_TRANS ? L_TRANS : L_CONTIG, 0, 0);
                         torc_op op;
                         memset(&op, 0, sizeof op);

@@ -17,7 +17,9 @@ static const torc_backend_vtable *load(const char *name, void **lib, char *why, 
     const char *dir = getenv("TORC_BUILD_DIR");
     char path[1024];
     snprintf(path, sizeof path, "%s/lib/torc/libtorc_%s.so", dir ? dir : ".", name);
-    *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    // NODELETE: the CUDA plugin pulls in libstdc++ (cudart, cuBLAS); unloading it at dlclose
+    // would strand libstdc++'s emergency exception pool, which LeakSanitizer then reports.
+    *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!*lib) {
         snprintf(why, n, "%s", dlerror());
         return NULL;

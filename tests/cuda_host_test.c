@@ -352,7 +352,9 @@ static void *open_plugin(const char *name) {
     const char *dir = getenv("TORC_BUILD_DIR");
     char path[1024];
     snprintf(path, sizeof path, "%s/lib/torc/libtorc_%s.so", dir ? dir : ".", name);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    // NODELETE: the CUDA plugin pulls in libstdc++ (cudart, cuBLAS); unloading it at dlclose
+    // would strand libstdc++'s emergency exception pool, which LeakSanitizer then reports.
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h) fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
     return h;
 }
