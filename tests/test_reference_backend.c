@@ -819,7 +819,8 @@ START_TEST(test_unary_signs_and_ints) {
     run_ok(op);
     expect_ints(ob, I(1, 0));
     op.code = TORC_OP_NEG;
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(0, &op));  // supports() leaves the reason behind
+    ck_assert_ptr_nonnull(strstr(vt->last_error(), "Negation, the `-` operator, on a bool tensor is not supported."));
     run_fails(op, TORC_ERR_DTYPE, "Negation, the `-` operator, on a bool tensor is not supported.");
     op.code = TORC_OP_RELU;
     run_fails(op, TORC_ERR_DTYPE, "Boolean inputs not supported for relu");
