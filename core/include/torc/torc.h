@@ -341,8 +341,9 @@ TORC_API torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_ten
 // used exactly once, in ASCII order, as torch does).
 // Operands are contracted pairwise from left to right; each contraction is one batched
 // torc_matmul on permuted views, reshaped only where axes must be merged (a copy only when
-// the strides do not allow a view). Axes in only one operand and not in the output are summed
-// first with torc_sum. A single operand without sums gives a view ("i j -> j i").
+// the strides do not allow a view); a product that sums nothing (outer, elementwise) is one
+// broadcasting torc_mul instead. Axes in only one operand and not in the output are summed
+// first with torc_sum. A single operand without sums gives a view ("i j -> j i", "i i -> i").
 // Returns a new tensor (see the conventions above); errors as the section says, plus
 // TORC_ERR_DTYPE for operands of different dtypes (or a dtype torc_matmul refuses).
 TORC_API torc_tensor *torc_einsum(const char *equation, int n, torc_tensor *const *operands);
