@@ -489,12 +489,12 @@ static torc_status check_saved(const torc_node *n) {
         if (s->producer) {
             // PyTorch names the producing function without its "Backward0" suffix.
             const char *b = strstr(s->producer, "Backward");
-            snprintf(which, sizeof which, ", which is output 0 of %.*s",
+            snprintf(which, sizeof which, ", which is output 0 of %.*s,",
                      (int)(b ? (size_t)(b - s->producer) : strlen(s->producer)), s->producer);
         }
         return torc__error(TORC_ERR_AUTOGRAD,
                            "one of the variables needed for gradient computation has been modified by an inplace "
-                           "operation: [%s %s]%s, is at version %llu; expected version %llu instead. Hint: enable "
+                           "operation: [%s %s]%s is at version %llu; expected version %llu instead. Hint: enable "
                            "anomaly detection to find the operation that failed to compute its gradient, with "
                            "torch.autograd.set_detect_anomaly(True, check_nan=False).",
                            legacy_type(s->t), torc__shape_str(s->t->ndim, s->t->shape, shape, sizeof shape), which,

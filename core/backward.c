@@ -377,7 +377,20 @@ BW(bw_index_add) {  // inputs: self, index, source
 }
 BW(bw_scatter_add) {  // inputs: self, index, src
     if (need[0]) TRY(gin[0] = torc__register(torc_retain(T(g))));
-    if (need[2]) TRY(gin[2] = torc_gather(g, n->params.dim.dim, IN(1)));
+    if (need[2]) {
+        torc_tensor *idx = IN(1), *d = torc_gather(g, n->params.dim.dim, idx);
+        TRY(d);
+        const torc__meta *src = &n->in[2];
+        if (memcmp(idx->shape, src->shape, (size_t)src->ndim * sizeof *src->shape)) {
+            // src may be larger than index: the elements index does not reach get 0.
+            torc_tensor *z = zeros_in(n, g, 2), *v = z;
+            for (int k = 0; v && k < src->ndim; k++) v = torc_narrow(v, k, 0, idx->shape[k]);
+            TRY(v);
+            if (torc_copy_(v, d)) return torc_last_status();
+            d = z;
+        }
+        gin[2] = d;
+    }
     return TORC_OK;
 }
 BW(bw_masked_scatter) {  // inputs: self, mask, source
@@ -486,7 +499,8 @@ BW(bw_as_strided) {
             int64_t shape[TORC_MAX_DIMS];
             for (int j = 0; j < vm->ndim; j++) shape[j] = j == k ? vm->shape[k] : 1;
             torc_tensor *r = torc_arange(0, (double)vm->shape[k], 1, TORC_DTYPE_I64);
-            r = r ? torc_reshape(op_mul_scalar(r, vm->stride[k]), vm->ndim, shape) : NULL;
+            r = r ? torc_mul_scalar(r, torc_scalar_i(vm->stride[k])) : NULL;
+            r = r ? torc_reshape(r, vm->ndim, shape) : NULL;
             idx = r ? op_add(idx, r) : NULL;
         }
         TRY(idx);

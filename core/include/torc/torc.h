@@ -29,7 +29,7 @@ typedef struct torc_generator torc_generator; // opaque Philox generator (seed, 
 
 #define TORC_SHAPE(...) \
     (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
-#define TORC_DIMS(...) TORC_SHAPE(__VA_ARGS__)
+#define TORC_DIMS(...) (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)), (int[]){__VA_ARGS__} // reduction dims
 #define TORC_ALL_DIMS 0, NULL        // "reduce over every dim"
 #define TORC_DIM_NONE INT32_MIN      // argmax/argmin over the flattened tensor
 
@@ -475,7 +475,8 @@ TORC_API torc_module *torc_module_new(const char *type_name, torc_module_forward
 // Adds a parameter (the module takes a reference; use torc_parameter to make one). Names are
 // unique within a module and contain no '.': TORC_ERR_INVALID_ARG otherwise.
 TORC_API torc_status torc_module_register_parameter(torc_module *m, const char *name, torc_tensor *param);
-// Adds a child and takes ownership of it (also on failure). A module has at most one parent.
+// Adds a child and takes ownership of it, also on failure, except when child already has a
+// parent (TORC_ERR_INVALID_ARG; it stays with that parent).
 TORC_API torc_status torc_module_register_module(torc_module *m, const char *name, torc_module *child);
 TORC_API void torc_module_free(torc_module *m);  // NULL is ignored
 
