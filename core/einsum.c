@@ -188,13 +188,17 @@ static bool sum_out(es_op *o, const bool *keep) {
     return o->t != NULL;
 }
 
+// t permuted to `order` (all nd dims of t); t itself when order is the identity.
+static torc_tensor *permuted(torc_tensor *t, const int *order, int nd) {
+    for (int i = 0; i < nd; i++)
+        if (order[i] != i) return torc_permute(t, nd, order);
+    return t;
+}
+
 // t permuted to `order` (dims of t) and reshaped to (first nb dims..., one dim for the next
 // n1 dims, one for the next n2). Views unless the merge must copy.
 static torc_tensor *as_batched_matrix(torc_tensor *t, const int *order, int nb, int n1, int n2) {
-    const int nd = nb + n1 + n2;
-    bool identity = true;
-    for (int i = 0; i < nd; i++) identity = identity && order[i] == i;
-    if (!identity && !(t = torc_permute(t, nd, order))) return NULL;
+    if (!(t = permuted(t, order, nb + n1 + n2))) return NULL;
     if (n1 == 1 && n2 == 1) return t;
     int64_t shape[TORC_MAX_DIMS];
     for (int i = 0; i < nb; i++) shape[i] = t->shape[i];
@@ -214,7 +218,7 @@ static bool contract(es_op *a, es_op *b, const bool *later) {
     if (!sum_out(a, keep_a) || !sum_out(b, keep_b)) return false;
 
     int oa[TORC_MAX_DIMS], ob[TORC_MAX_DIMS], na = 0, nb = 0;  // dim orders for a and b
-    int rl[TORC_MAX_DIMS], nr = 0;                              // labels of the result
+    int rl[2 * TORC_MAX_DIMS], nr = 0;                          // labels of the result
     int n_batch = 0, n_m = 0, n_k = 0, n_n = 0;
     int pos_b[ES_MAX_LABELS] = {0};
     for (int i = 0; i < b->n; i++) pos_b[b->lab[i]] = i;
@@ -226,24 +230,37 @@ static bool contract(es_op *a, es_op *b, const bool *later) {
         if (in_b[a->lab[i]] && !later[a->lab[i]]) oa[na++] = i, ob[nb++] = pos_b[a->lab[i]], n_k++;
     for (int i = 0; i < b->n; i++)  // N
         if (!in_a[b->lab[i]]) ob[nb++] = i, rl[nr++] = b->lab[i], n_n++;
-    if (n_batch + 2 > TORC_MAX_DIMS) {
-        torc__error(TORC_ERR_INVALID_ARG, "einsum(): too many batch axes (%d) for a torc tensor", n_batch);
+    if (nr > TORC_MAX_DIMS || n_batch + 2 > TORC_MAX_DIMS) {
+        torc__error(TORC_ERR_INVALID_ARG, "einsum(): an intermediate result would have %d dims; torc tensors have at "
+                                          "most %d", nr > n_batch + 2 ? nr : n_batch + 2, TORC_MAX_DIMS);
         return false;
     }
-    // K dims come last in a's order and right after the batch dims in b's order.
-    int ob2[TORC_MAX_DIMS], n2 = 0;
-    for (int i = 0; i < n_batch; i++) ob2[n2++] = ob[i];
-    for (int i = 0; i < n_k; i++) ob2[n2++] = ob[n_batch + i];
-    for (int i = 0; i < n_n; i++) ob2[n2++] = ob[n_batch + n_k + i];
-    torc_tensor *ma = as_batched_matrix(a->t, oa, n_batch, n_m, n_k);
-    torc_tensor *mb = ma ? as_batched_matrix(b->t, ob2, n_batch, n_k, n_n) : NULL;
-    torc_tensor *r = mb ? torc_matmul(ma, mb) : NULL;
-    if (!r) return false;
-    // (batch..., M, N) back to (batch..., M axes..., N axes...): a view of the new result.
-    int64_t shape[TORC_MAX_DIMS];
+    // b's dims: batch, then K in a's order, then N.
+    const int *ob_n = ob + n_batch + n_k;
+    int64_t shape[TORC_MAX_DIMS];  // the result's: batch, M axes, N axes
     for (int i = 0; i < n_batch + n_m; i++) shape[i] = a->t->shape[oa[i]];
-    for (int i = 0; i < n_n; i++) shape[n_batch + n_m + i] = b->t->shape[ob2[n_batch + n_k + i]];
-    if (n_m != 1 || n_n != 1) r = torc_reshape(r, nr, shape);
+    for (int i = 0; i < n_n; i++) shape[n_batch + n_m + i] = b->t->shape[ob_n[i]];
+    torc_tensor *r;
+    if (n_k == 0) {
+        // Nothing summed (outer or elementwise products): one broadcasting multiply of
+        // a as (batch, M, 1...) and b as (batch, 1..., N), both views.
+        int64_t sa[TORC_MAX_DIMS], sb[TORC_MAX_DIMS];
+        for (int i = 0; i < nr; i++) {
+            const bool m = i >= n_batch && i < n_batch + n_m, nn = i >= n_batch + n_m;
+            sa[i] = nn ? 1 : shape[i];
+            sb[i] = m ? 1 : shape[i];
+        }
+        torc_tensor *va = permuted(a->t, oa, a->n), *vb = va ? permuted(b->t, ob, b->n) : NULL;
+        if (va && n_n) va = torc_view(va, nr, sa);
+        if (vb && n_m) vb = torc_view(vb, nr, sb);
+        r = va && vb ? torc_mul(va, vb) : NULL;
+    } else {
+        // (batch, M, K) @ (batch, K, N) -> (batch, M, N), then its axes back (a view).
+        torc_tensor *ma = as_batched_matrix(a->t, oa, n_batch, n_m, n_k);
+        torc_tensor *mb = ma ? as_batched_matrix(b->t, ob, n_batch, n_k, n_n) : NULL;
+        r = mb ? torc_matmul(ma, mb) : NULL;
+        if (r && (n_m != 1 || n_n != 1)) r = torc_reshape(r, nr, shape);
+    }
     if (!r) return false;
     a->t = r;
     a->n = nr;

@@ -356,6 +356,37 @@ START_TEST(einsum_single_operand_views) {
 }
 END_TEST
 
+// Products that sum nothing are one broadcasting multiply (one FLOP per output element).
+START_TEST(einsum_products_without_sums_multiply) {
+    torc_scope_push();
+    torc_tensor *a = arange_as(1, TORC_DTYPE_F32, TORC_SHAPE(3));
+    torc_tensor *b = arange_as(2, TORC_DTYPE_F32, TORC_SHAPE(4));
+    torc_flops_reset();
+    torc_tensor *o = TORC_EINSUM("i, j -> i j", a, b);
+    tu_assert_shape(o, 3, 4);
+    tu_assert_values(o, TU_ARR(0, 0, 0, 0, 0, 2, 4, 6, 0, 4, 8, 12), 0);
+    ck_assert_uint_eq(torc_flops(TORC_PHASE_FORWARD, TORC_OP_MUL, -1), 12);
+    ck_assert_uint_eq(torc_flops(TORC_PHASE_FORWARD, TORC_OP_MATMUL, -1), 0);
+    torc_tensor *o2 = TORC_EINSUM("j, i -> i j", b, a);  // the same, from the other side
+    tu_assert_values(o2, TU_ARR(0, 0, 0, 0, 0, 2, 4, 6, 0, 4, 8, 12), 0);
+    torc_scope_pop();
+}
+END_TEST
+
+// An intermediate result wider than TORC_MAX_DIMS is an error, not a crash.
+START_TEST(einsum_too_many_dims_is_an_error) {
+    torc_scope_push();
+    torc_tensor *a = torc_ones(TORC_SHAPE(1, 2, 1, 2, 1), TORC_DTYPE_F32);
+    torc_tensor *b = torc_ones(TORC_SHAPE(2, 1, 2, 2), TORC_DTYPE_F32);
+    torc_tensor *c = torc_ones(TORC_SHAPE(2), TORC_DTYPE_F32);
+    ck_assert_ptr_null(TORC_EINSUM("a b c d e, f g h i, i -> a b c d e f g h", a, b, c));
+    tu_assert_error(TORC_ERR_INVALID_ARG, "torc tensors have at most 8");
+    ck_assert_ptr_null(TORC_EINSUM("a b c d e, f g h i -> a b c d e f g h i", a, b));
+    tu_assert_error(TORC_ERR_INVALID_ARG, "torc tensors have at most 8");
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(rearrange_views_when_strides_allow) {
     torc_scope_push();
     torc_tensor *x = arange_as(1, TORC_DTYPE_F32, TORC_SHAPE(2, 3, 2, 4));
@@ -448,6 +479,7 @@ START_TEST(bad_arguments_are_errors) {
 }
 END_TEST
 
+
 static Suite *einsum_suite(void) {
     Suite *s = suite_create("einsum");
     TCase *tc = tcase_create("golden");
@@ -462,6 +494,8 @@ static Suite *einsum_suite(void) {
     tc = tcase_create("views");
     tcase_add_test(tc, einsum_contracts_views_without_copies);
     tcase_add_test(tc, einsum_single_operand_views);
+    tcase_add_test(tc, einsum_products_without_sums_multiply);
+    tcase_add_test(tc, einsum_too_many_dims_is_an_error);
     tcase_add_test(tc, rearrange_views_when_strides_allow);
     tcase_add_test(tc, repeat_expands_and_copies_only_to_merge);
     suite_add_tcase(s, tc);

@@ -341,7 +341,7 @@ TORC_API torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_ten
 
 // torch.einsum / einops.einsum over n operands (n >= 1) of one dtype and device:
 //   torc_einsum("batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2", 2, (torc_tensor *[]){x, y})
-// or, with TORC_EINSUM, torc_einsum("b i h, b j h -> b i j", x, y)'s spelling:
+// TORC_EINSUM counts the operands for you (any number of them):
 //   TORC_EINSUM("b i h, b j h -> b i j", x, y)
 // Operand patterns are separated by ',', the output follows "->". An axis named in several
 // operands must have the same size in each, or size 1 (which broadcasts, as in torch). An
@@ -349,11 +349,13 @@ TORC_API torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_ten
 // diagonal ("i i -> i"); a name repeated in the output is an error. "..." covers the dims not
 // named, right-aligned and broadcast across operands; if the output omits it, those dims are
 // summed. An equation without any whitespace is read torch-style, one letter per axis
-// ("bih,bjh->bij"), and may then omit "->" (the output is the letters used once, sorted).
+// ("bih,bjh->bij"), and may then omit "->" (the output is then "..." followed by the letters
+// used exactly once, in ASCII order, as torch does).
 // Operands are contracted pairwise from left to right; each contraction is one batched
 // torc_matmul on permuted views, reshaped only where axes must be merged (a copy only when
-// the strides do not allow a view). Axes in only one operand and not in the output are summed
-// first with torc_sum. A single operand without sums gives a view ("i j -> j i").
+// the strides do not allow a view); a product that sums nothing (outer, elementwise) is one
+// broadcasting torc_mul instead. Axes in only one operand and not in the output are summed
+// first with torc_sum. A single operand without sums gives a view ("i j -> j i", "i i -> i").
 // Returns a new tensor (see the conventions above); errors as the section says, plus
 // TORC_ERR_DTYPE for operands of different dtypes (or a dtype torc_matmul refuses).
 TORC_API torc_tensor *torc_einsum(const char *equation, int n, torc_tensor *const *operands);
@@ -373,7 +375,8 @@ TORC_API torc_tensor *torc_einsum(const char *equation, int n, torc_tensor *cons
 // named axis must appear in the pattern, and a group may hold at most one axis of unknown
 // length. The result is a view of x whenever the strides allow (always for split, permute,
 // insert and remove); merging axes whose strides do not line up copies, as torc_reshape does.
-// With nothing to do it returns x itself (a new reference).
+// With nothing to do it returns x itself (a new reference). After splitting, a pattern may
+// have at most TORC_MAX_DIMS axes on each side (else TORC_ERR_INVALID_ARG).
 TORC_API torc_tensor *torc_rearrange(torc_tensor *x, const char *pattern, const char *axes);
 // einops.reduce: rearrange, with the axes the right side leaves out reduced by reduction,
 // one of "sum", "mean", "max", "min", "prod" (torc_sum, torc_mean, torc_amax, torc_amin,
