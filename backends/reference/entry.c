@@ -164,10 +164,18 @@ static int dtype_error(const torc_op *op, const ref_kernel *k) {
                      ref_dtype_name(in0));
 }
 
+// False leaves the reason in last_error() (PyTorch's wording for a dtype it lacks), so a caller
+// can report why without running the op.
 static bool ref_supports(int device, const torc_op *op) {
     const ref_kernel *k;
-    if (device != 0 || check_op(op, &k) != TORC_OK) return false;
-    return k->dtypes(op);
+    if (device != 0) {
+        ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
+        return false;
+    }
+    if (check_op(op, &k) != TORC_OK) return false;
+    if (k->dtypes(op)) return true;
+    dtype_error(op, k);
+    return false;
 }
 
 static int ref_run(int device, const torc_op *op) {

@@ -317,6 +317,72 @@ TORC_API torc_tensor *torc_matmul(const torc_tensor *a, const torc_tensor *b);
 // matmul writing a wider output dtype (bf16 x bf16 -> f32), for mixed precision.
 TORC_API torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
 
+// ---- named dimensions (einsum; einops' rearrange, reduce and repeat) ----
+// Patterns name axes instead of counting them: "batch seq hidden" rather than dims 0, 1, 2.
+// An axis name is a C identifier that neither starts nor ends with '_'; names are separated
+// by whitespace. "..." stands for any number of leading (or middle) dims. All four functions
+// compose existing ops (views, reshape, permute, expand, matmul, reductions), so autograd
+// flows through them and FLOPs are counted by the ops they run. Errors name the pattern and
+// use einops' wording: TORC_ERR_INVALID_ARG for a malformed pattern or axes string, a
+// duplicate or unknown axis name or a length that cannot be inferred; TORC_ERR_SHAPE when the
+// tensor's shape does not fit the pattern. On error nothing is changed or printed.
+
+// torch.einsum / einops.einsum over n operands (n >= 1) of one dtype and device:
+//   torc_einsum("batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2", 2, (torc_tensor *[]){x, y})
+// TORC_EINSUM counts the operands for you (any number of them):
+//   TORC_EINSUM("b i h, b j h -> b i j", x, y)
+// Operand patterns are separated by ',', the output follows "->". An axis named in several
+// operands must have the same size in each, or size 1 (which broadcasts, as in torch). An
+// axis absent from the output is summed over. A name repeated within one operand takes the
+// diagonal ("i i -> i"); a name repeated in the output is an error. "..." covers the dims not
+// named, right-aligned and broadcast across operands; if the output omits it, those dims are
+// summed. An equation without any whitespace is read torch-style, one letter per axis
+// ("bih,bjh->bij"), and may then omit "->" (the output is then "..." followed by the letters
+// used exactly once, in ASCII order, as torch does).
+// Operands are contracted pairwise from left to right; each contraction is one batched
+// torc_matmul on permuted views, reshaped only where axes must be merged (a copy only when
+// the strides do not allow a view); a product that sums nothing (outer, elementwise) is one
+// broadcasting torc_mul instead. Axes in only one operand and not in the output are summed
+// first with torc_sum. A single operand without sums gives a view ("i j -> j i", "i i -> i").
+// Returns a new tensor (see the conventions above); errors as the section says, plus
+// TORC_ERR_DTYPE for operands of different dtypes (or a dtype torc_matmul refuses).
+TORC_API torc_tensor *torc_einsum(const char *equation, int n, torc_tensor *const *operands);
+#define TORC_EINSUM(equation, ...) \
+    torc_einsum((equation), (int)(sizeof((torc_tensor *[]){__VA_ARGS__}) / sizeof(torc_tensor *)), \
+                (torc_tensor *[]){__VA_ARGS__})
+
+// einops.rearrange: "left -> right", where each side lists the tensor's dims; a dim may be a
+// group of axes in parentheses, "(heads hidden)", which splits (left) or merges (right) them.
+//   torc_rearrange(x, "... (heads hidden) -> ... heads hidden", "heads=2")   split
+//   torc_rearrange(y, "b s heads hidden -> b s (heads hidden)", NULL)        merge
+//   torc_rearrange(z, "b c h w -> b h w c", NULL)                           permute
+//   torc_rearrange(z, "b 1 h w -> b h w ()", NULL)                          remove / insert
+// "1" or "()" is a dim of size 1 (removed on the left, inserted on the right). Both sides
+// must name the same axes. axes gives lengths the tensor's shape does not determine:
+// "heads=2" or "h=2, w=3" (commas and/or spaces between entries), or NULL / "" for none; each
+// named axis must appear in the pattern, and a group may hold at most one axis of unknown
+// length. The result is a view of x whenever the strides allow (always for split, permute,
+// insert and remove); merging axes whose strides do not line up copies, as torc_reshape does.
+// With nothing to do it returns x itself (a new reference). After splitting, a pattern may
+// have at most TORC_MAX_DIMS axes on each side (else TORC_ERR_INVALID_ARG).
+TORC_API torc_tensor *torc_rearrange(torc_tensor *x, const char *pattern, const char *axes);
+// einops.reduce: rearrange, with the axes the right side leaves out reduced by reduction,
+// one of "sum", "mean", "max", "min", "prod" (torc_sum, torc_mean, torc_amax, torc_amin,
+// torc_prod: dtype rules and errors as theirs, e.g. "mean" of an integer tensor is
+// TORC_ERR_DTYPE). Anonymous lengths may name reduced axes: "b (h 2) (w 2) -> b h w", "max"
+// is 2x2 max-pooling. "1" / "()" on the right keep a reduced dim: "b c h w -> b c () ()".
+//   torc_reduce(x, "... hidden -> ...", "sum")      the sum over the last dim
+// torc_reduce_axes also takes an axes string as torc_rearrange's. Unknown reduction:
+// TORC_ERR_INVALID_ARG. With nothing to reduce the result is the rearrangement alone.
+TORC_API torc_tensor *torc_reduce(torc_tensor *x, const char *pattern, const char *reduction);
+TORC_API torc_tensor *torc_reduce_axes(torc_tensor *x, const char *pattern, const char *reduction,
+                                       const char *axes);
+// einops.repeat: rearrange, with new axes on the right whose lengths come from axes
+// ("c=3") or are written as numbers ("h w -> h w 3"). New axes are stride-0 expansions (a
+// view of x); a copy is made only when a repeated axis is merged into a group with others
+// ("h w -> h (w c)", "h w -> (2 h) w"). Every axis of the left side must appear on the right.
+TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const char *axes);
+
 // ---- autograd ----
 TORC_API torc_status torc_set_requires_grad(torc_tensor *t, bool requires_grad);
 TORC_API bool torc_requires_grad(const torc_tensor *t);
