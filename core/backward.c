@@ -638,6 +638,7 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_MASKED_SCATTER: return &R_MASKED_SCATTER;
     case TORC_OP_TRIU: return &R_TRIU;
     case TORC_OP_TRIL: return &R_TRIL;
+    case TORC_OP_SCALED_MM: return &R_NONE;  // torc_scaled_mm records nothing (it refuses grad inputs)
     }
     return NULL;
 }

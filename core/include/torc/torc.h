@@ -395,6 +395,31 @@ TORC_API torc_tensor *torc_reduce_axes(torc_tensor *x, const char *pattern, cons
 // ("h w -> h (w c)", "h w -> (2 h) w"). Every axis of the left side must appear on the right.
 TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const char *axes);
 
+// ---- mixed precision: fp8 scaled matmul ----
+// torch._scaled_mm with cuBLASLt's semantics (the reference backend computes it exactly):
+// a (M, K) and b (K, N) in f8_e4m3fn or f8_e5m2 (one may be e5m2, not both, as cuBLASLt),
+// any strides; scale_a, scale_b: one-element f32 tensors (the inverse of the scales the
+// operands were cast with). r = scale_a * scale_b * (a @ b), accumulated in f32 or better.
+// out_dtype f32 / bf16 / f16: r rounded once. out_dtype fp8: r * scale_out (NULL: 1) cast with
+// saturation to the finite range (cuBLASLt's D scale multiplies; PyTorch's CPU path divides by
+// scale_result instead, see pytorch#190449). amax_out (NULL: skipped) is a one-element f32
+// tensor that receives max |r| (before scale_out; NaN if any r is NaN), written in place:
+// the delayed-scaling statistic for the next scale. Returns a new (M, N) tensor.
+// Errors: TORC_ERR_SHAPE (not 2-D, K mismatch), TORC_ERR_DTYPE (non-fp8 operands, e5m2 x e5m2
+// "Multiplication of two Float8_e5m2 matrices is not supported", scales that are not one-element
+// f32, another out dtype), TORC_ERR_AUTOGRAD when an operand requires grad (as PyTorch, the op
+// has no derivative: train fp8 matmuls through torc_matmul under fp8 autocast).
+TORC_API torc_tensor *torc_scaled_mm(const torc_tensor *a, const torc_tensor *b, const torc_tensor *scale_a,
+                                     const torc_tensor *scale_b, torc_dtype out_dtype,
+                                     const torc_tensor *scale_out, torc_tensor *amax_out);
+// The scaled cast that feeds scaled_mm: fp8(clamp(x * scale, -max, max)) with x * scale
+// computed in f32, max = 448 (e4m3fn) or 57344 (e5m2); NaN stays NaN. Unlike the plain
+// torc_to_dtype, which keeps PyTorch's rules (e5m2 overflows to inf), finite values saturate,
+// as in cuBLASLt and Transformer Engine. scale: a one-element f32 tensor. Not differentiable
+// (the result never requires grad). TORC_ERR_DTYPE for a non-fp8 dtype, a non-floating x or a
+// bad scale.
+TORC_API torc_tensor *torc_to_fp8_scaled(const torc_tensor *x, const torc_tensor *scale, torc_dtype dtype);
+
 // ---- autograd ----
 // PyTorch's autograd: ops on tensors that require grad (in grad mode) record a node, named as
 // torch names it (torc_grad_fn_name: "MulBackward0", "MmBackward0"); backward walks the nodes
