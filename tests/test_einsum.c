@@ -480,6 +480,117 @@ START_TEST(bad_arguments_are_errors) {
 END_TEST
 
 
+// ---- gradients (finite differences in f64) ----
+// loss = sum(f(inputs) * w) with fixed weights w; the analytic gradient of every input from
+// torc_backward is compared with central differences.
+typedef torc_tensor *(*gc_fn)(torc_tensor *const *in);
+typedef struct gc_in {
+    int ndim;
+    int64_t shape[TORC_MAX_DIMS];
+} gc_in;
+
+static double gc_loss(gc_fn f, int n, const gc_in *spec, double *const *vals, double **grads) {
+    torc_scope_push();
+    torc_tensor *in[G_MAX_IN];
+    for (int k = 0; k < n; k++) {
+        in[k] = torc_tensor_from(vals[k], spec[k].ndim, spec[k].shape, TORC_DTYPE_F64);
+        ck_assert_msg(in[k] != NULL, "%s", torc_last_error());
+        if (grads) ck_assert_int_eq(torc_set_requires_grad(in[k], true), TORC_OK);
+    }
+    torc_tensor *out = f(in);
+    ck_assert_msg(out != NULL, "%s", torc_last_error());
+    const int64_t m = torc_numel(out);
+    double *w = malloc(sizeof(double) * (size_t)(m ? m : 1));
+    for (int64_t i = 0; i < m; i++) w[i] = sin(0.7 * (double)i + 0.3);
+    torc_tensor *wt = torc_tensor_from(w, torc_ndim(out), torc_shape(out), TORC_DTYPE_F64);
+    free(w);
+    torc_tensor *loss = torc_sum(torc_mul(out, wt), TORC_ALL_DIMS, false);
+    ck_assert_msg(loss != NULL, "%s", torc_last_error());
+    double v;
+    ck_assert_int_eq(torc_item(loss, &v), TORC_OK);
+    if (grads) {
+        ck_assert_msg(torc_backward(loss, NULL, false) == TORC_OK, "backward: %s", torc_last_error());
+        for (int k = 0; k < n; k++) {
+            torc_tensor *g = torc_grad(in[k]);
+            ck_assert_msg(g != NULL, "input %d has no gradient", k);
+            tu_assert_dims_at(__FILE__, __LINE__, "grad shape", torc_ndim(g), torc_shape(g), spec[k].ndim,
+                              spec[k].shape);
+            double *gv = tu_values(g);
+            memcpy(grads[k], gv, sizeof(double) * (size_t)torc_numel(g));
+            free(gv);
+        }
+    }
+    torc_scope_pop();
+    return v;
+}
+
+static void grad_check(const char *what, gc_fn f, int n, const gc_in *spec) {
+    double *vals[G_MAX_IN], *grads[G_MAX_IN];
+    int64_t numel[G_MAX_IN];
+    for (int k = 0; k < n; k++) {
+        numel[k] = 1;
+        for (int d = 0; d < spec[k].ndim; d++) numel[k] *= spec[k].shape[d];
+        vals[k] = malloc(sizeof(double) * (size_t)numel[k]);
+        grads[k] = malloc(sizeof(double) * (size_t)numel[k]);
+        for (int64_t i = 0; i < numel[k]; i++) vals[k][i] = sin(1.3 * (double)i + 0.9 * k + 0.1) + 0.05 * (double)i;
+    }
+    gc_loss(f, n, spec, vals, grads);
+    const double eps = 1e-6;
+    for (int k = 0; k < n; k++)
+        for (int64_t i = 0; i < numel[k]; i++) {
+            const double keep = vals[k][i];
+            vals[k][i] = keep + eps;
+            const double up = gc_loss(f, n, spec, vals, NULL);
+            vals[k][i] = keep - eps;
+            const double down = gc_loss(f, n, spec, vals, NULL);
+            vals[k][i] = keep;
+            const double num = (up - down) / (2 * eps);
+            ck_assert_msg(fabs(num - grads[k][i]) <= 1e-6 * (1 + fabs(num)),
+                          "%s: d loss / d input%d[%lld] = %.12g, finite differences %.12g", what, k, (long long)i,
+                          grads[k][i], num);
+        }
+    for (int k = 0; k < n; k++) free(vals[k]), free(grads[k]);
+}
+
+static torc_tensor *g_attention(torc_tensor *const *a) { return TORC_EINSUM("b i h, b j h -> b i j", a[0], a[1]); }
+static torc_tensor *g_chain(torc_tensor *const *a) { return TORC_EINSUM("a b, b c, c d -> a d", a[0], a[1], a[2]); }
+static torc_tensor *g_diag(torc_tensor *const *a) { return TORC_EINSUM("i i -> i", a[0]); }
+static torc_tensor *g_trace_sum(torc_tensor *const *a) { return TORC_EINSUM("b i i -> b", a[0]); }
+static torc_tensor *g_broadcast(torc_tensor *const *a) { return TORC_EINSUM("i j, i j -> i j", a[0], a[1]); }
+static torc_tensor *g_ellipsis(torc_tensor *const *a) { return TORC_EINSUM("... j, ... j k -> k", a[0], a[1]); }
+static torc_tensor *g_heads(torc_tensor *const *a) {
+    torc_tensor *h = torc_rearrange(a[0], "b s (heads hidden) -> b heads s hidden", "heads=2");
+    torc_tensor *y = TORC_EINSUM("b heads s hidden, hidden out -> b heads s out", h, a[1]);
+    return torc_rearrange(y, "b heads s out -> b s (heads out)", NULL);
+}
+static torc_tensor *g_merge_copy(torc_tensor *const *a) {  // (i j) of a transposed operand: a copy
+    return TORC_EINSUM("i j k, k l -> i j l", torc_permute(a[0], TORC_DIMS(1, 0, 2)), a[1]);
+}
+static torc_tensor *g_interleave(torc_tensor *const *a) {
+    return torc_rearrange(a[0], "(b1 b2) h w -> (b1 h) (b2 w)", "b1=2");
+}
+static torc_tensor *g_max_pool(torc_tensor *const *a) { return torc_reduce(a[0], "b (h 2) (w 2) -> b h w", "max"); }
+static torc_tensor *g_mean(torc_tensor *const *a) { return torc_reduce(a[0], "b c h -> c ()", "mean"); }
+static torc_tensor *g_prod(torc_tensor *const *a) { return torc_reduce(a[0], "t b -> b", "prod"); }
+static torc_tensor *g_repeat(torc_tensor *const *a) { return torc_repeat(a[0], "h w -> (c h) w k", "c=2, k=3"); }
+
+START_TEST(gradients_match_finite_differences) {
+    grad_check("einsum attention", g_attention, 2, (gc_in[]){{3, {2, 3, 4}}, {3, {2, 2, 4}}});
+    grad_check("einsum three operands", g_chain, 3, (gc_in[]){{2, {2, 3}}, {2, {3, 4}}, {2, {4, 2}}});
+    grad_check("einsum diagonal", g_diag, 1, (gc_in[]){{2, {3, 3}}});
+    grad_check("einsum batched trace", g_trace_sum, 1, (gc_in[]){{3, {2, 3, 3}}});
+    grad_check("einsum broadcast unit dim", g_broadcast, 2, (gc_in[]){{2, {1, 3}}, {2, {2, 3}}});
+    grad_check("einsum ellipsis summed", g_ellipsis, 2, (gc_in[]){{2, {2, 3}}, {3, {2, 3, 2}}});
+    grad_check("einsum merging a transposed operand", g_merge_copy, 2, (gc_in[]){{3, {3, 2, 4}}, {2, {4, 2}}});
+    grad_check("split heads, einsum, merge", g_heads, 2, (gc_in[]){{3, {2, 3, 8}}, {2, {4, 3}}});
+    grad_check("rearrange interleave (copy)", g_interleave, 1, (gc_in[]){{3, {4, 2, 3}}});
+    grad_check("reduce max pool", g_max_pool, 1, (gc_in[]){{3, {2, 4, 4}}});
+    grad_check("reduce mean keep unit", g_mean, 1, (gc_in[]){{3, {2, 3, 2}}});
+    grad_check("reduce prod", g_prod, 1, (gc_in[]){{2, {3, 2}}});
+    grad_check("repeat tile and expand", g_repeat, 1, (gc_in[]){{2, {2, 3}}});
+}
+END_TEST
+
 static Suite *einsum_suite(void) {
     Suite *s = suite_create("einsum");
     TCase *tc = tcase_create("golden");
@@ -498,6 +609,9 @@ static Suite *einsum_suite(void) {
     tcase_add_test(tc, einsum_too_many_dims_is_an_error);
     tcase_add_test(tc, rearrange_views_when_strides_allow);
     tcase_add_test(tc, repeat_expands_and_copies_only_to_merge);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("autograd");
+    tcase_add_test(tc, gradients_match_finite_differences);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, bad_arguments_are_errors);
