@@ -529,7 +529,8 @@ TORC_API const char *torc_module_type(const torc_module *m);  // "Linear", "Sequ
 // The child registered under name (borrowed), or NULL.
 TORC_API torc_module *torc_module_child(const torc_module *m, const char *name);
 // Iteration over every parameter of the tree, i in [0, torc_module_param_count): the tensor
-// and its path, both borrowed and valid until the tree changes or is freed.
+// and its path, both borrowed and valid until the tree changes or is freed. The list is
+// cached in the module: do not query one tree from several threads at once.
 TORC_API int torc_module_param_count(const torc_module *m);
 TORC_API torc_tensor *torc_module_param(const torc_module *m, int i);
 TORC_API const char *torc_module_param_name(const torc_module *m, int i);
