@@ -32,6 +32,13 @@ struct torc_device {
     _Atomic uint64_t total_in_use, total_peak;
 };
 
+// ---- plugin search (plugin.c), shared by the backend and optimizer loaders ----
+// Calls fn(dir, ctx) for each plugin directory in order: the entries of TORC_PLUGIN_PATH, then
+// <directory of libtorc.so>/torc. Stops and returns true as soon as fn returns true.
+bool torc__plugin_dirs_each(bool (*fn)(const char *dir, void *ctx), void *ctx);
+// Appends "\n  path: why" to the bounded list of files tried (for "could not be loaded" errors).
+void torc__tried_append(char *tried, size_t cap, const char *path, const char *why);
+
 // The reference backend's device 0 (loaded on demand): the fallback for host-memory devices
 // and the oracle for tools. NULL (with the error set) if it cannot be loaded.
 torc_device *torc__reference_device(void);
@@ -129,6 +136,10 @@ torc_status torc__copy(torc_tensor *dst, const torc_tensor *src);
 torc_tensor *torc__copy_as(const torc_tensor *t, torc_dtype dtype);
 // A tensor holding one scalar, on dev, in dtype, zero-dim (unregistered).
 torc_tensor *torc__scalar_on(torc_device *dev, double value, torc_dtype dtype);
+
+// ---- state dicts (state_dict.c) ----
+// The tensor called name, borrowed (valid while sd holds it), or NULL without an error.
+torc_tensor *torc__state_dict_peek(const torc_state_dict *sd, const char *name);
 
 // ---- autograd hooks (autograd.c) ----
 // Op frontends compute their result without history and then call one of these hooks, which
