@@ -14,10 +14,11 @@
 static inline double *tu_values(torc_tensor *t) {
     int64_t n = torc_numel(t);
     double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    torc_scope_push();  // works inside or outside the caller's scopes
     torc_tensor *d = torc_to_dtype(t, TORC_DTYPE_F64);
     ck_assert_msg(d != NULL, "to_dtype failed: %s", torc_last_error());
     ck_assert_int_eq(torc_copy_to_host(d, v, sizeof(double) * (size_t)n), TORC_OK);
-    torc_release(d);
+    torc_scope_pop();
     return v;
 }
 

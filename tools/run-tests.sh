@@ -15,3 +15,11 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTORC_SANITIZE=ON -DTORC_WITH
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j"$jobs" -LE "gpu|bench")
+echo "== valgrind: the core suites leak nothing (reference backend, no fork)"
+for t in tensor view; do
+  CK_FORK=no TORC_BACKEND=reference TORC_TEST_PLUGIN_DIR="$PWD/build-test/tests/plugins" \
+    TORC_TEST_DATA="$PWD/tests/golden" \
+    valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
+    "build-test/bin/test_$t" >/dev/null
+done
+echo "valgrind: no leaks in the core suites"

@@ -48,34 +48,34 @@ const char *ref_dtype_name(torc_dtype dt) {
 
 // ---- the kernel table ----
 // One entry per opcode, in enum order. The size assert makes an appended opcode without a
-// reference kernel a compile error; ref_kernel_table_complete() catches a hole in the middle.
+// reference kernel a compile error; init() refuses a table with a hole in the middle.
 static const ref_kernel kernels[] = {
     [TORC_OP_FILL] = {"fill", 0, ref_fill_dtypes, ref_fill_run},
     [TORC_OP_COPY] = {"copy", 1, ref_copy_dtypes, ref_copy_run},
     [TORC_OP_ARANGE] = {"arange", 0, ref_arange_dtypes, ref_arange_run},
     [TORC_OP_LINSPACE] = {"linspace", 0, ref_linspace_dtypes, ref_linspace_run},
-    [TORC_OP_RAND_UNIFORM] = {"uniform", 0, NULL, NULL},
-    [TORC_OP_RAND_NORMAL] = {"normal", 0, NULL, NULL},
-    [TORC_OP_RAND_INT] = {"randint", 0, NULL, NULL},
-    [TORC_OP_NEG] = {"neg", 1, NULL, NULL},
-    [TORC_OP_ABS] = {"abs", 1, NULL, NULL},
-    [TORC_OP_SIGN] = {"sign", 1, NULL, NULL},
-    [TORC_OP_SQRT] = {"sqrt", 1, NULL, NULL},
-    [TORC_OP_RSQRT] = {"rsqrt", 1, NULL, NULL},
-    [TORC_OP_SQUARE] = {"square", 1, NULL, NULL},
-    [TORC_OP_RECIPROCAL] = {"reciprocal", 1, NULL, NULL},
-    [TORC_OP_EXP] = {"exp", 1, NULL, NULL},
-    [TORC_OP_LOG] = {"log", 1, NULL, NULL},
-    [TORC_OP_SIN] = {"sin", 1, NULL, NULL},
-    [TORC_OP_COS] = {"cos", 1, NULL, NULL},
-    [TORC_OP_TANH] = {"tanh", 1, NULL, NULL},
-    [TORC_OP_SIGMOID] = {"sigmoid", 1, NULL, NULL},
-    [TORC_OP_RELU] = {"relu", 1, NULL, NULL},
-    [TORC_OP_GELU] = {"gelu", 1, NULL, NULL},
-    [TORC_OP_POW_SCALAR] = {"pow", 1, NULL, NULL},
-    [TORC_OP_ERF] = {"erf", 1, NULL, NULL},
-    [TORC_OP_ERFINV] = {"erfinv", 1, NULL, NULL},
-    [TORC_OP_LOGICAL_NOT] = {"logical_not", 1, NULL, NULL},
+    [TORC_OP_RAND_UNIFORM] = {"uniform", 0, ref_random_dtypes, ref_random_run},
+    [TORC_OP_RAND_NORMAL] = {"normal", 0, ref_random_dtypes, ref_random_run},
+    [TORC_OP_RAND_INT] = {"randint", 0, ref_random_dtypes, ref_random_run},
+    [TORC_OP_NEG] = {"neg", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ABS] = {"abs", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SIGN] = {"sign", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SQRT] = {"sqrt", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_RSQRT] = {"rsqrt", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SQUARE] = {"square", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_RECIPROCAL] = {"reciprocal", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_EXP] = {"exp", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_LOG] = {"log", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SIN] = {"sin", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_COS] = {"cos", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_TANH] = {"tanh", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SIGMOID] = {"sigmoid", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_RELU] = {"relu", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_GELU] = {"gelu", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_POW_SCALAR] = {"pow", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ERF] = {"erf", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ERFINV] = {"erfinv", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_LOGICAL_NOT] = {"logical_not", 1, ref_unary_dtypes, ref_unary_run},
     [TORC_OP_ADD] = {"add", 2, ref_binary_dtypes, ref_binary_run},
     [TORC_OP_SUB] = {"sub", 2, ref_binary_dtypes, ref_binary_run},
     [TORC_OP_MUL] = {"mul", 2, ref_binary_dtypes, ref_binary_run},
@@ -92,28 +92,28 @@ static const ref_kernel kernels[] = {
     [TORC_OP_LOGICAL_AND] = {"logical_and", 2, ref_binary_dtypes, ref_binary_run},
     [TORC_OP_LOGICAL_OR] = {"logical_or", 2, ref_binary_dtypes, ref_binary_run},
     [TORC_OP_WHERE] = {"where", 3, ref_where_dtypes, ref_where_run},
-    [TORC_OP_SUM] = {"sum", 1, NULL, NULL},
-    [TORC_OP_MEAN] = {"mean", 1, NULL, NULL},
-    [TORC_OP_PROD] = {"prod", 1, NULL, NULL},
-    [TORC_OP_MAX] = {"max", 1, NULL, NULL},
-    [TORC_OP_MIN] = {"min", 1, NULL, NULL},
-    [TORC_OP_ARGMAX] = {"argmax", 1, NULL, NULL},
-    [TORC_OP_ARGMIN] = {"argmin", 1, NULL, NULL},
-    [TORC_OP_VAR] = {"var", 1, NULL, NULL},
-    [TORC_OP_STD] = {"std", 1, NULL, NULL},
-    [TORC_OP_NORM] = {"linalg.vector_norm", 1, NULL, NULL},
-    [TORC_OP_LOGSUMEXP] = {"logsumexp", 1, NULL, NULL},
-    [TORC_OP_SOFTMAX] = {"softmax", 1, NULL, NULL},
-    [TORC_OP_LOG_SOFTMAX] = {"log_softmax", 1, NULL, NULL},
+    [TORC_OP_SUM] = {"sum", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_MEAN] = {"mean", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_PROD] = {"prod", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_MAX] = {"max", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_MIN] = {"min", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_ARGMAX] = {"argmax", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_ARGMIN] = {"argmin", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_VAR] = {"var", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_STD] = {"std", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_NORM] = {"linalg.vector_norm", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_LOGSUMEXP] = {"logsumexp", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_SOFTMAX] = {"softmax", 1, ref_softmax_dtypes, ref_softmax_run},
+    [TORC_OP_LOG_SOFTMAX] = {"log_softmax", 1, ref_softmax_dtypes, ref_softmax_run},
     [TORC_OP_MATMUL] = {"matmul", 2, ref_matmul_dtypes, ref_matmul_run},
-    [TORC_OP_INDEX_SELECT] = {"index_select", 2, NULL, NULL},
-    [TORC_OP_GATHER] = {"gather", 2, NULL, NULL},
-    [TORC_OP_MASKED_SELECT] = {"masked_select", 2, NULL, NULL},
-    [TORC_OP_INDEX_ADD] = {"index_add_", 2, NULL, NULL},
-    [TORC_OP_SCATTER_ADD] = {"scatter_add_", 2, NULL, NULL},
-    [TORC_OP_MASKED_SCATTER] = {"masked_scatter_", 2, NULL, NULL},
-    [TORC_OP_TRIU] = {"triu", 1, NULL, NULL},
-    [TORC_OP_TRIL] = {"tril", 1, NULL, NULL},
+    [TORC_OP_INDEX_SELECT] = {"index_select", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_GATHER] = {"gather", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_MASKED_SELECT] = {"masked_select", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_INDEX_ADD] = {"index_add_", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_SCATTER_ADD] = {"scatter_add_", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_MASKED_SCATTER] = {"masked_scatter_", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_TRIU] = {"triu", 1, ref_index_dtypes, ref_index_run},
+    [TORC_OP_TRIL] = {"tril", 1, ref_index_dtypes, ref_index_run},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,
                "every opcode needs a reference kernel (backends/reference/entry.c)");
@@ -128,7 +128,7 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
     if (op == NULL) return ref_error(TORC_ERR_INVALID_ARG, "reference backend: op is NULL");
     const ref_kernel *k = ref_kernel_of(op->code);
     if (k == NULL)
-        return ref_error(TORC_ERR_NOT_SUPPORTED, "reference backend: no kernel for opcode %d", (int)op->code);
+        return ref_error(TORC_ERR_NOT_SUPPORTED, "reference backend: unknown opcode %d", (int)op->code);
     if (op->n_in != k->n_in)
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",
                          k->name, k->n_in, op->n_in);
@@ -181,7 +181,12 @@ static int ref_run(int device, const torc_op *op) {
 }
 
 // ---- device and memory ----
-static int ref_init(void) { return TORC_OK; }
+static int ref_init(void) {
+    for (int c = 0; c < TORC_OP_COUNT; c++)
+        if (kernels[c].name == NULL || kernels[c].dtypes == NULL || kernels[c].run == NULL)
+            return ref_error(TORC_ERR_BACKEND, "reference backend: opcode %d has no kernel (backends/reference/entry.c)", c);
+    return TORC_OK;
+}
 static void ref_shutdown(void) {}
 static int ref_device_count(void) { return 1; }
 
