@@ -278,11 +278,21 @@ static torc_tensor *host_add_scaled(const torc_tensor *a, const torc_tensor *b, 
 static torc_tensor *host_add_scalar(const torc_tensor *a, double s) { return torc_add_scalar(a, torc_s(s)); }
 static torc_tensor *host_mul_scalar(const torc_tensor *a, double s) { return torc_mul_scalar(a, torc_s(s)); }
 static torc_tensor *host_div_scalar(const torc_tensor *a, double s) { return torc_div_scalar(a, torc_s(s)); }
+// (value * a) * b as a tensor whose adding to self rounds once, as PyTorch's addcmul kernel
+// (fmadd(value * a, b, self)): the product of two floats is exact in double, so for f32 / f16 /
+// bf16 it is formed in f64 and the add rounds it together with self.
+static torc_tensor *addcmul_term(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
+    torc_tensor *t = torc_mul_scalar(a, torc_s(v));
+    if (!t || self->dtype == TORC_DTYPE_F64) return t ? torc_mul(t, b) : NULL;
+    torc_tensor *b64 = torc_to_dtype((torc_tensor *)b, TORC_DTYPE_F64);
+    return b64 ? torc_mul(t, b64) : NULL;
+}
 static torc_tensor *host_addcmul(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
     torc_scope_push();
-    torc_tensor *t = torc_mul_scalar(a, torc_s(v));
-    if (t) t = torc_mul(t, b);
-    torc_tensor *r = t ? torc_keep(torc_add(self, t)) : NULL;
+    torc_tensor *t = addcmul_term(self, a, b, v);
+    torc_tensor *r = t ? torc_clone(self) : NULL;
+    if (r && torc_add_(r, t)) r = NULL;
+    if (r) torc_keep(r);
     torc_scope_pop();
     return r;
 }
@@ -293,20 +303,22 @@ static torc_status host_add_scaled_(torc_tensor *self, const torc_tensor *o, dou
 static torc_status host_add_scalar_(torc_tensor *self, double s) { return torc_add_scalar_(self, torc_s(s)); }
 static torc_status host_mul_scalar_(torc_tensor *self, double s) { return torc_mul_scalar_(self, torc_s(s)); }
 static torc_status host_div_scalar_(torc_tensor *self, double s) { return torc_div_scalar_(self, torc_s(s)); }
-// self += (value * a) (*|/) b, PyTorch's addcmul_/addcdiv_ order of operations.
-static torc_status host_addc_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v, bool divide) {
+// self += (value * a) * b, rounded once (addcmul_term); self += (value * a) / b, rounded twice:
+// the orders of PyTorch's addcmul_ and addcdiv_ kernels.
+static torc_status host_addcmul_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
     torc_scope_push();
-    torc_tensor *t = torc_mul_scalar(a, torc_s(v));
-    if (t) t = divide ? torc_div(t, b) : torc_mul(t, b);
+    torc_tensor *t = addcmul_term(self, a, b, v);
     torc_status st = t ? torc_add_(self, t) : torc_last_status();
     torc_scope_pop();
     return st;
 }
-static torc_status host_addcmul_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
-    return host_addc_(self, a, b, v, false);
-}
 static torc_status host_addcdiv_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
-    return host_addc_(self, a, b, v, true);
+    torc_scope_push();
+    torc_tensor *t = torc_mul_scalar(a, torc_s(v));
+    if (t) t = torc_div(t, b);
+    torc_status st = t ? torc_add_(self, t) : torc_last_status();
+    torc_scope_pop();
+    return st;
 }
 // torch.lerp_ with a scalar weight: w < 0.5 ? self + w*(end - self) : end - (end - self)*(1 - w),
 // the second written as PyTorch's kernel does, end + (w - 1)*(end - self).

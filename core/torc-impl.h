@@ -106,6 +106,17 @@ void torc__dev_free(torc_device *dev, void *ptr);
 torc_status torc__dev_copy(torc_device *dev, void *dst, const void *src, size_t n,
                            torc_copy_kind kind);
 torc_status torc__dev_sync(torc_device *dev);
+// Pinned host memory from dev's backend (backend ABI v1.1 host_alloc), or NULL without an error
+// when the backend has none; free it with torc__dev_host_free.
+void *torc__dev_host_alloc(torc_device *dev, size_t nbytes);
+void torc__dev_host_free(torc_device *dev, void *ptr);
+// A copy that may still run after the call returns (the backend's async flag); synchronize
+// before reusing src.
+torc_status torc__dev_copy_async(torc_device *dev, void *dst, const void *src, size_t n, torc_copy_kind kind);
+
+// ---- random numbers (random.c) ----
+// Reserves n counters of g (NULL: the default generator): returns the first and the seed.
+uint64_t torc__generator_reserve(torc_generator *g, uint64_t n, uint64_t *seed);
 
 // ---- accounting (accounting.c) ----
 void torc__mem_add(torc_device *dev, torc_mem_tag tag, uint64_t bytes);

@@ -18,6 +18,13 @@ evaluates with torc ops), not by autograd, so the test needs no autograd engine:
 
     R = X @ W.T + b - T;  G = 2 R / numel(R);  dW = G.T @ X;  db = ones(1, 8) @ G
 
+Each matmul is computed in float64 and rounded to float32 once, as torc's reference backend
+does; everything else is float32 as in torch.optim. One more substitution: PyTorch's CPU sqrt
+is not correctly rounded (about 0.6% of float32 inputs come out one ulp off, on every CPU
+capability), so Tensor.sqrt / Tensor.sqrt_ are replaced by the correctly rounded square root
+(IEEE 754's, and torc's). The optimizers' own code runs unchanged, so the trajectories pin
+their update rules and defaults exactly.
+
 Format (text; every float is an exact float.hex() of a float32 value):
 
     torch VERSION
@@ -85,6 +92,25 @@ def parse_settings(s):
     return kw
 
 
+def mm(a, b):
+    """float32 matmul rounded once from float64, as torc's reference backend computes it (a
+    float32 sgemm accumulates differently, and those ulps would hide the optimizer's own)."""
+    return (a.double() @ b.double()).float()
+
+
+def ieee_sqrt(self):
+    return _sqrt(self.double()).to(self.dtype)
+
+
+def ieee_sqrt_(self):
+    return self.copy_(ieee_sqrt(self))
+
+
+_sqrt = torch.Tensor.sqrt
+torch.Tensor.sqrt = ieee_sqrt
+torch.Tensor.sqrt_ = ieee_sqrt_
+
+
 def hexes(t):
     return " ".join(float(v).hex() for v in t.detach().reshape(-1).tolist())
 
@@ -126,10 +152,10 @@ def main():
                 for grp in opt.param_groups:
                     grp["lr"] = sched_lr
             with torch.no_grad():
-                R = X @ W.T + b - T
+                R = mm(X, W.T) + b - T
                 G = R * (2.0 / R.numel())
-                W.grad = G.T @ X
-                b.grad = (ones @ G).reshape(3)
+                W.grad = mm(G.T, X)
+                b.grad = mm(ones, G).reshape(3)
             opt.step()
             opt.zero_grad(set_to_none=True)
             if step % RECORD_EVERY == 0:
