@@ -30,7 +30,7 @@ typedef struct torc_generator torc_generator; // opaque Philox generator (seed, 
 
 #define TORC_SHAPE(...) \
     (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
-#define TORC_DIMS(...) TORC_SHAPE(__VA_ARGS__)
+#define TORC_DIMS(...) (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)), (int[]){__VA_ARGS__} // reduction dims
 #define TORC_ALL_DIMS 0, NULL        // "reduce over every dim"
 #define TORC_DIM_NONE INT32_MIN      // argmax/argmin over the flattened tensor
 
@@ -212,6 +212,18 @@ TORC_API torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, 
 TORC_API torc_tensor *torc_cat(int n, torc_tensor *const *tensors, int dim);
 TORC_API torc_tensor *torc_stack(int n, torc_tensor *const *tensors, int dim);
 TORC_API torc_tensor *torc_triu(const torc_tensor *t, int64_t k);
+// Out-of-place scatters (the backward of index_select, gather and masked_select); each returns
+// a copy of self with source added in: torch.index_add (source.size(dim) == numel(index), the
+// other sizes equal self's), torch.scatter_add (index, self and src of equal ndim; index no
+// larger than src, nor than self outside dim) and torch.masked_scatter (mask broadcastable to
+// self; source's first count(mask) elements fill the true positions in row-major order).
+// Index tensors are i64; source has self's dtype. TORC_ERR_DTYPE / TORC_ERR_SHAPE otherwise.
+TORC_API torc_tensor *torc_index_add(const torc_tensor *self, int dim, const torc_tensor *index,
+                                     const torc_tensor *source);
+TORC_API torc_tensor *torc_scatter_add(const torc_tensor *self, int dim, const torc_tensor *index,
+                                       const torc_tensor *src);
+TORC_API torc_tensor *torc_masked_scatter(const torc_tensor *self, const torc_tensor *mask,
+                                          const torc_tensor *source);
 TORC_API torc_tensor *torc_tril(const torc_tensor *t, int64_t k);
 
 // ---- unary ops ----
@@ -318,28 +330,225 @@ TORC_API torc_tensor *torc_matmul(const torc_tensor *a, const torc_tensor *b);
 // matmul writing a wider output dtype (bf16 x bf16 -> f32), for mixed precision.
 TORC_API torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
 
+// ---- named dimensions (einsum; einops' rearrange, reduce and repeat) ----
+// Patterns name axes instead of counting them: "batch seq hidden" rather than dims 0, 1, 2.
+// An axis name is a C identifier that neither starts nor ends with '_'; names are separated
+// by whitespace. "..." stands for any number of leading (or middle) dims. All four functions
+// compose existing ops (views, reshape, permute, expand, matmul, reductions), so autograd
+// flows through them and FLOPs are counted by the ops they run. Errors name the pattern and
+// use einops' wording: TORC_ERR_INVALID_ARG for a malformed pattern or axes string, a
+// duplicate or unknown axis name or a length that cannot be inferred; TORC_ERR_SHAPE when the
+// tensor's shape does not fit the pattern. On error nothing is changed or printed.
+
+// torch.einsum / einops.einsum over n operands (n >= 1) of one dtype and device:
+//   torc_einsum("batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2", 2, (torc_tensor *[]){x, y})
+// TORC_EINSUM counts the operands for you (any number of them):
+//   TORC_EINSUM("b i h, b j h -> b i j", x, y)
+// Operand patterns are separated by ',', the output follows "->". An axis named in several
+// operands must have the same size in each, or size 1 (which broadcasts, as in torch). An
+// axis absent from the output is summed over. A name repeated within one operand takes the
+// diagonal ("i i -> i"); a name repeated in the output is an error. "..." covers the dims not
+// named, right-aligned and broadcast across operands; if the output omits it, those dims are
+// summed. An equation without any whitespace is read torch-style, one letter per axis
+// ("bih,bjh->bij"), and may then omit "->" (the output is then "..." followed by the letters
+// used exactly once, in ASCII order, as torch does).
+// Operands are contracted pairwise from left to right; each contraction is one batched
+// torc_matmul on permuted views, reshaped only where axes must be merged (a copy only when
+// the strides do not allow a view); a product that sums nothing (outer, elementwise) is one
+// broadcasting torc_mul instead. Axes in only one operand and not in the output are summed
+// first with torc_sum. A single operand without sums gives a view ("i j -> j i", "i i -> i").
+// Returns a new tensor (see the conventions above); errors as the section says, plus
+// TORC_ERR_DTYPE for operands of different dtypes (or a dtype torc_matmul refuses).
+TORC_API torc_tensor *torc_einsum(const char *equation, int n, torc_tensor *const *operands);
+#define TORC_EINSUM(equation, ...) \
+    torc_einsum((equation), (int)(sizeof((torc_tensor *[]){__VA_ARGS__}) / sizeof(torc_tensor *)), \
+                (torc_tensor *[]){__VA_ARGS__})
+
+// einops.rearrange: "left -> right", where each side lists the tensor's dims; a dim may be a
+// group of axes in parentheses, "(heads hidden)", which splits (left) or merges (right) them.
+//   torc_rearrange(x, "... (heads hidden) -> ... heads hidden", "heads=2")   split
+//   torc_rearrange(y, "b s heads hidden -> b s (heads hidden)", NULL)        merge
+//   torc_rearrange(z, "b c h w -> b h w c", NULL)                           permute
+//   torc_rearrange(z, "b 1 h w -> b h w ()", NULL)                          remove / insert
+// "1" or "()" is a dim of size 1 (removed on the left, inserted on the right). Both sides
+// must name the same axes. axes gives lengths the tensor's shape does not determine:
+// "heads=2" or "h=2, w=3" (commas and/or spaces between entries), or NULL / "" for none; each
+// named axis must appear in the pattern, and a group may hold at most one axis of unknown
+// length. The result is a view of x whenever the strides allow (always for split, permute,
+// insert and remove); merging axes whose strides do not line up copies, as torc_reshape does.
+// With nothing to do it returns x itself (a new reference). After splitting, a pattern may
+// have at most TORC_MAX_DIMS axes on each side (else TORC_ERR_INVALID_ARG).
+TORC_API torc_tensor *torc_rearrange(torc_tensor *x, const char *pattern, const char *axes);
+// einops.reduce: rearrange, with the axes the right side leaves out reduced by reduction,
+// one of "sum", "mean", "max", "min", "prod" (torc_sum, torc_mean, torc_amax, torc_amin,
+// torc_prod: dtype rules and errors as theirs, e.g. "mean" of an integer tensor is
+// TORC_ERR_DTYPE). Anonymous lengths may name reduced axes: "b (h 2) (w 2) -> b h w", "max"
+// is 2x2 max-pooling. "1" / "()" on the right keep a reduced dim: "b c h w -> b c () ()".
+//   torc_reduce(x, "... hidden -> ...", "sum")      the sum over the last dim
+// torc_reduce_axes also takes an axes string as torc_rearrange's. Unknown reduction:
+// TORC_ERR_INVALID_ARG. With nothing to reduce the result is the rearrangement alone.
+TORC_API torc_tensor *torc_reduce(torc_tensor *x, const char *pattern, const char *reduction);
+TORC_API torc_tensor *torc_reduce_axes(torc_tensor *x, const char *pattern, const char *reduction,
+                                       const char *axes);
+// einops.repeat: rearrange, with new axes on the right whose lengths come from axes
+// ("c=3") or are written as numbers ("h w -> h w 3"). New axes are stride-0 expansions (a
+// view of x); a copy is made only when a repeated axis is merged into a group with others
+// ("h w -> h (w c)", "h w -> (2 h) w"). Every axis of the left side must appear on the right.
+TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const char *axes);
+
+// ---- mixed precision: fp8 scaled matmul ----
+// torch._scaled_mm with cuBLASLt's semantics (the reference backend computes it exactly):
+// a (M, K) and b (K, N) in f8_e4m3fn or f8_e5m2 (one may be e5m2, not both, as cuBLASLt),
+// any strides; scale_a, scale_b: one-element f32 tensors (the inverse of the scales the
+// operands were cast with). r = scale_a * scale_b * (a @ b), accumulated in f32 or better.
+// out_dtype f32 / bf16 / f16: r rounded once. out_dtype fp8: r * scale_out (NULL: 1) cast with
+// saturation to the finite range (cuBLASLt's D scale multiplies; PyTorch's CPU path divides by
+// scale_result instead, see pytorch#190449). amax_out (NULL: skipped) is a one-element f32
+// tensor that receives max |r| (before scale_out; NaN if any r is NaN), written in place:
+// the delayed-scaling statistic for the next scale. Returns a new (M, N) tensor.
+// Errors: TORC_ERR_SHAPE (not 2-D, K mismatch), TORC_ERR_DTYPE (non-fp8 operands, e5m2 x e5m2
+// "Multiplication of two Float8_e5m2 matrices is not supported", scales that are not one-element
+// f32, another out dtype), TORC_ERR_AUTOGRAD when an operand requires grad (as PyTorch, the op
+// has no derivative: train fp8 matmuls through torc_matmul under fp8 autocast).
+TORC_API torc_tensor *torc_scaled_mm(const torc_tensor *a, const torc_tensor *b, const torc_tensor *scale_a,
+                                     const torc_tensor *scale_b, torc_dtype out_dtype,
+                                     const torc_tensor *scale_out, torc_tensor *amax_out);
+// The scaled cast that feeds scaled_mm: fp8(clamp(x * scale, -max, max)) with x * scale
+// computed in f32, max = 448 (e4m3fn) or 57344 (e5m2); NaN stays NaN. Unlike the plain
+// torc_to_dtype, which keeps PyTorch's rules (e5m2 overflows to inf), finite values saturate,
+// as in cuBLASLt and Transformer Engine. scale: a one-element f32 tensor. Not differentiable
+// (the result never requires grad). TORC_ERR_DTYPE for a non-fp8 dtype, a non-floating x or a
+// bad scale.
+TORC_API torc_tensor *torc_to_fp8_scaled(const torc_tensor *x, const torc_tensor *scale, torc_dtype dtype);
+
 // ---- autograd ----
+// PyTorch's autograd: ops on tensors that require grad (in grad mode) record a node, named as
+// torch names it (torc_grad_fn_name: "MulBackward0", "MmBackward0"); backward walks the nodes
+// from the output, newest first, and accumulates into the leaves' .grad. Each node keeps the
+// tensors its formula needs as detached views plus their storage version, so an in-place
+// write to one of them makes backward fail with PyTorch's "modified by an inplace operation"
+// error. A backward without retain_graph frees them; a second backward through a node that
+// saved something is PyTorch's "Trying to backward through the graph a second time" error.
+// Backward formulas are torc ops (they run on every backend) executed under no_grad; their
+// FLOPs count in the backward phase. Double backward (create_graph) is not supported.
+// torc differs from PyTorch in one place: in-place ops do not record history. An in-place op
+// in grad mode on a non-leaf that requires grad (or on a view of one) is allowed, and a later
+// backward through the node that produced it fails with TORC_ERR_AUTOGRAD instead of giving a
+// wrong gradient; do such writes out of place. A graph is backpropagated by one thread at a
+// time.
+
+// Fails with TORC_ERR_AUTOGRAD for a non-floating dtype (true) or a non-leaf (false).
 TORC_API torc_status torc_set_requires_grad(torc_tensor *t, bool requires_grad);
 TORC_API bool torc_requires_grad(const torc_tensor *t);
-TORC_API bool torc_is_leaf(const torc_tensor *t);
-// The accumulated gradient (a new reference), or NULL without an error when there is none.
+TORC_API bool torc_is_leaf(const torc_tensor *t);  // no grad_fn (every tensor not made by a recorded op)
+// The accumulated gradient (a new reference), or NULL without an error when there is none
+// (a non-leaf has one only after torc_retain_grad).
 TORC_API torc_tensor *torc_grad(const torc_tensor *t);
-TORC_API torc_status torc_set_grad(torc_tensor *t, torc_tensor *grad); // grad NULL clears
-// "MulBackward0", "AccumulateGrad"-style name of t's grad_fn, or NULL for leaves.
+// Replaces .grad (grad NULL clears it: zero_grad with set_to_none). grad must have t's
+// dtype, shape and device (TORC_ERR_DTYPE / TORC_ERR_SHAPE / TORC_ERR_INVALID_ARG); t keeps
+// a reference to it.
+TORC_API torc_status torc_set_grad(torc_tensor *t, torc_tensor *grad);
+// The name of t's grad_fn ("MulBackward0"), or NULL for leaves. Borrowed, static.
 TORC_API const char *torc_grad_fn_name(const torc_tensor *t);
+// Makes a non-leaf keep its gradient in .grad during backward (accumulating across calls).
+// A no-op on leaves; TORC_ERR_AUTOGRAD when t does not require grad.
 TORC_API torc_status torc_retain_grad(torc_tensor *t);
-// t.backward(gradient, retain_graph): gradient NULL only for one-element t.
+// t.backward(gradient, retain_graph): accumulates d t / d leaf into every leaf's .grad (the
+// first gradient of a leaf is tagged TORC_MEM_GRADIENT; later ones are added in place).
+// gradient must have t's shape (it is cast to t's dtype); NULL only for a one-element t.
+// Errors (TORC_ERR_AUTOGRAD): t does not require grad, a non-scalar t without a gradient,
+// second backward, a saved tensor modified in place; TORC_ERR_SHAPE for a gradient of
+// another shape. After an error, leaves may hold part of the gradient, as in PyTorch.
 TORC_API torc_status torc_backward(torc_tensor *t, const torc_tensor *gradient, bool retain_graph);
-// torch.autograd.grad: writes n_inputs new references to grads (NULL for unused inputs when
-// allow_unused); .grad fields are not touched. grad_outputs may be NULL (all scalars).
+// torch.autograd.grad: the gradients of the outputs (weighted by grad_outputs, which may be
+// NULL or hold NULLs for one-element outputs) with respect to inputs, written as n_inputs new
+// references to grads (owned like any returned tensor: by the current scope, if one is open).
+// No .grad field is touched, and only the part of the graph that leads to inputs runs.
+// An input the outputs do not depend on gets NULL with allow_unused, else TORC_ERR_AUTOGRAD
+// ("appears to not have been used in the graph"); every input must require grad. On error
+// every grads[i] is NULL.
 TORC_API torc_status torc_autograd_grad(int n_outputs, torc_tensor *const *outputs,
                                         torc_tensor *const *grad_outputs, int n_inputs,
                                         torc_tensor *const *inputs, bool retain_graph,
                                         bool allow_unused, torc_tensor **grads);
-// no_grad scopes (per thread, nestable).
+// no_grad scopes (per thread, nestable): ops record nothing and their results do not
+// require grad.
 TORC_API void torc_no_grad_begin(void);
 TORC_API void torc_no_grad_end(void);
 TORC_API bool torc_is_grad_enabled(void);
+
+// ---- nn: parameters, initialisers, modules, losses ----
+// A parameter is a leaf that requires grad whose storage is tagged TORC_MEM_PARAMETER.
+// Returns a new reference: a detached tensor sharing t's storage when t is contiguous and
+// covers its storage exactly (t's storage is then tagged too), else a contiguous copy.
+// TORC_ERR_AUTOGRAD for a non-floating t.
+TORC_API torc_tensor *torc_parameter(torc_tensor *t);
+// In-place initialisers for parameters (they run under no_grad). torc_trunc_normal_ above is
+// torch.nn.init.trunc_normal_.
+// t = normal(0, 1) / sqrt(fan_in): keeps x @ w of order 1 for x of unit variance (Xavier-
+// style). TORC_ERR_INVALID_ARG for fan_in <= 0.
+TORC_API torc_status torc_init_normal_fan_in_(torc_tensor *t, int64_t fan_in, torc_generator *gen);
+
+// Modules: a tree of named parameters and children with a forward function. A module owns
+// its children and holds a reference to each parameter; torc_module_free releases the tree.
+// Parameters are listed in registration order, a module's own before its children's, named
+// by their path ("layers.0.weight"), as torch's named_parameters().
+typedef struct torc_module torc_module;
+// Forward of a custom module: returns a new reference (like any op) or NULL with the error set.
+typedef torc_tensor *(*torc_module_forward_fn)(torc_module *m, torc_tensor *x, void *user);
+
+// A custom module; type_name is copied ("MyBlock"). free_user (may be NULL) is called on
+// user at torc_module_free. NULL on OOM.
+TORC_API torc_module *torc_module_new(const char *type_name, torc_module_forward_fn forward, void *user,
+                                      void (*free_user)(void *));
+// Adds a parameter (the module takes a reference; use torc_parameter to make one). Names are
+// unique within a module and contain no '.': TORC_ERR_INVALID_ARG otherwise.
+TORC_API torc_status torc_module_register_parameter(torc_module *m, const char *name, torc_tensor *param);
+// Adds a child and takes ownership of it, also on failure, except when child already has a
+// parent (TORC_ERR_INVALID_ARG; it stays with that parent).
+TORC_API torc_status torc_module_register_module(torc_module *m, const char *name, torc_module *child);
+TORC_API void torc_module_free(torc_module *m);  // NULL is ignored
+
+// nn.Linear in the course's layout: weight (in, out) = randn / sqrt(in), y = x @ weight
+// (+ bias, (out), uniform(-1/sqrt(in), 1/sqrt(in)) as torch's). gen NULL: default generator.
+TORC_API torc_module *torc_linear_new(int64_t in_features, int64_t out_features, bool bias, torc_dtype dtype,
+                                      torc_generator *gen);
+TORC_API torc_module *torc_relu_module_new(void);
+TORC_API torc_module *torc_gelu_module_new(bool approximate_tanh);
+// nn.Sequential: children named "0", "1", ... applied in order.
+TORC_API torc_module *torc_sequential_new(void);
+TORC_API torc_status torc_sequential_append(torc_module *seq, torc_module *child); // takes ownership
+// The course's Cruncher: num_layers Linear(dim, dim) without bias ("layers.i"), then a
+// Linear(dim, 1) without bias ("final"); forward maps x (B, dim) to (B,).
+// torc_module_num_parameters == dim * dim * num_layers + dim.
+TORC_API torc_module *torc_cruncher_new(int64_t dim, int num_layers, torc_dtype dtype, torc_generator *gen);
+
+// Runs m's forward on x: a new reference, or NULL with the error set.
+TORC_API torc_tensor *torc_module_forward(torc_module *m, torc_tensor *x);
+TORC_API const char *torc_module_type(const torc_module *m);  // "Linear", "Sequential", "Cruncher"
+// The child registered under name (borrowed), or NULL.
+TORC_API torc_module *torc_module_child(const torc_module *m, const char *name);
+// Iteration over every parameter of the tree, i in [0, torc_module_param_count): the tensor
+// and its path, both borrowed and valid until the tree changes or is freed.
+TORC_API int torc_module_param_count(const torc_module *m);
+TORC_API torc_tensor *torc_module_param(const torc_module *m, int i);
+TORC_API const char *torc_module_param_name(const torc_module *m, int i);
+// The parameter with that path ("final.weight"), borrowed, or NULL.
+TORC_API torc_tensor *torc_module_get_parameter(const torc_module *m, const char *path);
+TORC_API int64_t torc_module_num_parameters(const torc_module *m);  // elements over all parameters
+// Clears every parameter's .grad (set_to_none) or fills it with zeros.
+TORC_API torc_status torc_module_zero_grad(torc_module *m, bool set_to_none);
+
+// Losses (mean over all elements / the batch), differentiable through their ops.
+// mean((input - target)^2), broadcasting as torch.nn.functional.mse_loss.
+TORC_API torc_tensor *torc_mse_loss(const torc_tensor *input, const torc_tensor *target);
+// -mean(log_probs[i, target[i]]): log_probs (N, C) with target (N), or (C) with a zero-dim
+// target; target holds class indices (i64, or u8) and stays integer. No class weights and
+// no ignore_index. Errors as torch: "Target 5 is out of bounds." (TORC_ERR_INDEX), batch
+// size and dtype mismatches.
+TORC_API torc_tensor *torc_nll_loss(const torc_tensor *log_probs, const torc_tensor *target);
+// nll_loss(log_softmax(logits, -1), target).
+TORC_API torc_tensor *torc_cross_entropy(const torc_tensor *logits, const torc_tensor *target);
 
 // ---- accounting ----
 typedef enum torc_mem_tag {
