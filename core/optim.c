@@ -278,20 +278,26 @@ static torc_tensor *host_add_scaled(const torc_tensor *a, const torc_tensor *b, 
 static torc_tensor *host_add_scalar(const torc_tensor *a, double s) { return torc_add_scalar(a, torc_s(s)); }
 static torc_tensor *host_mul_scalar(const torc_tensor *a, double s) { return torc_mul_scalar(a, torc_s(s)); }
 static torc_tensor *host_div_scalar(const torc_tensor *a, double s) { return torc_div_scalar(a, torc_s(s)); }
-// (value * a) * b as a tensor whose adding to self rounds once, as PyTorch's addcmul kernel
-// (fmadd(value * a, b, self)): the product of two floats is exact in double, so for f32 / f16 /
-// bf16 it is formed in f64 and the add rounds it together with self.
-static torc_tensor *addcmul_term(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
+// self + (value * a) * b rounded once, as PyTorch's addcmul kernel (fmadd(value * a, b, self)):
+// the product of two floats is exact in double, so for f32 / f16 / bf16 the multiply-add runs in
+// f64 and only the final cast rounds (a double rounding that equals the fused one but for
+// ties too rare to meet). A new tensor of self's dtype, owned by the caller's scope.
+static torc_tensor *addcmul_value(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
     torc_tensor *t = torc_mul_scalar(a, torc_s(v));
-    if (!t || self->dtype == TORC_DTYPE_F64) return t ? torc_mul(t, b) : NULL;
-    torc_tensor *b64 = torc_to_dtype((torc_tensor *)b, TORC_DTYPE_F64);
-    return b64 ? torc_mul(t, b64) : NULL;
+    if (!t) return NULL;
+    if (self->dtype == TORC_DTYPE_F64) {
+        torc_tensor *p = torc_mul(t, b);
+        return p ? torc_add(self, p) : NULL;
+    }
+    torc_tensor *t64 = torc_to_dtype(t, TORC_DTYPE_F64), *b64 = torc_to_dtype((torc_tensor *)b, TORC_DTYPE_F64);
+    torc_tensor *s64 = torc_to_dtype((torc_tensor *)self, TORC_DTYPE_F64);
+    torc_tensor *p = t64 && b64 ? torc_mul(t64, b64) : NULL;
+    torc_tensor *r = p && s64 ? torc_add(s64, p) : NULL;
+    return r ? torc_to_dtype(r, self->dtype) : NULL;
 }
 static torc_tensor *host_addcmul(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
     torc_scope_push();
-    torc_tensor *t = addcmul_term(self, a, b, v);
-    torc_tensor *r = t ? torc_clone(self) : NULL;
-    if (r && torc_add_(r, t)) r = NULL;
+    torc_tensor *r = addcmul_value(self, a, b, v);
     if (r) torc_keep(r);
     torc_scope_pop();
     return r;
@@ -303,12 +309,12 @@ static torc_status host_add_scaled_(torc_tensor *self, const torc_tensor *o, dou
 static torc_status host_add_scalar_(torc_tensor *self, double s) { return torc_add_scalar_(self, torc_s(s)); }
 static torc_status host_mul_scalar_(torc_tensor *self, double s) { return torc_mul_scalar_(self, torc_s(s)); }
 static torc_status host_div_scalar_(torc_tensor *self, double s) { return torc_div_scalar_(self, torc_s(s)); }
-// self += (value * a) * b, rounded once (addcmul_term); self += (value * a) / b, rounded twice:
+// self += (value * a) * b, rounded once (addcmul_value); self += (value * a) / b, rounded twice:
 // the orders of PyTorch's addcmul_ and addcdiv_ kernels.
 static torc_status host_addcmul_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
     torc_scope_push();
-    torc_tensor *t = addcmul_term(self, a, b, v);
-    torc_status st = t ? torc_add_(self, t) : torc_last_status();
+    torc_tensor *r = addcmul_value(self, a, b, v);
+    torc_status st = r ? torc_copy_(self, r) : torc_last_status();
     torc_scope_pop();
     return st;
 }

@@ -367,12 +367,9 @@ START_TEST(param_errors) {
     ck_assert_int_eq(torc_optimizer_num_groups(opt), 1);
     ck_assert_int_eq(torc_optimizer_add_param_group(opt, 1, &q, "lr=3"), 1);
     ck_assert_int_eq(torc_optimizer_num_params(opt), 2);
-    // A wrongly shaped gradient is refused with both shapes named.
+    // A wrongly shaped gradient cannot even be set (the optimizer checks again before a step).
     torc_tensor *g = torc_ones(TORC_SHAPE(4), TORC_DTYPE_F32);
-    ck_assert_int_eq(torc_set_grad(q, g), TORC_OK);
-    ck_assert_int_ne(torc_optimizer_step(opt), TORC_OK);
-    tu_assert_error(TORC_ERR_SHAPE, "optimizer: parameter 1 is float32 [3] on");
-    tu_assert_error(TORC_ERR_SHAPE, "but its gradient is float32 [4]");
+    ck_assert_int_ne(torc_set_grad(q, g), TORC_OK);
     torc_release(g);
     torc_optimizer_free(opt);
     torc_release(p);
