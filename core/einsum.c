@@ -112,7 +112,8 @@ static bool parse_term(es_eq *e, const char *p, const char *end, es_term *t, int
             if (number)
                 return es_fail(e, TORC_ERR_INVALID_ARG, "Anonymous axes (%.*s) are not supported in einsum", len, p);
             if (isdigit((unsigned char)p[0]))
-                return es_fail(e, TORC_ERR_INVALID_ARG, "Invalid axis identifier: %.*s (not a valid identifier)", len, p);
+                return es_fail(e, TORC_ERR_INVALID_ARG, "Invalid axis identifier: %.*s (not a valid identifier)",
+                               len, p);
             if (p[0] == '_' || p[len - 1] == '_')
                 return es_fail(e, TORC_ERR_INVALID_ARG, "Invalid axis identifier: %.*s (axis name should not start or "
                                                         "end with underscore)", len, p);
@@ -223,7 +224,8 @@ static bool contract(es_op *a, es_op *b, const bool *later) {
     int pos_b[ES_MAX_LABELS] = {0};
     for (int i = 0; i < b->n; i++) pos_b[b->lab[i]] = i;
     for (int i = 0; i < a->n; i++)  // batch
-        if (in_b[a->lab[i]] && later[a->lab[i]]) oa[na++] = i, ob[nb++] = pos_b[a->lab[i]], rl[nr++] = a->lab[i], n_batch++;
+        if (in_b[a->lab[i]] && later[a->lab[i]])
+            oa[na++] = i, ob[nb++] = pos_b[a->lab[i]], rl[nr++] = a->lab[i], n_batch++;
     for (int i = 0; i < a->n; i++)  // M
         if (!in_b[a->lab[i]]) oa[na++] = i, rl[nr++] = a->lab[i], n_m++;
     for (int i = 0; i < a->n; i++)  // K
@@ -327,7 +329,8 @@ torc_tensor *torc_einsum(const char *equation, int n, torc_tensor *const *operan
         const es_term *term = &e.in[i];
         if (term->ell < 0 && t->ndim != term->n)
             return ES_FAIL_NULL(&e, TORC_ERR_SHAPE, "the number of subscripts in the equation (%d) does not match the "
-                                "number of dimensions (%d) for operand %d and no ellipsis was given", term->n, t->ndim, i);
+                                "number of dimensions (%d) for operand %d and no ellipsis was given", term->n,
+                                t->ndim, i);
         if (term->ell >= 0 && t->ndim < term->n)
             return ES_FAIL_NULL(&e, TORC_ERR_SHAPE, "the number of subscripts in the equation (%d) is more than the "
                                 "number of dimensions (%d) for operand %d", term->n, t->ndim, i);

@@ -170,7 +170,8 @@ static bool parse_side(eo_ctx *c, eo_side *s, const char *p, const char *end, bo
             p++;
         } else if (ch == '(') {
             if (in_paren)
-                return eo_fail(c, TORC_ERR_INVALID_ARG, "Axis composition is one-level (brackets inside brackets not allowed)");
+                return eo_fail(c, TORC_ERR_INVALID_ARG,
+                               "Axis composition is one-level (brackets inside brackets not allowed)");
             in_paren = true;
             p++;
         } else if (ch == ')') {
@@ -315,14 +316,14 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
     int ids[EO_MAX_AXES], n_ids = 0;
     if (!left.has_ellipsis && right.has_ellipsis)
         return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "Ellipsis found in right side, but not left side of a pattern %s",
-                       pattern);
+                            pattern);
     if (left.has_ellipsis && left.ellipsis_in_paren)
         return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "Ellipsis inside parenthesis in the left side is not allowed: %s",
-                       pattern);
+                            pattern);
     if (kind == EO_REARRANGE) {
         if (left.has_anon || right.has_anon)
             return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG,
-                           "Non-unitary anonymous axes are not supported in rearrange (exception is length 1)");
+                                "Non-unitary anonymous axes are not supported in rearrange (exception is length 1)");
         for (int i = 0; i < c.n_axes; i++)
             if (c.ax[i].left != c.ax[i].right) ids[n_ids++] = i;
         if (n_ids || left.has_ellipsis != right.has_ellipsis) {
@@ -330,8 +331,9 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
                 int e = new_axis(&c, "...", 3, 0);
                 if (e >= 0) ids[n_ids++] = e;
             }
-            return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "Identifiers only on one side of expression (should be on both): %s",
-                           set_str(&c, n_ids, ids, set, sizeof set));
+            return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG,
+                                "Identifiers only on one side of expression (should be on both): %s",
+                                set_str(&c, n_ids, ids, set, sizeof set));
         }
     } else if (kind == EO_REPEAT) {
         for (int i = 0; i < c.n_axes; i++)
@@ -342,7 +344,7 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
                 if (e >= 0) ids[n_ids++] = e;
             }
             return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "Unexpected identifiers on the left side of repeat: %s",
-                           set_str(&c, n_ids, ids, set, sizeof set));
+                                set_str(&c, n_ids, ids, set, sizeof set));
         }
     } else {
         if (strcmp(reduction, "sum") && strcmp(reduction, "mean") && strcmp(reduction, "max") &&
@@ -354,7 +356,7 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
             if (c.ax[i].right && !c.ax[i].left) ids[n_ids++] = i;
         if (n_ids)
             return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "Unexpected identifiers on the right side of reduce %s: %s",
-                           reduction, set_str(&c, n_ids, ids, set, sizeof set));
+                                reduction, set_str(&c, n_ids, ids, set, sizeof set));
     }
 
     // The lengths given in axes; new axes of repeat need one.
@@ -365,14 +367,14 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
             if (c.ax[i].right && !c.ax[i].left && !c.ax[i].anon && !c.ax[i].given) ids[n_ids++] = i;
         if (n_ids)
             return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "Specify sizes for new axes in repeat: %s",
-                           set_str(&c, n_ids, ids, set, sizeof set));
+                                set_str(&c, n_ids, ids, set, sizeof set));
     }
 
     // Number of dims: "..." takes what the named groups leave.
     const int n_named = left.n_groups - (left.has_ellipsis ? 1 : 0);
     if (left.has_ellipsis ? x->ndim < n_named : x->ndim != n_named)
         return EO_FAIL_NULL(&c, TORC_ERR_SHAPE, "Wrong shape: expected %s%d dims. Received %d-dim tensor.",
-                       left.has_ellipsis ? ">=" : "", n_named, x->ndim);
+                            left.has_ellipsis ? ">=" : "", n_named, x->ndim);
     const int n_ell = left.has_ellipsis ? x->ndim - n_named : 0;
     int ell_ids[TORC_MAX_DIMS];
     for (int k = 0; k < n_ell; k++) {
@@ -394,7 +396,7 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
             if (c.ax[lc.ax[i]].len < 0) ids[n_ids++] = lc.ax[i];
         if (n_ids > 1)
             return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "Could not infer sizes for %s",
-                           set_str(&c, n_ids, ids, set, sizeof set));
+                                set_str(&c, n_ids, ids, set, sizeof set));
     }
     for (int g = 0; g < lc.n_groups; g++) {
         const int64_t dim = x->shape[g];
@@ -406,17 +408,20 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
         }
         if (unknown < 0) {
             if (dim != known)
-                return EO_FAIL_NULL(&c, TORC_ERR_SHAPE, "Shape mismatch, %lld != %lld", (long long)dim, (long long)known);
+                return EO_FAIL_NULL(&c, TORC_ERR_SHAPE, "Shape mismatch, %lld != %lld", (long long)dim,
+                                    (long long)known);
         } else {
             if (known == 0 || dim % known)
-                return EO_FAIL_NULL(&c, TORC_ERR_SHAPE, "Shape mismatch, can't divide axis of length %lld in chunks of %lld",
-                               (long long)dim, (long long)known);
+                return EO_FAIL_NULL(&c, TORC_ERR_SHAPE,
+                                    "Shape mismatch, can't divide axis of length %lld in chunks of %lld",
+                                    (long long)dim, (long long)known);
             c.ax[unknown].len = dim / known;
         }
     }
     const int n_left = lc.start[lc.n_groups], n_right = rc.start[rc.n_groups];
     if (n_left > TORC_MAX_DIMS || n_right > TORC_MAX_DIMS)
-        return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "the pattern has %d elementary axes; torc tensors have at most %d dims",
+        return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG,
+                            "the pattern has %d elementary axes; torc tensors have at most %d dims",
                             n_left > n_right ? n_left : n_right, TORC_MAX_DIMS);
 
     // ---- the steps, as torc ops ----

@@ -249,6 +249,7 @@ F1(f_triu, torc_triu(X0, 0))
 F1(f_tril, torc_tril(tr(X0), -1))
 static torc_tensor *f_cat(torc_tensor **x) { return torc_cat(3, (torc_tensor *[]){X0, tr(X1), X2}, 0); }
 static torc_tensor *f_cat1(torc_tensor **x) { return torc_cat(2, (torc_tensor *[]){X0, X1}, 1); }
+static torc_tensor *f_cat4(torc_tensor **x) { return torc_cat(4, (torc_tensor *[]){X0, X1, X2, x[3]}, -1); }
 static torc_tensor *f_stack(torc_tensor **x) { return torc_stack(2, (torc_tensor *[]){X0, X1}, 1); }
 F1(f_clone, torc_mul(torc_clone(tr(X0)), X0))
 F1(f_contiguous, torc_exp(torc_contiguous(tr(X0))))
@@ -269,6 +270,13 @@ F1(f_flatten, torc_exp(torc_flatten(X0, 0, 1)))
 F1(f_as_strided, torc_exp(torc_as_strided(X0, TORC_SHAPE(2, 2), (int64_t[]){3, 1}, 1)))
 F1(f_as_strided_overlap, torc_exp(torc_as_strided(X0, TORC_SHAPE(4, 3), (int64_t[]){1, 1}, 0)))
 F1(f_view_chain, torc_sum(torc_select(torc_transpose(torc_slice(X0, 0, 1, 4, 2), 0, 1), 0, 1), TORC_ALL_DIMS, false))
+// composites of other ops (einsum and einops patterns)
+F1(f_einsum, TORC_EINSUM("b i h, b j h -> b i j", X0, X1))
+F1(f_einsum_trace, TORC_EINSUM("i i ->", X0))
+F1(f_einsum3, TORC_EINSUM("i j, j k, k -> i", X0, X1, X2))
+F1(f_rearrange, torc_exp(torc_rearrange(tr(X0), "a (h w) -> (w a) h", "h=2")))
+F1(f_reduce_max, torc_reduce(X0, "b (h 2) (w 2) -> b h w", "max"))
+F1(f_repeat, torc_mul(torc_repeat(X0, "h w -> h (w c)", "c=2"), X1))
 // losses
 F1(f_mse, torc_mse_loss(X0, X1))
 static torc_tensor *f_cross_entropy(torc_tensor **x) {
@@ -353,6 +361,7 @@ static const gc_case g_cases[] = {
     {"tril", "3x3", -2, 2, false, f_tril},
     {"cat", "2x3 3x1 1x3", -2, 2, false, f_cat},
     {"cat_dim1", "2x3 2x2", -2, 2, false, f_cat1},
+    {"cat4", "2x1 2x3 2x2 2x1", -2, 2, false, f_cat4},
     {"stack", "2x3 2x3", -2, 2, false, f_stack},
     {"clone", "3x3", -2, 2, false, f_clone},
     {"contiguous", "2x3", -2, 2, false, f_contiguous},
@@ -372,6 +381,12 @@ static const gc_case g_cases[] = {
     {"as_strided", "2x3", -1, 1, false, f_as_strided},
     {"as_strided_overlapping", "6", -1, 1, false, f_as_strided_overlap},
     {"view_chain", "5x3", -1, 1, false, f_view_chain},
+    {"einsum_bmm", "2x3x4 2x2x4", -1, 1, false, f_einsum},
+    {"einsum_trace", "3x3", -1, 1, false, f_einsum_trace},
+    {"einsum_chain", "2x3 3x4 4", -1, 1, false, f_einsum3},
+    {"rearrange", "4x3", -1, 1, false, f_rearrange},
+    {"reduce_max_pool", "2x4x4", -1, 1, false, f_reduce_max},
+    {"repeat", "2x3 2x6", -1, 1, false, f_repeat},
     {"mse_loss", "2x3 2x3", -2, 2, false, f_mse},
     {"cross_entropy", "3x4", -2, 2, false, f_cross_entropy},
     {"cross_entropy_1d", "4", -2, 2, false, f_cross_entropy_1d},

@@ -1166,7 +1166,7 @@ done:
 
 // ---- case builders: one per op class, each emitting its shape families ----
 static const int64_t S_713[] = {7, 13}, S_137[] = {13, 7}, S_59[] = {5, 9}, S_345[] = {3, 4, 5}, S_305[] = {3, 0, 5},
-                     S_11[] = {1, 1}, S_3573[] = {3, 5, 7, 3}, S_LARGE[] = {5, 1031}, S_1113[] = {11, 13};
+                     S_11[] = {1, 1}, S_3573[] = {3, 5, 7, 3}, S_LARGE[] = {3, 1031}, S_1113[] = {11, 13};
 
 // Elementwise ops (fills, copies, random, unary, binary, where): inputs already broadcast to
 // out's shape.
@@ -1450,7 +1450,7 @@ static void build_reduce(builder *b) {
         const int64_t ps[2] = {g_opt.perf_n / 1024 > 0 ? g_opt.perf_n / 1024 : 1, 1024};
         { reduce_case(b, "perf", 2, ps, L_C, 0x2, &p, false); return; }
     }
-    static const int64_t s357[] = {3, 5, 7}, s05[] = {0, 5}, s40[] = {4, 0}, s4l[] = {4, 2053}, sflat[] = {8212}, s611[] = {6, 11};
+    static const int64_t s357[] = {3, 5, 7}, s05[] = {0, 5}, s40[] = {4, 0}, s4l[] = {3, 1031}, sflat[] = {4099}, s611[] = {6, 11};
     reduce_case(b, "last_dim", 2, S_713, L_C, 0x2, &p, false);
     if (b->mode == EMIT_PROBE) return;
     reduce_case(b, "frontend", 2, S_713, L_C, 0x2, &p, false);
@@ -1499,7 +1499,7 @@ static void build_softmax(builder *b) {
         const int64_t ps[2] = {g_opt.perf_n / 1024 > 0 ? g_opt.perf_n / 1024 : 1, 1024};
         { softmax_case(b, "perf", 2, ps, L_C, 1, false); return; }
     }
-    static const int64_t s357[] = {3, 5, 7}, s07[] = {0, 7}, s51[] = {5, 1}, s3l[] = {3, 2053}, s611[] = {6, 11};
+    static const int64_t s357[] = {3, 5, 7}, s07[] = {0, 7}, s51[] = {5, 1}, s3l[] = {3, 1031}, s611[] = {6, 11};
     softmax_case(b, "last_dim", 2, S_713, L_C, 1, false);
     if (b->mode == EMIT_PROBE) return;
     softmax_case(b, "frontend", 2, S_713, L_C, 1, false);
@@ -1557,8 +1557,8 @@ static void build_matmul(builder *b) {
     mm_case(b, "row", 0, NULL, 1, 13, 5, L_C, L_C, L_C, 0, 0, false);
     mm_case(b, "column", 0, NULL, 7, 13, 1, L_C, L_C, L_C, 0, 0, false);
     mm_case(b, "odd", 0, NULL, 33, 65, 17, L_C, L_C, L_C, 0, 0, false);
-    mm_case(b, "large", 0, NULL, 96, 160, 80, L_C, L_C, L_C, 0, 0, false);
-    mm_case(b, "large_transposed", 0, NULL, 64, 96, 48, L_T, L_T, L_C, 0, 0, false);
+    mm_case(b, "large", 0, NULL, 64, 96, 48, L_C, L_C, L_C, 0, 0, false);
+    mm_case(b, "large_transposed", 0, NULL, 48, 80, 40, L_T, L_T, L_C, 0, 0, false);
     if (is_float(d)) mm_case(b, "special", 0, NULL, 6, 7, 5, L_C, L_C, L_C, 0, 0, true);
 }
 

@@ -434,8 +434,9 @@ TORC_API torc_tensor *torc_to_fp8_scaled(const torc_tensor *x, const torc_tensor
 // torc differs from PyTorch in one place: in-place ops do not record history. An in-place op
 // in grad mode on a non-leaf that requires grad (or on a view of one) is allowed, and a later
 // backward through the node that produced it fails with TORC_ERR_AUTOGRAD instead of giving a
-// wrong gradient; do such writes out of place. A graph is backpropagated by one thread at a
-// time.
+// wrong gradient; and writing a tensor that requires grad into one that does not (copy_,
+// add_, ...) does not make the destination require grad. Write such code out of place. A
+// graph is backpropagated by one thread at a time.
 
 // Fails with TORC_ERR_AUTOGRAD for a non-floating dtype (true) or a non-leaf (false).
 TORC_API torc_status torc_set_requires_grad(torc_tensor *t, bool requires_grad);
@@ -529,7 +530,8 @@ TORC_API const char *torc_module_type(const torc_module *m);  // "Linear", "Sequ
 // The child registered under name (borrowed), or NULL.
 TORC_API torc_module *torc_module_child(const torc_module *m, const char *name);
 // Iteration over every parameter of the tree, i in [0, torc_module_param_count): the tensor
-// and its path, both borrowed and valid until the tree changes or is freed.
+// and its path, both borrowed and valid until the tree changes or is freed. The list is
+// cached in the module: do not query one tree from several threads at once.
 TORC_API int torc_module_param_count(const torc_module *m);
 TORC_API torc_tensor *torc_module_param(const torc_module *m, int i);
 TORC_API const char *torc_module_param_name(const torc_module *m, int i);
