@@ -57,7 +57,7 @@ torc_tensor *torc_gather(const torc_tensor *t, int dim, const torc_tensor *index
     for (int i = 0; i < t->ndim; i++)
         if (i != dim && index->shape[i] > t->shape[i]) {
             char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
-            return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Size does not match at dimension %d expected index %s to be smaller "
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Size does not match at dimension %d expected index %s to be no larger "
                                                   "than self %s apart from dimension %d",
                                   i, torc__shape_str(index->ndim, index->shape, b1, sizeof b1),
                                   torc__shape_str(t->ndim, t->shape, b2, sizeof b2), dim);
@@ -79,7 +79,7 @@ torc_tensor *torc_masked_select(const torc_tensor *t, const torc_tensor *mask) {
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "masked_select: expected BoolTensor for mask");
     int nd;
     int64_t shape[TORC_MAX_DIMS];
-    if (torc__broadcast_shapes(t->ndim, t->shape, mask->ndim, mask->shape, &nd, shape)) return NULL;
+    if (torc__broadcast_shapes(mask->ndim, mask->shape, t->ndim, t->shape, &nd, shape)) return NULL;  // PyTorch's order
     // The output size depends on the data: count the true entries first (a sync on devices).
     int64_t count = 0;
     torc_scope_push();

@@ -87,17 +87,45 @@ static bool can_cast(torc_dtype from, torc_dtype to) {
 bool torc__check_can_cast(torc_dtype result, torc_dtype out) {
     if (can_cast(result, out)) return true;
     torc__error(TORC_ERR_DTYPE, "result type %s can't be cast to the desired output type %s",
-                torc_dtype_name(result), torc_dtype_name(out));
+                torc__dtype_c10_name(result), torc__dtype_c10_name(out));
     return false;
+}
+
+// PyTorch's internal-overlap check for a tensor an op writes in place: a stride-0 dim of size
+// > 1 (an expanded tensor) would make several results land on one element.
+bool torc__check_no_internal_overlap(const torc_tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->stride[i] == 0 && t->shape[i] > 1) {
+            torc__error(TORC_ERR_INVALID_ARG, "unsupported operation: more than one element of the written-to tensor "
+                                              "refers to a single memory location. Please clone() the tensor before "
+                                              "performing the operation.");
+            return false;
+        }
+    return true;
+}
+
+// An in-place op writes the broadcast of self and other into self, so the broadcast shape must
+// be self's (PyTorch's messages: both shapes when they do not broadcast, else the output one).
+bool torc__check_inplace_shape(const torc_tensor *self, const torc_tensor *other) {
+    int ndim;
+    int64_t shape[TORC_MAX_DIMS];
+    if (torc__broadcast_shapes(self->ndim, self->shape, other->ndim, other->shape, &ndim, shape)) return false;
+    bool same = ndim == self->ndim;
+    for (int i = 0; same && i < ndim; i++) same = shape[i] == self->shape[i];
+    if (!same) {
+        char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
+        torc__error(TORC_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape %s",
+                    torc__shape_str(self->ndim, self->shape, b1, sizeof b1), torc__shape_str(ndim, shape, b2, sizeof b2));
+    }
+    return same;
 }
 
 torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
     if (!self || !src) return torc__error(TORC_ERR_INVALID_ARG, "torc_copy_: NULL argument");
+    if (!torc__check_inplace_shape(self, src) || !torc__check_no_internal_overlap(self)) return torc_last_status();
     torc_status st = TORC_OK;
     torc__check_inplace(self, &st);
     if (st) return st;
-    torc_operand probe;
-    if ((st = torc__broadcast_operand(src, self->ndim, self->shape, &probe))) return st;
     if (src->device == self->device || (src->device->host_memory && self->device->host_memory)) {
         st = torc__copy(self, src);
     } else {
