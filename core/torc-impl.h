@@ -32,6 +32,13 @@ struct torc_device {
     _Atomic uint64_t total_in_use, total_peak;
 };
 
+// ---- plugin search (plugin.c), shared by the backend and optimizer loaders ----
+// Calls fn(dir, ctx) for each plugin directory in order: the entries of TORC_PLUGIN_PATH, then
+// <directory of libtorc.so>/torc. Stops and returns true as soon as fn returns true.
+bool torc__plugin_dirs_each(bool (*fn)(const char *dir, void *ctx), void *ctx);
+// Appends "\n  path: why" to the bounded list of files tried (for "could not be loaded" errors).
+void torc__tried_append(char *tried, size_t cap, const char *path, const char *why);
+
 // The reference backend's device 0 (loaded on demand): the fallback for host-memory devices
 // and the oracle for tools. NULL (with the error set) if it cannot be loaded.
 torc_device *torc__reference_device(void);
@@ -101,6 +108,17 @@ void torc__dev_free(torc_device *dev, void *ptr);
 torc_status torc__dev_copy(torc_device *dev, void *dst, const void *src, size_t n,
                            torc_copy_kind kind);
 torc_status torc__dev_sync(torc_device *dev);
+// Pinned host memory from dev's backend (backend ABI v1.1 host_alloc), or NULL without an error
+// when the backend has none; free it with torc__dev_host_free.
+void *torc__dev_host_alloc(torc_device *dev, size_t nbytes);
+void torc__dev_host_free(torc_device *dev, void *ptr);
+// A copy that may still run after the call returns (the backend's async flag); synchronize
+// before reusing src.
+torc_status torc__dev_copy_async(torc_device *dev, void *dst, const void *src, size_t n, torc_copy_kind kind);
+
+// ---- random numbers (random.c) ----
+// Reserves n counters of g (NULL: the default generator): returns the first and the seed.
+uint64_t torc__generator_reserve(torc_generator *g, uint64_t n, uint64_t *seed);
 
 // ---- accounting (accounting.c) ----
 void torc__mem_add(torc_device *dev, torc_mem_tag tag, uint64_t bytes);
@@ -131,6 +149,10 @@ torc_status torc__copy(torc_tensor *dst, const torc_tensor *src);
 torc_tensor *torc__copy_as(const torc_tensor *t, torc_dtype dtype);
 // A tensor holding one scalar, on dev, in dtype, zero-dim (unregistered).
 torc_tensor *torc__scalar_on(torc_device *dev, double value, torc_dtype dtype);
+
+// ---- state dicts (state_dict.c) ----
+// The tensor called name, borrowed (valid while sd holds it), or NULL without an error.
+torc_tensor *torc__state_dict_peek(const torc_state_dict *sd, const char *name);
 
 // ---- autograd hooks (autograd.c) ----
 // Op frontends compute their result without history and then call one of these hooks, which

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include "types.h"
 #include "backend.h"
+#include "optim.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -618,6 +619,149 @@ typedef enum torc_phase { TORC_PHASE_FORWARD = 0, TORC_PHASE_BACKWARD = 1 } torc
 TORC_API uint64_t torc_flops(torc_phase phase, int opcode, int dtype);
 TORC_API void torc_flops_reset(void);
 TORC_API const char *torc_op_name(torc_opcode op);  // "matmul"
+
+// ---- state dicts: named tensors + string metadata (what checkpoints are made of) ----
+// An ordered map name -> tensor (insertion order) plus a string map for everything else, the
+// shape of a safetensors file. Names and keys are copied; tensors are retained.
+typedef struct torc_state_dict torc_state_dict;
+TORC_API torc_state_dict *torc_state_dict_new(void);          // NULL on out of memory
+TORC_API void torc_state_dict_free(torc_state_dict *sd);       // releases its tensors; NULL ok
+// Adds or replaces name (a new name goes last). TORC_ERR_INVALID_ARG for NULL/empty arguments.
+TORC_API torc_status torc_state_dict_set(torc_state_dict *sd, const char *name, torc_tensor *t);
+// The tensor called name (a new reference), or NULL with TORC_ERR_INDEX if there is none.
+TORC_API torc_tensor *torc_state_dict_get(const torc_state_dict *sd, const char *name);
+TORC_API bool torc_state_dict_contains(const torc_state_dict *sd, const char *name);
+TORC_API int torc_state_dict_size(const torc_state_dict *sd);  // number of tensors
+// The i-th name (borrowed, valid while sd lives and name is not replaced), NULL if out of range.
+TORC_API const char *torc_state_dict_name(const torc_state_dict *sd, int i);
+TORC_API torc_status torc_state_dict_set_meta(torc_state_dict *sd, const char *key, const char *value);
+// The metadata value (borrowed), or NULL without an error when key is absent.
+TORC_API const char *torc_state_dict_get_meta(const torc_state_dict *sd, const char *key);
+TORC_API int torc_state_dict_meta_size(const torc_state_dict *sd);
+TORC_API const char *torc_state_dict_meta_key(const torc_state_dict *sd, int i); // borrowed
+
+// safetensors files (https://huggingface.co/docs/safetensors): an 8-byte little-endian header
+// size, a JSON header (dtype, shape, data_offsets per tensor; "__metadata__" string map), the
+// raw little-endian data. torc_save writes atomically: a temporary file in the same directory,
+// fsync, rename, so a crash never leaves a partial file under path. TORC_ERR_IO with the
+// path and the reason on failure (then path is unchanged). fp8 tensors are written as
+// F8_E4M3 / F8_E5M2, the names safetensors uses.
+TORC_API torc_status torc_save(const torc_state_dict *sd, const char *path);
+// Reads a safetensors file into a new state dict with tensors on dev (NULL: the default device).
+// Every check runs before anything is returned: a missing, truncated or corrupted file (bad
+// header size, malformed JSON, unknown dtype, offsets outside the data or overlapping, data
+// size not matching shape x dtype, trailing bytes) is TORC_ERR_IO naming the file and the problem.
+TORC_API torc_state_dict *torc_load(const char *path, torc_device *dev);
+
+// ---- optimizers (plugins; the ABI is in torc/optim.h) ----
+typedef struct torc_optimizer torc_optimizer;
+
+// Loads an optimizer plugin by name ("adam": libtorc_optim_adam.so, searched in the directories of
+// TORC_PLUGIN_PATH, then in <directory of libtorc.so>/torc, which is <prefix>/lib/torc when
+// installed) or by path (any string containing '/'). A plugin stays loaded until the process
+// ends; loading it again returns the same vtable (borrowed). NULL on failure with
+// TORC_ERR_BACKEND and a message listing every file tried and why it was refused; a version or
+// size mismatch names the plugin's ABI version and torc's.
+TORC_API const torc_optim_vtable *torc_optim_load(const char *name_or_path);
+
+// Creates an optimizer (torch.optim.<Name>(params, **hparams)) over n_params parameters, which
+// form parameter group 0. Parameters are retained; they must be distinct floating-point leaf
+// tensors. hparams is NULL or a setting string "name=value ..." (entries separated by spaces or
+// ';', tuple values by ','; booleans true/false/1/0), e.g. "lr=0.01 betas=0.9,0.99 amsgrad=true".
+// Settings given here become the optimizer's defaults for later groups. Unknown names, values
+// that do not parse and values out of range are TORC_ERR_INVALID_ARG with PyTorch's message
+// ("Invalid learning rate: -1.0"). Caller frees with torc_optimizer_free. NULL on failure.
+TORC_API torc_optimizer *torc_optimizer_new(const char *name_or_path, int n_params,
+                                           torc_tensor *const *params, const char *hparams);
+TORC_API void torc_optimizer_free(torc_optimizer *opt);  // releases state and parameters; NULL ok
+TORC_API const torc_optim_vtable *torc_optimizer_vtable(const torc_optimizer *opt);
+TORC_API const char *torc_optimizer_name(const torc_optimizer *opt);  // "adam"
+// optimizer.add_param_group: a new group with the optimizer's defaults overridden by hparams.
+// Returns the group's index, or -1 on failure (a parameter already in a group is an error, as
+// PyTorch's "some parameters appear in more than one parameter group").
+TORC_API int torc_optimizer_add_param_group(torc_optimizer *opt, int n_params, torc_tensor *const *params,
+                                            const char *hparams);
+TORC_API int torc_optimizer_num_groups(const torc_optimizer *opt);
+// Parameters are numbered across groups in the order they were given (PyTorch's state_dict order).
+TORC_API int torc_optimizer_num_params(const torc_optimizer *opt);
+TORC_API torc_tensor *torc_optimizer_param(const torc_optimizer *opt, int index);  // new reference
+// Changes hyperparameters of group `group` (-1: every group) between steps, e.g. a learning
+// rate schedule. All-or-nothing: on error no group changes.
+TORC_API torc_status torc_optimizer_set_hparams(torc_optimizer *opt, int group, const char *settings);
+TORC_API torc_status torc_optimizer_set_hparam(torc_optimizer *opt, int group, const char *name, double value);
+TORC_API torc_status torc_optimizer_set_lr(torc_optimizer *opt, double lr);  // every group
+// Writes the n_values values of hyperparameter name of group into values
+// (room for TORC_OPTIM_HP_MAX_VALUES). TORC_ERR_INVALID_ARG for an unknown name or group.
+TORC_API torc_status torc_optimizer_get_hparam(const torc_optimizer *opt, int group, const char *name,
+                                               double *values);
+// optimizer.step(): one update of every parameter that has a gradient (the others are skipped
+// and keep their step count), under no_grad. New state buffers are tagged
+// TORC_MEM_OPTIMIZER_STATE.
+TORC_API torc_status torc_optimizer_step(torc_optimizer *opt);
+// optimizer.zero_grad(set_to_none): drops every parameter's .grad (true, PyTorch's default) or
+// zeroes it in place (false).
+TORC_API torc_status torc_optimizer_zero_grad(torc_optimizer *opt, bool set_to_none);
+// State buffer `buffer` ("exp_avg") of parameter `index` (a new reference), or NULL: with
+// TORC_ERR_INVALID_ARG for an unknown buffer or index, without an error when not created yet.
+TORC_API torc_tensor *torc_optimizer_state(const torc_optimizer *opt, int index, const char *buffer);
+// How many updates parameter index has had (PyTorch's state["step"]); -1 for a bad index.
+TORC_API int64_t torc_optimizer_param_step_count(const torc_optimizer *opt, int index);
+// optimizer.state_dict() into sd under prefix (NULL: "optimizer."): tensors
+// "<prefix>state.<i>.<buffer>" (retained, not copied) and metadata "<prefix>name",
+// "<prefix>state.<i>.step", "<prefix>param_groups" (the count), "<prefix>param_groups.<g>.params"
+// ("0,1,2") and "<prefix>param_groups.<g>.<hparam>" (values printed exactly, "%.17g").
+TORC_API torc_status torc_optimizer_state_dict(const torc_optimizer *opt, torc_state_dict *sd, const char *prefix);
+// optimizer.load_state_dict(): checks everything first (optimizer name, group count and sizes,
+// hyperparameter names and values, every state tensor's shape and dtype against its parameter)
+// and changes nothing on error; then copies the state into this optimizer's own tensors.
+TORC_API torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state_dict *sd,
+                                                    const char *prefix);
+
+// ---- checkpoints ----
+// One safetensors file with a training run's state: the model's tensors under their own names
+// (so Python tools read the weights as they are), the optimizer (torc_optimizer_state_dict
+// under "optimizer."), and metadata "torc.format" = "torc-checkpoint/1", "step", and the
+// generator's "generator.seed" / "generator.offset". opt and gen may be NULL.
+// Written atomically (see torc_save).
+TORC_API torc_status torc_checkpoint_save(const char *path, int n, const char *const *names,
+                                          torc_tensor *const *tensors, const torc_optimizer *opt, int64_t step,
+                                          const torc_generator *gen);
+// Restores what torc_checkpoint_save wrote into existing tensors (copied in place under no_grad),
+// opt, *step and gen (any of the last three may be NULL to skip it). Refuses, changing nothing:
+// an unreadable/truncated/corrupted file (TORC_ERR_IO), a missing or unexpected name, a shape or
+// dtype that differs (TORC_ERR_SHAPE / TORC_ERR_DTYPE, naming the tensor), an optimizer that
+// does not match (TORC_ERR_INVALID_ARG).
+TORC_API torc_status torc_checkpoint_load(const char *path, int n, const char *const *names,
+                                          torc_tensor *const *tensors, torc_optimizer *opt, int64_t *step,
+                                          torc_generator *gen);
+
+// ---- data loading ----
+// A token (or value) array on disk, memory-mapped read-only: pages are read when a batch
+// touches them, never the whole file (the course's np.memmap).
+typedef struct torc_dataset torc_dataset;
+// Opens path: a .npy file (recognised by its magic string; dtype NULL takes the header's,
+// else the header must match) or a raw little-endian array of `dtype` elements. dtype is a
+// NumPy name: "uint8", "int8", "uint16", "int16", "uint32", "int32", "int64", "float16",
+// "float32", "float64" (or a .npy descr such as "<u2"). Errors, all TORC_ERR_IO naming the
+// file: missing or unreadable, empty, a raw size that is not a whole number of elements, a
+// .npy header that is malformed, big-endian, Fortran-ordered (ndim > 1), of another dtype, or
+// promising more data than the file holds. TORC_ERR_INVALID_ARG: dtype NULL for a raw file or
+// an unknown dtype name. Caller closes with torc_dataset_close.
+TORC_API torc_dataset *torc_dataset_open(const char *path, const char *dtype);
+TORC_API void torc_dataset_close(torc_dataset *ds);  // NULL ok
+TORC_API int64_t torc_dataset_numel(const torc_dataset *ds);  // elements (all dims of a .npy)
+TORC_API const char *torc_dataset_dtype(const torc_dataset *ds);  // NumPy name, "uint16"
+// The .npy shape (a raw file is 1-D); ndim returned, shape (room for TORC_MAX_DIMS) may be NULL.
+TORC_API int torc_dataset_shape(const torc_dataset *ds, int64_t *shape);
+// The course's get_batch over the flattened array: batch start indices s uniform in
+// [0, numel - seq_len) from gen (NULL: the default generator; `batch` counters are used), then
+// x[b] = data[s_b : s_b + seq_len] and y[b] = data[s_b + 1 : s_b + seq_len + 1] (the targets,
+// shifted by one). Both are (batch, seq_len) on dev (NULL: the default device): int64 for
+// integer data, the file's dtype for floating data. When dev is not host memory the batch is
+// gathered into a pinned host buffer and copied asynchronously. *y may be NULL to skip targets.
+// New references in *x / *y; TORC_ERR_INVALID_ARG if numel <= seq_len or batch/seq_len < 1.
+TORC_API torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev,
+                                    torc_generator *gen, torc_tensor **x, torc_tensor **y);
 
 #ifdef __cplusplus
 }
