@@ -396,6 +396,46 @@ TORC_API torc_tensor *torc_reduce_axes(torc_tensor *x, const char *pattern, cons
 // ("h w -> h (w c)", "h w -> (2 h) w"). Every axis of the left side must appear on the right.
 TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const char *axes);
 
+// ---- mixed precision: autocast ----
+// torch.autocast for the calling thread: between torc_autocast_begin(dtype) and
+// torc_autocast_end() (nestable; the innermost scope decides) ops follow PyTorch's autocast
+// policy (its CUDA op lists, which torc applies on every device):
+//   in the autocast dtype: torc_matmul and torc_matmul_out_dtype, hence Linear's forward and
+//     einsum's contractions. Floating operands other than f64 are cast to it; torc_matmul's
+//     result has it, torc_matmul_out_dtype keeps the out_dtype asked for (bf16 x bf16 -> f32).
+//   in f32: sum, mean, prod, norm, logsumexp, softmax, log_softmax, exp, log, reciprocal,
+//     rsqrt, erfinv and the losses (mse_loss, nll_loss, cross_entropy): f16/bf16 inputs are
+//     cast to f32, so the result is f32.
+//   everything else runs in its inputs' dtypes; mixed inputs follow promotion (bf16 + f32 ->
+//     f32). In-place ops are never changed.
+// Casts are torc_to_dtype calls recorded by autograd, so gradients flow back through them and
+// reach f32 parameters as f32. Integer and bool tensors (labels, indices, masks) are never
+// cast. Backward formulas do not autocast (they run in the dtypes the forward chose), and
+// outside any scope nothing changes.
+// dtype: TORC_DTYPE_BF16 or TORC_DTYPE_F16; TORC_DTYPE_F32 opens a scope with autocast off
+// (torch.autocast(enabled=False)); TORC_DTYPE_F8_E4M3FN is fp8 autocast: a matmul whose
+// right operand is a 2-D parameter (a leaf that requires grad: Linear's weight) runs as
+// scaled_mm with both operands cast to e4m3 and its output in bf16 (or out_dtype); its backward
+// casts the output's gradient to e5m2 and computes both gradients with scaled_mm in f32.
+// Scales follow Transformer Engine's delayed scaling (per parameter: scales and an amax
+// history for its input, its weight and its gradient; scale = fp8_max / max(history) /
+// 2^margin, updated before each forward; see torc_autocast_set_fp8_recipe); a role's first
+// cast uses its current amax. Other matmuls run in bf16, and the f32 list applies as above.
+// Errors: TORC_ERR_DTYPE for another dtype, TORC_ERR_INVALID_ARG beyond 64 nested scopes or
+// for an end without a begin.
+TORC_API torc_status torc_autocast_begin(torc_dtype dtype);
+TORC_API torc_status torc_autocast_end(void);
+TORC_API bool torc_is_autocast_enabled(void);  // the innermost scope casts (not F32, not outside)
+TORC_API torc_dtype torc_autocast_dtype(void); // the innermost scope's dtype; TORC_DTYPE_F32 outside
+// fp8 delayed scaling's recipe for parameters first used after the call (process-wide):
+// amax_history_len (Transformer Engine's default 1024) and margin (scale divided by 2^margin,
+// default 0). TORC_ERR_INVALID_ARG outside [1, 2^20] and [0, 64].
+TORC_API torc_status torc_autocast_set_fp8_recipe(int amax_history_len, int margin);
+// A parameter's fp8 state as copies: its scales (3,) for input, weight and gradient, and its
+// amax history (amax_history_len, 3). NULL without an error for a tensor fp8 autocast has not used.
+TORC_API torc_tensor *torc_autocast_fp8_scales(const torc_tensor *param);
+TORC_API torc_tensor *torc_autocast_fp8_amax_history(const torc_tensor *param);
+
 // ---- mixed precision: fp8 scaled matmul ----
 // torch._scaled_mm with cuBLASLt's semantics (the reference backend computes it exactly):
 // a (M, K) and b (K, N) in f8_e4m3fn or f8_e5m2 (one may be e5m2, not both, as cuBLASLt),
