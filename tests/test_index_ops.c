@@ -93,6 +93,18 @@ START_TEST(errors_change_nothing) {
 }
 END_TEST
 
+START_TEST(cat_skips_legacy_empty_tensors) {
+    torc_scope_push();
+    torc_tensor *x = torc_ones(TORC_SHAPE(2, 3), TORC_DTYPE_F32), *e = torc_zeros(TORC_SHAPE(0), TORC_DTYPE_F32);
+    ck_assert_int_eq(torc_set_requires_grad(x, true), TORC_OK);
+    torc_tensor *c = torc_cat(3, (torc_tensor *[]){e, x, e}, 1);  // as torch: (0,) is skipped even along dim 1
+    tu_assert_shape(c, 2, 3);
+    ck_assert_int_eq(torc_backward(torc_sum(torc_mul(c, c), TORC_ALL_DIMS, false), NULL, false), TORC_OK);
+    tu_assert_values(torc_grad(x), TU_ARR(2, 2, 2, 2, 2, 2), 0);
+    torc_scope_pop();
+}
+END_TEST
+
 static Suite *make_suite(void) {
     Suite *s = suite_create("index_ops");
     TCase *tc = tcase_create("golden");
@@ -103,6 +115,7 @@ static Suite *make_suite(void) {
     tcase_add_test(rules, results_own_new_storage);
     tcase_add_test(rules, shapes_and_dtypes);
     tcase_add_test(rules, errors_change_nothing);
+    tcase_add_test(rules, cat_skips_legacy_empty_tensors);
     suite_add_tcase(s, rules);
     return s;
 }

@@ -696,6 +696,14 @@ def gen_index(w):
     w.case('stack', [('dim', 0)], [spec('f32', ()), spec('f32', (), 'c', 'any', 5)], lambda *t: torch.stack(list(t), 0))
     w.case('stack', [('dim', 2)], [spec('f32', (2, 3)), spec('f32', (2, 3), 'c', 'any', 5),
                                    spec('f32', (2, 3), 't', 'any', 7)], lambda *t: torch.stack(list(t), 2))
+    w.comment('1-D empty tensors are skipped (legacy), but take part in promotion')
+    w.case('cat', [('dim', 1)], [Spec('f64', (0,), []), spec('i64', (2, 3), 't'), Spec('f32', (0,), [])],
+           lambda *t: torch.cat(list(t), 1))
+    w.case('cat', [('dim', 0)], [spec('f32', (2, 3)), Spec('f32', (0,), []), spec('f32', (1, 3), 'c', 'any', 4)],
+           lambda *t: torch.cat(list(t), 0))
+    w.case('cat', [('dim', 0)], [Spec('f32', (0,), []), Spec('f32', (0,), [])], lambda *t: torch.cat(list(t), 0))
+    w.case('cat', [('dim', 2)], [Spec('f32', (0,), []), spec('f32', (2, 3))], lambda *t: torch.cat(list(t), 2))
+    w.case('cat', [('dim', 0)], [spec('f32', (2, 3)), spec('f32', ())], lambda *t: torch.cat(list(t), 0))
     w.case('cat', [('dim', 0)], [spec('f32', (2, 3)), spec('f32', (2, 4))], lambda *t: torch.cat(list(t), 0))
     w.case('cat', [('dim', 0)], [spec('f32', (2, 3)), spec('f32', (3,))], lambda *t: torch.cat(list(t), 0))
     w.case('cat', [('dim', 2)], [spec('f32', (2, 3)), spec('f32', (2, 3))], lambda *t: torch.cat(list(t), 2))
