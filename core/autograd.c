@@ -271,14 +271,6 @@ static void short_name(const char *name, char *buf, size_t size) {
 }
 
 // ---- in-place ops ----
-// PyTorch's assert_no_internal_overlap: a dim of stride 0 and size > 1 (an expand) writes two
-// elements to one memory location.
-static bool internal_overlap(const torc_tensor *t) {
-    for (int i = 0; i < t->ndim; i++)
-        if (t->stride[i] == 0 && t->shape[i] > 1) return true;
-    return false;
-}
-
 // The node kind and grad_fn name of an in-place op (torch's names for the in-place forms).
 static int inplace_node_code(torc_opcode code) {
     switch ((int)code) {
@@ -308,10 +300,6 @@ static bool needs_old_self(const torc__grad_rule *r, torc_opcode code, bool othe
 torc_status torc__inplace_begin(torc_tensor *self, torc_opcode code, int n_in, const torc_tensor *const *inputs,
                                 const torc_op_params *params, const char *name, torc_node **rec) {
     *rec = NULL;
-    if (internal_overlap(self))
-        return torc__error(TORC_ERR_INVALID_ARG, "unsupported operation: more than one element of the written-to "
-                                                 "tensor refers to a single memory location. Please clone() the "
-                                                 "tensor before performing the operation.");
     if (!torc_is_grad_enabled()) return TORC_OK;
     for (int i = 0; i < n_in; i++)
         if (inputs[i] && !refresh((torc_tensor *)inputs[i])) return torc_last_status();

@@ -1,5 +1,6 @@
 // core/dispatch.c — the one place the core calls a backend's vtable: op dispatch with the
 // host-memory fallback to the reference backend, FLOP counting, and memory wrappers.
+#include <stddef.h>
 #include <string.h>
 
 #include "torc-impl.h"
@@ -57,5 +58,24 @@ torc_status torc__dev_copy(torc_device *dev, void *dst, const void *src, size_t 
 torc_status torc__dev_sync(torc_device *dev) {
     if (dev->vt->synchronize(dev->index) != 0)
         return torc__error(TORC_ERR_BACKEND, "%s: synchronize failed: %s", dev->name, backend_msg(dev));
+    return TORC_OK;
+}
+
+// Members added in v1.1 exist when the plugin's vtable is long enough and sets them.
+#define HAS_MEMBER(vt, m) ((vt)->struct_size >= offsetof(torc_backend_vtable, m) + sizeof((vt)->m) && (vt)->m)
+
+void *torc__dev_host_alloc(torc_device *dev, size_t nbytes) {
+    return HAS_MEMBER(dev->vt, host_alloc) && HAS_MEMBER(dev->vt, host_free) ? dev->vt->host_alloc(dev->index, nbytes)
+                                                                             : NULL;
+}
+
+void torc__dev_host_free(torc_device *dev, void *ptr) {
+    if (ptr && HAS_MEMBER(dev->vt, host_free)) dev->vt->host_free(dev->index, ptr);
+}
+
+torc_status torc__dev_copy_async(torc_device *dev, void *dst, const void *src, size_t n, torc_copy_kind kind) {
+    if (n == 0) return TORC_OK;
+    if (dev->vt->copy(dev->index, dst, src, n, kind, true) != 0)
+        return torc__error(TORC_ERR_BACKEND, "%s: copy failed: %s", dev->name, backend_msg(dev));
     return TORC_OK;
 }

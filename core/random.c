@@ -49,7 +49,7 @@ void torc_generator_set_state(torc_generator *g, uint64_t seed, uint64_t offset)
 }
 
 // Reserves n counters: returns the first, advances the generator.
-static uint64_t reserve(torc_generator *g, uint64_t n, uint64_t *seed) {
+uint64_t torc__generator_reserve(torc_generator *g, uint64_t n, uint64_t *seed) {
     if (!g) g = &g_default;
     pthread_mutex_lock(&g->lock);
     const uint64_t first = g->offset;
@@ -62,7 +62,7 @@ static uint64_t reserve(torc_generator *g, uint64_t n, uint64_t *seed) {
 static torc_status fill_random(torc_tensor *t, torc_opcode code, double a, double b, torc_generator *gen) {
     torc_op op = {.code = code};
     torc__operand(t, &op.out);
-    op.params.rng.offset = reserve(gen, (uint64_t)torc_numel(t), &op.params.rng.seed);
+    op.params.rng.offset = torc__generator_reserve(gen, (uint64_t)torc_numel(t), &op.params.rng.seed);
     op.params.rng.a = a;
     op.params.rng.b = b;
     torc_status st = torc__dispatch(t->device, &op, 0);
@@ -102,8 +102,11 @@ torc_tensor *torc_randint(int64_t low, int64_t high, int ndim, const int64_t *sh
     return random_new(ndim, shape, dtype, TORC_OP_RAND_INT, (double)low, (double)high, gen);
 }
 
+bool torc__check_no_internal_overlap(const torc_tensor *t);  // move.c
+
 // uniform_ / normal_ into an existing tensor: an in-place write whose gradient to t is zero.
 static torc_status fill_random_(torc_tensor *t, torc_opcode code, double a, double b, torc_generator *gen) {
+    if (!torc__check_no_internal_overlap(t)) return torc_last_status();  // as torch (fill_ has no such check)
     torc_node *rec;
     const torc_tensor *ins[1] = {t};
     torc_status st = torc__inplace_begin(t, code, 1, ins, NULL, NULL, &rec);

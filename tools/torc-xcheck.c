@@ -350,6 +350,9 @@ typedef struct xcase {
     unsigned char *img[TORC_OP_MAX_INPUTS];
     unsigned char *oimg;  // out's image before the run (NULL when alias: it is img[0])
     int64_t n_acc;    // terms accumulated per output element (for tolerances)
+    // SCALED_MM's pointer params: scale_out's value (0: none) and whether amax_out is asked for.
+    double sm_scale_out;
+    bool sm_amax;
 } xcase;
 
 static void xc_free(xcase *c) {
@@ -375,6 +378,7 @@ typedef struct row {
 typedef struct builder {
     torc_opcode code;
     torc_dtype dt, odt;     // the row's dtype; odt: matmul's wider out dtype (or dt)
+    torc_dtype dt2;         // scaled_mm's second operand
     char label[40];
     emit_mode mode;
     rng rng;
@@ -455,7 +459,7 @@ static tolspec tol_for(const xcase *c) {
     case TORC_OP_SUM: case TORC_OP_MEAN:
         t.rtol = 2 * e, t.atol = 4 * ec * sq, t.mag = MAG_SUMABS;
         break;
-    case TORC_OP_MATMUL:
+    case TORC_OP_MATMUL: case TORC_OP_SCALED_MM:
         t.rtol = 2 * e, t.atol = 4 * ec * sq, t.mag = MAG_MM;
         break;
     case TORC_OP_PROD: case TORC_OP_VAR: case TORC_OP_STD: case TORC_OP_NORM: case TORC_OP_SOFTMAX:
@@ -517,6 +521,12 @@ static double *magnitudes(const xcase *c, mag_kind mk) {
             }
             m[i] = s;
         }
+        if (c->code == TORC_OP_SCALED_MM) {  // r = scale_a * scale_b * (a @ b) [* scale_out]
+            double f = fabs(ld_f(celem(c->img[2], &c->in[2], c->in[2].offset), TORC_DTYPE_F32) *
+                            ld_f(celem(c->img[3], &c->in[3], c->in[3].offset), TORC_DTYPE_F32));
+            if (c->sm_scale_out != 0) f *= fabs(c->sm_scale_out);
+            for (int64_t i = 0; i < n; i++) m[i] *= f;
+        }
     }
     return m;
 }
@@ -540,7 +550,8 @@ static void cmp_fail(cmp *m, const char *fmt, ...) {
 
 // Compares actual (image + spec) with the reference's out (c->out in eimg), element by element
 // in row-major order.
-static void compare(const xcase *c, const unsigned char *eimg, const unsigned char *aimg, const spec *as, cmp *m) {
+static void compare(const xcase *c, const unsigned char *eimg, const unsigned char *aimg, const spec *as,
+                    float eamax, float aamax, cmp *m) {
     const spec *es = &c->out;
     const torc_dtype dt = es->dtype;
     const int64_t n = spec_numel(es);
@@ -611,6 +622,14 @@ static void compare(const xcase *c, const unsigned char *eimg, const unsigned ch
                      ve, err, tol);
     }
     m->nmse = e2 / (r2 > 0 ? r2 : 1e-300);
+    if (c->sm_amax) {  // SCALED_MM's max |r| (before scale_out), NaN if any r is NaN
+        double mmax = 0;
+        for (int64_t i = 0; mag && i < n; i++) mmax = fmax(mmax, mag[i]);
+        if (c->sm_scale_out != 0) mmax /= fabs(c->sm_scale_out);
+        const double err = fabs((double)aamax - (double)eamax), tol = 4 * eps_of(TORC_DTYPE_F32) * fabs(eamax) + t.atol * mmax + 1e-30;
+        if (isnan(eamax) != isnan(aamax) || (!isnan(eamax) && err > tol))
+            cmp_fail(m, "amax_out is %.9g, expected %.9g", aamax, eamax);
+    }
     if (m->ok && e2 > 0.25 * t2)
         cmp_fail(m, "RMS error %.3g exceeds half the RMS tolerance %.3g (normalised MSE %.3g)", sqrt(e2 / (double)n),
                  0.5 * sqrt(t2 / (double)n), m->nmse);
@@ -645,12 +664,14 @@ typedef struct devbufs {
     const torc_backend_vtable *vt;
     int dev;
     void *buf[TORC_OP_MAX_INPUTS + 1];  // inputs, then out (the same pointer as in0 when alias)
+    void *scale_out, *amax_out;         // SCALED_MM's one-f32 buffers
     torc_op op;
 } devbufs;
 
 typedef struct run_out {
     unsigned char *obuf;                       // out's image after the run
     unsigned char *ibuf[TORC_OP_MAX_INPUTS];   // inputs' images after the run
+    float amax;                                // SCALED_MM's amax_out after the run
     char msg[512];
 } run_out;
 
@@ -672,20 +693,26 @@ static void operand_of(torc_operand *o, const spec *s, void *buf) {
 static void db_release(devbufs *d) {
     for (int k = 0; k <= TORC_OP_MAX_INPUTS; k++)
         if (d->buf[k] && !(k == TORC_OP_MAX_INPUTS && d->buf[k] == d->buf[0])) d->vt->free(d->dev, d->buf[k]);
+    if (d->scale_out) d->vt->free(d->dev, d->scale_out);
+    if (d->amax_out) d->vt->free(d->dev, d->amax_out);
     memset(d->buf, 0, sizeof d->buf);
+    d->scale_out = d->amax_out = NULL;
 }
 
-static bool db_upload(devbufs *d, int k, const unsigned char *img, size_t nb, char *msg, size_t msz) {
-    d->buf[k] = d->vt->alloc(d->dev, nb);
-    if (!d->buf[k]) {
+static bool db_upload_to(devbufs *d, void **dst, const unsigned char *img, size_t nb, char *msg, size_t msz) {
+    *dst = d->vt->alloc(d->dev, nb);
+    if (!*dst) {
         snprintf(msg, msz, "alloc of %zu bytes failed: %s", nb, d->vt->last_error());
         return false;
     }
-    if (d->vt->copy(d->dev, d->buf[k], img, nb, TORC_COPY_HOST_TO_DEVICE, false) != 0) {
+    if (d->vt->copy(d->dev, *dst, img, nb, TORC_COPY_HOST_TO_DEVICE, false) != 0) {
         snprintf(msg, msz, "copy to device failed: %s", d->vt->last_error());
         return false;
     }
     return true;
+}
+static bool db_upload(devbufs *d, int k, const unsigned char *img, size_t nb, char *msg, size_t msz) {
+    return db_upload_to(d, &d->buf[k], img, nb, msg, msz);
 }
 
 static bool db_prepare(devbufs *d, const torc_backend_vtable *vt, int dev, const xcase *c, char *msg, size_t msz) {
@@ -701,6 +728,18 @@ static bool db_prepare(devbufs *d, const torc_backend_vtable *vt, int dev, const
     if (c->alias) d->buf[TORC_OP_MAX_INPUTS] = d->buf[0];
     else if (!db_upload(d, TORC_OP_MAX_INPUTS, c->oimg, image_bytes(&c->out), msg, msz)) return db_release(d), false;
     operand_of(&d->op.out, &c->out, d->buf[TORC_OP_MAX_INPUTS]);
+    if (c->code == TORC_OP_SCALED_MM) {
+        const float so = (float)c->sm_scale_out, am = NAN;
+        d->op.params.scaled_mm.scale_out = d->op.params.scaled_mm.amax_out = NULL;
+        if (so != 0) {
+            if (!db_upload_to(d, &d->scale_out, (const unsigned char *)&so, sizeof so, msg, msz)) return db_release(d), false;
+            d->op.params.scaled_mm.scale_out = d->scale_out;
+        }
+        if (c->sm_amax) {
+            if (!db_upload_to(d, &d->amax_out, (const unsigned char *)&am, sizeof am, msg, msz)) return db_release(d), false;
+            d->op.params.scaled_mm.amax_out = d->amax_out;
+        }
+    }
     return true;
 }
 
@@ -741,12 +780,18 @@ static run_status run_vtable(const torc_backend_vtable *avt, int adev, const tor
             if (!(c->alias && k == 0) && !(r->ibuf[k] = download(&d, d.buf[k], image_bytes(&c->in[k]), r->msg, sizeof r->msg)))
                 st = RUN_FAILED;
         if (!r->obuf) st = RUN_FAILED;
+        if (st == RUN_OK && d.amax_out &&
+            avt->copy(adev, &r->amax, d.amax_out, sizeof r->amax, TORC_COPY_DEVICE_TO_HOST, false) != 0) {
+            snprintf(r->msg, sizeof r->msg, "copy from device failed: %s", avt->last_error());
+            st = RUN_FAILED;
+        }
     }
     db_release(&d);
     return st;
 }
 
 // ---- running a case through the public API ----
+static double g_frontend_amax;  // SCALED_MM's amax_out from the last frontend call
 static torc_scalar scalar_like(torc_dtype d, double v) {
     if (d == TORC_DTYPE_BOOL) return torc_scalar_b(v != 0);
     return is_float(d) ? torc_scalar_f(v) : torc_scalar_i((int64_t)v);
@@ -864,6 +909,13 @@ static torc_tensor *frontend_apply(const xcase *c, torc_tensor *const *v, torc_t
     case TORC_OP_INDEX_SELECT: return torc_index_select(v[0], p->dim.dim, v[1]);
     case TORC_OP_GATHER: return torc_gather(v[0], p->dim.dim, v[1]);
     case TORC_OP_MASKED_SELECT: return torc_masked_select(v[0], v[1]);
+    case TORC_OP_SCALED_MM: {
+        torc_tensor *so = c->sm_scale_out != 0 ? torc_scalar_tensor(c->sm_scale_out, TORC_DTYPE_F32) : NULL;
+        torc_tensor *am = c->sm_amax ? torc_scalar_tensor(NAN, TORC_DTYPE_F32) : NULL;
+        torc_tensor *r = torc_scaled_mm(v[0], v[1], v[2], v[3], od, so, am);
+        if (r && am && torc_item(am, &g_frontend_amax)) return NULL;
+        return r;
+    }
     case TORC_OP_TRIU: return torc_triu(v[0], p->tri.k);
     case TORC_OP_TRIL: return torc_tril(v[0], p->tri.k);
     default: break;
@@ -901,6 +953,7 @@ static run_status run_frontend(const xcase *c, run_out *r, spec *as) {
         goto done;
     }
     if (!res) goto api_error;
+    r->amax = (float)g_frontend_amax;
     torc_tensor *whole = c->alias ? base[0] : (ov ? obase : NULL);
     if (whole) {  // the op wrote into a view: bring back the whole buffer, gaps included
         *as = c->out;
@@ -986,13 +1039,15 @@ static void append_word(char *list, size_t n, const char *w) {
 }
 
 static void print_table_header(void) {
-    printf("%-14s %-14s %-12s %6s %10s %10s %8s  %s\n", "op", "dtype", "mode", "cases", "max|err|", "nmse", "err/tol",
+    printf("%-14s %-16s %-12s %6s %10s %10s %8s  %s\n", "op", "dtype", "mode", "cases", "max|err|", "nmse", "err/tol",
            "result");
 }
 
 static void finish_row(torc_opcode code, const row *r) {
     if (r->cases == 0) {
-        if (g_opt.verbose && !g_opt.csv) printf("%-14s %-12s (the reference has no kernel for it: not checked)\n", r->op, r->label);
+        if (g_opt.verbose && !g_opt.csv)
+            printf("%-14s %-16s (%s: not checked)\n", r->op, r->label,
+                   r->na ? "the reference has no kernel for it" : "PyTorch does not define it");
         return;
     }
     char mb[32];
@@ -1006,7 +1061,7 @@ static void finish_row(torc_opcode code, const row *r) {
     }
     if (g_opt.csv || (g_opt.quiet && !r->failed)) return;
     const bool col = g_opt.color;
-    printf("%-14s %-14s %-12s %6d %10.3g %10.3g %8.3g  %s%s%s\n", r->op, r->label, mode, r->cases, r->max_abs,
+    printf("%-14s %-16s %-12s %6d %10.3g %10.3g %8.3g  %s%s%s\n", r->op, r->label, mode, r->cases, r->max_abs,
            r->max_nmse, r->max_ratio, r->failed && col ? "\033[31m" : "", r->failed ? "FAIL" : "ok",
            r->failed && col ? "\033[0m" : "");
     for (int i = 0; i < r->n_msgs; i++) printf("    %s\n", r->msgs[i]);
@@ -1068,7 +1123,7 @@ static void perf_case(builder *b, const xcase *c) {
     if (tb > 0) snprintf(bt, sizeof bt, "%.4g ms", tb * 1e3), snprintf(br, sizeof br, "%.4g %s", work / tb * 1e-9, unit);
     if (tr > 0) snprintf(rt, sizeof rt, "%.4g ms", tr * 1e3), snprintf(rr, sizeof rr, "%.4g %s", work / tr * 1e-9, unit);
     if (tb > 0 && tr > 0) snprintf(sp, sizeof sp, "%.2fx", tr / tb);
-    printf("%-14s %-14s %-18s %12s %16s %12s %16s %9s\n", b->row->op, b->label, shape, bt, br, rt, rr, sp);
+    printf("%-14s %-16s %-18s %12s %16s %12s %16s %9s\n", b->row->op, b->label, shape, bt, br, rt, rr, sp);
     fflush(stdout);
 }
 
@@ -1154,7 +1209,7 @@ static void emit(builder *b, xcase *c) {
     } else {
         if (out_image) check_guard(xc_out_before(c), got.obuf, &c->out, "out", &m);
         check_inputs(c, &got, &m, "the backend");
-        compare(c, ref.obuf, got.obuf, &as, &m);
+        compare(c, ref.obuf, got.obuf, &as, ref.amax, got.amax, &m);
     }
     record(b, c, mode, &m);
 done:
@@ -1531,6 +1586,48 @@ static void mm_case(builder *b, const char *fam, int nb, const int64_t *batch, i
     emit(b, &c);
 }
 
+// SCALED_MM: a (b->dt) @ b (b->dt2) with one-element f32 scales -> b->odt; fp8 outs get a
+// scale_out, and some families ask for amax_out.
+static void smm_case(builder *b, const char *fam, int64_t M, int64_t K, int64_t N, layout la, layout lb, layout lo,
+                     double scale_out, bool amax) {
+    const int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N};
+    xcase c;
+    xc_begin(&c, b, fam, 4);
+    c.frontend = !strcmp(fam, "frontend");
+    c.n_acc = K;
+    c.sm_scale_out = torc_dtype_is_fp8(b->odt) ? scale_out : 0;
+    c.sm_amax = amax || torc_dtype_is_fp8(b->odt);
+    xc_in(&c, b, 0, sp_make(la, b->dt, 2, sa, 0), DOM(D_REAL));
+    xc_in(&c, b, 1, sp_make(lb, b->dt2, 2, sb, 0), DOM(D_REAL));
+    xc_in(&c, b, 2, sp_contig(TORC_DTYPE_F32, 0, S_11), DOM(D_REAL));
+    xc_in(&c, b, 3, sp_contig(TORC_DTYPE_F32, 0, S_11), DOM(D_REAL));
+    st_f(elem(c.img[2], &c.in[2], 0), TORC_DTYPE_F32, 0.75);
+    st_f(elem(c.img[3], &c.in[3], 0), TORC_DTYPE_F32, 1.25);
+    xc_out(&c, sp_make(lo, b->odt, 2, so, 0));
+    emit(b, &c);
+}
+
+static void build_scaled_mm(builder *b) {
+    if (b->mode == EMIT_PERF) {
+        const int64_t n = g_opt.perf_mm;
+        smm_case(b, "perf", n, n, n, L_C, L_T, L_C, 0.5, false);
+        return;
+    }
+    smm_case(b, "contig", 7, 13, 5, L_C, L_C, L_C, 0.5, false);
+    if (b->mode == EMIT_PROBE) return;
+    smm_case(b, "frontend", 7, 13, 5, L_C, L_C, L_C, 0.5, false);
+    smm_case(b, "transposed_b", 7, 13, 5, L_C, L_T, L_C, 0.5, false);  // cuBLASLt's favourite layout
+    smm_case(b, "transposed_a", 7, 13, 5, L_T, L_C, L_C, 0.5, false);
+    smm_case(b, "sliced", 7, 13, 5, L_S, L_S, L_S, 0.5, false);
+    smm_case(b, "amax", 7, 13, 5, L_C, L_C, L_C, 0.5, true);
+    smm_case(b, "zero_m", 0, 13, 5, L_C, L_C, L_C, 0.5, false);
+    smm_case(b, "zero_k", 7, 0, 5, L_C, L_C, L_C, 0.5, true);
+    smm_case(b, "size1", 1, 1, 1, L_C, L_C, L_C, 0.5, false);
+    smm_case(b, "odd", 33, 65, 17, L_C, L_T, L_C, 0.5, true);
+    smm_case(b, "large", 64, 96, 48, L_C, L_T, L_C, 0.5, true);
+    if (torc_dtype_is_fp8(b->odt)) smm_case(b, "saturate", 7, 13, 5, L_C, L_C, L_C, 64.0, true);
+}
+
 static void build_matmul(builder *b) {
     const torc_dtype d = b->dt;
     if (d == TORC_DTYPE_BOOL || torc_dtype_is_fp8(d)) return;  // torch.matmul refuses them
@@ -1766,6 +1863,7 @@ static void build_op(builder *b) {
     case TORC_OP_WHERE: build_where(b); return;
     case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX: build_softmax(b); return;
     case TORC_OP_MATMUL: build_matmul(b); return;
+    case TORC_OP_SCALED_MM: build_scaled_mm(b); return;
     case TORC_OP_TRIU: case TORC_OP_TRIL: build_tri(b); return;
     case TORC_OP_INDEX_SELECT: case TORC_OP_GATHER: case TORC_OP_MASKED_SELECT: case TORC_OP_INDEX_ADD:
     case TORC_OP_SCATTER_ADD: case TORC_OP_MASKED_SCATTER: build_index(b); return;
@@ -1948,6 +2046,9 @@ static void grad_case(builder *b, torc_opcode code, const gcase *g, run_mode mod
             scale = fmax(scale, fabs(gn[j]));
         }
         const double rtol = (f64 ? 1e-5 : 2e-2) * g_opt.tol_scale, atol = (f64 ? 1e-6 : 1e-2) * g_opt.tol_scale;
+        double e2 = 0, r2 = 0;
+        for (int64_t j = 0; j < d.n[k]; j++) e2 += (ga[j] - gn[j]) * (ga[j] - gn[j]), r2 += gn[j] * gn[j];
+        m.nmse = fmax(m.nmse, e2 / (r2 > 0 ? r2 : 1e-300));
         for (int64_t j = 0; j < d.n[k] && m.ok; j++) {
             const double err = fabs(ga[j] - gn[j]), tol = rtol * fabs(gn[j]) + atol * scale;
             m.max_abs = fmax(m.max_abs, err);
@@ -2140,15 +2241,38 @@ static const char *arg_value(int argc, char **argv, int *i) {
     return argv[++*i];
 }
 
-static void run_row(torc_opcode code, torc_dtype dt, torc_dtype odt, const char *label, emit_mode mode) {
+static void run_row2(torc_opcode code, torc_dtype dt, torc_dtype dt2, torc_dtype odt, const char *label, emit_mode mode) {
     row r;
     memset(&r, 0, sizeof r);
     snprintf(r.op, sizeof r.op, "%s", torc_op_name(code));
     snprintf(r.label, sizeof r.label, "%s", label);
-    builder b = {.code = code, .dt = dt, .odt = odt, .mode = mode, .row = &r};
+    builder b = {.code = code, .dt = dt, .dt2 = dt2, .odt = odt, .mode = mode, .row = &r};
     snprintf(b.label, sizeof b.label, "%s", label);
     build_op(&b);
     if (mode == EMIT_CHECK) finish_row(code, &r);
+}
+static void run_row(torc_opcode code, torc_dtype dt, torc_dtype odt, const char *label, emit_mode mode) {
+    run_row2(code, dt, dt, odt, label, mode);
+}
+
+// scaled_mm's rows: (a, b, out) dtype triples, as cuBLASLt takes them.
+static void scaled_mm_rows(emit_mode mode) {
+    const torc_dtype E4 = TORC_DTYPE_F8_E4M3FN, E5 = TORC_DTYPE_F8_E5M2;
+    static const struct { int a, b, o; } rows[] = {
+        {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F32}, {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_BF16},
+        {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F16}, {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E4M3FN},
+        {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2, TORC_DTYPE_F32}, {TORC_DTYPE_F8_E5M2, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_BF16},
+        {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const torc_dtype a = (torc_dtype)rows[i].a, bb = (torc_dtype)rows[i].b, o = (torc_dtype)rows[i].o;
+        if (!g_opt.dtype_on[a] && !g_opt.dtype_on[bb] && !g_opt.dtype_on[o]) continue;
+        if (mode == EMIT_PERF && o != TORC_DTYPE_F32 && o != TORC_DTYPE_BF16) continue;
+        char label[40];
+        snprintf(label, sizeof label, "%s*%s->%s", a == E4 ? "e4m3" : "e5m2", bb == E4 ? "e4m3" : "e5m2",
+                 o == E4 ? "e4m3" : o == E5 ? "e5m2" : dshort(o));
+        run_row2(TORC_OP_SCALED_MM, a, bb, o, label, mode);
+    }
 }
 
 // Calls fn for every (op, dtype) row the filters select.
@@ -2156,6 +2280,10 @@ static void for_each_row(emit_mode mode) {
     for (int ci = 0; ci < TORC_OP_COUNT; ci++) {
         const torc_opcode code = (torc_opcode)ci;
         if (!g_opt.op_on[code]) continue;
+        if (code == TORC_OP_SCALED_MM) {
+            scaled_mm_rows(mode);
+            continue;
+        }
         for (int di = 0; di < TORC_DTYPE_COUNT; di++) {
             const torc_dtype d = (torc_dtype)di;
             if (code == TORC_OP_COPY) {  // every (source, destination) pair
@@ -2183,7 +2311,7 @@ static void for_each_row(emit_mode mode) {
 static bool probe_native(torc_opcode code, torc_dtype dt) {
     row r;
     memset(&r, 0, sizeof r);
-    builder b = {.code = code, .dt = dt, .odt = dt, .mode = EMIT_PROBE, .row = &r};
+    builder b = {.code = code, .dt = dt, .dt2 = dt, .odt = dt, .mode = EMIT_PROBE, .row = &r};
     snprintf(b.label, sizeof b.label, "%s", dshort(dt));
     build_op(&b);
     return b.probe_total > 0 && b.probe_native == b.probe_total;
@@ -2267,7 +2395,7 @@ int main(int argc, char **argv) {
             memset(&r, 0, sizeof r);
             snprintf(r.op, sizeof r.op, "%s", torc_op_name(code));
             snprintf(r.label, sizeof r.label, "%s", dshort(G));
-            builder b = {.code = code, .dt = G, .odt = G, .mode = EMIT_CHECK, .row = &r};
+            builder b = {.code = code, .dt = G, .dt2 = G, .odt = G, .mode = EMIT_CHECK, .row = &r};
             snprintf(b.label, sizeof b.label, "grad-%s", dshort(G));
             build_grad(&b, G, mode);
             finish_row(code, &r);
@@ -2275,7 +2403,7 @@ int main(int argc, char **argv) {
     }
     if (g_opt.perf) {
         if (g_opt.csv) printf("op,dtype,shape,mode,backend_ms,backend_rate,reference_ms,reference_rate,unit\n");
-        else printf("\n%-14s %-14s %-18s %12s %16s %12s %16s %9s\n", "op", "dtype", "shape", torc_device_backend_name(g_t.dev),
+        else printf("\n%-14s %-16s %-18s %12s %16s %12s %16s %9s\n", "op", "dtype", "shape", torc_device_backend_name(g_t.dev),
                     "rate", "reference", "rate", "speedup");
         for_each_row(EMIT_PERF);
     }

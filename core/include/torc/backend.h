@@ -13,7 +13,7 @@ extern "C" {
 // abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its
 // own, or whose struct_size is smaller than the v1 vtable. Minor versions only append members.
 #define TORC_BACKEND_ABI_MAJOR 1
-#define TORC_BACKEND_ABI_MINOR 0
+#define TORC_BACKEND_ABI_MINOR 1
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
 // ---- ops ----
@@ -199,6 +199,12 @@ typedef struct torc_backend_vtable {
     int (*memory_stats)(int device, uint64_t *allocated, uint64_t *reserved,
                         uint64_t *peak_reserved);
     int (*empty_cache)(int device);             // optional
+
+    // added in v1.1
+    // Optional: page-locked ("pinned") host memory, which copy(..., async = true) may read after
+    // it returns (NULL: the core stages host->device copies in malloc'ed memory instead).
+    void *(*host_alloc)(int device, size_t nbytes);
+    void (*host_free)(int device, void *ptr);
 } torc_backend_vtable;
 
 // The one symbol a backend exports. host_abi_version is the loader's

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include "types.h"
 #include "backend.h"
+#include "optim.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -396,6 +397,46 @@ TORC_API torc_tensor *torc_reduce_axes(torc_tensor *x, const char *pattern, cons
 // ("h w -> h (w c)", "h w -> (2 h) w"). Every axis of the left side must appear on the right.
 TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const char *axes);
 
+// ---- mixed precision: autocast ----
+// torch.autocast for the calling thread: between torc_autocast_begin(dtype) and
+// torc_autocast_end() (nestable; the innermost scope decides) ops follow PyTorch's autocast
+// policy (its CUDA op lists, which torc applies on every device):
+//   in the autocast dtype: torc_matmul and torc_matmul_out_dtype, hence Linear's forward and
+//     einsum's contractions. Floating operands other than f64 are cast to it; torc_matmul's
+//     result has it, torc_matmul_out_dtype keeps the out_dtype asked for (bf16 x bf16 -> f32).
+//   in f32: sum, mean, prod, norm, logsumexp, softmax, log_softmax, exp, log, reciprocal,
+//     rsqrt, erfinv and the losses (mse_loss, nll_loss, cross_entropy): f16/bf16 inputs are
+//     cast to f32, so the result is f32.
+//   everything else runs in its inputs' dtypes; mixed inputs follow promotion (bf16 + f32 ->
+//     f32). In-place ops are never changed.
+// Casts are torc_to_dtype calls recorded by autograd, so gradients flow back through them and
+// reach f32 parameters as f32. Integer and bool tensors (labels, indices, masks) are never
+// cast. Backward formulas do not autocast (they run in the dtypes the forward chose), and
+// outside any scope nothing changes.
+// dtype: TORC_DTYPE_BF16 or TORC_DTYPE_F16; TORC_DTYPE_F32 opens a scope with autocast off
+// (torch.autocast(enabled=False)); TORC_DTYPE_F8_E4M3FN is fp8 autocast: a matmul whose
+// right operand is a 2-D parameter (a leaf that requires grad: Linear's weight) runs as
+// scaled_mm with both operands cast to e4m3 and its output in bf16 (or out_dtype); its backward
+// casts the output's gradient to e5m2 and computes both gradients with scaled_mm in f32.
+// Scales follow Transformer Engine's delayed scaling (per parameter: scales and an amax
+// history for its input, its weight and its gradient; scale = fp8_max / max(history) /
+// 2^margin, updated before each forward; see torc_autocast_set_fp8_recipe); a role's first
+// cast uses its current amax. Other matmuls run in bf16, and the f32 list applies as above.
+// Errors: TORC_ERR_DTYPE for another dtype, TORC_ERR_INVALID_ARG beyond 64 nested scopes or
+// for an end without a begin.
+TORC_API torc_status torc_autocast_begin(torc_dtype dtype);
+TORC_API torc_status torc_autocast_end(void);
+TORC_API bool torc_is_autocast_enabled(void);  // the innermost scope casts (not F32, not outside)
+TORC_API torc_dtype torc_autocast_dtype(void); // the innermost scope's dtype; TORC_DTYPE_F32 outside
+// fp8 delayed scaling's recipe for parameters first used after the call (process-wide):
+// amax_history_len (Transformer Engine's default 1024) and margin (scale divided by 2^margin,
+// default 0). TORC_ERR_INVALID_ARG outside [1, 2^20] and [0, 64].
+TORC_API torc_status torc_autocast_set_fp8_recipe(int amax_history_len, int margin);
+// A parameter's fp8 state as copies: its scales (3,) for input, weight and gradient, and its
+// amax history (amax_history_len, 3). NULL without an error for a tensor fp8 autocast has not used.
+TORC_API torc_tensor *torc_autocast_fp8_scales(const torc_tensor *param);
+TORC_API torc_tensor *torc_autocast_fp8_amax_history(const torc_tensor *param);
+
 // ---- mixed precision: fp8 scaled matmul ----
 // torch._scaled_mm with cuBLASLt's semantics (the reference backend computes it exactly):
 // a (M, K) and b (K, N) in f8_e4m3fn or f8_e5m2 (one may be e5m2, not both, as cuBLASLt),
@@ -445,9 +486,8 @@ TORC_API torc_tensor *torc_to_fp8_scaled(const torc_tensor *x, const torc_tensor
 // base once the storage changed, an AsStridedBackward0 of it. Errors (TORC_ERR_AUTOGRAD):
 // writing a leaf that requires grad or a view of one ("a leaf Variable that requires grad is
 // being used in an in-place operation."), and writing in grad mode a view made under no_grad
-// when the write would be recorded; under no_grad nothing is recorded or checked.
-// TORC_ERR_INVALID_ARG: writing a tensor with a stride-0 dim (an expand), which PyTorch refuses
-// too. torc differs in two corners: a view made under no_grad whose base is later written in
+// when the write would be recorded; under no_grad nothing is recorded or checked. torc
+// differs in two corners: a view made under no_grad whose base is later written in
 // grad mode is left as a detached tensor (PyTorch raises when it is next used), and a tensor
 // moved between two host-memory backends shares its storage (torc_to_device), so writing one
 // changes the other without rebasing it. A graph is backpropagated by one thread at a time.
@@ -593,6 +633,216 @@ typedef enum torc_phase { TORC_PHASE_FORWARD = 0, TORC_PHASE_BACKWARD = 1 } torc
 TORC_API uint64_t torc_flops(torc_phase phase, int opcode, int dtype);
 TORC_API void torc_flops_reset(void);
 TORC_API const char *torc_op_name(torc_opcode op);  // "matmul"
+
+// ---- state dicts: named tensors + string metadata (what checkpoints are made of) ----
+// An ordered map name -> tensor (insertion order) plus a string map for everything else, the
+// shape of a safetensors file. Names and keys are copied; tensors are retained.
+typedef struct torc_state_dict torc_state_dict;
+TORC_API torc_state_dict *torc_state_dict_new(void);          // NULL on out of memory
+TORC_API void torc_state_dict_free(torc_state_dict *sd);       // releases its tensors; NULL ok
+// Adds or replaces name (a new name goes last). TORC_ERR_INVALID_ARG for NULL/empty arguments.
+TORC_API torc_status torc_state_dict_set(torc_state_dict *sd, const char *name, torc_tensor *t);
+// The tensor called name (a new reference), or NULL with TORC_ERR_INDEX if there is none.
+TORC_API torc_tensor *torc_state_dict_get(const torc_state_dict *sd, const char *name);
+TORC_API bool torc_state_dict_contains(const torc_state_dict *sd, const char *name);
+TORC_API int torc_state_dict_size(const torc_state_dict *sd);  // number of tensors
+// The i-th name (borrowed, valid while sd lives and name is not replaced), NULL if out of range.
+TORC_API const char *torc_state_dict_name(const torc_state_dict *sd, int i);
+TORC_API torc_status torc_state_dict_set_meta(torc_state_dict *sd, const char *key, const char *value);
+// The metadata value (borrowed), or NULL without an error when key is absent.
+TORC_API const char *torc_state_dict_get_meta(const torc_state_dict *sd, const char *key);
+TORC_API int torc_state_dict_meta_size(const torc_state_dict *sd);
+TORC_API const char *torc_state_dict_meta_key(const torc_state_dict *sd, int i); // borrowed
+
+// safetensors files (https://huggingface.co/docs/safetensors): an 8-byte little-endian header
+// size, a JSON header (dtype, shape, data_offsets per tensor; "__metadata__" string map), the
+// raw little-endian data. torc_save writes atomically: a temporary file in the same directory,
+// fsync, rename, so a crash never leaves a partial file under path. TORC_ERR_IO with the
+// path and the reason on failure (then path is unchanged). fp8 tensors are written as
+// F8_E4M3 / F8_E5M2, the names safetensors uses.
+TORC_API torc_status torc_save(const torc_state_dict *sd, const char *path);
+// Reads a safetensors file into a new state dict with tensors on dev (NULL: the default device).
+// Every check runs before anything is returned: a missing, truncated or corrupted file (bad
+// header size, malformed JSON, unknown dtype, offsets outside the data or overlapping, data
+// size not matching shape x dtype, trailing bytes) is TORC_ERR_IO naming the file and the problem.
+TORC_API torc_state_dict *torc_load(const char *path, torc_device *dev);
+
+// ---- optimizers (plugins; the ABI is in torc/optim.h) ----
+typedef struct torc_optimizer torc_optimizer;
+
+// Loads an optimizer plugin by name ("adam": libtorc_optim_adam.so, searched in the directories of
+// TORC_PLUGIN_PATH, then in <directory of libtorc.so>/torc, which is <prefix>/lib/torc when
+// installed) or by path (any string containing '/'). A plugin stays loaded until the process
+// ends; loading it again returns the same vtable (borrowed). NULL on failure with
+// TORC_ERR_BACKEND and a message listing every file tried and why it was refused; a version or
+// size mismatch names the plugin's ABI version and torc's.
+TORC_API const torc_optim_vtable *torc_optim_load(const char *name_or_path);
+
+// Creates an optimizer (torch.optim.<Name>(params, **hparams)) over n_params parameters, which
+// form parameter group 0. Parameters are retained; they must be distinct floating-point leaf
+// tensors. hparams is NULL or a setting string "name=value ..." (entries separated by spaces or
+// ';', tuple values by ','; booleans true/false/1/0), e.g. "lr=0.01 betas=0.9,0.99 amsgrad=true".
+// Settings given here become the optimizer's defaults for later groups. Unknown names, values
+// that do not parse and values out of range are TORC_ERR_INVALID_ARG with PyTorch's message
+// ("Invalid learning rate: -1.0"). Caller frees with torc_optimizer_free. NULL on failure.
+TORC_API torc_optimizer *torc_optimizer_new(const char *name_or_path, int n_params,
+                                           torc_tensor *const *params, const char *hparams);
+TORC_API void torc_optimizer_free(torc_optimizer *opt);  // releases state and parameters; NULL ok
+TORC_API const torc_optim_vtable *torc_optimizer_vtable(const torc_optimizer *opt);
+TORC_API const char *torc_optimizer_name(const torc_optimizer *opt);  // "adam"
+// optimizer.add_param_group: a new group with the optimizer's defaults overridden by hparams.
+// Returns the group's index, or -1 on failure (a parameter already in a group is an error, as
+// PyTorch's "some parameters appear in more than one parameter group").
+TORC_API int torc_optimizer_add_param_group(torc_optimizer *opt, int n_params, torc_tensor *const *params,
+                                            const char *hparams);
+TORC_API int torc_optimizer_num_groups(const torc_optimizer *opt);
+// Parameters are numbered across groups in the order they were given (PyTorch's state_dict order).
+TORC_API int torc_optimizer_num_params(const torc_optimizer *opt);
+TORC_API torc_tensor *torc_optimizer_param(const torc_optimizer *opt, int index);  // new reference
+// Changes hyperparameters of group `group` (-1: every group) between steps, e.g. a learning
+// rate schedule. All-or-nothing: on error no group changes.
+TORC_API torc_status torc_optimizer_set_hparams(torc_optimizer *opt, int group, const char *settings);
+TORC_API torc_status torc_optimizer_set_hparam(torc_optimizer *opt, int group, const char *name, double value);
+TORC_API torc_status torc_optimizer_set_lr(torc_optimizer *opt, double lr);  // every group
+// Writes the n_values values of hyperparameter name of group into values
+// (room for TORC_OPTIM_HP_MAX_VALUES). TORC_ERR_INVALID_ARG for an unknown name or group.
+TORC_API torc_status torc_optimizer_get_hparam(const torc_optimizer *opt, int group, const char *name,
+                                               double *values);
+// optimizer.step(): one update of every parameter that has a gradient (the others are skipped
+// and keep their step count), under no_grad. New state buffers are tagged
+// TORC_MEM_OPTIMIZER_STATE.
+TORC_API torc_status torc_optimizer_step(torc_optimizer *opt);
+// optimizer.zero_grad(set_to_none): drops every parameter's .grad (true, PyTorch's default) or
+// zeroes it in place (false).
+TORC_API torc_status torc_optimizer_zero_grad(torc_optimizer *opt, bool set_to_none);
+// State buffer `buffer` ("exp_avg") of parameter `index` (a new reference), or NULL: with
+// TORC_ERR_INVALID_ARG for an unknown buffer or index, without an error when not created yet.
+TORC_API torc_tensor *torc_optimizer_state(const torc_optimizer *opt, int index, const char *buffer);
+// How many updates parameter index has had (PyTorch's state["step"]); -1 for a bad index.
+TORC_API int64_t torc_optimizer_param_step_count(const torc_optimizer *opt, int index);
+// optimizer.state_dict() into sd under prefix (NULL: "optimizer."): tensors
+// "<prefix>state.<i>.<buffer>" (retained, not copied) and metadata "<prefix>name",
+// "<prefix>state.<i>.step", "<prefix>param_groups" (the count), "<prefix>param_groups.<g>.params"
+// ("0,1,2") and "<prefix>param_groups.<g>.<hparam>" (values printed exactly, "%.17g").
+TORC_API torc_status torc_optimizer_state_dict(const torc_optimizer *opt, torc_state_dict *sd, const char *prefix);
+// optimizer.load_state_dict(): checks everything first (optimizer name, group count and sizes,
+// hyperparameter names and values, every state tensor's shape and dtype against its parameter)
+// and changes nothing on error; then copies the state into this optimizer's own tensors.
+TORC_API torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state_dict *sd,
+                                                    const char *prefix);
+
+// ---- mixed precision: loss scaling (torch.amp.GradScaler) ----
+// Dynamic loss scaling for f16 training (harmless, and unneeded, for bf16): scale the loss
+// before backward, unscale the gradients before the step, skip the step when any gradient is
+// inf or NaN and lower the scale, raise it after growth_interval clean steps:
+//   loss = torc_grad_scaler_scale(gs, loss); torc_backward(loss, NULL, false);
+//   torc_grad_scaler_step(gs, opt, NULL);   // unscales (unless unscale_ ran), steps if finite
+//   torc_grad_scaler_update(gs);
+// The scale is a float32 number, as PyTorch's (its updates round to f32); its state lives on
+// the host, and each inf/NaN check reads one number per gradient from its device.
+typedef struct torc_grad_scaler torc_grad_scaler;
+typedef struct torc_grad_scaler_options {
+    double init_scale;        // 65536 (2^16)
+    double growth_factor;     // 2.0, > 1
+    double backoff_factor;    // 0.5, in (0, 1)
+    int64_t growth_interval;  // 2000, >= 1
+    bool enabled;             // false: every call passes through (scale() returns the loss)
+} torc_grad_scaler_options;
+#define TORC_GRAD_SCALER_DEFAULTS {65536.0, 2.0, 0.5, 2000, true}
+// A new scaler (opts NULL: the defaults); caller frees with torc_grad_scaler_free. NULL with
+// TORC_ERR_INVALID_ARG and PyTorch's message for a bad option ("The growth factor must be > 1.0.").
+TORC_API torc_grad_scaler *torc_grad_scaler_new(const torc_grad_scaler_options *opts);
+TORC_API void torc_grad_scaler_free(torc_grad_scaler *gs);  // NULL ok
+// loss * scale, differentiable (a new reference; loss itself when disabled). The scale is a
+// zero-dim f32 tensor and promotion decides the dtype, as in PyTorch: a zero-dim loss becomes
+// f32, a dimensioned f16 loss stays f16.
+TORC_API torc_tensor *torc_grad_scaler_scale(torc_grad_scaler *gs, const torc_tensor *loss);
+// unscale_(optimizer): divides the .grad of every parameter of opt by the scale, in place, and
+// records whether any of them holds an inf or NaN. Once per optimizer between updates
+// (TORC_ERR_RUNTIME: "unscale_() has already been called on this optimizer since the last
+// update()." / "unscale_() is being called after step()."); f16 gradients are refused
+// (TORC_ERR_DTYPE "Attempting to unscale FP16 gradients.": keep f32 master parameters).
+TORC_API torc_status torc_grad_scaler_unscale_(torc_grad_scaler *gs, torc_optimizer *opt);
+// The same for gradients an optimizer does not hold (a hand-written update): grads[i] are
+// unscaled in place (NULL entries are skipped); the check is recorded with the optimizers'.
+TORC_API torc_status torc_grad_scaler_unscale_grads_(torc_grad_scaler *gs, int n, torc_tensor *const *grads);
+// Whether any unscale since the last update found an inf or NaN (false when disabled).
+TORC_API bool torc_grad_scaler_found_inf(const torc_grad_scaler *gs);
+// step(optimizer): unscales opt's gradients unless unscale_ already did, then runs
+// torc_optimizer_step unless an inf/NaN was found for it. *stepped (may be NULL) says
+// which. Once per optimizer between updates (TORC_ERR_RUNTIME "step() has already been called
+// since the last update()."). Disabled: a plain torc_optimizer_step.
+TORC_API torc_status torc_grad_scaler_step(torc_grad_scaler *gs, torc_optimizer *opt, bool *stepped);
+// update(): scale *= backoff_factor and the growth tracker resets when any recorded check found
+// an inf/NaN; else the tracker counts one more clean step and, reaching growth_interval, the
+// scale grows by growth_factor (if the result is finite) and the tracker resets. Clears the
+// per-optimizer records. TORC_ERR_RUNTIME "No inf checks were recorded prior to update." when
+// nothing was unscaled since the last update. A no-op when disabled.
+TORC_API torc_status torc_grad_scaler_update(torc_grad_scaler *gs);
+TORC_API double torc_grad_scaler_get_scale(const torc_grad_scaler *gs);  // 1.0 when disabled
+// The whole state (torch's state_dict: scale, factors, interval, _growth_tracker) for
+// checkpoints. set_state checks the options as torc_grad_scaler_new does (and scale > 0,
+// growth_tracker >= 0) and clears the per-optimizer records.
+typedef struct torc_grad_scaler_state {
+    torc_grad_scaler_options options;
+    double scale;
+    int64_t growth_tracker;
+} torc_grad_scaler_state;
+TORC_API torc_status torc_grad_scaler_get_state(const torc_grad_scaler *gs, torc_grad_scaler_state *out);
+TORC_API torc_status torc_grad_scaler_set_state(torc_grad_scaler *gs, const torc_grad_scaler_state *st);
+// The state as metadata of a state dict under prefix (NULL: "grad_scaler."): "scale",
+// "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker", "enabled" (exact,
+// "%.17g"); load reads them back (TORC_ERR_INVALID_ARG naming a missing or malformed key,
+// changing nothing).
+TORC_API torc_status torc_grad_scaler_state_dict(const torc_grad_scaler *gs, torc_state_dict *sd, const char *prefix);
+TORC_API torc_status torc_grad_scaler_load_state_dict(torc_grad_scaler *gs, const torc_state_dict *sd,
+                                                      const char *prefix);
+
+// ---- checkpoints ----
+// One safetensors file with a training run's state: the model's tensors under their own names
+// (so Python tools read the weights as they are), the optimizer (torc_optimizer_state_dict
+// under "optimizer."), and metadata "torc.format" = "torc-checkpoint/1", "step", and the
+// generator's "generator.seed" / "generator.offset". opt and gen may be NULL.
+// Written atomically (see torc_save).
+TORC_API torc_status torc_checkpoint_save(const char *path, int n, const char *const *names,
+                                          torc_tensor *const *tensors, const torc_optimizer *opt, int64_t step,
+                                          const torc_generator *gen);
+// Restores what torc_checkpoint_save wrote into existing tensors (copied in place under no_grad),
+// opt, *step and gen (any of the last three may be NULL to skip it). Refuses, changing nothing:
+// an unreadable/truncated/corrupted file (TORC_ERR_IO), a missing or unexpected name, a shape or
+// dtype that differs (TORC_ERR_SHAPE / TORC_ERR_DTYPE, naming the tensor), an optimizer that
+// does not match (TORC_ERR_INVALID_ARG).
+TORC_API torc_status torc_checkpoint_load(const char *path, int n, const char *const *names,
+                                          torc_tensor *const *tensors, torc_optimizer *opt, int64_t *step,
+                                          torc_generator *gen);
+
+// ---- data loading ----
+// A token (or value) array on disk, memory-mapped read-only: pages are read when a batch
+// touches them, never the whole file (the course's np.memmap).
+typedef struct torc_dataset torc_dataset;
+// Opens path: a .npy file (recognised by its magic string; dtype NULL takes the header's,
+// else the header must match) or a raw little-endian array of `dtype` elements. dtype is a
+// NumPy name: "uint8", "int8", "uint16", "int16", "uint32", "int32", "int64", "float16",
+// "float32", "float64" (or a .npy descr such as "<u2"). Errors, all TORC_ERR_IO naming the
+// file: missing or unreadable, empty, a raw size that is not a whole number of elements, a
+// .npy header that is malformed, big-endian, Fortran-ordered (ndim > 1), of another dtype, or
+// promising more data than the file holds. TORC_ERR_INVALID_ARG: dtype NULL for a raw file or
+// an unknown dtype name. Caller closes with torc_dataset_close.
+TORC_API torc_dataset *torc_dataset_open(const char *path, const char *dtype);
+TORC_API void torc_dataset_close(torc_dataset *ds);  // NULL ok
+TORC_API int64_t torc_dataset_numel(const torc_dataset *ds);  // elements (all dims of a .npy)
+TORC_API const char *torc_dataset_dtype(const torc_dataset *ds);  // NumPy name, "uint16"
+// The .npy shape (a raw file is 1-D); ndim returned, shape (room for TORC_MAX_DIMS) may be NULL.
+TORC_API int torc_dataset_shape(const torc_dataset *ds, int64_t *shape);
+// The course's get_batch over the flattened array: batch start indices s uniform in
+// [0, numel - seq_len) from gen (NULL: the default generator; `batch` counters are used), then
+// x[b] = data[s_b : s_b + seq_len] and y[b] = data[s_b + 1 : s_b + seq_len + 1] (the targets,
+// shifted by one). Both are (batch, seq_len) on dev (NULL: the default device): int64 for
+// integer data, the file's dtype for floating data. When dev is not host memory the batch is
+// gathered into a pinned host buffer and copied asynchronously. *y may be NULL to skip targets.
+// New references in *x / *y; TORC_ERR_INVALID_ARG if numel <= seq_len or batch/seq_len < 1.
+TORC_API torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev,
+                                    torc_generator *gen, torc_tensor **x, torc_tensor **y);
 
 #ifdef __cplusplus
 }
