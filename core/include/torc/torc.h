@@ -717,6 +717,73 @@ TORC_API torc_status torc_optimizer_state_dict(const torc_optimizer *opt, torc_s
 TORC_API torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state_dict *sd,
                                                     const char *prefix);
 
+// ---- mixed precision: loss scaling (torch.amp.GradScaler) ----
+// Dynamic loss scaling for f16 training (harmless, and unneeded, for bf16): scale the loss
+// before backward, unscale the gradients before the step, skip the step when any gradient is
+// inf or NaN and lower the scale, raise it after growth_interval clean steps:
+//   loss = torc_grad_scaler_scale(gs, loss); torc_backward(loss, NULL, false);
+//   torc_grad_scaler_step(gs, opt, NULL);   // unscales (unless unscale_ ran), steps if finite
+//   torc_grad_scaler_update(gs);
+// The scale is a float32 number, as PyTorch's (its updates round to f32); its state lives on
+// the host, and each inf/NaN check reads one number per gradient from its device.
+typedef struct torc_grad_scaler torc_grad_scaler;
+typedef struct torc_grad_scaler_options {
+    double init_scale;        // 65536 (2^16)
+    double growth_factor;     // 2.0, > 1
+    double backoff_factor;    // 0.5, in (0, 1)
+    int64_t growth_interval;  // 2000, >= 1
+    bool enabled;             // false: every call passes through (scale() returns the loss)
+} torc_grad_scaler_options;
+#define TORC_GRAD_SCALER_DEFAULTS {65536.0, 2.0, 0.5, 2000, true}
+// A new scaler (opts NULL: the defaults); caller frees with torc_grad_scaler_free. NULL with
+// TORC_ERR_INVALID_ARG and PyTorch's message for a bad option ("The growth factor must be > 1.0.").
+TORC_API torc_grad_scaler *torc_grad_scaler_new(const torc_grad_scaler_options *opts);
+TORC_API void torc_grad_scaler_free(torc_grad_scaler *gs);  // NULL ok
+// loss * scale, differentiable (a new reference; loss itself when disabled). The scale is a
+// zero-dim f32 tensor and promotion decides the dtype, as in PyTorch: a zero-dim loss becomes
+// f32, a dimensioned f16 loss stays f16.
+TORC_API torc_tensor *torc_grad_scaler_scale(torc_grad_scaler *gs, const torc_tensor *loss);
+// unscale_(optimizer): divides the .grad of every parameter of opt by the scale, in place, and
+// records whether any of them holds an inf or NaN. Once per optimizer between updates
+// (TORC_ERR_RUNTIME: "unscale_() has already been called on this optimizer since the last
+// update()." / "unscale_() is being called after step()."); f16 gradients are refused
+// (TORC_ERR_DTYPE "Attempting to unscale FP16 gradients.": keep f32 master parameters).
+TORC_API torc_status torc_grad_scaler_unscale_(torc_grad_scaler *gs, torc_optimizer *opt);
+// The same for gradients an optimizer does not hold (a hand-written update): grads[i] are
+// unscaled in place (NULL entries are skipped); the check is recorded with the optimizers'.
+TORC_API torc_status torc_grad_scaler_unscale_grads_(torc_grad_scaler *gs, int n, torc_tensor *const *grads);
+// Whether any unscale since the last update found an inf or NaN (false when disabled).
+TORC_API bool torc_grad_scaler_found_inf(const torc_grad_scaler *gs);
+// step(optimizer): unscales opt's gradients unless unscale_ already did, then runs
+// torc_optimizer_step unless an inf/NaN was found for it. *stepped (may be NULL) says
+// which. Once per optimizer between updates (TORC_ERR_RUNTIME "step() has already been called
+// since the last update()."). Disabled: a plain torc_optimizer_step.
+TORC_API torc_status torc_grad_scaler_step(torc_grad_scaler *gs, torc_optimizer *opt, bool *stepped);
+// update(): scale *= backoff_factor and the growth tracker resets when any recorded check found
+// an inf/NaN; else the tracker counts one more clean step and, reaching growth_interval, the
+// scale grows by growth_factor (if the result is finite) and the tracker resets. Clears the
+// per-optimizer records. TORC_ERR_RUNTIME "No inf checks were recorded prior to update." when
+// nothing was unscaled since the last update. A no-op when disabled.
+TORC_API torc_status torc_grad_scaler_update(torc_grad_scaler *gs);
+TORC_API double torc_grad_scaler_get_scale(const torc_grad_scaler *gs);  // 1.0 when disabled
+// The whole state (torch's state_dict: scale, factors, interval, _growth_tracker) for
+// checkpoints. set_state checks the options as torc_grad_scaler_new does (and scale > 0,
+// growth_tracker >= 0) and clears the per-optimizer records.
+typedef struct torc_grad_scaler_state {
+    torc_grad_scaler_options options;
+    double scale;
+    int64_t growth_tracker;
+} torc_grad_scaler_state;
+TORC_API torc_status torc_grad_scaler_get_state(const torc_grad_scaler *gs, torc_grad_scaler_state *out);
+TORC_API torc_status torc_grad_scaler_set_state(torc_grad_scaler *gs, const torc_grad_scaler_state *st);
+// The state as metadata of a state dict under prefix (NULL: "grad_scaler."): "scale",
+// "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker", "enabled" (exact,
+// "%.17g"); load reads them back (TORC_ERR_INVALID_ARG naming a missing or malformed key,
+// changing nothing).
+TORC_API torc_status torc_grad_scaler_state_dict(const torc_grad_scaler *gs, torc_state_dict *sd, const char *prefix);
+TORC_API torc_status torc_grad_scaler_load_state_dict(torc_grad_scaler *gs, const torc_state_dict *sd,
+                                                      const char *prefix);
+
 // ---- checkpoints ----
 // One safetensors file with a training run's state: the model's tensors under their own names
 // (so Python tools read the weights as they are), the optimizer (torc_optimizer_state_dict
