@@ -570,6 +570,8 @@ RULE(R_SLICE, "SliceBackward0", bw_slice, 0);
 RULE(R_EXPAND, "ExpandBackward0", bw_expand, 0);
 RULE(R_AS_STRIDED, "AsStridedBackward0", bw_as_strided, 0);
 RULE(R_COPY, "CloneBackward0", bw_identity, 0);
+RULE(R_SCALED_MM, "ScaledMmBackward0", torc__fp8_matmul_backward,  // fp8 autocast's matmul (autocast.c)
+     TORC__SAVE_IN(0) | TORC__SAVE_IN(1) | TORC__SAVE_IN(2));
 
 static const torc__grad_rule *op_rule(torc_opcode code) {
     switch (code) {  // no default: an opcode without an entry is a compile error (-Wswitch)
@@ -638,7 +640,7 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_MASKED_SCATTER: return &R_MASKED_SCATTER;
     case TORC_OP_TRIU: return &R_TRIU;
     case TORC_OP_TRIL: return &R_TRIL;
-    case TORC_OP_SCALED_MM: return &R_NONE;  // torc_scaled_mm records nothing (it refuses grad inputs)
+    case TORC_OP_SCALED_MM: return &R_SCALED_MM;  // recorded by fp8 autocast only (torc_scaled_mm has no derivative)
     }
     return NULL;
 }

@@ -7,6 +7,7 @@
 bool torc__check_can_cast(torc_dtype result, torc_dtype out);                    // move.c
 bool torc__check_no_internal_overlap(const torc_tensor *t);                        // move.c
 bool torc__check_inplace_shape(const torc_tensor *self, const torc_tensor *other); // move.c
+bool torc__check_no_partial_overlap(const torc_tensor *out, const torc_tensor *in); // move.c
 
 static bool is_comparison(torc_opcode c) { return c >= TORC_OP_EQ && c <= TORC_OP_GE; }
 static bool is_logical(torc_opcode c) { return c == TORC_OP_LOGICAL_AND || c == TORC_OP_LOGICAL_OR; }
@@ -138,7 +139,7 @@ static torc_status binary_(torc_tensor *self, const torc_tensor *other, torc_opc
     torc_dtype out_dtype;
     if (!same_device(self, other) || !op_dtypes(code, common, self->dtype, dother, &out_dtype) ||
         !torc__check_can_cast(out_dtype, self->dtype) || !torc__check_inplace_shape(self, other) ||
-        !torc__check_no_internal_overlap(self))
+        !torc__check_no_internal_overlap(self) || !torc__check_no_partial_overlap(self, other))
         return torc_last_status();
     torc_status st = TORC_OK;
     torc__check_inplace(self, &st);
@@ -187,6 +188,7 @@ torc_status torc_div_scalar_(torc_tensor *self, torc_scalar s) { return binary_s
 static torc_status addc_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value,
                          torc_opcode code) {
     if (!self || !a || !b) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!torc__check_no_partial_overlap(self, a) || !torc__check_no_partial_overlap(self, b)) return torc_last_status();
     if (code == TORC_OP_DIV && torc_dtype_is_integral(a->dtype) && torc_dtype_is_integral(b->dtype))
         return torc__error(TORC_ERR_DTYPE,
                            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv "

@@ -4,6 +4,7 @@
 
 torc_tensor *torc_mse_loss(const torc_tensor *input, const torc_tensor *target) {
     if (!input || !target) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    TORC__AUTOCAST_F32_2(-1, input, target, torc_mse_loss(input, target));  // autocast.c: losses in f32
     torc_scope_push();
     torc_tensor *r = torc_keep(torc_mean(torc_square(torc_sub(input, target)), TORC_ALL_DIMS, false));
     torc_scope_pop();
@@ -50,6 +51,7 @@ static bool check_nll(const torc_tensor *logp, const torc_tensor *target) {
 
 torc_tensor *torc_nll_loss(const torc_tensor *log_probs, const torc_tensor *target) {
     if (!log_probs || !target) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    TORC__AUTOCAST_F32(-1, log_probs, torc_nll_loss(log_probs, target));  // autocast.c (target stays integer)
     if (!check_nll(log_probs, target)) return NULL;
     torc_scope_push();
     // -mean(log_probs[i, target[i]]): a gather along the class dim keeps the labels integer.
@@ -64,6 +66,7 @@ torc_tensor *torc_nll_loss(const torc_tensor *log_probs, const torc_tensor *targ
 
 torc_tensor *torc_cross_entropy(const torc_tensor *logits, const torc_tensor *target) {
     if (!logits || !target) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    TORC__AUTOCAST_F32(-1, logits, torc_cross_entropy(logits, target));  // autocast.c (target stays integer)
     if (logits->ndim < 1 || logits->ndim > 2)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "cross_entropy: expected logits of 1 or 2 dimensions (got %d)", logits->ndim);
     torc_scope_push();

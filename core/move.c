@@ -104,6 +104,47 @@ bool torc__check_no_internal_overlap(const torc_tensor *t) {
     return true;
 }
 
+// PyTorch's is_non_overlapping_and_dense: the elements fill a block of memory exactly once, in
+// some order of the dims (size-1 dims do not count).
+static bool non_overlapping_and_dense(const torc_tensor *t) {
+    int perm[TORC_MAX_DIMS], n = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] != 1) perm[n++] = i;
+    for (int i = 1; i < n; i++)  // insertion sort of the dims by stride
+        for (int j = i; j > 0 && t->stride[perm[j]] < t->stride[perm[j - 1]]; j--) {
+            const int x = perm[j];
+            perm[j] = perm[j - 1], perm[j - 1] = x;
+        }
+    int64_t expected = 1;
+    for (int i = 0; i < n; i++) {
+        if (t->stride[perm[i]] != expected) return false;
+        expected *= t->shape[perm[i]];
+    }
+    return true;
+}
+
+// PyTorch's partial-overlap check between the tensor an op writes and one it reads: both dense,
+// in one storage, covering intersecting but not identical element sets (an identical set read
+// with the same strides is fine: x.add_(x)). Tensors that are not dense are not checked, as in
+// PyTorch ("too hard").
+bool torc__check_no_partial_overlap(const torc_tensor *out, const torc_tensor *in) {
+    if (out->storage != in->storage || torc_numel(out) == 0 || torc_numel(in) == 0 ||
+        !non_overlapping_and_dense(out) || !non_overlapping_and_dense(in))
+        return true;
+    // dense tensors start at their lowest element, so [offset, offset + numel) is what they touch
+    const int64_t ob = out->offset, oe = ob + torc_numel(out), ib = in->offset, ie = ib + torc_numel(in);
+    bool partial = ob < ie && ib < oe;
+    if (ob == ib && oe == ie) {
+        partial = out->ndim != in->ndim;
+        for (int i = 0; !partial && i < out->ndim; i++) partial = out->stride[i] != in->stride[i];
+    }
+    if (partial)
+        torc__error(TORC_ERR_INVALID_ARG, "unsupported operation: some elements of the input tensor and the written-to "
+                                          "tensor refer to a single memory location. Please clone() the tensor before "
+                                          "performing the operation.");
+    return !partial;
+}
+
 // An in-place op writes the broadcast of self and other into self, so the broadcast shape must
 // be self's (PyTorch's messages: both shapes when they do not broadcast, else the output one).
 bool torc__check_inplace_shape(const torc_tensor *self, const torc_tensor *other) {
@@ -122,7 +163,9 @@ bool torc__check_inplace_shape(const torc_tensor *self, const torc_tensor *other
 
 torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
     if (!self || !src) return torc__error(TORC_ERR_INVALID_ARG, "torc_copy_: NULL argument");
-    if (!torc__check_inplace_shape(self, src) || !torc__check_no_internal_overlap(self)) return torc_last_status();
+    if (!torc__check_inplace_shape(self, src) || !torc__check_no_internal_overlap(self) ||
+        !torc__check_no_partial_overlap(self, src))
+        return torc_last_status();
     torc_status st = TORC_OK;
     torc__check_inplace(self, &st);
     if (st) return st;

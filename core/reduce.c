@@ -130,6 +130,7 @@ static bool check_identity(const torc_tensor *t, torc_opcode code, int n_dims, c
 static torc_tensor *reduce_dims(const torc_tensor *t, torc_opcode code, int n_dims, const int *dims, bool keepdim,
                                 const torc_op_params *extra) {
     if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    TORC__AUTOCAST_F32(code, t, reduce_dims(t, code, n_dims, dims, keepdim, extra));  // autocast.c
     uint32_t mask;
     if (!dims_mask(t, n_dims, dims, &mask)) return NULL;
     if (!check_identity(t, code, n_dims, dims, extra ? extra->reduce.p : 0)) return NULL;
@@ -197,6 +198,7 @@ torc_tensor *torc_argmin(const torc_tensor *t, int dim, bool keepdim) { return a
 // ---- softmax ----
 static torc_tensor *softmax_op(const torc_tensor *t, int dim, torc_opcode code) {
     if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    TORC__AUTOCAST_F32(code, t, softmax_op(t, dim, code));  // autocast.c
     if (!torc__wrap_dim(&dim, t->ndim)) return NULL;
     if (!torc_dtype_is_floating(t->dtype))
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"%s_%skernel_impl\" not implemented for '%s'",

@@ -50,18 +50,23 @@ torc_tensor *torc_index_add(const torc_tensor *self, int dim, const torc_tensor 
     if (!check_index(index, "index_add") || !same_dtype(self, source, "index_add_", "source") ||
         !same_device(self, source) || !same_device(self, index) || !torc__wrap_dim(&dim, self->ndim))
         return NULL;
-    if (index->ndim > 1) return TORC_FAIL_NULL(TORC_ERR_SHAPE, "index_add_(): Index is supposed to be a vector");
+    char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
+    if (index->ndim > 1)
+        return TORC_FAIL_NULL(TORC_ERR_SHAPE, "index_add_(): Index is supposed to be a vector, but got dim: %d with type: "
+                                              "%s and size: %s", index->ndim, torc__dtype_c10_name(index->dtype),
+                              torc__shape_str(index->ndim, index->shape, b1, sizeof b1));
     const int64_t n = torc_numel(index);
     bool ok = source->ndim == self->ndim || (self->ndim <= 1 && source->ndim <= 1);
-    for (int d = 0; ok && d < self->ndim && source->ndim; d++)
-        ok = d == dim ? source->shape[d] == n : source->shape[d] == self->shape[d];
-    if (!ok) {
-        char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
-        return TORC_FAIL_NULL(TORC_ERR_SHAPE,
-                              "index_add_(): source %s does not fit self %s with %lld indices along dimension %d",
-                              torc__shape_str(source->ndim, source->shape, b1, sizeof b1),
-                              torc__shape_str(self->ndim, self->shape, b2, sizeof b2), (long long)n, dim);
-    }
+    for (int d = 0; ok && d < self->ndim && source->ndim; d++) ok = d == dim || source->shape[d] == self->shape[d];
+    if (!ok)
+        return TORC_FAIL_NULL(TORC_ERR_SHAPE, "source tensor shape must match self tensor shape, excluding the specified "
+                                              "dimension. Got self.shape = %s source.shape = %s",
+                              torc__shape_str(self->ndim, self->shape, b1, sizeof b1),
+                              torc__shape_str(source->ndim, source->shape, b2, sizeof b2));
+    const int64_t ns = source->ndim ? source->shape[dim] : 1;
+    if (ns != n)
+        return TORC_FAIL_NULL(TORC_ERR_SHAPE, "index_add_(): Number of indices (%lld) should be equal to "
+                                              "source.size(dim): (%lld), for dim: %d", (long long)n, (long long)ns, dim);
     torc_op op = {.code = TORC_OP_INDEX_ADD, .n_in = 2};
     op.params.dim.dim = dim;
     torc__operand(source, &op.in[0]);
@@ -75,17 +80,18 @@ torc_tensor *torc_index_add(const torc_tensor *self, int dim, const torc_tensor 
 
 torc_tensor *torc_scatter_add(const torc_tensor *self, int dim, const torc_tensor *index, const torc_tensor *src) {
     if (!self || !src) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
-    if (!check_index(index, "scatter_add") || !same_dtype(self, src, "scatter_add_", "src") ||
-        !same_device(self, src) || !same_device(self, index) || !torc__wrap_dim(&dim, self->ndim))
-        return NULL;
+    if (!check_index(index, "scatter_add")) return NULL;
+    if (self->dtype != src->dtype)
+        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "scatter(): Expected self.dtype to be equal to src.dtype");
+    if (!same_device(self, src) || !same_device(self, index) || !torc__wrap_dim(&dim, self->ndim)) return NULL;
     if (index->ndim != self->ndim || src->ndim != self->ndim)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Index tensor must have the same number of dimensions as self tensor");
     for (int d = 0; d < self->ndim; d++)
         if (index->shape[d] > src->shape[d] || (d != dim && index->shape[d] > self->shape[d])) {
             char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX], b3[TORC_SHAPE_STR_MAX];
             return TORC_FAIL_NULL(TORC_ERR_SHAPE,
-                                  "Expected index %s to be smaller than self %s apart from dimension %d and to be "
-                                  "smaller size than src %s",
+                                  "Expected index %s to be no larger than self %s apart from dimension %d and to "
+                                  "be no larger size than src %s",
                                   torc__shape_str(index->ndim, index->shape, b1, sizeof b1),
                                   torc__shape_str(self->ndim, self->shape, b2, sizeof b2), dim,
                                   torc__shape_str(src->ndim, src->shape, b3, sizeof b3));
@@ -102,10 +108,11 @@ torc_tensor *torc_masked_scatter(const torc_tensor *self, const torc_tensor *mas
     if (!self || !mask || !source) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
     if (mask->dtype != TORC_DTYPE_BOOL)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "masked_scatter_ only supports boolean masks, but got mask with dtype %s",
-                              torc_dtype_name(mask->dtype));
-    if (!same_dtype(self, source, "masked_scatter_", "source") || !same_device(self, source) ||
-        !same_device(self, mask))
-        return NULL;
+                              torc__dtype_c10_name(mask->dtype));
+    if (self->dtype != source->dtype)
+        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "masked_scatter: expected self and source to have same dtypes but got %s and %s",
+                              torc__dtype_c10_name(self->dtype), torc__dtype_c10_name(source->dtype));
+    if (!same_device(self, source) || !same_device(self, mask)) return NULL;
     int64_t count = 0;
     torc_scope_push();  // the number of true entries (a sync on devices), which source must cover
     torc_tensor *m = torc_expand((torc_tensor *)mask, self->ndim, self->shape);
@@ -116,8 +123,7 @@ torc_tensor *torc_masked_scatter(const torc_tensor *self, const torc_tensor *mas
     if (!flat) return NULL;
     if (count > torc_numel(source)) {
         torc_release(flat);
-        return TORC_FAIL_NULL(TORC_ERR_SHAPE, "masked_scatter: expected source to have at least %lld elements, got %lld",
-                              (long long)count, (long long)torc_numel(source));
+        return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Number of elements of source < number of ones in mask");
     }
     torc_op op = {.code = TORC_OP_MASKED_SCATTER, .n_in = 2};
     torc__operand(flat, &op.in[0]);

@@ -54,6 +54,7 @@ typedef struct torc_storage {
 } torc_storage;
 
 typedef struct torc_node torc_node;  // autograd graph node (autograd.c)
+typedef struct torc__fp8_meta torc__fp8_meta;  // fp8 autocast's delayed-scaling state (autocast.c)
 
 struct torc_tensor {
     _Atomic int refcount;
@@ -71,6 +72,7 @@ struct torc_tensor {
     torc_tensor *grad;          // accumulated gradient (owned), NULL if none
     torc_node *grad_fn;         // owned reference to the node that produced it, NULL for leaves
     int output_nr;              // which output of grad_fn this is
+    torc__fp8_meta *fp8_meta;   // owned; set on a parameter by fp8 autocast, else NULL
 };
 
 // Ownership inside the core: torc__new / torc__make_view return an UNREGISTERED reference that
@@ -178,5 +180,39 @@ torc_tensor *torc__autograd_unary(torc_tensor *out, const torc_tensor *in, const
 void torc__check_inplace(torc_tensor *t, torc_status *st);
 // Called by torc_release when a tensor dies: drops its grad and grad_fn.
 void torc__autograd_release(torc_tensor *t);
+
+// ---- autocast (autocast.c) ----
+// One-line hooks at the top of the frontends autocast changes (matmul.c, reduce.c, unary.c,
+// loss.c). Outside an autocast scope, and while backward runs, every check is false and the
+// frontend runs as it always does.
+// True when opcode code (-1: a loss) runs in f32 under the thread's autocast and t or u (u may
+// be NULL) is a floating tensor that must be cast to f32 for it.
+bool torc__autocast_wants_f32(int code, const torc_tensor *t, const torc_tensor *u);
+// Opens a private scope and replaces *t (and *u unless u is NULL) by an f32 cast recorded by
+// autograd; false with the error set on failure. torc__autocast_leave(r) closes that scope and
+// hands r to the caller's (the hooks' return value).
+bool torc__autocast_cast_f32(const torc_tensor **t, const torc_tensor **u);
+torc_tensor *torc__autocast_leave(torc_tensor *r);
+// `return call` with t (and u) cast to f32 when autocast wants it; the call re-enters the
+// frontend, which then sees f32 operands and runs normally.
+#define TORC__AUTOCAST_F32(code, t, call) \
+    do { \
+        if (torc__autocast_wants_f32((code), (t), NULL)) \
+            return torc__autocast_leave(torc__autocast_cast_f32(&(t), NULL) ? (call) : NULL); \
+    } while (0)
+#define TORC__AUTOCAST_F32_2(code, t, u, call) \
+    do { \
+        if (torc__autocast_wants_f32((code), (t), (u))) \
+            return torc__autocast_leave(torc__autocast_cast_f32(&(t), &(u)) ? (call) : NULL); \
+    } while (0)
+// True when autocast changes the matmul of a and b; torc__autocast_matmul then runs it (operands
+// in the autocast dtype, out_dtype TORC_DTYPE_COUNT meaning that dtype too; or fp8 for a
+// parameter under fp8 autocast). The result is registered like any frontend's.
+bool torc__autocast_matmul_applies(const torc_tensor *a, const torc_tensor *b);
+torc_tensor *torc__autocast_matmul(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
+// The backward of the fp8 matmul node (code TORC_OP_SCALED_MM, registered in backward.c), and
+// the destructor of a parameter's fp8 state (called by torc_release).
+torc_status torc__fp8_matmul_backward(const torc_node *n, const torc_tensor *g, const bool *need, torc_tensor **gin);
+void torc__fp8_meta_free(torc__fp8_meta *m);
 
 #endif

@@ -68,6 +68,7 @@ static torc_status run_unary(torc_tensor *out, const torc_tensor *in, torc_opcod
 
 static torc_tensor *unary(const torc_tensor *t, torc_opcode code, const torc_op_params *p, torc_dtype out_dtype) {
     if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    TORC__AUTOCAST_F32(code, t, unary(t, code, p, out_dtype));  // autocast.c: exp, log, ... in f32
     if (out_dtype == TORC_DTYPE_COUNT) out_dtype = unary_out_dtype(code, t->dtype);
     if (out_dtype == TORC_DTYPE_COUNT) return NULL;
     torc_tensor *out = torc__new(t->device, out_dtype, t->ndim, t->shape);

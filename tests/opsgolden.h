@@ -203,7 +203,7 @@ static inline torc_tensor *og_build(const og_case *c, int k, torc_tensor **base)
 // How closely a floating result must match. Integers and bools always compare exactly.
 typedef enum og_tol {
     OG_CLOSE = 0,  // a few float32 ulps; 1 ulp in f16/bf16 (PyTorch rounds through f32 first)
-    OG_EXACT = 1,  // bit for bit in f32/f64: PyTorch and the reference both round the exact value once
+    OG_EXACT = 1,  // bit for bit: PyTorch and the reference both round the exact value once
     OG_LOOSE = 2,  // composites that PyTorch rounds at every step in f16/bf16 (logsumexp, softmax):
                    // 4 ulps, and near zero 4 ulps of 1 (log_softmax's x - lse cancels), while the
                    // reference computes in double and rounds once
@@ -214,8 +214,8 @@ static inline void og_tolerance(torc_dtype d, int tol, double *rtol, double *ato
     *rtol = *atol = 0;
     if (d == TORC_DTYPE_F64 && !exact) *rtol = *atol = 1e-12;
     if (d == TORC_DTYPE_F32 && !exact) *rtol = *atol = 2e-6;
-    if (d == TORC_DTYPE_F16) *rtol = ulps * 0x1p-10, *atol = exact ? 0 : loose ? 4 * 0x1p-10 : 0x1p-14;
-    if (d == TORC_DTYPE_BF16) *rtol = ulps * 0x1p-7, *atol = exact ? 0 : loose ? 4 * 0x1p-7 : 0x1p-10;
+    if (d == TORC_DTYPE_F16) *rtol = exact ? 0 : ulps * 0x1p-10, *atol = exact ? 0 : loose ? 4 * 0x1p-10 : 0x1p-14;
+    if (d == TORC_DTYPE_BF16) *rtol = exact ? 0 : ulps * 0x1p-7, *atol = exact ? 0 : loose ? 4 * 0x1p-7 : 0x1p-10;
 }
 
 // The expected value as the dtype holds it (float32 values are written with the fewest digits

@@ -1,5 +1,5 @@
-// tests/test_index_ops.c — the copying ops (index_select, gather, masked_select, where, cat, stack, triu,
-// tril) against PyTorch goldens (tests/golden/ops_index.txt): every dtype, strided inputs, promotion, errors.
+// tests/test_index_ops.c — the copying ops (index_select ... tril, index_add, scatter_add, masked_scatter)
+// against PyTorch goldens (tests/golden/ops_index.txt): every dtype, strided inputs, promotion, errors.
 #include "opsgolden.h"
 
 #define FILE_ "ops_index.txt"
@@ -12,13 +12,17 @@ static torc_tensor *run_case(const og_case *c, torc_tensor **in) {
     if (!strcmp(c->op, "where")) return torc_where(in[0], in[1], in[2]);
     if (!strcmp(c->op, "cat")) return torc_cat(c->nin, in, dim);
     if (!strcmp(c->op, "stack")) return torc_stack(c->nin, in, dim);
+    if (!strcmp(c->op, "index_add")) return torc_index_add(in[0], dim, in[1], in[2]);
+    if (!strcmp(c->op, "scatter_add")) return torc_scatter_add(in[0], dim, in[1], in[2]);
+    if (!strcmp(c->op, "masked_scatter")) return torc_masked_scatter(in[0], in[1], in[2]);
     if (!strcmp(c->op, "triu")) return torc_triu(in[0], og_param_int(c, "k", 0));
     if (!strcmp(c->op, "tril")) return torc_tril(in[0], og_param_int(c, "k", 0));
     ck_abort_msg("unknown op %s", c->op);
     return NULL;
 }
 
-static const char *const g_ops[] = {"index_select", "gather", "masked_select", "where", "cat", "stack", "triu", "tril"};
+static const char *const g_ops[] = {"index_select", "gather", "masked_select", "where", "cat", "stack", "triu", "tril",
+                                    "index_add", "scatter_add", "masked_scatter"};
 #define N_OPS ((int)(sizeof g_ops / sizeof g_ops[0]))
 
 START_TEST(copy_ops_match_pytorch) { og_run_cases(FILE_, g_ops[_i], run_case, OG_EXACT); }
@@ -89,6 +93,18 @@ START_TEST(errors_change_nothing) {
 }
 END_TEST
 
+START_TEST(cat_skips_legacy_empty_tensors) {
+    torc_scope_push();
+    torc_tensor *x = torc_ones(TORC_SHAPE(2, 3), TORC_DTYPE_F32), *e = torc_zeros(TORC_SHAPE(0), TORC_DTYPE_F32);
+    ck_assert_int_eq(torc_set_requires_grad(x, true), TORC_OK);
+    torc_tensor *c = torc_cat(3, (torc_tensor *[]){e, x, e}, 1);  // as torch: (0,) is skipped even along dim 1
+    tu_assert_shape(c, 2, 3);
+    ck_assert_int_eq(torc_backward(torc_sum(torc_mul(c, c), TORC_ALL_DIMS, false), NULL, false), TORC_OK);
+    tu_assert_values(torc_grad(x), TU_ARR(2, 2, 2, 2, 2, 2), 0);
+    torc_scope_pop();
+}
+END_TEST
+
 static Suite *make_suite(void) {
     Suite *s = suite_create("index_ops");
     TCase *tc = tcase_create("golden");
@@ -99,6 +115,7 @@ static Suite *make_suite(void) {
     tcase_add_test(rules, results_own_new_storage);
     tcase_add_test(rules, shapes_and_dtypes);
     tcase_add_test(rules, errors_change_nothing);
+    tcase_add_test(rules, cat_skips_legacy_empty_tensors);
     suite_add_tcase(s, rules);
     return s;
 }

@@ -37,8 +37,9 @@ plus zero-size and zero-dim tensors.
 Cases where PyTorch's CPU build lacks a half/bfloat16 kernel are left out; semantic refusals
 (neg of bool, mean of int, casts in place, shape mismatches) are kept as error cases. Index
 tensors are int64 (torc does not take PyTorch's int32 indices; tests/test_index_ops.c checks
-the refusal). Two PyTorch texts are normalised: linalg.vector_norm's missing space in
-"dimension 0because", and index_select's second wording of "index out of range in self".
+the refusal). Three PyTorch texts are normalised: the missing spaces in linalg.vector_norm's
+"dimension 0because" and masked_scatter's "but gotFloat", and index_select's second wording
+of "index out of range in self".
 """
 import argparse
 import math
@@ -228,6 +229,7 @@ class Writer:
             err = str(e).split('\n')[0]
             # linalg.vector_norm's message lacks a space ("dimension 0because"); torc's has it.
             err = re.sub(r'(dimension -?\d+)because', r'\1 because', err)
+            err = err.replace('same dtypes but gotFloat', 'same dtypes but got Float')  # masked_scatter's
             # index_select words one error two ways, by code path (dim 0 or not); torc uses one.
             err = re.sub(r'^INDICES element is out of DATA bounds, id=-?\d+ axis_dim=\d+$', 'index out of range in self', err)
             if half_missing(err):
@@ -432,8 +434,8 @@ def gen_binary(w):
                   ('fill_', lambda a, s: a.fill_(s))]
     for name, fn in SC_INPLACE:
         for dt in ALL:
-            for s in (2, 2.5, True):
-                for lay in ('c', 't', 's'):
+            for s in (2, 2.5, 0.1, True):
+                for lay in (('c', 't', 's') if s != 0.1 else ('c',)):
                     w.case(name, [], [spec(dt, (2, 3), lay)], fn, scalars=(s,), inplace=True)
     for dt in ALL:
         w.case('zero_', [], [spec(dt, (2, 3), 's')], lambda a: a.zero_(), inplace=True)
@@ -694,12 +696,61 @@ def gen_index(w):
     w.case('stack', [('dim', 0)], [spec('f32', ()), spec('f32', (), 'c', 'any', 5)], lambda *t: torch.stack(list(t), 0))
     w.case('stack', [('dim', 2)], [spec('f32', (2, 3)), spec('f32', (2, 3), 'c', 'any', 5),
                                    spec('f32', (2, 3), 't', 'any', 7)], lambda *t: torch.stack(list(t), 2))
+    w.comment('1-D empty tensors are skipped (legacy), but take part in promotion')
+    w.case('cat', [('dim', 1)], [Spec('f64', (0,), []), spec('i64', (2, 3), 't'), Spec('f32', (0,), [])],
+           lambda *t: torch.cat(list(t), 1))
+    w.case('cat', [('dim', 0)], [spec('f32', (2, 3)), Spec('f32', (0,), []), spec('f32', (1, 3), 'c', 'any', 4)],
+           lambda *t: torch.cat(list(t), 0))
+    w.case('cat', [('dim', 0)], [Spec('f32', (0,), []), Spec('f32', (0,), [])], lambda *t: torch.cat(list(t), 0))
+    w.case('cat', [('dim', 2)], [Spec('f32', (0,), []), spec('f32', (2, 3))], lambda *t: torch.cat(list(t), 2))
+    w.case('cat', [('dim', 0)], [spec('f32', (2, 3)), spec('f32', ())], lambda *t: torch.cat(list(t), 0))
     w.case('cat', [('dim', 0)], [spec('f32', (2, 3)), spec('f32', (2, 4))], lambda *t: torch.cat(list(t), 0))
     w.case('cat', [('dim', 0)], [spec('f32', (2, 3)), spec('f32', (3,))], lambda *t: torch.cat(list(t), 0))
     w.case('cat', [('dim', 2)], [spec('f32', (2, 3)), spec('f32', (2, 3))], lambda *t: torch.cat(list(t), 2))
     w.case('cat', [('dim', 0)], [spec('f32', ())], lambda *t: torch.cat(list(t), 0))
     w.case('stack', [('dim', 0)], [spec('f32', (2, 3)), spec('f32', (2, 4))], lambda *t: torch.stack(list(t), 0))
     w.case('stack', [('dim', 3)], [spec('f32', (2, 3)), spec('f32', (2, 3))], lambda *t: torch.stack(list(t), 3))
+
+    w.comment('out-of-place scatters: index_add, scatter_add, masked_scatter (duplicate indices accumulate)')
+    for dt in ALL:
+        for lay in (['c', 't', 's'] if dt == 'f32' else ['c', 't']):
+            w.case('index_add', [('dim', 1)], [spec(dt, (2, 3), lay), idx([2, 0, 2, 1]), spec(dt, (2, 4), 'c', 'any', 5)],
+                   lambda x, i, src: torch.index_add(x, 1, i, src))
+            w.case('index_add', [('dim', 0)], [spec(dt, (2, 3), lay), idx([1, 1, 0]), spec(dt, (3, 3), 't', 'any', 3)],
+                   lambda x, i, src: torch.index_add(x, 0, i, src))
+            w.case('scatter_add', [('dim', 1)], [spec(dt, (2, 3), lay), idx([2, 0, 2, 1, 1, 1], (2, 3)),
+                                                 spec(dt, (2, 4), 'c', 'any', 5)],
+                   lambda x, i, src: torch.scatter_add(x, 1, i, src))
+            w.case('scatter_add', [('dim', 0)], [spec(dt, (2, 3), lay), idx([1, 0, 1], (1, 3)), spec(dt, (2, 3), 's', 'any', 3)],
+                   lambda x, i, src: torch.scatter_add(x, 0, i, src))
+            w.case('masked_scatter', [], [spec(dt, (2, 3), lay), Spec('bool', (2, 3), [1, 0, 1, 1, 0, 0]),
+                                          spec(dt, (7,), 'c', 'any', 5)], torch.masked_scatter)
+        w.case('masked_scatter', [], [spec(dt, (2, 3)), Spec('bool', (3,), [0, 1, 1]), spec(dt, (2, 2), 't', 'any', 5)],
+               torch.masked_scatter)
+    w.case('index_add', [('dim', -1)], [spec('f32', (2, 3, 4), 'p'), idx([3, 3, 0]), spec('f32', (2, 3, 3), 'c', 'any', 2)],
+           lambda x, i, src: torch.index_add(x, -1, i, src))
+    w.case('index_add', [('dim', 1)], [spec('f32', (2, 3)), idx([0, 3]), spec('f32', (2, 2), 'c', 'any', 5)],
+           lambda x, i, src: torch.index_add(x, 1, i, src))
+    w.case('index_add', [('dim', 1)], [spec('f32', (2, 3)), idx([0, 1]), spec('f32', (2, 3), 'c', 'any', 5)],
+           lambda x, i, src: torch.index_add(x, 1, i, src))
+    w.case('index_add', [('dim', 1)], [spec('f32', (2, 3)), idx([0, 1]), spec('f64', (2, 2), 'c', 'any', 5)],
+           lambda x, i, src: torch.index_add(x, 1, i, src))
+    w.case('scatter_add', [('dim', 1)], [spec('f32', (2, 3)), idx([0, 3], (1, 2)), spec('f32', (2, 3), 'c', 'any', 5)],
+           lambda x, i, src: torch.scatter_add(x, 1, i, src))
+    w.case('scatter_add', [('dim', 1)], [spec('f32', (2, 3)), idx([0, 1]), spec('f32', (2, 3), 'c', 'any', 5)],
+           lambda x, i, src: torch.scatter_add(x, 1, i, src))
+    w.case('masked_scatter', [], [spec('f32', (2, 3)), Spec('bool', (2, 3), [1, 1, 1, 1, 0, 0]), spec('f32', (3,))],
+           torch.masked_scatter)
+    w.case('masked_scatter', [], [spec('f32', (2, 3)), Spec('i64', (2, 3), [1, 1, 1, 1, 0, 0]), spec('f32', (6,))],
+           torch.masked_scatter)
+    w.case('masked_scatter', [], [spec('f32', (2, 3)), Spec('bool', (2, 3), [1, 1, 1, 1, 0, 0]), spec('f64', (6,))],
+           torch.masked_scatter)
+    w.case('scatter_add', [('dim', 1)], [spec('f32', (2, 3)), idx([0, 1], (1, 2)), spec('f64', (2, 3), 'c', 'any', 5)],
+           lambda x, i, src: torch.scatter_add(x, 1, i, src))
+    w.case('index_add', [('dim', 1)], [spec('f32', (2, 3)), idx([0, 1]), spec('f32', (3, 2), 'c', 'any', 5)],
+           lambda x, i, src: torch.index_add(x, 1, i, src))
+    w.case('index_add', [('dim', 1)], [spec('f32', (2, 3)), idx([0, 1], (1, 2)), spec('f32', (2, 2), 'c', 'any', 5)],
+           lambda x, i, src: torch.index_add(x, 1, i, src))
 
     w.comment('triu / tril: diagonals, non-square, batched, strided')
     for dt in ALL:

@@ -396,6 +396,46 @@ TORC_API torc_tensor *torc_reduce_axes(torc_tensor *x, const char *pattern, cons
 // ("h w -> h (w c)", "h w -> (2 h) w"). Every axis of the left side must appear on the right.
 TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const char *axes);
 
+// ---- mixed precision: autocast ----
+// torch.autocast for the calling thread: between torc_autocast_begin(dtype) and
+// torc_autocast_end() (nestable; the innermost scope decides) ops follow PyTorch's autocast
+// policy (its CUDA op lists, which torc applies on every device):
+//   in the autocast dtype: torc_matmul and torc_matmul_out_dtype, hence Linear's forward and
+//     einsum's contractions. Floating operands other than f64 are cast to it; torc_matmul's
+//     result has it, torc_matmul_out_dtype keeps the out_dtype asked for (bf16 x bf16 -> f32).
+//   in f32: sum, mean, prod, norm, logsumexp, softmax, log_softmax, exp, log, reciprocal,
+//     rsqrt, erfinv and the losses (mse_loss, nll_loss, cross_entropy): f16/bf16 inputs are
+//     cast to f32, so the result is f32.
+//   everything else runs in its inputs' dtypes; mixed inputs follow promotion (bf16 + f32 ->
+//     f32). In-place ops are never changed.
+// Casts are torc_to_dtype calls recorded by autograd, so gradients flow back through them and
+// reach f32 parameters as f32. Integer and bool tensors (labels, indices, masks) are never
+// cast. Backward formulas do not autocast (they run in the dtypes the forward chose), and
+// outside any scope nothing changes.
+// dtype: TORC_DTYPE_BF16 or TORC_DTYPE_F16; TORC_DTYPE_F32 opens a scope with autocast off
+// (torch.autocast(enabled=False)); TORC_DTYPE_F8_E4M3FN is fp8 autocast: a matmul whose
+// right operand is a 2-D parameter (a leaf that requires grad: Linear's weight) runs as
+// scaled_mm with both operands cast to e4m3 and its output in bf16 (or out_dtype); its backward
+// casts the output's gradient to e5m2 and computes both gradients with scaled_mm in f32.
+// Scales follow Transformer Engine's delayed scaling (per parameter: scales and an amax
+// history for its input, its weight and its gradient; scale = fp8_max / max(history) /
+// 2^margin, updated before each forward; see torc_autocast_set_fp8_recipe); a role's first
+// cast uses its current amax. Other matmuls run in bf16, and the f32 list applies as above.
+// Errors: TORC_ERR_DTYPE for another dtype, TORC_ERR_INVALID_ARG beyond 64 nested scopes or
+// for an end without a begin.
+TORC_API torc_status torc_autocast_begin(torc_dtype dtype);
+TORC_API torc_status torc_autocast_end(void);
+TORC_API bool torc_is_autocast_enabled(void);  // the innermost scope casts (not F32, not outside)
+TORC_API torc_dtype torc_autocast_dtype(void); // the innermost scope's dtype; TORC_DTYPE_F32 outside
+// fp8 delayed scaling's recipe for parameters first used after the call (process-wide):
+// amax_history_len (Transformer Engine's default 1024) and margin (scale divided by 2^margin,
+// default 0). TORC_ERR_INVALID_ARG outside [1, 2^20] and [0, 64].
+TORC_API torc_status torc_autocast_set_fp8_recipe(int amax_history_len, int margin);
+// A parameter's fp8 state as copies: its scales (3,) for input, weight and gradient, and its
+// amax history (amax_history_len, 3). NULL without an error for a tensor fp8 autocast has not used.
+TORC_API torc_tensor *torc_autocast_fp8_scales(const torc_tensor *param);
+TORC_API torc_tensor *torc_autocast_fp8_amax_history(const torc_tensor *param);
+
 // ---- mixed precision: fp8 scaled matmul ----
 // torch._scaled_mm with cuBLASLt's semantics (the reference backend computes it exactly):
 // a (M, K) and b (K, N) in f8_e4m3fn or f8_e5m2 (one may be e5m2, not both, as cuBLASLt),
@@ -676,6 +716,73 @@ TORC_API torc_status torc_optimizer_state_dict(const torc_optimizer *opt, torc_s
 // and changes nothing on error; then copies the state into this optimizer's own tensors.
 TORC_API torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state_dict *sd,
                                                     const char *prefix);
+
+// ---- mixed precision: loss scaling (torch.amp.GradScaler) ----
+// Dynamic loss scaling for f16 training (harmless, and unneeded, for bf16): scale the loss
+// before backward, unscale the gradients before the step, skip the step when any gradient is
+// inf or NaN and lower the scale, raise it after growth_interval clean steps:
+//   loss = torc_grad_scaler_scale(gs, loss); torc_backward(loss, NULL, false);
+//   torc_grad_scaler_step(gs, opt, NULL);   // unscales (unless unscale_ ran), steps if finite
+//   torc_grad_scaler_update(gs);
+// The scale is a float32 number, as PyTorch's (its updates round to f32); its state lives on
+// the host, and each inf/NaN check reads one number per gradient from its device.
+typedef struct torc_grad_scaler torc_grad_scaler;
+typedef struct torc_grad_scaler_options {
+    double init_scale;        // 65536 (2^16)
+    double growth_factor;     // 2.0, > 1
+    double backoff_factor;    // 0.5, in (0, 1)
+    int64_t growth_interval;  // 2000, >= 1
+    bool enabled;             // false: every call passes through (scale() returns the loss)
+} torc_grad_scaler_options;
+#define TORC_GRAD_SCALER_DEFAULTS {65536.0, 2.0, 0.5, 2000, true}
+// A new scaler (opts NULL: the defaults); caller frees with torc_grad_scaler_free. NULL with
+// TORC_ERR_INVALID_ARG and PyTorch's message for a bad option ("The growth factor must be > 1.0.").
+TORC_API torc_grad_scaler *torc_grad_scaler_new(const torc_grad_scaler_options *opts);
+TORC_API void torc_grad_scaler_free(torc_grad_scaler *gs);  // NULL ok
+// loss * scale, differentiable (a new reference; loss itself when disabled). The scale is a
+// zero-dim f32 tensor and promotion decides the dtype, as in PyTorch: a zero-dim loss becomes
+// f32, a dimensioned f16 loss stays f16.
+TORC_API torc_tensor *torc_grad_scaler_scale(torc_grad_scaler *gs, const torc_tensor *loss);
+// unscale_(optimizer): divides the .grad of every parameter of opt by the scale, in place, and
+// records whether any of them holds an inf or NaN. Once per optimizer between updates
+// (TORC_ERR_RUNTIME: "unscale_() has already been called on this optimizer since the last
+// update()." / "unscale_() is being called after step()."); f16 gradients are refused
+// (TORC_ERR_DTYPE "Attempting to unscale FP16 gradients.": keep f32 master parameters).
+TORC_API torc_status torc_grad_scaler_unscale_(torc_grad_scaler *gs, torc_optimizer *opt);
+// The same for gradients an optimizer does not hold (a hand-written update): grads[i] are
+// unscaled in place (NULL entries are skipped); the check is recorded with the optimizers'.
+TORC_API torc_status torc_grad_scaler_unscale_grads_(torc_grad_scaler *gs, int n, torc_tensor *const *grads);
+// Whether any unscale since the last update found an inf or NaN (false when disabled).
+TORC_API bool torc_grad_scaler_found_inf(const torc_grad_scaler *gs);
+// step(optimizer): unscales opt's gradients unless unscale_ already did, then runs
+// torc_optimizer_step unless an inf/NaN was found for it. *stepped (may be NULL) says
+// which. Once per optimizer between updates (TORC_ERR_RUNTIME "step() has already been called
+// since the last update()."). Disabled: a plain torc_optimizer_step.
+TORC_API torc_status torc_grad_scaler_step(torc_grad_scaler *gs, torc_optimizer *opt, bool *stepped);
+// update(): scale *= backoff_factor and the growth tracker resets when any recorded check found
+// an inf/NaN; else the tracker counts one more clean step and, reaching growth_interval, the
+// scale grows by growth_factor (if the result is finite) and the tracker resets. Clears the
+// per-optimizer records. TORC_ERR_RUNTIME "No inf checks were recorded prior to update." when
+// nothing was unscaled since the last update. A no-op when disabled.
+TORC_API torc_status torc_grad_scaler_update(torc_grad_scaler *gs);
+TORC_API double torc_grad_scaler_get_scale(const torc_grad_scaler *gs);  // 1.0 when disabled
+// The whole state (torch's state_dict: scale, factors, interval, _growth_tracker) for
+// checkpoints. set_state checks the options as torc_grad_scaler_new does (and scale > 0,
+// growth_tracker >= 0) and clears the per-optimizer records.
+typedef struct torc_grad_scaler_state {
+    torc_grad_scaler_options options;
+    double scale;
+    int64_t growth_tracker;
+} torc_grad_scaler_state;
+TORC_API torc_status torc_grad_scaler_get_state(const torc_grad_scaler *gs, torc_grad_scaler_state *out);
+TORC_API torc_status torc_grad_scaler_set_state(torc_grad_scaler *gs, const torc_grad_scaler_state *st);
+// The state as metadata of a state dict under prefix (NULL: "grad_scaler."): "scale",
+// "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker", "enabled" (exact,
+// "%.17g"); load reads them back (TORC_ERR_INVALID_ARG naming a missing or malformed key,
+// changing nothing).
+TORC_API torc_status torc_grad_scaler_state_dict(const torc_grad_scaler *gs, torc_state_dict *sd, const char *prefix);
+TORC_API torc_status torc_grad_scaler_load_state_dict(torc_grad_scaler *gs, const torc_state_dict *sd,
+                                                      const char *prefix);
 
 // ---- checkpoints ----
 // One safetensors file with a training run's state: the model's tensors under their own names
