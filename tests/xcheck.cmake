@@ -1,7 +1,7 @@
-# tests/xcheck.cmake — torc-xcheck as ctest tests (label "xcheck"): the reference against itself
-# (a sanity check of the tool, of the reference's guards and of in-place aliasing), the oneDNN
-# backend against the reference when it is built, and the tool's own tests against
-# tests/xcheck_faulty.c, a backend with planted bugs that each must be reported.
+# tests/xcheck.cmake — the checking and benchmark tools under ctest: torc-xcheck (label "xcheck")
+# on the reference against itself (a sanity check of the tool, of the reference's guards and of
+# in-place aliasing), on the oneDNN backend when it is built, and against tests/xcheck_faulty.c,
+# a backend with planted bugs that each must be reported; a torc-bench smoke run (label "bench").
 #
 # Run as a script (cmake -DXCHECK_CMD=a|b|c -DXCHECK_RC=n -DXCHECK_EXPECT=re1|re2 -P xcheck.cmake)
 # this file runs the command and checks its exit status and that every regex matches its output.
@@ -74,3 +74,12 @@ xcheck_faulty_test(aliasing 1 "--op|div" "div +f32 +native.*FAIL|\\[inplace, nat
 # Correct ops pass, and ops the backend lacks are checked on the fallback path.
 xcheck_faulty_test(controls 0 "--op|minimum,ge,fill,matmul"
   "minimum +f32 +native .* ok|ge +f32 +fallback .* ok|fill +f32 +fallback .* ok|matmul +f32 +fallback .* ok|all checks passed")
+
+# torc-bench smoke run (label "bench", excluded from the sanitizer pass): tiny sizes on the
+# reference backend, every section once. Never a timed assertion: benchmarks report, they do
+# not fail on speed.
+if(TARGET torc-bench)
+  add_test(NAME bench_smoke COMMAND torc-bench --backend reference --tiny --json)
+  set_tests_properties(bench_smoke PROPERTIES LABELS "bench" TIMEOUT 300
+    PASS_REGULAR_EXPRESSION "\"cruncher_32_1_8_adam_f32_ms\"")
+endif()

@@ -49,7 +49,8 @@ static void usage(FILE *f) {
             "  --seed S            seed for the weights and the data (default 0)\n"
             "  --checkpoint PATH   save a checkpoint to PATH every --every steps and at the end\n"
             "  --every N           checkpoint interval in steps (default: only at the end)\n"
-            "  --resume PATH       continue from a checkpoint (model, optimizer, step, generator)\n"
+            "  --resume PATH       continue from a checkpoint: model, optimizer (its hyperparameters\n"
+            "                      replace --lr/--hp), step and generator, up to --steps\n"
             "  --log-every N       print a line every N steps when stdout is not a terminal\n"
             "  --autocast MODE     bf16, f16 (with dynamic loss scaling) or fp8 (e4m3 matmuls, e5m2\n"
             "                      gradients) for the forward pass; f32 master weights (default: off)\n"
@@ -257,6 +258,7 @@ int main(int argc, char **argv) {
     uint64_t model_fwd = 0, model_bwd = 0, optim_flops = 0;
     double first_loss = NAN, loss = NAN;
     const double t0 = now();
+    double last_draw = -1;  // the bar is redrawn at most 20 times a second
     for (int64_t done = 0; step < o.steps; step++, done++) {
         torc_scope_push();
         torc_tensor *x, *y;
@@ -291,8 +293,11 @@ int main(int argc, char **argv) {
             if (tty) printf("\n");
             die("the loss is %g at step %lld: diverged (lower --lr?)", loss, (long long)step + 1);
         }
-        const double rate = (double)(done + 1) / (now() - t0);
-        if (tty) progress_bar(step + 1, o.steps, loss, rate);
+        const double t = now(), rate = (double)(done + 1) / (t - t0);
+        if (tty && (t - last_draw >= 0.05 || step + 1 == o.steps)) {
+            progress_bar(step + 1, o.steps, loss, rate);
+            last_draw = t;
+        }
         else if ((done + 1) % log_every == 0 || step + 1 == o.steps)
             printf("step %lld/%lld  loss %.6e  %.1f steps/s\n", (long long)step + 1, (long long)o.steps, loss, rate);
         if (o.checkpoint && o.every && (step + 1) % o.every == 0) save(o.checkpoint, model, opt, step + 1, gen, scaler);

@@ -337,8 +337,8 @@ BINARY = [
 SCALAR_OPS = [
     ('add_scalar', lambda x, s: torch.add(x, s)), ('sub_scalar', lambda x, s: torch.sub(x, s)),
     ('mul_scalar', lambda x, s: torch.mul(x, s)), ('div_scalar', lambda x, s: torch.div(x, s)),
-    # s / x: true division rounded once (Python's `s / x` is reciprocal(x) * s, two roundings).
     ('rsub_scalar', lambda x, s: s - x),
+    # s / x: true division rounded once (Python's `s / x` is reciprocal(x) * s, two roundings).
     ('rdiv_scalar', lambda x, s: torch.div(torch.tensor(s, dtype=torch.result_type(x, s)), x)),
     ('eq_scalar', lambda x, s: x == s), ('ne_scalar', lambda x, s: x != s), ('lt_scalar', lambda x, s: x < s),
     ('le_scalar', lambda x, s: x <= s), ('gt_scalar', lambda x, s: x > s), ('ge_scalar', lambda x, s: x >= s),
