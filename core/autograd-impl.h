@@ -16,6 +16,9 @@ typedef enum torc__grad_pseudo {
     TORC__GRAD_EXPAND,                   // sum back to the base's shape
     TORC__GRAD_AS_STRIDED,               // scatter back through the storage geometry
     TORC__GRAD_COPY,                     // clone / to_dtype / to_device: identity
+    TORC__GRAD_COPY_INTO,                // copy_(self, src): zero to self, src's gradient to src
+    TORC__GRAD_OVERWRITE,                // fill_ / zero_ / uniform_ / normal_: zero to self
+    TORC__GRAD_COPY_SLICES,              // in-place op on a view, recorded on its base (inner)
     TORC__GRAD_CODE_COUNT
 } torc__grad_pseudo;
 
@@ -36,12 +39,22 @@ typedef struct torc__edge {
     torc_tensor *leaf;
 } torc__edge;
 
+// What a saved input knows of the tensor it was saved from, for the version error: PyTorch
+// names that tensor's grad_fn at the time of the error (an in-place op may have replaced it
+// since). Holds no reference to the tensor, so saving makes no reference cycle.
+typedef struct torc__ident {
+    _Atomic int refcount;
+    torc_tensor *tensor;   // weak: the tensor while it lives, NULL after
+    const char *name;      // its grad_fn name when it died (NULL: none)
+} torc__ident;
+
 // A tensor a backward formula needs, held as a detached view (no grad_fn, so a node that
 // saves its own output makes no reference cycle) with the storage version at save time.
 typedef struct torc__saved {
     torc_tensor *t;        // owned, NULL when not saved or released after backward
     uint64_t version;
-    const char *producer;  // grad_fn name of the node that produced it (for the error text)
+    const char *producer;  // a saved output: the node's own grad_fn name (for the error text)
+    torc__ident *ident;    // owned, a saved input: the tensor it came from (for the error text)
 } torc__saved;
 
 #define TORC__NODE_INLINE 3   // inputs held without an extra allocation
@@ -62,7 +75,8 @@ struct torc_node {
     torc__saved saved[TORC__SAVED_OUT + 1];
     bool has_saved;           // something was saved (a second backward needs it)
     bool released;            // saved tensors freed by a backward without retain_graph
-    bool modified_inplace;    // its output was written in place in grad mode (not recorded)
+    torc_node *inner;         // owned, CopySlices only: the in-place op as recorded on the view
+                              // (its inputs, saved tensors; no edges: CopySlices holds them)
     torc_tensor *retained;    // weak: the non-leaf output that asked for retain_grad
     // engine scratch, valid during one run
     uint64_t run;
@@ -102,6 +116,10 @@ const char *torc__grad_name(int code, int n_in, const torc_tensor *const *inputs
 
 // Saved tensor i of n (TORC__SAVED_OUT for the output); never NULL for a slot the rule saves.
 static inline torc_tensor *torc__saved_at(const torc_node *n, int i) { return n->saved[i].t; }
+
+// A formula's gradient g for input i of n fitted to that input: broadcast dims summed away,
+// cast to its dtype and device. Registered in the current scope; NULL with the error set.
+torc_tensor *torc__fit_grad(const torc_node *n, int i, torc_tensor *g);
 
 // Zeros of the given shape and dtype on dev, registered in the current scope.
 torc_tensor *torc__zeros_on(torc_device *dev, torc_dtype dtype, int ndim, const int64_t *shape);

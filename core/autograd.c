@@ -1,5 +1,6 @@
 // core/autograd.c — the autograd graph and engine: grad mode, the hooks op frontends call to
-// record nodes, saved tensors with version checks, backward / autograd.grad, retain_grad.
+// record nodes (in-place ops rebase history, through views onto their base), saved tensors
+// with version checks, backward / autograd.grad, retain_grad.
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,10 +15,12 @@ void torc_no_grad_end(void) {
 }
 bool torc_is_grad_enabled(void) { return tls_no_grad == 0; }
 
+static bool refresh(torc_tensor *t);  // brings a view's grad_fn up to date (views, below)
+
 bool torc__any_requires_grad(int n, const torc_tensor *const *ts) {
     if (tls_no_grad) return false;
     for (int i = 0; i < n; i++)
-        if (ts[i] && ts[i]->requires_grad) return true;
+        if (ts[i] && (refresh((torc_tensor *)ts[i]), ts[i]->requires_grad)) return true;
     return false;
 }
 
@@ -54,11 +57,35 @@ static torc_node *node_retain(torc_node *n) {
     return n;
 }
 
-static void release_saved(torc_node *n) {
-    for (int i = 0; i <= TORC__SAVED_OUT; i++) {
-        torc_release(n->saved[i].t);
-        n->saved[i].t = NULL;
+// The ident of t, created on first use (a new reference), or NULL on OOM.
+static torc__ident *ident_of(torc_tensor *t) {
+    torc__ident *id = atomic_load(&t->ident);
+    if (!id) {
+        torc__ident *fresh = calloc(1, sizeof *fresh);
+        if (!fresh) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for a saved tensor");
+        atomic_init(&fresh->refcount, 1);
+        fresh->tensor = t;
+        // Two threads may save the same tensor (a shared parameter): one ident wins.
+        if (atomic_compare_exchange_strong(&t->ident, &id, fresh)) id = fresh;
+        else free(fresh);
     }
+    atomic_fetch_add(&id->refcount, 1);
+    return id;
+}
+
+static void ident_release(torc__ident *id) {
+    if (id && atomic_fetch_sub(&id->refcount, 1) == 1) free(id);
+}
+
+// Frees the saved tensors of n and of the in-place op a CopySlices node holds.
+static void release_saved(torc_node *n) {
+    for (torc_node *k = n; k; k = k->inner)
+        for (int i = 0; i <= TORC__SAVED_OUT; i++) {
+            torc_release(k->saved[i].t);
+            ident_release(k->saved[i].ident);
+            k->saved[i].t = NULL;
+            k->saved[i].ident = NULL;
+        }
 }
 
 // Drops one reference; frees dead nodes with an explicit stack (graphs can be long chains).
@@ -71,9 +98,11 @@ static void node_release(torc_node *n) {
         torc_node *d = stack[--depth];
         release_saved(d);
         torc_release(d->grad);
-        for (int i = 0; i < d->n_in; i++) {
-            torc_release(d->next[i].leaf);  // a leaf has no grad_fn: no re-entry here
-            torc_node *c = d->next[i].fn;
+        for (int i = -1; i < d->n_in; i++) {
+            torc_node *c = i < 0 ? d->inner : d->next[i].fn;
+            // A leaf has no grad_fn; if it is a view, its base's graph is released by a nested
+            // call (one level: a base is never a view).
+            if (i >= 0) torc_release(d->next[i].leaf);
             if (!c || atomic_fetch_sub(&c->refcount, 1) != 1) continue;
             if (depth == cap) {
                 torc_node **ns = malloc((size_t)cap * 2 * sizeof *ns);
@@ -104,28 +133,36 @@ static void meta_of(const torc_tensor *t, torc__meta *m) {
 }
 
 static void set_edge(torc_node *n, int i, const torc_tensor *t) {
-    if (!t || !t->requires_grad) return;
+    if (!t || !(refresh((torc_tensor *)t), t->requires_grad)) return;
     if (t->grad_fn) n->next[i].fn = node_retain(t->grad_fn);
     else n->next[i].leaf = torc_retain((torc_tensor *)t);
 }
 
-// Saves a detached view of t with its storage version.
-static bool save(torc_node *n, int slot, const torc_tensor *t, const char *producer) {
+// Saves a detached view of t with its storage version: an input of n (named in the version
+// error by the grad_fn its tensor has then, as PyTorch) or n's output (named by n).
+static bool save(torc_node *n, int slot, const torc_tensor *t, bool output) {
     torc_tensor *v = torc__make_view(t, t->ndim, t->shape, t->stride, t->offset);
     if (!v) return false;
-    n->saved[slot].t = v;
-    n->saved[slot].version = atomic_load(&t->storage->version);
-    n->saved[slot].producer = producer;
+    torc__ident *id = output ? NULL : ident_of((torc_tensor *)t);
+    if (!output && !id) {
+        torc_release(v);
+        return false;
+    }
+    n->saved[slot] = (torc__saved){v, atomic_load(&t->storage->version), output ? n->name : NULL, id};
     n->has_saved = true;
     return true;
 }
 
-static void attach(torc_tensor *out, torc_node *n) {
-    meta_of(out, &n->out);
-    node_release(out->grad_fn);
-    out->grad_fn = n;
-    out->requires_grad = true;
-    out->output_nr = 0;
+// Makes n t's grad_fn. retain_grad follows t to its new grad_fn, as PyTorch moves the hook.
+static void attach(torc_tensor *t, torc_node *n) {
+    torc_node *old = t->grad_fn;
+    meta_of(t, &n->out);
+    if (old && old->retained == t) old->retained = NULL;
+    if (t->retains_grad) n->retained = t;
+    t->grad_fn = n;
+    t->requires_grad = true;
+    t->output_nr = 0;
+    node_release(old);
 }
 
 // Fails the hook: releases out and the half-built node.
@@ -147,15 +184,29 @@ torc_tensor *torc__autograd_record(torc_tensor *out, torc_opcode code, int n_in,
         if (!inputs[i]) continue;
         meta_of(inputs[i], &n->in[i]);
         set_edge(n, i, inputs[i]);
-        if (i < TORC__SAVED_OUT && (r->save & TORC__SAVE_IN(i)) &&
-            !save(n, i, inputs[i], inputs[i]->grad_fn ? inputs[i]->grad_fn->name : NULL))
+        if (i < TORC__SAVED_OUT && (r->save & TORC__SAVE_IN(i)) && !save(n, i, inputs[i], false))
             return hook_fail(out, n);
     }
-    if ((r->save & TORC__SAVE_OUT) && !save(n, TORC__SAVED_OUT, out, n->name)) return hook_fail(out, n);
+    if ((r->save & TORC__SAVE_OUT) && !save(n, TORC__SAVED_OUT, out, true)) return hook_fail(out, n);
     attach(out, n);
     return out;
 }
 
+torc_tensor *torc__autograd_unary(torc_tensor *out, const torc_tensor *in, const char *name) {
+    if (!out || !torc__any_requires_grad(1, &in) || !torc_dtype_is_floating(out->dtype)) return out;
+    torc_node *n = node_new(TORC__GRAD_COPY, name, 1);
+    if (!n) return hook_fail(out, NULL);
+    meta_of(in, &n->in[0]);
+    set_edge(n, 0, in);
+    attach(out, n);
+    return out;
+}
+
+// ---- views ----
+// Every view keeps its base (the tensor at the root of a chain of views, as PyTorch's _base)
+// and the storage version its grad_fn was derived at. A write into the storage, through the
+// view, its base or another view of it, changes the version; the view's grad_fn is then out of
+// date and is re-derived from the base's history the next time it is looked at (refresh).
 static int view_code(const char *name) {
     static const struct { const char *name; int code; } k[] = {
         {"ViewBackward0", TORC__GRAD_VIEW},           {"UnsafeViewBackward0", TORC__GRAD_VIEW},
@@ -172,8 +223,12 @@ static int view_code(const char *name) {
 
 torc_tensor *torc__autograd_view(torc_tensor *view, torc_tensor *base, const char *name, int nargs,
                                  const int64_t *args) {
+    if (!view) return NULL;
+    view->view_base = torc_retain(base->view_base ? base->view_base : base);
+    view->view_no_grad = !torc_is_grad_enabled() ? "" : base->view_no_grad ? name : NULL;
+    view->view_version = atomic_load(&view->storage->version);
     const torc_tensor *b = base;
-    if (!view || !torc__any_requires_grad(1, &b)) return view;
+    if (!torc__any_requires_grad(1, &b)) return view;
     if (nargs < 0 || nargs > TORC_MAX_DIMS + 2) {
         torc_release(view);
         return TORC_FAIL_NULL(TORC_ERR_RUNTIME, "%s: too many view arguments (%d)", name, nargs);
@@ -188,39 +243,172 @@ torc_tensor *torc__autograd_view(torc_tensor *view, torc_tensor *base, const cha
     return view;
 }
 
-torc_tensor *torc__autograd_unary(torc_tensor *out, const torc_tensor *in, const char *name) {
-    if (!out || !torc__any_requires_grad(1, &in) || !torc_dtype_is_floating(out->dtype)) return out;
-    torc_node *n = node_new(TORC__GRAD_COPY, name, 1);
-    if (!n) return hook_fail(out, NULL);
-    meta_of(in, &n->in[0]);
-    set_edge(n, 0, in);
-    attach(out, n);
-    return out;
+// PyTorch's VariableHooks::grad_fn: a view whose storage changed since its grad_fn was derived
+// reads its values out of its base's (possibly rebased) history, so its grad_fn becomes an
+// AsStridedBackward0 of the base. Views made under no_grad keep none (PyTorch refuses to use
+// them after such a write; torc leaves them as detached tensors). False on OOM (t unchanged).
+static bool refresh(torc_tensor *t) {
+    torc_tensor *b = t->view_base;
+    if (!b || t->view_no_grad) return true;
+    const uint64_t v = atomic_load(&t->storage->version);
+    if (v == t->view_version || (!t->grad_fn && !b->requires_grad)) return true;
+    torc_node *n = node_new(TORC__GRAD_AS_STRIDED, "AsStridedBackward0", 1);
+    if (!n) return false;
+    meta_of(b, &n->in[0]);
+    set_edge(n, 0, b);  // b is never a view: no recursion
+    attach(t, n);
+    t->view_version = v;
+    return true;
 }
 
-static bool is_view_code(int code) { return code >= TORC__GRAD_VIEW && code <= TORC__GRAD_AS_STRIDED; }
+// How PyTorch's messages name a grad_fn: "MulBackward0" -> "Mul", "SumBackward1" -> "Sum1",
+// and the nodes torch writes by hand by their C++ names.
+static void short_name(const char *name, char *buf, size_t size) {
+    const char *b = strstr(name, "Backward");
+    if (!strcmp(name, "CopySlices") || !strcmp(name, "CopyBackwards")) snprintf(buf, size, "torch::autograd::%s", name);
+    else if (b) snprintf(buf, size, "%.*s%s", (int)(b - name), name, strcmp(b + 8, "0") ? b + 8 : "");
+    else snprintf(buf, size, "%s", name);
+}
+
+// ---- in-place ops ----
+// The node kind and grad_fn name of an in-place op (torch's names for the in-place forms).
+static int inplace_node_code(torc_opcode code) {
+    switch ((int)code) {
+    case TORC_OP_COPY: return TORC__GRAD_COPY_INTO;
+    case TORC_OP_FILL:
+    case TORC_OP_RAND_UNIFORM:
+    case TORC_OP_RAND_NORMAL: return TORC__GRAD_OVERWRITE;
+    default: return (int)code;
+    }
+}
+static const char *inplace_name(torc_opcode code, int n_in, const torc_tensor *const *inputs,
+                                const torc_op_params *params) {
+    switch ((int)code) {
+    case TORC_OP_RAND_UNIFORM: return "UniformBackward0";
+    case TORC_OP_RAND_NORMAL: return "NormalBackward0";
+    default: return torc__grad_name(inplace_node_code(code), n_in, inputs, inputs[0], params);
+    }
+}
+
+// Whether the backward needs self's value from before the write, which the write destroys:
+// PyTorch saves a copy of self then. mul_ and div_ use it only for the other operand's grad.
+static bool needs_old_self(const torc__grad_rule *r, torc_opcode code, bool others_require_grad) {
+    if (!(r->save & TORC__SAVE_IN(0))) return false;
+    return code == TORC_OP_MUL || code == TORC_OP_DIV ? others_require_grad : true;
+}
+
+torc_status torc__inplace_begin(torc_tensor *self, torc_opcode code, int n_in, const torc_tensor *const *inputs,
+                                const torc_op_params *params, const char *name, torc_node **rec) {
+    *rec = NULL;
+    if (!torc_is_grad_enabled()) return TORC_OK;
+    for (int i = 0; i < n_in; i++)
+        if (inputs[i] && !refresh((torc_tensor *)inputs[i])) return torc_last_status();
+    torc_tensor *base = self->view_base;
+    bool others = false;
+    for (int i = 1; i < n_in; i++) others |= inputs[i] && inputs[i]->requires_grad;
+    if (!others && !self->requires_grad && !(base && base->requires_grad)) return TORC_OK;
+    // PyTorch's check_inplace, in its order.
+    if (base && self->view_no_grad) {
+        char who[128] = "A view was";
+        if (*self->view_no_grad) {
+            char fn[64];
+            short_name(self->view_no_grad, fn, sizeof fn);
+            snprintf(who, sizeof who, "Output 0 of %s is a view of a view which was", fn);
+        }
+        return torc__error(TORC_ERR_AUTOGRAD, "%s created in no_grad mode and is being modified inplace with grad mode "
+                                              "enabled. Given that this use case is ambiguous and error-prone, it is "
+                                              "forbidden. You can clarify your code by moving both the view and the "
+                                              "inplace either both inside the no_grad block (if you don't want the "
+                                              "inplace to be tracked) or both outside (if you want the inplace to be "
+                                              "tracked).", who);
+    }
+    if (base && self->requires_grad && !base->grad_fn)
+        return torc__error(TORC_ERR_AUTOGRAD, "a view of a leaf Variable that requires grad is being used in an "
+                                              "in-place operation.");
+    if (self->requires_grad && !self->grad_fn)
+        return torc__error(TORC_ERR_AUTOGRAD,
+                           "a leaf Variable that requires grad is being used in an in-place operation.");
+    if (!torc_dtype_is_floating(self->dtype)) return TORC_OK;  // an integer result never requires grad
+
+    // The op's node: inputs as they are now, edges from their current history. On a view the
+    // edges go on the base's CopySlices node instead, and self's own history is not used: the
+    // base's gradient carries it.
+    const int ncode = inplace_node_code(code);
+    const torc__grad_rule *r = torc__grad_rule_for(ncode);
+    torc_node *n = node_new(ncode, name ? name : inplace_name(code, n_in, inputs, params), n_in), *top = n;
+    if (!n) return torc_last_status();
+    if (params) n->params = *params;
+    for (int i = 0; i < n_in; i++)
+        if (inputs[i]) meta_of(inputs[i], &n->in[i]);
+    bool ok = true;
+    if (needs_old_self(r, code, others)) {
+        torc_tensor *old = torc__copy_as(self, self->dtype);
+        ok = old != NULL;
+        if (ok) n->saved[0] = (torc__saved){old, atomic_load(&old->storage->version), NULL, NULL};
+        n->has_saved |= ok;
+    }
+    for (int i = 1; ok && i < n_in && i < TORC__SAVED_OUT; i++)
+        if (inputs[i] && (r->save & TORC__SAVE_IN(i))) ok = save(n, i, inputs[i], false);
+    // The output is self after the write; end() sets the version it is saved at.
+    if (ok && (r->save & TORC__SAVE_OUT)) ok = save(n, TORC__SAVED_OUT, self, true);
+    if (ok && base) {
+        top = node_new(TORC__GRAD_COPY_SLICES, "CopySlices", n_in);
+        ok = top != NULL;
+        if (ok) {
+            top->inner = n;
+            top->has_saved = n->has_saved;
+            meta_of(base, &top->in[0]);
+            set_edge(top, 0, base);
+        }
+    }
+    if (!ok) {
+        node_release(top ? top : n);
+        return torc_last_status();
+    }
+    for (int i = base ? 1 : 0; i < n_in; i++) {
+        top->in[i] = n->in[i];
+        set_edge(top, i, inputs[i]);
+    }
+    *rec = top;
+    return TORC_OK;
+}
+
+torc_status torc__inplace_end(torc_tensor *self, torc_node *rec, torc_status st) {
+    if (!rec) return st;
+    if (st) {
+        node_release(rec);
+        return st;
+    }
+    torc_node *n = rec->inner ? rec->inner : rec;
+    torc__saved *out = &n->saved[TORC__SAVED_OUT];
+    if (out->t) out->version = atomic_load(&self->storage->version);
+    meta_of(self, &n->out);
+    if (rec == n) {
+        attach(self, rec);
+        return TORC_OK;
+    }
+    // A view: the base's history now goes through the write (CopySlices), and the view reads
+    // its new values out of the base (refresh: an OOM there is retried at the next look).
+    attach(self->view_base, rec);
+    refresh(self);
+    return TORC_OK;
+}
 
 void torc__check_inplace(torc_tensor *t, torc_status *st) {
-    if (!torc_is_grad_enabled() || !t->requires_grad) return;
-    if (!t->grad_fn) {
-        *st = torc__error(TORC_ERR_AUTOGRAD, "a leaf Variable that requires grad is being used in an in-place operation.");
-        return;
-    }
-    for (torc_node *n = t->grad_fn; n && is_view_code(n->code); n = n->next[0].fn)
-        if (n->next[0].leaf) {
-            *st = torc__error(TORC_ERR_AUTOGRAD, "a view of a leaf Variable that requires grad is being used in an "
-                                                 "in-place operation.");
-            return;
-        }
-    // torc does not rebase history on in-place writes (PyTorch records the op and, for a view,
-    // a CopySlices node on the base). The write is allowed, because saved tensors catch most
-    // misuse with PyTorch's version error, and the nodes whose output it changed (through
-    // views, up to the base) are marked so that backward through them fails instead of
-    // returning a wrong gradient.
-    for (torc_node *n = t->grad_fn; n; n = is_view_code(n->code) ? n->next[0].fn : NULL) n->modified_inplace = true;
+    if (!torc_is_grad_enabled() || !refresh(t)) return;
+    if (t->requires_grad || (t->view_base && t->view_base->requires_grad))
+        *st = torc__error(TORC_ERR_AUTOGRAD, "functions with out=... arguments don't support automatic "
+                                             "differentiation, but one of the arguments requires grad.");
 }
 
 void torc__autograd_release(torc_tensor *t) {
+    torc__ident *id = atomic_load(&t->ident);
+    if (id) {
+        id->name = t->grad_fn ? t->grad_fn->name : NULL;
+        id->tensor = NULL;
+        ident_release(id);
+        atomic_store(&t->ident, NULL);
+    }
     torc_release(t->grad);
     t->grad = NULL;
     if (t->grad_fn) {
@@ -228,11 +416,14 @@ void torc__autograd_release(torc_tensor *t) {
         node_release(t->grad_fn);
         t->grad_fn = NULL;
     }
+    torc_release(t->view_base);
+    t->view_base = NULL;
 }
 
 // ---- tensor-level autograd state ----
 torc_status torc_set_requires_grad(torc_tensor *t, bool requires_grad) {
     if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!refresh(t)) return torc_last_status();
     if (requires_grad && !torc_dtype_is_floating(t->dtype))
         return torc__error(TORC_ERR_AUTOGRAD, "only Tensors of floating point dtype can require gradients");
     if (!requires_grad && t->grad_fn)
@@ -243,9 +434,12 @@ torc_status torc_set_requires_grad(torc_tensor *t, bool requires_grad) {
     return TORC_OK;
 }
 
-bool torc_requires_grad(const torc_tensor *t) { return t && t->requires_grad; }
-bool torc_is_leaf(const torc_tensor *t) { return t && !t->grad_fn; }
-const char *torc_grad_fn_name(const torc_tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
+// The accessors below look at a view's grad_fn as it is now (refresh), as PyTorch's do.
+bool torc_requires_grad(const torc_tensor *t) { return t && (refresh((torc_tensor *)t), t->requires_grad); }
+bool torc_is_leaf(const torc_tensor *t) { return t && (refresh((torc_tensor *)t), !t->grad_fn); }
+const char *torc_grad_fn_name(const torc_tensor *t) {
+    return t && (refresh((torc_tensor *)t), t->grad_fn) ? t->grad_fn->name : NULL;
+}
 
 torc_tensor *torc_grad(const torc_tensor *t) {
     if (!t || !t->grad) return NULL;
@@ -270,6 +464,7 @@ torc_status torc_set_grad(torc_tensor *t, torc_tensor *grad) {
 
 torc_status torc_retain_grad(torc_tensor *t) {
     if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!refresh(t)) return torc_last_status();
     if (!t->requires_grad)
         return torc__error(TORC_ERR_AUTOGRAD, "can't retain_grad on Tensor that has requires_grad=False");
     if (!t->grad_fn) return TORC_OK;  // a leaf keeps its gradient anyway
@@ -472,6 +667,23 @@ static const char *legacy_type(const torc_tensor *t) {
     return (unsigned)t->dtype < TORC_DTYPE_COUNT ? (is_cuda ? cuda : cpu)[t->dtype] : "?";
 }
 
+// The grad_fn name a version error gives for a saved tensor: for a saved input, the grad_fn its
+// tensor has now (an in-place op may have replaced it); for a saved output, its node's.
+static const char *saved_producer(const torc__saved *s) {
+    if (!s->ident) return s->producer;
+    torc_tensor *t = s->ident->tensor;
+    if (!t) return s->ident->name;
+    refresh(t);
+    return t->grad_fn ? t->grad_fn->name : NULL;
+}
+
+// ", which is output 0 of Mul," as PyTorch writes it (nothing for a tensor without grad_fn).
+static void producer_clause(const char *name, char *buf, size_t size) {
+    char fn[64];
+    if (!name) buf[0] = 0;
+    else short_name(name, fn, sizeof fn), snprintf(buf, size, ", which is output 0 of %s,", fn);
+}
+
 static torc_status check_saved(const torc_node *n) {
     if (n->released && n->has_saved)
         return torc__error(TORC_ERR_AUTOGRAD,
@@ -480,38 +692,26 @@ static torc_status check_saved(const torc_node *n) {
                            "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
                            "backward through the graph a second time or if you need to access saved tensors after "
                            "calling backward.");
-    for (int i = 0; i <= TORC__SAVED_OUT; i++) {
-        const torc__saved *s = &n->saved[i];
-        if (!s->t) continue;
-        const uint64_t now = atomic_load(&s->t->storage->version);
-        if (now == s->version) continue;
-        char shape[TORC_SHAPE_STR_MAX], which[96] = "";
-        if (s->producer) {
-            // PyTorch names the producing function without its "Backward0" suffix.
-            const char *b = strstr(s->producer, "Backward");
-            snprintf(which, sizeof which, ", which is output 0 of %.*s,",
-                     (int)(b ? (size_t)(b - s->producer) : strlen(s->producer)), s->producer);
+    for (const torc_node *k = n; k; k = k->inner)  // a CopySlices node: the op it holds saved them
+        for (int i = 0; i <= TORC__SAVED_OUT; i++) {
+            const torc__saved *s = &k->saved[i];
+            if (!s->t) continue;
+            const uint64_t now = atomic_load(&s->t->storage->version);
+            if (now == s->version) continue;
+            char shape[TORC_SHAPE_STR_MAX], which[96];
+            producer_clause(saved_producer(s), which, sizeof which);
+            return torc__error(TORC_ERR_AUTOGRAD,
+                               "one of the variables needed for gradient computation has been modified by an inplace "
+                               "operation: [%s %s]%s is at version %llu; expected version %llu instead. Hint: enable "
+                               "anomaly detection to find the operation that failed to compute its gradient, with "
+                               "torch.autograd.set_detect_anomaly(True, check_nan=False).",
+                               legacy_type(s->t), torc__shape_str(s->t->ndim, s->t->shape, shape, sizeof shape),
+                               which, (unsigned long long)now, (unsigned long long)s->version);
         }
-        return torc__error(TORC_ERR_AUTOGRAD,
-                           "one of the variables needed for gradient computation has been modified by an inplace "
-                           "operation: [%s %s]%s is at version %llu; expected version %llu instead. Hint: enable "
-                           "anomaly detection to find the operation that failed to compute its gradient, with "
-                           "torch.autograd.set_detect_anomaly(True, check_nan=False).",
-                           legacy_type(s->t), torc__shape_str(s->t->ndim, s->t->shape, shape, sizeof shape), which,
-                           (unsigned long long)now, (unsigned long long)s->version);
-    }
-    if (n->modified_inplace)
-        return torc__error(TORC_ERR_AUTOGRAD,
-                           "the output of %s was modified by an in-place operation in grad mode; torc does not record "
-                           "in-place operations in the graph, so its gradient would be wrong. Use the out-of-place "
-                           "op, or do the in-place write under no_grad on a tensor that does not require grad.",
-                           n->name);
     return TORC_OK;
 }
 
-// Fits a formula's gradient for input i to that input: sums broadcast dims away and casts to
-// the input's dtype and device. Returns a scope-registered tensor or NULL.
-static torc_tensor *fit_grad(const torc_node *n, int i, torc_tensor *g) {
+torc_tensor *torc__fit_grad(const torc_node *n, int i, torc_tensor *g) {
     const torc__meta *m = &n->in[i];
     bool same = g->ndim == m->ndim && !memcmp(g->shape, m->shape, (size_t)m->ndim * sizeof *m->shape);
     if (!same) {
@@ -566,7 +766,7 @@ static torc_status run_node(engine *e, torc_node *n, torc_tensor *G) {
             else st = r->fn(n, G, need, raw);
             for (int i = 0; !st && i < n->n_in; i++) {
                 if (!need[i] || !raw[i]) continue;
-                torc_tensor *f = fit_grad(n, i, raw[i]);
+                torc_tensor *f = torc__fit_grad(n, i, raw[i]);
                 if (!f) st = torc_last_status();
                 else gin[i] = torc_retain(f);
             }
@@ -600,6 +800,7 @@ static torc_status run_engine(engine *e, int n_roots, torc_tensor *const *roots,
     for (int i = 0; !st && i < n_roots; i++) {
         torc_tensor *t = roots[i];
         if (!t) st = torc__error(TORC_ERR_INVALID_ARG, "output %d is NULL", i);
+        else if (!refresh(t)) st = torc_last_status();
         else if (!t->requires_grad)
             st = torc__error(TORC_ERR_AUTOGRAD, "element %d of tensors does not require grad and does not have a grad_fn", i);
         else if (grads && grads[i]) {
@@ -689,6 +890,7 @@ torc_status torc_autograd_grad(int n_outputs, torc_tensor *const *outputs, torc_
     for (int j = 0; j < n_inputs; j++) {
         grads[j] = NULL;
         if (!inputs[j]) return torc__error(TORC_ERR_INVALID_ARG, "input %d is NULL", j);
+        if (!refresh(inputs[j])) return torc_last_status();
         if (!inputs[j]->requires_grad)
             return torc__error(TORC_ERR_AUTOGRAD, "One of the differentiated Tensors does not require grad");
     }

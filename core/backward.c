@@ -511,6 +511,48 @@ BW(bw_as_strided) {
     return TORC_OK;
 }
 
+// ---- in-place writes ----
+BW(bw_copy_into) {  // copy_(self, src): self's old value is gone; src's gradient is g, which the
+                    // engine sums over broadcast dims and casts to src's dtype and device
+    if (need[0]) TRY(gin[0] = torc__zeros_on(g->device, g->dtype, n->in[0].ndim, n->in[0].shape));
+    if (need[1]) TRY(gin[1] = torc__register(torc_retain(T(g))));
+    return TORC_OK;
+}
+
+// CopySlices (PyTorch's): an in-place op on a view, recorded on the view's base. The base's
+// gradient g passes through unchanged except in the region the view covers, which goes
+// through the op's backward (n->inner, whose input 0 is the view); the op's other inputs get
+// their gradients from that backward. Geometries are storage positions, so a buffer over the
+// storage span of both holds g at the base's positions and the op's result at the view's.
+BW(bw_copy_slices) {
+    const torc_node *f = n->inner;
+    const torc__meta *bm = &n->in[0], *vm = &f->in[0];
+    const int64_t lo = bm->offset < vm->offset ? bm->offset : vm->offset;
+    const int64_t size = (extent(vm) > extent(bm) ? extent(vm) : extent(bm)) - lo;
+    torc_tensor *buf = torc__zeros_on(g->device, g->dtype, 1, &size);
+    TRY(buf);
+    torc_tensor *base = torc_as_strided(buf, bm->ndim, bm->shape, bm->stride, bm->offset - lo);
+    TRY(base);
+    if (torc_copy_(base, g)) return torc_last_status();
+    torc_tensor *slice = torc_as_strided(buf, vm->ndim, vm->shape, vm->stride, vm->offset - lo);
+    TRY(slice);
+    torc_tensor *gslice = torc_clone(slice), *raw[TORC__NODE_INLINE] = {NULL};
+    TRY(gslice);
+    bool need_f[TORC__NODE_INLINE] = {false};
+    for (int i = 0; i < f->n_in && i < TORC__NODE_INLINE; i++) need_f[i] = need[i];
+    torc_status st = torc__grad_rule_for(f->code)->fn(f, gslice, need_f, raw);
+    if (st) return st;
+    for (int i = 0; i < f->n_in && i < TORC__NODE_INLINE; i++)
+        if (need_f[i] && raw[i]) TRY(raw[i] = torc__fit_grad(f, i, raw[i]));
+    if (need[0]) {
+        st = raw[0] ? torc_copy_(slice, raw[0]) : torc_zero_(slice);
+        if (st) return st;
+        gin[0] = base;
+    }
+    for (int i = 1; i < f->n_in && i < TORC__NODE_INLINE; i++) gin[i] = raw[i];
+    return TORC_OK;
+}
+
 // ---- the rule table ----
 #define RULE(var, nm, f, sv) static const torc__grad_rule var = {nm, f, sv}
 RULE(R_NONE, NULL, NULL, 0);
@@ -570,6 +612,9 @@ RULE(R_SLICE, "SliceBackward0", bw_slice, 0);
 RULE(R_EXPAND, "ExpandBackward0", bw_expand, 0);
 RULE(R_AS_STRIDED, "AsStridedBackward0", bw_as_strided, 0);
 RULE(R_COPY, "CloneBackward0", bw_identity, 0);
+RULE(R_COPY_INTO, "CopyBackwards", bw_copy_into, 0);
+RULE(R_OVERWRITE, "FillBackward2", bw_zero, 0);  // uniform_ / normal_ / zero_ pass their names
+RULE(R_COPY_SLICES, "CopySlices", bw_copy_slices, 0);
 RULE(R_SCALED_MM, "ScaledMmBackward0", torc__fp8_matmul_backward,  // fp8 autocast's matmul (autocast.c)
      TORC__SAVE_IN(0) | TORC__SAVE_IN(1) | TORC__SAVE_IN(2));
 
@@ -655,6 +700,9 @@ static const torc__grad_rule *pseudo_rule(torc__grad_pseudo code) {
     case TORC__GRAD_EXPAND: return &R_EXPAND;
     case TORC__GRAD_AS_STRIDED: return &R_AS_STRIDED;
     case TORC__GRAD_COPY: return &R_COPY;
+    case TORC__GRAD_COPY_INTO: return &R_COPY_INTO;
+    case TORC__GRAD_OVERWRITE: return &R_OVERWRITE;
+    case TORC__GRAD_COPY_SLICES: return &R_COPY_SLICES;
     case TORC__GRAD_CODE_COUNT: return NULL;
     }
     return NULL;

@@ -135,26 +135,34 @@ torc_tensor *torc_rdiv_scalar(const torc_tensor *a, torc_scalar s) { return bina
 
 // ---- in place: self = self (op) other, result cast into self's dtype and shape ----
 static torc_status binary_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha,
-                           torc_dtype common, torc_dtype dother) {
+                           torc_dtype common, torc_dtype dother, const char *grad_fn) {
     torc_dtype out_dtype;
     if (!same_device(self, other) || !op_dtypes(code, common, self->dtype, dother, &out_dtype) ||
         !torc__check_can_cast(out_dtype, self->dtype) || !torc__check_inplace_shape(self, other) ||
         !torc__check_no_internal_overlap(self) || !torc__check_no_partial_overlap(self, other))
         return torc_last_status();
-    torc_status st = TORC_OK;
-    torc__check_inplace(self, &st);
+    torc_node *rec;
+    const torc_op_params p = {.scalar = {alpha}};
+    const torc_tensor *ins[2] = {self, other};
+    torc_status st = torc__inplace_begin(self, code, 2, ins, &p, grad_fn, &rec);
     if (st) return st;
-    if ((st = run_binary(self, self, other, code, alpha))) return st;
-    torc__bump_version(self);
-    return TORC_OK;
+    st = run_binary(self, self, other, code, alpha);
+    if (!st) torc__bump_version(self);
+    return torc__inplace_end(self, rec, st);
 }
 
-static torc_status binary_t_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha) {
+// grad_fn: the name the op records under (NULL: the opcode's).
+static torc_status binary_named_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha,
+                                 const char *grad_fn) {
     if (!self || !other) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
     const torc_tensor *ts[2] = {self, other};
     torc_dtype common;
     if (torc_result_type(2, ts, 0, NULL, &common)) return torc_last_status();
-    return binary_(self, other, code, alpha, common, other->dtype);
+    return binary_(self, other, code, alpha, common, other->dtype, grad_fn);
+}
+
+static torc_status binary_t_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha) {
+    return binary_named_(self, other, code, alpha, NULL);
 }
 
 static torc_status binary_s_(torc_tensor *self, torc_scalar s, torc_opcode code) {
@@ -164,7 +172,7 @@ static torc_status binary_s_(torc_tensor *self, torc_scalar s, torc_opcode code)
     if (torc_result_type(1, &t, 1, &s, &common)) return torc_last_status();
     torc_tensor *st = torc__scalar_on(self->device, s.f, common);
     if (!st) return torc_last_status();
-    torc_status r = binary_(self, st, code, 1.0, common, s.kind);
+    torc_status r = binary_(self, st, code, 1.0, common, s.kind, NULL);
     torc_release(st);
     return r;
 }
@@ -184,7 +192,8 @@ torc_status torc_sub_scalar_(torc_tensor *self, torc_scalar s) { return binary_s
 torc_status torc_mul_scalar_(torc_tensor *self, torc_scalar s) { return binary_s_(self, s, TORC_OP_MUL); }
 torc_status torc_div_scalar_(torc_tensor *self, torc_scalar s) { return binary_s_(self, s, TORC_OP_DIV); }
 
-// self += value * (a * b) and self += value * (a / b), as two ops (no temporaries kept).
+// self += value * (a * b) and self += value * (a / b), as two ops (no temporaries kept); the
+// in-place add records under torch's grad_fn name for the whole op.
 static torc_status addc_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value,
                          torc_opcode code) {
     if (!self || !a || !b) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
@@ -199,7 +208,9 @@ static torc_status addc_(torc_tensor *self, const torc_tensor *a, const torc_ten
                            "for all dtypes.");
     torc_scope_push();
     torc_tensor *t = code == TORC_OP_MUL ? torc_mul(a, b) : torc_div(a, b);
-    torc_status st = t ? torc_add_scaled_(self, t, value) : torc_last_status();
+    torc_status st = t ? binary_named_(self, t, TORC_OP_ADD, value.f,
+                                       code == TORC_OP_MUL ? "AddcmulBackward0" : "AddcdivBackward0")
+                       : torc_last_status();
     torc_scope_pop();
     return st;
 }

@@ -6,7 +6,6 @@
 #include "torc-impl.h"
 
 torc_tensor *torc__autograd_unary(torc_tensor *out, const torc_tensor *in, const char *name);  // autograd.c
-void torc__check_inplace(torc_tensor *t, torc_status *st);                                    // autograd.c
 
 // A contiguous copy of t on t's device in dtype (no autograd).
 torc_tensor *torc__copy_as(const torc_tensor *t, torc_dtype dtype) {
@@ -166,8 +165,9 @@ torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
     if (!torc__check_inplace_shape(self, src) || !torc__check_no_internal_overlap(self) ||
         !torc__check_no_partial_overlap(self, src))
         return torc_last_status();
-    torc_status st = TORC_OK;
-    torc__check_inplace(self, &st);
+    torc_node *rec;
+    const torc_tensor *ins[2] = {self, src};
+    torc_status st = torc__inplace_begin(self, TORC_OP_COPY, 2, ins, NULL, NULL, &rec);
     if (st) return st;
     if (src->device == self->device || (src->device->host_memory && self->device->host_memory)) {
         st = torc__copy(self, src);
@@ -181,16 +181,19 @@ torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
         torc_scope_pop();
     }
     if (!st) torc__bump_version(self);
-    return st;
+    return torc__inplace_end(self, rec, st);
 }
 
-torc_status torc_fill_(torc_tensor *self, torc_scalar value) {
+static torc_status fill_(torc_tensor *self, double value, const char *grad_fn) {
     if (!self) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
-    torc_status st = TORC_OK;
-    torc__check_inplace(self, &st);
-    if (!st) st = torc__fill(self, value.f);
+    torc_node *rec;
+    const torc_tensor *ins[1] = {self};
+    torc_status st = torc__inplace_begin(self, TORC_OP_FILL, 1, ins, NULL, grad_fn, &rec);
+    if (st) return st;
+    st = torc__fill(self, value);
     if (!st) torc__bump_version(self);
-    return st;
+    return torc__inplace_end(self, rec, st);
 }
 
-torc_status torc_zero_(torc_tensor *self) { return torc_fill_(self, torc_s(0)); }
+torc_status torc_fill_(torc_tensor *self, torc_scalar value) { return fill_(self, value.f, NULL); }
+torc_status torc_zero_(torc_tensor *self) { return fill_(self, 0.0, "ZeroBackward0"); }

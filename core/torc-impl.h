@@ -73,6 +73,13 @@ struct torc_tensor {
     torc_node *grad_fn;         // owned reference to the node that produced it, NULL for leaves
     int output_nr;              // which output of grad_fn this is
     torc__fp8_meta *fp8_meta;   // owned; set on a parameter by fp8 autocast, else NULL
+    // views (PyTorch's _base), kept by torc__autograd_view so that an in-place write through a
+    // view rebases its base's history (CopySlices) and other views of it follow (autograd.c)
+    torc_tensor *view_base;     // owned: the tensor a view was taken from (never a view), or NULL
+    uint64_t view_version;      // storage version when grad_fn was last derived from view_base
+    const char *view_no_grad;   // NULL; "" for a view made under no_grad; for a view made from
+                                // such a view with grad mode on, its grad_fn name
+    _Atomic(struct torc__ident *) ident; // owned: how saved copies of this tensor name its grad_fn
 };
 
 // Ownership inside the core: torc__new / torc__make_view return an UNREGISTERED reference that
@@ -175,10 +182,28 @@ torc_tensor *torc__autograd_view(torc_tensor *view, torc_tensor *base, const cha
 // A copy-like op with one input (clone, to_dtype, to_device): grad flows back unchanged,
 // converted to in's dtype and device.
 torc_tensor *torc__autograd_unary(torc_tensor *out, const torc_tensor *in, const char *name);
-// Before any in-place write to t: sets *st to PyTorch's leaf error when t is a leaf requiring
-// grad and grad mode is on (leaves *st alone otherwise).
+// In-place ops bracket their write with these two hooks (PyTorch's rebase_history):
+//   torc_node *rec;
+//   if ((st = torc__inplace_begin(self, code, n, inputs, params, NULL, &rec))) return st;
+//   st = <write>; if (!st) torc__bump_version(self);
+//   return torc__inplace_end(self, rec, st);
+// begin, before the write (after the op's own checks): PyTorch's autograd errors (leaf or view
+// of a leaf that requires grad, view made under no_grad) and, when grad mode is on and any
+// input requires grad, a node for the op saved as PyTorch saves it (inputs at their
+// current version, self's old value as a copy when the backward needs it); *rec is NULL when
+// nothing is recorded. inputs[0] is self; code is the opcode of the write (TORC_OP_COPY for
+// copy_, TORC_OP_FILL / TORC_OP_RAND_* for writes whose gradient to self is zero); name
+// overrides the grad_fn name (NULL: torch's name for code).
+// end, after the write (st its status, the version already bumped): on success rec becomes
+// self's grad_fn (for a view: the base gets a CopySlices node and the view an
+// AsStridedBackward0 on it), on failure rec is dropped. Returns st.
+torc_status torc__inplace_begin(torc_tensor *self, torc_opcode code, int n_in, const torc_tensor *const *inputs,
+                                const torc_op_params *params, const char *name, torc_node **rec);
+torc_status torc__inplace_end(torc_tensor *self, torc_node *rec, torc_status st);
+// Before a write that records nothing (an op's out= argument): in grad mode, sets *st to
+// PyTorch's out= error when t requires grad (leaves *st alone otherwise).
 void torc__check_inplace(torc_tensor *t, torc_status *st);
-// Called by torc_release when a tensor dies: drops its grad and grad_fn.
+// Called by torc_release when a tensor dies: drops its grad, grad_fn and view base.
 void torc__autograd_release(torc_tensor *t);
 
 // ---- autocast (autocast.c) ----

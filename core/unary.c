@@ -137,12 +137,13 @@ static torc_status unary_(torc_tensor *t, torc_opcode code, const torc_op_params
     if (result == TORC_DTYPE_COUNT) result = unary_out_dtype(code, t->dtype);
     if (result == TORC_DTYPE_COUNT) return torc_last_status();
     if (!torc__check_can_cast(result, t->dtype) || !torc__check_no_internal_overlap(t)) return torc_last_status();
-    torc_status st = TORC_OK;
-    torc__check_inplace(t, &st);
+    torc_node *rec;
+    const torc_tensor *ins[1] = {t};
+    torc_status st = torc__inplace_begin(t, code, 1, ins, p, NULL, &rec);
     if (st) return st;
-    if ((st = run_unary(t, t, code, p))) return st;
-    torc__bump_version(t);
-    return TORC_OK;
+    st = run_unary(t, t, code, p);
+    if (!st) torc__bump_version(t);
+    return torc__inplace_end(t, rec, st);
 }
 
 torc_status torc_neg_(torc_tensor *t) { return unary_(t, TORC_OP_NEG, NULL, TORC_DTYPE_COUNT); }

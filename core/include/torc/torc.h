@@ -281,7 +281,8 @@ TORC_API torc_tensor *torc_maximum_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_minimum_scalar(const torc_tensor *a, torc_scalar s);
 
 // ---- in-place ops (bump the version counter; the result must fit self's dtype and shape,
-//      as PyTorch: "result type Float can't be cast to the desired output type Long") ----
+//      as PyTorch: "result type Float can't be cast to the desired output type Long"; in grad
+//      mode they record history as PyTorch does, see "autograd" below) ----
 TORC_API torc_status torc_copy_(torc_tensor *self, const torc_tensor *src); // broadcast, cast
 TORC_API torc_status torc_fill_(torc_tensor *self, torc_scalar value);
 TORC_API torc_status torc_zero_(torc_tensor *self);
@@ -471,12 +472,25 @@ TORC_API torc_tensor *torc_to_fp8_scaled(const torc_tensor *x, const torc_tensor
 // saved something is PyTorch's "Trying to backward through the graph a second time" error.
 // Backward formulas are torc ops (they run on every backend) executed under no_grad; their
 // FLOPs count in the backward phase. Double backward (create_graph) is not supported.
-// torc differs from PyTorch in one place: in-place ops do not record history. An in-place op
-// in grad mode on a non-leaf that requires grad (or on a view of one) is allowed, and a later
-// backward through the node that produced it fails with TORC_ERR_AUTOGRAD instead of giving a
-// wrong gradient; and writing a tensor that requires grad into one that does not (copy_,
-// add_, ...) does not make the destination require grad. Write such code out of place. A
-// graph is backpropagated by one thread at a time.
+// In-place ops record history as PyTorch's do: in grad mode, when self or an operand requires
+// grad, the op becomes self's grad_fn on top of self's previous history ("AddBackward0",
+// "CopyBackwards" for copy_, "FillBackward2", "ZeroBackward0", "UniformBackward0", ...), so
+// `y = x * 2; add_(y, 1)` backpropagates 2 to x and `copy_(zeros, x)` makes the zeros require
+// grad. The op saves what its backward needs as PyTorch does (a copy of self's old value when
+// needed, e.g. mul_ for the other operand's gradient, pow_scalar_), so a later write to a
+// tensor some node saved (sigmoid's output, then add_ on it) still fails at backward with the
+// "modified by an inplace operation" error, naming the grad_fn that tensor has then. Writing
+// through a view (select, slice, narrow, transpose, permute, view, as_strided, ...) rebases the
+// view's base: the base gets a CopySlices node (the gradient of the region the view covers
+// goes through the op, the rest passes unchanged) and the view, like every other view of the
+// base once the storage changed, an AsStridedBackward0 of it. Errors (TORC_ERR_AUTOGRAD):
+// writing a leaf that requires grad or a view of one ("a leaf Variable that requires grad is
+// being used in an in-place operation."), and writing in grad mode a view made under no_grad
+// when the write would be recorded; under no_grad nothing is recorded or checked. torc
+// differs in two corners: a view made under no_grad whose base is later written in
+// grad mode is left as a detached tensor (PyTorch raises when it is next used), and a tensor
+// moved between two host-memory backends shares its storage (torc_to_device), so writing one
+// changes the other without rebasing it. A graph is backpropagated by one thread at a time.
 
 // Fails with TORC_ERR_AUTOGRAD for a non-floating dtype (true) or a non-leaf (false).
 TORC_API torc_status torc_set_requires_grad(torc_tensor *t, bool requires_grad);
