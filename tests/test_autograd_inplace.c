@@ -529,6 +529,29 @@ START_TEST(detached_and_long_chains) {
 }
 END_TEST
 
+START_TEST(views_of_another_dtype_and_the_no_grad_view_corner) {
+    torc_scope_push();
+    torc_tensor *x = leaf(VEC(1, 2, 3));
+    // An f32 base written through a view with an f64 operand: x's gradient comes back in f64.
+    torc_tensor *z = torc_full(TORC_SHAPE(3), 2.0, TORC_DTYPE_F32);
+    ok(torc_mul_(sl(z, 0, 2), sl(x, 0, 2)));
+    ck_assert_str_eq(torc_grad_fn_name(z), "CopySlices");
+    ok(torc_backward(sum(z), NULL, false));
+    ck_assert_int_eq(torc_get_dtype(torc_grad(x)), F64);
+    tu_assert_values(torc_grad(x), TU_ARR(2, 2, 0), 0);
+    // Documented corner: a view made under no_grad is not re-derived when its base is written
+    // in grad mode later (torch raises when it is next used); it stays a detached tensor.
+    torc_tensor *y = torc_mul_scalar(x, torc_s(1));
+    torc_no_grad_begin();
+    torc_tensor *v = sl(y, 0, 2);
+    torc_no_grad_end();
+    ok(torc_mul_scalar_(y, torc_s(2)));
+    ck_assert(!torc_requires_grad(v) && torc_is_leaf(v));
+    tu_assert_values(v, TU_ARR(2, 4), 0);
+    torc_scope_pop();
+}
+END_TEST
+
 // ---- errors ----
 START_TEST(inplace_errors_match_torch) {
     torc_scope_push();
@@ -579,6 +602,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, retain_grad_follows_the_tensor_to_its_new_grad_fn);
     tcase_add_test(tc, functional_grad_and_retain_graph_through_copyslices);
     tcase_add_test(tc, detached_and_long_chains);
+    tcase_add_test(tc, views_of_another_dtype_and_the_no_grad_view_corner);
     tcase_add_test(tc, inplace_errors_match_torch);
     suite_add_tcase(s, tc);
     return s;
