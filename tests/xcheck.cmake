@@ -81,5 +81,5 @@ xcheck_faulty_test(controls 0 "--op|minimum,ge,fill,matmul"
 if(TARGET torc-bench)
   add_test(NAME bench_smoke COMMAND torc-bench --backend reference --tiny --json)
   set_tests_properties(bench_smoke PROPERTIES LABELS "bench" TIMEOUT 300
-    PASS_REGULAR_EXPRESSION "\"cruncher_32_1_8_adam_f32_ms\"")
+    PASS_REGULAR_EXPRESSION "\"cruncher_32_1_8_adam_bf16_ms\"")
 endif()

@@ -285,22 +285,29 @@ static void tiny_fwd_bwd(void *vctx) {
 }
 
 // One Cruncher training step as the peer times it: zero_grad, forward, MSE loss, backward, step.
-typedef struct cruncher_ctx { torc_module *m; torc_optimizer *opt; torc_tensor *x, *target; } cruncher_ctx;
+// bf16: the forward under bf16 autocast (bf16 matmuls, f32 master weights), the loss in f32.
+typedef struct cruncher_ctx { torc_module *m; torc_optimizer *opt; torc_tensor *x, *target; bool bf16; } cruncher_ctx;
 
 static void cruncher_step(void *vctx) {
     cruncher_ctx *c = vctx;
     torc_scope_push();
     check(torc_optimizer_zero_grad(c->opt, true) == TORC_OK, "zero_grad");
+    if (c->bf16) check(torc_autocast_begin(TORC_DTYPE_BF16) == TORC_OK, "autocast");
     torc_tensor *y = torc_module_forward(c->m, c->x);
+    if (c->bf16) {
+        check(torc_autocast_end() == TORC_OK, "autocast");
+        y = y ? torc_to_dtype(y, TORC_DTYPE_F32) : NULL;
+    }
     torc_tensor *loss = y ? torc_mse_loss(y, c->target) : NULL;
     check(loss && torc_backward(loss, NULL, false) == TORC_OK, "Cruncher forward+backward");
     check(torc_optimizer_step(c->opt) == TORC_OK, "optimizer step");
     torc_scope_pop();
 }
 
-static double time_cruncher(int64_t D, int L, int64_t B, const char *opt_name) {
+static double time_cruncher(int64_t D, int L, int64_t B, const char *opt_name, bool bf16) {
     torc_generator *gen = torc_generator_new(0);
     cruncher_ctx c = {0};
+    c.bf16 = bf16;
     c.m = torc_cruncher_new(D, L, TORC_DTYPE_F32, gen);
     check(c.m != NULL, "torc_cruncher_new");
     const int np = torc_module_param_count(c.m);
@@ -445,6 +452,10 @@ static const target g_targets[] = {
      false, 0, "(no target)"},
     {"Cruncher 256x2 B=64 Adam f32 step", "cruncher_256_2_64_adam_f32_ms", "cruncher_256_2_64_adam_f32_ms", NULL, false,
      0, "(no target)"},
+    {"Cruncher 1024x4 B=512 SGD bf16 autocast step", "cruncher_1024_4_512_sgd_bf16_ms", "cruncher_1024_4_512_sgd_bf16_ms",
+     NULL, false, 0, "(no target) bf16 matmuls, f32 master weights"},
+    {"Cruncher 256x2 B=64 SGD bf16 autocast step", "cruncher_256_2_64_sgd_bf16_ms", "cruncher_256_2_64_sgd_bf16_ms", NULL,
+     false, 0, "(no target)"},
 };
 #define N_TARGETS (int)(sizeof g_targets / sizeof g_targets[0])
 
@@ -539,7 +550,7 @@ static void usage(FILE *f) {
             "Measures matmul GFLOP/s and MFU per dtype and size (median of timed runs after warm-up,\n"
             "each followed by a synchronize), a practical peak from an FMA loop in the widest ISA the\n"
             "CPU has, per-op dispatch overhead (x + y on 4x4), a tiny forward+backward and Cruncher\n"
-            "training steps (D=1024 L=4 B=512 and D=256 L=2 B=64, SGD and Adam).\n"
+            "training steps (D=1024 L=4 B=512 and D=256 L=2 B=64, SGD and Adam, f32 and bf16 autocast).\n"
             "  --quick        sizes 512..2048 and shorter timing budgets (default sizes 512..4096)\n"
             "  --tiny         tiny sizes: a smoke run, not a measurement\n"
             "  --peer         also run tools/bench_peer.py (PyTorch timed the same way) and print each\n"
@@ -681,16 +692,18 @@ int main(int argc, char **argv) {
         for (int ci = 0; ci < 2; ci++) {
             const int64_t D = g_opt.tiny ? tiny_cfg[ci].D : cfg[ci].D, B = g_opt.tiny ? tiny_cfg[ci].B : cfg[ci].B;
             const int L = g_opt.tiny ? tiny_cfg[ci].L : cfg[ci].L;
-            for (int oi = 0; oi < 2; oi++) {
-                const char *opt = oi ? "adam" : "sgd";
-                const double t = time_cruncher(D, L, B, opt);
+            for (int k = 0; k < 4; k++) {
+                const char *opt = k % 2 ? "adam" : "sgd";
+                const bool bf16 = k >= 2;
+                const double t = time_cruncher(D, L, B, opt, bf16);
                 char key[64];
-                snprintf(key, sizeof key, "cruncher_%lld_%d_%lld_%s_f32_ms", (long long)D, L, (long long)B, opt);
+                snprintf(key, sizeof key, "cruncher_%lld_%d_%lld_%s_%s_ms", (long long)D, L, (long long)B, opt,
+                         bf16 ? "bf16" : "f32");
                 put(key, t * 1e3);
                 // forward 2*B*D*D per layer (+ the final D -> 1), backward twice that
                 const double flops = 3.0 * 2.0 * (double)B * (double)D * ((double)D * L + 1);
-                say("  D=%-5lld L=%d B=%-4lld %-4s f32: %9.3f ms per step  (%.4g GFLOP/s in its matmuls)\n", (long long)D, L,
-                    (long long)B, opt, t * 1e3, flops / t * 1e-9);
+                say("  D=%-5lld L=%d B=%-4lld %-4s %-14s %9.3f ms per step  (%.4g GFLOP/s in its matmuls)\n", (long long)D,
+                    L, (long long)B, opt, bf16 ? "bf16 autocast:" : "f32:", t * 1e3, flops / t * 1e-9);
             }
         }
     }

@@ -422,7 +422,8 @@ static void xc_alias(xcase *c) {
 // Exact ops must agree bit for bit (NaN positions included); the others within
 // |got - want| <= rtol * |want| + atol * mag, where mag is the scale the op's rounding error
 // grows with (|want|, 1, or the sum of |terms| for sums and matmuls), and the RMS error must
-// stay within half the RMS of those bounds (a normalised-MSE check).
+// stay within 0.7 of the RMS of those bounds (a normalised-MSE check: it catches an error that
+// is systematic, such as a lower working precision, even where no element crosses its bound).
 typedef enum { MAG_R, MAG_ONE, MAG_ADD, MAG_SUMABS, MAG_MM, MAG_SRC } mag_kind;
 typedef struct tolspec { bool exact, zero_sign; double rtol, atol; mag_kind mag; } tolspec;
 
@@ -630,9 +631,9 @@ static void compare(const xcase *c, const unsigned char *eimg, const unsigned ch
         if (isnan(eamax) != isnan(aamax) || (!isnan(eamax) && err > tol))
             cmp_fail(m, "amax_out is %.9g, expected %.9g", aamax, eamax);
     }
-    if (m->ok && e2 > 0.25 * t2)
-        cmp_fail(m, "RMS error %.3g exceeds half the RMS tolerance %.3g (normalised MSE %.3g)", sqrt(e2 / (double)n),
-                 0.5 * sqrt(t2 / (double)n), m->nmse);
+    if (m->ok && e2 > 0.5 * t2)
+        cmp_fail(m, "RMS error %.3g exceeds 0.7 of the RMS tolerance, %.3g (normalised MSE %.3g)", sqrt(e2 / (double)n),
+                 sqrt(0.5 * t2 / (double)n), m->nmse);
     free(mag);
 }
 
