@@ -322,7 +322,8 @@ torc_status torc__inplace_begin(torc_tensor *self, torc_opcode code, int n_in, c
                                               "inplace to be tracked) or both outside (if you want the inplace to be "
                                               "tracked).", who);
     }
-    if (base && self->requires_grad && !base->grad_fn)
+    // (A view requires grad when its base does, even one taken before the base was made a leaf.)
+    if (base && (self->requires_grad || base->requires_grad) && !base->grad_fn)
         return torc__error(TORC_ERR_AUTOGRAD, "a view of a leaf Variable that requires grad is being used in an "
                                               "in-place operation.");
     if (self->requires_grad && !self->grad_fn)

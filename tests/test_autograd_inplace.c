@@ -561,6 +561,10 @@ START_TEST(inplace_errors_match_torch) {
     FAILS_WITH(torc_copy_(torc_select(x, 0, 1), torc_scalar_tensor(0, F64)), TORC_ERR_AUTOGRAD,
                "a view of a leaf Variable that requires grad is being used in an in-place operation.");
     tu_assert_values(x, TU_ARR(1, 2, 3), 0);
+    torc_tensor *late = torc_zeros(TORC_SHAPE(2), F64), *lv = torc_select(late, 0, 0);  // viewed, then made a leaf
+    ok(torc_set_requires_grad(late, true));
+    FAILS_WITH(torc_fill_(lv, torc_s(1)), TORC_ERR_AUTOGRAD, "a view of a leaf Variable that requires grad");
+    ck_assert(torc_is_leaf(late));
     // A view made under no_grad cannot be written with grad mode on (it can under no_grad).
     torc_tensor *y = torc_mul_scalar(x, torc_s(1));
     torc_no_grad_begin();

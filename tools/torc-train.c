@@ -29,6 +29,8 @@ typedef struct options {
     int64_t every;
     const char *resume;       // start from this checkpoint
     int64_t log_every;        // plain-output lines (0: about 10 over the run)
+    torc_dtype autocast;      // F32: off; BF16, F16 (with a GradScaler) or F8_E4M3FN (fp8 matmuls)
+    double loss_scale;        // the GradScaler's initial scale under --autocast f16
 } options;
 
 static void usage(FILE *f) {
@@ -50,6 +52,9 @@ static void usage(FILE *f) {
             "  --resume PATH       continue from a checkpoint: model, optimizer (its hyperparameters\n"
             "                      replace --lr/--hp), step and generator, up to --steps\n"
             "  --log-every N       print a line every N steps when stdout is not a terminal\n"
+            "  --autocast MODE     bf16, f16 (with dynamic loss scaling) or fp8 (e4m3 matmuls, e5m2\n"
+            "                      gradients) for the forward pass; f32 master weights (default: off)\n"
+            "  --loss-scale X      initial loss scale under --autocast f16 (default 65536, PyTorch's)\n"
             "  -h, --help          this text\n");
 }
 
@@ -76,7 +81,8 @@ static int64_t parse_int(const char *flag, const char *v, int64_t min) {
 }
 
 static options parse_args(int argc, char **argv) {
-    options o = {.optim = "adam", .lr = 0.01, .dim = 32, .batch = 64, .steps = 300, .layers = 2, .every = 0};
+    options o = {.optim = "adam", .lr = 0.01, .dim = 32, .batch = 64, .steps = 300, .layers = 2, .every = 0,
+                 .autocast = TORC_DTYPE_F32, .loss_scale = 65536.0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) usage(stdout), exit(0);
@@ -101,6 +107,17 @@ static options parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--every")) o.every = parse_int(a, v, 1);
         else if (!strcmp(a, "--resume")) o.resume = v;
         else if (!strcmp(a, "--log-every")) o.log_every = parse_int(a, v, 1);
+        else if (!strcmp(a, "--autocast")) {
+            if (!strcmp(v, "bf16")) o.autocast = TORC_DTYPE_BF16;
+            else if (!strcmp(v, "f16")) o.autocast = TORC_DTYPE_F16;
+            else if (!strcmp(v, "fp8")) o.autocast = TORC_DTYPE_F8_E4M3FN;
+            else if (!strcmp(v, "off") || !strcmp(v, "f32")) o.autocast = TORC_DTYPE_F32;
+            else die("--autocast expects bf16, f16, fp8 or off, got '%s'", v);
+        } else if (!strcmp(a, "--loss-scale")) {
+            char *end = NULL;
+            o.loss_scale = strtod(v, &end);
+            if (*end || end == v || !(o.loss_scale > 0)) die("--loss-scale expects a positive number, got '%s'", v);
+        }
         else die("unknown option '%s' (try --help)", a);
     }
     if (o.every && !o.checkpoint) die("--every needs --checkpoint PATH");
@@ -150,16 +167,33 @@ static void get_batch(int64_t B, int64_t D, const torc_tensor *w, torc_generator
     CHECK_PTR(*y);
 }
 
-static void save(const char *path, torc_module *model, const torc_optimizer *opt, int64_t step, torc_generator *gen) {
+// With --autocast f16 a checkpoint also holds the GradScaler's scale (f32) and growth tracker
+// (i64) as zero-dim tensors, so a resumed run scales its losses as the straight one does.
+static const char *const scaler_names[2] = {"grad_scaler.scale", "grad_scaler._growth_tracker"};
+
+static void scaler_tensors(const torc_grad_scaler *scaler, torc_tensor **t) {
+    torc_grad_scaler_state st;
+    CHECK(torc_grad_scaler_get_state(scaler, &st));
+    t[0] = torc_scalar_tensor(st.scale, TORC_DTYPE_F32);
+    t[1] = torc_scalar_tensor((double)st.growth_tracker, TORC_DTYPE_I64);
+    CHECK_PTR(t[0]);
+    CHECK_PTR(t[1]);
+}
+
+static void save(const char *path, torc_module *model, const torc_optimizer *opt, int64_t step, torc_generator *gen,
+                 const torc_grad_scaler *scaler) {
     const int n = torc_module_param_count(model);
-    const char *names[256];
-    torc_tensor *tensors[256];
+    const char *names[258];
+    torc_tensor *tensors[258];
     if (n > 256) die("model has more than 256 parameters");
     for (int i = 0; i < n; i++) {
         names[i] = torc_module_param_name(model, i);
         tensors[i] = torc_module_param(model, i);
     }
-    CHECK(torc_checkpoint_save(path, n, names, tensors, opt, step, gen));
+    torc_scope_push();
+    if (scaler) scaler_tensors(scaler, tensors + n), names[n] = scaler_names[0], names[n + 1] = scaler_names[1];
+    CHECK(torc_checkpoint_save(path, n + (scaler ? 2 : 0), names, tensors, opt, step, gen));
+    torc_scope_pop();
 }
 
 int main(int argc, char **argv) {
@@ -175,26 +209,47 @@ int main(int argc, char **argv) {
     torc_module *model = torc_cruncher_new(o.dim, o.layers, TORC_DTYPE_F32, gen);
     CHECK_PTR(model);
     const int n_params = torc_module_param_count(model);
-    torc_tensor *params[256];
+    torc_tensor *params[258];
     if (n_params > 256) die("model has more than 256 parameters");
     for (int i = 0; i < n_params; i++) params[i] = torc_module_param(model, i);
     char settings[1200];
     snprintf(settings, sizeof settings, "lr=%.17g%s", o.lr, o.hparams);
     torc_optimizer *opt = torc_optimizer_new(o.optim, n_params, params, settings);
     CHECK_PTR(opt);
+    torc_grad_scaler *scaler = NULL;  // f16 needs loss scaling; bf16 and fp8 do not
+    torc_grad_scaler_options so = TORC_GRAD_SCALER_DEFAULTS;
+    so.init_scale = o.loss_scale;
+    if (o.autocast == TORC_DTYPE_F16) CHECK_PTR(scaler = torc_grad_scaler_new(&so));
+    int64_t skipped = 0;  // steps the scaler skipped (inf/NaN gradients)
     torc_tensor *w = torc_arange(0, (double)o.dim, 1, TORC_DTYPE_F32);  // (D) the true weights
     CHECK_PTR(w);
     int64_t step = 0;
     if (o.resume) {
-        const char *names[256];
+        const char *names[258];
         for (int i = 0; i < n_params; i++) names[i] = torc_module_param_name(model, i);
-        CHECK(torc_checkpoint_load(o.resume, n_params, names, params, opt, &step, gen));
+        torc_scope_push();
+        if (scaler) scaler_tensors(scaler, params + n_params), names[n_params] = scaler_names[0],
+                    names[n_params + 1] = scaler_names[1];
+        CHECK(torc_checkpoint_load(o.resume, n_params + (scaler ? 2 : 0), names, params, opt, &step, gen));
+        if (scaler) {
+            torc_grad_scaler_state st;
+            int64_t tracker;
+            CHECK(torc_grad_scaler_get_state(scaler, &st));
+            CHECK(torc_item(params[n_params], &st.scale));
+            CHECK(torc_item_i64(params[n_params + 1], &tracker));
+            st.growth_tracker = tracker;
+            CHECK(torc_grad_scaler_set_state(scaler, &st));
+        }
+        torc_scope_pop();
     }
     const bool tty = isatty(STDOUT_FILENO);
     const int64_t todo = o.steps > step ? o.steps - step : 0;
     const int64_t log_every = o.log_every ? o.log_every : (todo >= 10 ? todo / 10 : 1);
     printf("torc-train: Cruncher(dim=%lld, layers=%d), batch %lld, %s (%s) on %s (%s)\n", (long long)o.dim, o.layers,
            (long long)o.batch, torc_optimizer_name(opt), settings, torc_device_name(dev), info.name);
+    if (o.autocast != TORC_DTYPE_F32)
+        printf("  autocast %s, float32 master weights%s\n", o.autocast == TORC_DTYPE_F8_E4M3FN ? "fp8 (e4m3/e5m2)"
+               : torc_dtype_name(o.autocast), scaler ? ", dynamic loss scaling" : "");
     if (o.resume) printf("  resumed from %s at step %lld\n", o.resume, (long long)step);
 
     // ---- the loop ----
@@ -209,15 +264,26 @@ int main(int argc, char **argv) {
         torc_tensor *x, *y;
         get_batch(o.batch, o.dim, w, gen, &x, &y);
         const uint64_t f0 = torc_flops(TORC_PHASE_FORWARD, -1, -1), b0 = torc_flops(TORC_PHASE_BACKWARD, -1, -1);
+        if (o.autocast != TORC_DTYPE_F32) CHECK(torc_autocast_begin(o.autocast));
         torc_tensor *pred = torc_module_forward(model, x);  // (B)
         CHECK_PTR(pred);
-        torc_tensor *l = torc_mse_loss(pred, y);            // ()
+        torc_tensor *l = torc_mse_loss(pred, y);            // () f32, also under autocast
         CHECK_PTR(l);
-        CHECK(torc_backward(l, NULL, false));
+        if (o.autocast != TORC_DTYPE_F32) CHECK(torc_autocast_end());
+        torc_tensor *lb = scaler ? torc_grad_scaler_scale(scaler, l) : l;
+        CHECK_PTR(lb);
+        CHECK(torc_backward(lb, NULL, false));
         const uint64_t f1 = torc_flops(TORC_PHASE_FORWARD, -1, -1);
         model_fwd += f1 - f0;
         model_bwd += torc_flops(TORC_PHASE_BACKWARD, -1, -1) - b0;
-        CHECK(torc_optimizer_step(opt));
+        if (scaler) {  // skips the step when a gradient overflowed, then adjusts the scale
+            bool stepped;
+            CHECK(torc_grad_scaler_step(scaler, opt, &stepped));
+            CHECK(torc_grad_scaler_update(scaler));
+            skipped += !stepped;
+        } else {
+            CHECK(torc_optimizer_step(opt));
+        }
         CHECK(torc_optimizer_zero_grad(opt, true));
         optim_flops += torc_flops(TORC_PHASE_FORWARD, -1, -1) - f1;
         CHECK(torc_item(l, &loss));
@@ -234,12 +300,12 @@ int main(int argc, char **argv) {
         }
         else if ((done + 1) % log_every == 0 || step + 1 == o.steps)
             printf("step %lld/%lld  loss %.6e  %.1f steps/s\n", (long long)step + 1, (long long)o.steps, loss, rate);
-        if (o.checkpoint && o.every && (step + 1) % o.every == 0) save(o.checkpoint, model, opt, step + 1, gen);
+        if (o.checkpoint && o.every && (step + 1) % o.every == 0) save(o.checkpoint, model, opt, step + 1, gen, scaler);
     }
     CHECK(torc_device_synchronize(dev));
     const double elapsed = now() - t0;
     if (tty && todo) printf("\n");
-    if (o.checkpoint && !(o.every && step % o.every == 0 && todo)) save(o.checkpoint, model, opt, step, gen);
+    if (o.checkpoint && !(o.every && step % o.every == 0 && todo)) save(o.checkpoint, model, opt, step, gen, scaler);
 
     // ---- summary ----
     char b1[32], b2[32], b3[32];
@@ -250,6 +316,9 @@ int main(int argc, char **argv) {
         printf("  loss              %.6e at the first step -> %.6e at step %lld\n", first_loss, loss, (long long)step);
     printf("  steps             %lld in %.3f s (%.1f steps/s)\n", (long long)todo, elapsed,
            elapsed > 0 ? (double)todo / elapsed : 0.0);
+    if (scaler)
+        printf("  grad scaler       scale %g at the end, %lld of %lld steps skipped (inf/NaN gradients)\n",
+               torc_grad_scaler_get_scale(scaler), (long long)skipped, (long long)todo);
     torc_memory_stats ms;
     CHECK(torc_memory_stats_get(dev, &ms));
     static const struct { torc_mem_tag tag; const char *label; } cats[] = {
@@ -269,16 +338,18 @@ int main(int argc, char **argv) {
            si_str((double)model_bwd, "", b2, sizeof b2), si_str((double)optim_flops, "", b3, sizeof b3));
     const double achieved = elapsed > 0 ? model_flops / elapsed : 0;
     printf("  achieved          %s (model forward + backward over the wall time)\n", si_str(achieved, "FLOP/s", b1, sizeof b1));
-    const double peak = info.peak_flops[TORC_DTYPE_F32];
+    const torc_dtype mm_dtype = o.autocast == TORC_DTYPE_F8_E4M3FN ? TORC_DTYPE_F8_E4M3FN : o.autocast;
+    const double peak = info.peak_flops[mm_dtype];
     if (peak > 0)
-        printf("  MFU               %.2f%% of %s promised for float32 (%s)\n", 100.0 * achieved / peak,
-               si_str(peak, "FLOP/s", b2, sizeof b2), info.peak_source);
+        printf("  MFU               %.2f%% of %s promised for %s (%s)\n", 100.0 * achieved / peak,
+               si_str(peak, "FLOP/s", b2, sizeof b2), torc_dtype_name(mm_dtype), info.peak_source);
     else
         printf("  MFU               unknown (%s: %s)\n", torc_device_name(dev),
                info.peak_source[0] ? info.peak_source : "no promised FLOP/s");
     if (o.checkpoint) printf("  checkpoint        %s (step %lld)\n", o.checkpoint, (long long)step);
 
     torc_release(w);
+    torc_grad_scaler_free(scaler);
     torc_optimizer_free(opt);
     torc_module_free(model);
     torc_generator_free(gen);
