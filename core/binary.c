@@ -1,8 +1,13 @@
 // core/binary.c — elementwise binary ops with broadcasting and PyTorch's type promotion:
 // arithmetic, maximum/minimum, comparisons, logical ops, their scalar and in-place forms, where.
+#include <math.h>
+
 #include "torc-impl.h"
 
-bool torc__check_can_cast(torc_dtype result, torc_dtype out);  // move.c
+bool torc__check_can_cast(torc_dtype result, torc_dtype out);                    // move.c
+bool torc__check_no_internal_overlap(const torc_tensor *t);                        // move.c
+bool torc__check_inplace_shape(const torc_tensor *self, const torc_tensor *other); // move.c
+bool torc__check_no_partial_overlap(const torc_tensor *out, const torc_tensor *in); // move.c
 
 static bool is_comparison(torc_opcode c) { return c >= TORC_OP_EQ && c <= TORC_OP_GE; }
 static bool is_logical(torc_opcode c) { return c == TORC_OP_LOGICAL_AND || c == TORC_OP_LOGICAL_OR; }
@@ -15,14 +20,24 @@ static bool same_device(const torc_tensor *a, const torc_tensor *b) {
     return false;
 }
 
-// The dtype an op computes in (common) and writes (out), from the promoted dtype.
-static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype *out) {
+// The dtype an op writes (out) from the promoted dtype (common); da and db are the operands'
+// own dtypes (a scalar's kind for a scalar operand), which PyTorch's refusals look at.
+static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_dtype db, torc_dtype *out) {
     if (is_comparison(code) || is_logical(code)) *out = TORC_DTYPE_BOOL;
     else if (code == TORC_OP_DIV && !torc_dtype_is_floating(common)) *out = torc_get_default_dtype();
     else *out = common;
-    if (common == TORC_DTYPE_BOOL && (code == TORC_OP_SUB)) {
+    if (code == TORC_OP_SUB && da == TORC_DTYPE_BOOL && db == TORC_DTYPE_BOOL) {
         torc__error(TORC_ERR_DTYPE, "Subtraction, the `-` operator, with two bool tensors is not supported. "
                                     "Use the `^` or `logical_xor()` operator instead.");
+        return false;
+    }
+    if (code == TORC_OP_SUB && (da == TORC_DTYPE_BOOL || db == TORC_DTYPE_BOOL)) {
+        torc__error(TORC_ERR_DTYPE, "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+        return false;
+    }
+    if (code == TORC_OP_POW && common == TORC_DTYPE_BOOL) {
+        torc__error(TORC_ERR_DTYPE, "\"pow\" not implemented for 'Bool'");
         return false;
     }
     return true;
@@ -36,16 +51,20 @@ static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc
     torc_status st = torc__broadcast_operand(a, out->ndim, out->shape, &op.in[0]);
     if (!st) st = torc__broadcast_operand(b, out->ndim, out->shape, &op.in[1]);
     if (st) return st;
+    // PyTorch casts alpha to the op's dtype: for bool that is `alpha != 0` (so True + -1*True is
+    // True); a fractional alpha stays as it is for the backend's integral-alpha error.
+    if (out->dtype == TORC_DTYPE_BOOL && alpha == trunc(alpha)) alpha = alpha != 0;
     op.params.scalar.value = alpha;
     return torc__dispatch(out->device, &op, (uint64_t)torc_numel(out));
 }
 
 // a (op) b where the result dtype is already decided (common); a or b may be a scalar tensor
-// made by the caller (it then has not taken part in promotion, and never requires grad).
+// made by the caller (it then has not taken part in promotion, and never requires grad), and
+// da, db are the operands' dtypes before that (a scalar's kind).
 static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, torc_opcode code, double alpha,
-                                 torc_dtype common) {
+                                 torc_dtype common, torc_dtype da, torc_dtype db) {
     torc_dtype out_dtype;
-    if (!same_device(a, b) || !op_dtypes(code, common, &out_dtype)) return NULL;
+    if (!same_device(a, b) || !op_dtypes(code, common, da, db, &out_dtype)) return NULL;
     int ndim;
     int64_t shape[TORC_MAX_DIMS];
     if (torc__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim, shape)) return NULL;
@@ -68,7 +87,7 @@ static torc_tensor *binary(const torc_tensor *a, const torc_tensor *b, torc_opco
     const torc_tensor *ts[2] = {a, b};
     torc_dtype common;
     if (torc_result_type(2, ts, 0, NULL, &common)) return NULL;
-    return binary_typed(a, b, code, alpha, common);
+    return binary_typed(a, b, code, alpha, common, a->dtype, b->dtype);
 }
 
 // tensor (op) scalar: the scalar takes part in promotion as a scalar (it only lifts the
@@ -80,7 +99,8 @@ static torc_tensor *binary_scalar(const torc_tensor *a, torc_scalar s, torc_opco
     // Comparisons compare in the common dtype; arithmetic computes in it.
     torc_tensor *st = torc__scalar_on(a->device, s.f, common);
     if (!st) return NULL;
-    torc_tensor *r = reversed ? binary_typed(st, a, code, 1.0, common) : binary_typed(a, st, code, 1.0, common);
+    torc_tensor *r = reversed ? binary_typed(st, a, code, 1.0, common, s.kind, a->dtype)
+                              : binary_typed(a, st, code, 1.0, common, a->dtype, s.kind);
     torc_release(st);
     return r;
 }
@@ -115,35 +135,34 @@ torc_tensor *torc_rdiv_scalar(const torc_tensor *a, torc_scalar s) { return bina
 
 // ---- in place: self = self (op) other, result cast into self's dtype and shape ----
 static torc_status binary_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha,
-                           torc_dtype common) {
+                           torc_dtype common, torc_dtype dother, const char *grad_fn) {
     torc_dtype out_dtype;
-    if (!same_device(self, other) || !op_dtypes(code, common, &out_dtype)) return torc_last_status();
-    if (!torc__check_can_cast(out_dtype, self->dtype)) return torc_last_status();
-    int ndim;
-    int64_t shape[TORC_MAX_DIMS];
-    torc_status st = torc__broadcast_shapes(self->ndim, self->shape, other->ndim, other->shape, &ndim, shape);
+    if (!same_device(self, other) || !op_dtypes(code, common, self->dtype, dother, &out_dtype) ||
+        !torc__check_can_cast(out_dtype, self->dtype) || !torc__check_inplace_shape(self, other) ||
+        !torc__check_no_internal_overlap(self) || !torc__check_no_partial_overlap(self, other))
+        return torc_last_status();
+    torc_node *rec;
+    const torc_op_params p = {.scalar = {alpha}};
+    const torc_tensor *ins[2] = {self, other};
+    torc_status st = torc__inplace_begin(self, code, 2, ins, &p, grad_fn, &rec);
     if (st) return st;
-    bool same = ndim == self->ndim;
-    for (int i = 0; same && i < ndim; i++) same = shape[i] == self->shape[i];
-    if (!same) {
-        char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
-        return torc__error(TORC_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape %s",
-                           torc__shape_str(self->ndim, self->shape, b1, sizeof b1),
-                           torc__shape_str(ndim, shape, b2, sizeof b2));
-    }
-    torc__check_inplace(self, &st);
-    if (st) return st;
-    if ((st = run_binary(self, self, other, code, alpha))) return st;
-    torc__bump_version(self);
-    return TORC_OK;
+    st = run_binary(self, self, other, code, alpha);
+    if (!st) torc__bump_version(self);
+    return torc__inplace_end(self, rec, st);
 }
 
-static torc_status binary_t_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha) {
+// grad_fn: the name the op records under (NULL: the opcode's).
+static torc_status binary_named_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha,
+                                 const char *grad_fn) {
     if (!self || !other) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
     const torc_tensor *ts[2] = {self, other};
     torc_dtype common;
     if (torc_result_type(2, ts, 0, NULL, &common)) return torc_last_status();
-    return binary_(self, other, code, alpha, common);
+    return binary_(self, other, code, alpha, common, other->dtype, grad_fn);
+}
+
+static torc_status binary_t_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha) {
+    return binary_named_(self, other, code, alpha, NULL);
 }
 
 static torc_status binary_s_(torc_tensor *self, torc_scalar s, torc_opcode code) {
@@ -153,7 +172,7 @@ static torc_status binary_s_(torc_tensor *self, torc_scalar s, torc_opcode code)
     if (torc_result_type(1, &t, 1, &s, &common)) return torc_last_status();
     torc_tensor *st = torc__scalar_on(self->device, s.f, common);
     if (!st) return torc_last_status();
-    torc_status r = binary_(self, st, code, 1.0, common);
+    torc_status r = binary_(self, st, code, 1.0, common, s.kind, NULL);
     torc_release(st);
     return r;
 }
@@ -173,13 +192,25 @@ torc_status torc_sub_scalar_(torc_tensor *self, torc_scalar s) { return binary_s
 torc_status torc_mul_scalar_(torc_tensor *self, torc_scalar s) { return binary_s_(self, s, TORC_OP_MUL); }
 torc_status torc_div_scalar_(torc_tensor *self, torc_scalar s) { return binary_s_(self, s, TORC_OP_DIV); }
 
-// self += value * (a * b) and self += value * (a / b), as two ops (no temporaries kept).
+// self += value * (a * b) and self += value * (a / b), as two ops (no temporaries kept); the
+// in-place add records under torch's grad_fn name for the whole op.
 static torc_status addc_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value,
                          torc_opcode code) {
     if (!self || !a || !b) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!torc__check_no_partial_overlap(self, a) || !torc__check_no_partial_overlap(self, b)) return torc_last_status();
+    if (code == TORC_OP_DIV && torc_dtype_is_integral(a->dtype) && torc_dtype_is_integral(b->dtype))
+        return torc__error(TORC_ERR_DTYPE,
+                           "Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
+                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+                           "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
+                           "for all dtypes.");
     torc_scope_push();
     torc_tensor *t = code == TORC_OP_MUL ? torc_mul(a, b) : torc_div(a, b);
-    torc_status st = t ? torc_add_scaled_(self, t, value) : torc_last_status();
+    torc_status st = t ? binary_named_(self, t, TORC_OP_ADD, value.f,
+                                       code == TORC_OP_MUL ? "AddcmulBackward0" : "AddcdivBackward0")
+                       : torc_last_status();
     torc_scope_pop();
     return st;
 }
@@ -195,7 +226,7 @@ torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, const tor
     if (!cond || !a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
     if (cond->dtype != TORC_DTYPE_BOOL)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
-                              torc_dtype_name(cond->dtype));
+                              torc__dtype_c10_name(cond->dtype));
     if (!same_device(cond, a) || !same_device(a, b)) return NULL;
     const torc_tensor *ts[2] = {a, b};
     torc_dtype common;

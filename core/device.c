@@ -41,39 +41,7 @@ static int g_n_libs;
 static torc_device *g_default;       // resolved default device (process-wide)
 static _Thread_local torc_device *tls_default;  // torc_set_default_device override
 
-// ---- plugin search ----
-// The directory holding libtorc.so, + "/torc": the install tree and the build tree agree.
-static void own_plugin_dir(char *buf, size_t n) {
-    Dl_info info;
-    buf[0] = '\0';
-    if (dladdr((void *)own_plugin_dir, &info) && info.dli_fname) {
-        snprintf(buf, n, "%s", info.dli_fname);
-        char *slash = strrchr(buf, '/');
-        if (slash) snprintf(slash, n - (size_t)(slash - buf), "/torc");
-        else snprintf(buf, n, "torc");
-    }
-}
-
-// Calls fn(dir) for each search directory in order; stops when fn returns true.
-static bool for_each_dir(bool (*fn)(const char *dir, void *ctx), void *ctx) {
-    const char *env = getenv("TORC_PLUGIN_PATH");
-    if (env && *env) {
-        char *copy = strdup(env);
-        if (copy) {
-            char *save = NULL;
-            for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
-                if (fn(d, ctx)) {
-                    free(copy);
-                    return true;
-                }
-            free(copy);
-        }
-    }
-    char own[512];
-    own_plugin_dir(own, sizeof own);
-    return own[0] && fn(own, ctx);
-}
-
+// ---- plugin search (the directories come from plugin.c) ----
 typedef struct {
     char list[512];
 } available_ctx;
@@ -106,8 +74,7 @@ typedef struct {
 } load_ctx;
 
 static void append_tried(load_ctx *ctx, const char *path, const char *why) {
-    size_t used = strlen(ctx->tried);
-    snprintf(ctx->tried + used, sizeof ctx->tried - used, "\n  %s: %s", path, why);
+    torc__tried_append(ctx->tried, sizeof ctx->tried, path, why);
 }
 
 static bool try_dir(const char *dir, void *vctx) {
@@ -197,10 +164,10 @@ static torc_backend_lib *load_backend_locked(const char *name) {
         return NULL;
     }
     load_ctx ctx = {.name = name};
-    for_each_dir(try_dir, &ctx);
+    torc__plugin_dirs_each(try_dir, &ctx);
     if (!ctx.lib) {
         available_ctx av = {{0}};
-        for_each_dir(collect_available, &av);
+        torc__plugin_dirs_each(collect_available, &av);
         if (!ctx.tried[0]) snprintf(ctx.tried, sizeof ctx.tried, "\n  (no plugin directory found)");
         torc__error(TORC_ERR_BACKEND, "backend '%s' could not be loaded; tried:%s\navailable backends: %s",
                     name, ctx.tried, av.list[0] ? av.list : "(none found)");

@@ -57,7 +57,7 @@ torc_tensor *torc_gather(const torc_tensor *t, int dim, const torc_tensor *index
     for (int i = 0; i < t->ndim; i++)
         if (i != dim && index->shape[i] > t->shape[i]) {
             char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
-            return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Size does not match at dimension %d expected index %s to be smaller "
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Size does not match at dimension %d expected index %s to be no larger "
                                                   "than self %s apart from dimension %d",
                                   i, torc__shape_str(index->ndim, index->shape, b1, sizeof b1),
                                   torc__shape_str(t->ndim, t->shape, b2, sizeof b2), dim);
@@ -79,7 +79,7 @@ torc_tensor *torc_masked_select(const torc_tensor *t, const torc_tensor *mask) {
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "masked_select: expected BoolTensor for mask");
     int nd;
     int64_t shape[TORC_MAX_DIMS];
-    if (torc__broadcast_shapes(t->ndim, t->shape, mask->ndim, mask->shape, &nd, shape)) return NULL;
+    if (torc__broadcast_shapes(mask->ndim, mask->shape, t->ndim, t->shape, &nd, shape)) return NULL;  // PyTorch's order
     // The output size depends on the data: count the true entries first (a sync on devices).
     int64_t count = 0;
     torc_scope_push();
@@ -116,14 +116,21 @@ torc_tensor *torc_triu(const torc_tensor *t, int64_t k) { return tri(t, k, TORC_
 torc_tensor *torc_tril(const torc_tensor *t, int64_t k) { return tri(t, k, TORC_OP_TRIL); }
 
 // cat: copies each input into its slice of the result; autograd flows through the slices
-// (narrow + copy are recorded per input by the composite below).
+// (narrow + copy are recorded per input by the composite below). As PyTorch, 1-D empty tensors
+// (legacy shape (0,)) are skipped whatever the other shapes; they still take part in promotion.
+static bool legacy_empty(const torc_tensor *t) { return t->ndim == 1 && t->shape[0] == 0; }
+
 torc_tensor *torc_cat(int n, torc_tensor *const *ts, int dim) {
     if (n <= 0 || !ts) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torch.cat(): expected a non-empty list of Tensors");
-    for (int i = 0; i < n; i++)
+    int ref = -1, skipped = 0;  // ref: the first tensor that is not skipped (or the last)
+    for (int i = 0; i < n; i++) {
         if (!ts[i]) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torch.cat(): tensor %d is NULL", i);
-    const torc_tensor *first = ts[0];
-    if (first->ndim == 0)
-        return TORC_FAIL_NULL(TORC_ERR_SHAPE, "zero-dimensional tensor (at position 0) cannot be concatenated");
+        if (ts[i]->ndim == 0)
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE, "zero-dimensional tensor (at position %d) cannot be concatenated", i);
+        if (ref < 0 && !legacy_empty(ts[i])) ref = i;
+    }
+    if (ref < 0) ref = n - 1;
+    const torc_tensor *first = ts[ref];
     if (!torc__wrap_dim(&dim, first->ndim)) return NULL;
     torc_dtype dtype;
     if (torc_result_type(n, (const torc_tensor *const *)ts, 0, NULL, &dtype)) return NULL;
@@ -132,6 +139,10 @@ torc_tensor *torc_cat(int n, torc_tensor *const *ts, int dim) {
     shape[dim] = 0;
     for (int i = 0; i < n; i++) {
         const torc_tensor *t = ts[i];
+        if (t != first && legacy_empty(t)) {
+            skipped++;
+            continue;
+        }
         if (t->ndim != first->ndim)
             return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Tensors must have same number of dimensions: got %d and %d",
                                   first->ndim, t->ndim);
@@ -145,25 +156,35 @@ torc_tensor *torc_cat(int n, torc_tensor *const *ts, int dim) {
                                       dim, (long long)first->shape[d], (long long)t->shape[d], i);
         shape[dim] += t->shape[dim];
     }
+    // The inputs that take part (all of them unless some were skipped).
+    torc_tensor *const *in = ts;
+    torc_tensor **kept = NULL;
+    if (skipped) {
+        if (!(kept = malloc((size_t)n * sizeof *kept))) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of memory");
+        for (int i = 0, k = 0; i < n; i++)
+            if (ts[i] == first || !legacy_empty(ts[i])) kept[k++] = ts[i];
+        in = kept;
+    }
+    const int nk = n - skipped;
     torc_tensor *out = torc__new(first->device, dtype, first->ndim, shape);
-    if (!out) return NULL;
     int64_t at = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; out && i < nk; i++) {
         int64_t sh[TORC_MAX_DIMS];
         memcpy(sh, out->shape, sizeof sh);
-        sh[dim] = ts[i]->shape[dim];
+        sh[dim] = in[i]->shape[dim];
         torc_tensor *slot = torc__make_view(out, out->ndim, sh, out->stride, at * out->stride[dim]);
-        torc_status st = slot ? torc__copy(slot, ts[i]) : torc_last_status();
+        torc_status st = slot ? torc__copy(slot, in[i]) : torc_last_status();
         torc_release(slot);
         if (st) {
             torc_release(out);
-            return NULL;
+            out = NULL;
         }
-        at += ts[i]->shape[dim];
+        at += in[i]->shape[dim];
     }
     torc_op_params p = {.dim = {dim}};
     // n inputs may exceed what an op descriptor holds; the autograd node takes them all.
-    out = torc__autograd_record(out, TORC__GRAD_CAT, n, (const torc_tensor *const *)ts, &p);
+    if (out) out = torc__autograd_record(out, TORC__GRAD_CAT, nk, (const torc_tensor *const *)in, &p);
+    free(kept);
     return out ? torc__register(out) : NULL;
 }
 

@@ -13,6 +13,7 @@ static const char *torch_type_name(torc_dtype d) {
 
 torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype) {
     if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (torc__autocast_matmul_applies(a, b)) return torc__autocast_matmul(a, b, out_dtype);  // autocast.c
     if (a->ndim == 0 || b->ndim == 0)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
                               a->ndim, b->ndim);
@@ -20,28 +21,56 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
         return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG,
                               "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
                               a->device->name, b->device->name);
-    if (a->dtype != b->dtype)
+    // torch.matmul runs one of four kernels, and its errors are theirs: dot (1-D @ 1-D), mv
+    // (N-D @ 1-D, batch dims folded into rows), mm (1-D or N-D @ 2-D, folded likewise) and bmm
+    // (anything @ a batched operand, after broadcasting the batch dims).
+    enum { DOT, MV, MM, BMM } path = a->ndim == 1 && b->ndim == 1 ? DOT : b->ndim == 1 ? MV : b->ndim == 2 ? MM : BMM;
+    const char *da = torc__dtype_c10_name(a->dtype), *db = torc__dtype_c10_name(b->dtype);
+    if (a->dtype != b->dtype) {
+        if (path == DOT)
+            return TORC_FAIL_NULL(TORC_ERR_DTYPE, "dot : expected both vectors to have same dtype, but found %s and %s", da, db);
+        if (path == MV)
+            return TORC_FAIL_NULL(TORC_ERR_DTYPE, "addmv input tensors must have the same dtype, but got %s, %s, and %s", db,
+                                  da, db);
+        if (path == BMM) return TORC_FAIL_NULL(TORC_ERR_DTYPE, "expected scalar type %s but found %s", da, db);
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "expected m1 and m2 to have the same dtype, but got: %s != %s",
                               torch_type_name(a->dtype), torch_type_name(b->dtype));
-    if (a->dtype == TORC_DTYPE_BOOL || torc_dtype_is_fp8(a->dtype))
-        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"addmm_impl_cpu_\" not implemented for '%s'%s", torc_dtype_name(a->dtype),
-                              torc_dtype_is_fp8(a->dtype) ? " (fp8 matmuls go through scaled_mm)" : "");
+    }
+    if (torc_dtype_is_fp8(a->dtype))
+        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"addmm_impl_cpu_\" not implemented for '%s' (fp8 matmuls go through "
+                                              "scaled_mm)", da);
+    if (a->dtype == TORC_DTYPE_BOOL) {
+        static const char *const kernel[] = {"dot", "addmv_impl_cpu", "addmm_impl_cpu_", "bmm"};
+        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s'", kernel[path], da);
+    }
     // Shapes as (batch..., M, K) and (batch..., K, N); 1-D operands get a unit dim that the
     // result drops again, as torch.matmul does.
     const int64_t M = a->ndim == 1 ? 1 : a->shape[a->ndim - 2], K = a->shape[a->ndim - 1];
     const int64_t Kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2], N = b->ndim == 1 ? 1 : b->shape[b->ndim - 1];
+    int nba = a->ndim > 2 ? a->ndim - 2 : 0, nbb = b->ndim > 2 ? b->ndim - 2 : 0, nb;
+    int64_t batch[TORC_MAX_DIMS];
+    if (torc__broadcast_shapes(nba, a->shape, nbb, b->shape, &nb, batch)) return NULL;
     if (K != Kb) {
-        if (a->ndim == 1 && b->ndim == 1)
+        const long long rows = (long long)(K ? torc_numel(a) / K : torc__numel(nba, a->shape) * M);  // folded
+        const long long nbatch = (long long)torc__numel(nb, batch);
+        switch (path) {
+        case DOT:
             return TORC_FAIL_NULL(TORC_ERR_SHAPE,
                                   "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same "
                                   "number of elements, but got %lld and %lld elements respectively",
                                   (long long)K, (long long)Kb, (long long)K, (long long)Kb);
-        return TORC_FAIL_NULL(TORC_ERR_SHAPE, "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
-                              (long long)M, (long long)K, (long long)Kb, (long long)N);
+        case MV:
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE, "size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)", rows, rows,
+                                  (long long)K, (long long)Kb);
+        case MM:
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE, "mm: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                                  rows, (long long)K, (long long)Kb, (long long)N);
+        case BMM:
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE,
+                                  "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: "
+                                  "[%lld, %lld].", nbatch, (long long)K, nbatch, (long long)Kb);
+        }
     }
-    int nba = a->ndim > 2 ? a->ndim - 2 : 0, nbb = b->ndim > 2 ? b->ndim - 2 : 0, nb;
-    int64_t batch[TORC_MAX_DIMS];
-    if (torc__broadcast_shapes(nba, a->shape, nbb, b->shape, &nb, batch)) return NULL;
     if (nb + 2 > TORC_MAX_DIMS) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "matmul: too many dims");
     const int nd = nb + 2;
 
@@ -96,5 +125,6 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
 
 torc_tensor *torc_matmul(const torc_tensor *a, const torc_tensor *b) {
     if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (torc__autocast_matmul_applies(a, b)) return torc__autocast_matmul(a, b, TORC_DTYPE_COUNT);  // autocast.c
     return torc_matmul_out_dtype(a, b, a->dtype);
 }

@@ -6,7 +6,6 @@
 #include "torc-impl.h"
 
 torc_tensor *torc__autograd_unary(torc_tensor *out, const torc_tensor *in, const char *name);  // autograd.c
-void torc__check_inplace(torc_tensor *t, torc_status *st);                                    // autograd.c
 
 // A contiguous copy of t on t's device in dtype (no autograd).
 torc_tensor *torc__copy_as(const torc_tensor *t, torc_dtype dtype) {
@@ -87,17 +86,89 @@ static bool can_cast(torc_dtype from, torc_dtype to) {
 bool torc__check_can_cast(torc_dtype result, torc_dtype out) {
     if (can_cast(result, out)) return true;
     torc__error(TORC_ERR_DTYPE, "result type %s can't be cast to the desired output type %s",
-                torc_dtype_name(result), torc_dtype_name(out));
+                torc__dtype_c10_name(result), torc__dtype_c10_name(out));
     return false;
+}
+
+// PyTorch's internal-overlap check for a tensor an op writes in place: a stride-0 dim of size
+// > 1 (an expanded tensor) would make several results land on one element.
+bool torc__check_no_internal_overlap(const torc_tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->stride[i] == 0 && t->shape[i] > 1) {
+            torc__error(TORC_ERR_INVALID_ARG, "unsupported operation: more than one element of the written-to tensor "
+                                              "refers to a single memory location. Please clone() the tensor before "
+                                              "performing the operation.");
+            return false;
+        }
+    return true;
+}
+
+// PyTorch's is_non_overlapping_and_dense: the elements fill a block of memory exactly once, in
+// some order of the dims (size-1 dims do not count).
+static bool non_overlapping_and_dense(const torc_tensor *t) {
+    int perm[TORC_MAX_DIMS], n = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] != 1) perm[n++] = i;
+    for (int i = 1; i < n; i++)  // insertion sort of the dims by stride
+        for (int j = i; j > 0 && t->stride[perm[j]] < t->stride[perm[j - 1]]; j--) {
+            const int x = perm[j];
+            perm[j] = perm[j - 1], perm[j - 1] = x;
+        }
+    int64_t expected = 1;
+    for (int i = 0; i < n; i++) {
+        if (t->stride[perm[i]] != expected) return false;
+        expected *= t->shape[perm[i]];
+    }
+    return true;
+}
+
+// PyTorch's partial-overlap check between the tensor an op writes and one it reads: both dense,
+// in one storage, covering intersecting but not identical element sets (an identical set read
+// with the same strides is fine: x.add_(x)). Tensors that are not dense are not checked, as in
+// PyTorch ("too hard").
+bool torc__check_no_partial_overlap(const torc_tensor *out, const torc_tensor *in) {
+    if (out->storage != in->storage || torc_numel(out) == 0 || torc_numel(in) == 0 ||
+        !non_overlapping_and_dense(out) || !non_overlapping_and_dense(in))
+        return true;
+    // dense tensors start at their lowest element, so [offset, offset + numel) is what they touch
+    const int64_t ob = out->offset, oe = ob + torc_numel(out), ib = in->offset, ie = ib + torc_numel(in);
+    bool partial = ob < ie && ib < oe;
+    if (ob == ib && oe == ie) {
+        partial = out->ndim != in->ndim;
+        for (int i = 0; !partial && i < out->ndim; i++) partial = out->stride[i] != in->stride[i];
+    }
+    if (partial)
+        torc__error(TORC_ERR_INVALID_ARG, "unsupported operation: some elements of the input tensor and the written-to "
+                                          "tensor refer to a single memory location. Please clone() the tensor before "
+                                          "performing the operation.");
+    return !partial;
+}
+
+// An in-place op writes the broadcast of self and other into self, so the broadcast shape must
+// be self's (PyTorch's messages: both shapes when they do not broadcast, else the output one).
+bool torc__check_inplace_shape(const torc_tensor *self, const torc_tensor *other) {
+    int ndim;
+    int64_t shape[TORC_MAX_DIMS];
+    if (torc__broadcast_shapes(self->ndim, self->shape, other->ndim, other->shape, &ndim, shape)) return false;
+    bool same = ndim == self->ndim;
+    for (int i = 0; same && i < ndim; i++) same = shape[i] == self->shape[i];
+    if (!same) {
+        char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
+        torc__error(TORC_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape %s",
+                    torc__shape_str(self->ndim, self->shape, b1, sizeof b1), torc__shape_str(ndim, shape, b2, sizeof b2));
+    }
+    return same;
 }
 
 torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
     if (!self || !src) return torc__error(TORC_ERR_INVALID_ARG, "torc_copy_: NULL argument");
-    torc_status st = TORC_OK;
-    torc__check_inplace(self, &st);
+    if (!torc__check_inplace_shape(self, src) || !torc__check_no_internal_overlap(self) ||
+        !torc__check_no_partial_overlap(self, src))
+        return torc_last_status();
+    torc_node *rec;
+    const torc_tensor *ins[2] = {self, src};
+    torc_status st = torc__inplace_begin(self, TORC_OP_COPY, 2, ins, NULL, NULL, &rec);
     if (st) return st;
-    torc_operand probe;
-    if ((st = torc__broadcast_operand(src, self->ndim, self->shape, &probe))) return st;
     if (src->device == self->device || (src->device->host_memory && self->device->host_memory)) {
         st = torc__copy(self, src);
     } else {
@@ -110,16 +181,19 @@ torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
         torc_scope_pop();
     }
     if (!st) torc__bump_version(self);
-    return st;
+    return torc__inplace_end(self, rec, st);
 }
 
-torc_status torc_fill_(torc_tensor *self, torc_scalar value) {
+static torc_status fill_(torc_tensor *self, double value, const char *grad_fn) {
     if (!self) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
-    torc_status st = TORC_OK;
-    torc__check_inplace(self, &st);
-    if (!st) st = torc__fill(self, value.f);
+    torc_node *rec;
+    const torc_tensor *ins[1] = {self};
+    torc_status st = torc__inplace_begin(self, TORC_OP_FILL, 1, ins, NULL, grad_fn, &rec);
+    if (st) return st;
+    st = torc__fill(self, value);
     if (!st) torc__bump_version(self);
-    return st;
+    return torc__inplace_end(self, rec, st);
 }
 
-torc_status torc_zero_(torc_tensor *self) { return torc_fill_(self, torc_s(0)); }
+torc_status torc_fill_(torc_tensor *self, torc_scalar value) { return fill_(self, value.f, NULL); }
+torc_status torc_zero_(torc_tensor *self) { return fill_(self, 0.0, "ZeroBackward0"); }

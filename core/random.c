@@ -49,7 +49,7 @@ void torc_generator_set_state(torc_generator *g, uint64_t seed, uint64_t offset)
 }
 
 // Reserves n counters: returns the first, advances the generator.
-static uint64_t reserve(torc_generator *g, uint64_t n, uint64_t *seed) {
+uint64_t torc__generator_reserve(torc_generator *g, uint64_t n, uint64_t *seed) {
     if (!g) g = &g_default;
     pthread_mutex_lock(&g->lock);
     const uint64_t first = g->offset;
@@ -62,7 +62,7 @@ static uint64_t reserve(torc_generator *g, uint64_t n, uint64_t *seed) {
 static torc_status fill_random(torc_tensor *t, torc_opcode code, double a, double b, torc_generator *gen) {
     torc_op op = {.code = code};
     torc__operand(t, &op.out);
-    op.params.rng.offset = reserve(gen, (uint64_t)torc_numel(t), &op.params.rng.seed);
+    op.params.rng.offset = torc__generator_reserve(gen, (uint64_t)torc_numel(t), &op.params.rng.seed);
     op.params.rng.a = a;
     op.params.rng.b = b;
     torc_status st = torc__dispatch(t->device, &op, 0);
@@ -102,16 +102,23 @@ torc_tensor *torc_randint(int64_t low, int64_t high, int ndim, const int64_t *sh
     return random_new(ndim, shape, dtype, TORC_OP_RAND_INT, (double)low, (double)high, gen);
 }
 
-void torc__check_inplace(torc_tensor *t, torc_status *st);  // autograd.c
+bool torc__check_no_internal_overlap(const torc_tensor *t);  // move.c
+
+// uniform_ / normal_ into an existing tensor: an in-place write whose gradient to t is zero.
+static torc_status fill_random_(torc_tensor *t, torc_opcode code, double a, double b, torc_generator *gen) {
+    if (!torc__check_no_internal_overlap(t)) return torc_last_status();  // as torch (fill_ has no such check)
+    torc_node *rec;
+    const torc_tensor *ins[1] = {t};
+    torc_status st = torc__inplace_begin(t, code, 1, ins, NULL, NULL, &rec);
+    return st ? st : torc__inplace_end(t, rec, fill_random(t, code, a, b, gen));
+}
 
 torc_status torc_uniform_(torc_tensor *t, double a, double b, torc_generator *gen) {
     if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
     if (!torc_dtype_is_floating(t->dtype))
         return torc__error(TORC_ERR_DTYPE, "\"uniform_kernel_cpu\" not implemented for '%s'", torc_dtype_name(t->dtype));
     if (a > b) return torc__error(TORC_ERR_INVALID_ARG, "uniform_ expects to return a [from, to) range, but found from=%g > to=%g", a, b);
-    torc_status st = TORC_OK;
-    torc__check_inplace(t, &st);
-    return st ? st : fill_random(t, TORC_OP_RAND_UNIFORM, a, b, gen);
+    return fill_random_(t, TORC_OP_RAND_UNIFORM, a, b, gen);
 }
 
 torc_status torc_normal_(torc_tensor *t, double mean, double std, torc_generator *gen) {
@@ -119,9 +126,7 @@ torc_status torc_normal_(torc_tensor *t, double mean, double std, torc_generator
     if (!torc_dtype_is_floating(t->dtype))
         return torc__error(TORC_ERR_DTYPE, "\"normal_kernel_cpu\" not implemented for '%s'", torc_dtype_name(t->dtype));
     if (std < 0) return torc__error(TORC_ERR_INVALID_ARG, "normal expects std >= 0.0, but found std %g", std);
-    torc_status st = TORC_OK;
-    torc__check_inplace(t, &st);
-    return st ? st : fill_random(t, TORC_OP_RAND_NORMAL, mean, std, gen);
+    return fill_random_(t, TORC_OP_RAND_NORMAL, mean, std, gen);
 }
 
 static torc_status trunc_normal_body(torc_tensor *t, double mean, double std, double a, double b,

@@ -41,12 +41,16 @@ static torc_dtype reduce_dtype(torc_opcode code, torc_dtype d) {
     case TORC_OP_MEAN:
         if (fl) return d;
         torc__error(TORC_ERR_DTYPE, "mean(): could not infer output dtype. Input dtype must be either a floating "
-                                    "point or complex dtype. Got: %s", torc_dtype_name(d));
+                                    "point or complex dtype. Got: %s", torc__dtype_c10_name(d));
         return TORC_DTYPE_COUNT;
-    default:
+    case TORC_OP_NORM:
         if (fl) return d;
-        torc__error(TORC_ERR_DTYPE, "%s(): input dtype should be either floating point or complex. Got %s instead.",
-                    reduce_name(code), torc_dtype_name(d));
+        torc__error(TORC_ERR_DTYPE, "linalg.vector_norm: Expected a floating point or complex tensor as input. Got %s",
+                    torc__dtype_c10_name(d));
+        return TORC_DTYPE_COUNT;
+    default:  // var, std
+        if (fl) return d;
+        torc__error(TORC_ERR_DTYPE, "std and var only support floating point and complex dtypes");
         return TORC_DTYPE_COUNT;
     }
 }
@@ -60,11 +64,9 @@ static torc_tensor *reduce(const torc_tensor *t, torc_opcode code, uint32_t mask
     int on = 0;
     for (int i = 0; i < t->ndim; i++) {
         const bool red = (mask >> i) & 1;
-        if (red && t->shape[i] == 0 && (code == TORC_OP_MAX || code == TORC_OP_MIN || code == TORC_OP_ARGMAX ||
-                                        code == TORC_OP_ARGMIN))
-            return TORC_FAIL_NULL(TORC_ERR_INDEX,
-                                  "%s(): Expected reduction dim %d to have non-zero size.",
-                                  code == TORC_OP_MAX ? "amax" : code == TORC_OP_MIN ? "amin" : reduce_name(code), i);
+        if (red && t->shape[i] == 0 && (code == TORC_OP_ARGMAX || code == TORC_OP_ARGMIN))
+            return TORC_FAIL_NULL(TORC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.",
+                                  reduce_name(code), i);
         kshape[i] = red ? 1 : t->shape[i];
         if (!red) oshape[on++] = t->shape[i];
     }
@@ -95,11 +97,43 @@ static torc_tensor *reduce(const torc_tensor *t, torc_opcode code, uint32_t mask
     return out ? torc__register(out) : NULL;
 }
 
+// Reductions without an identity (amax, amin, the inf and negative norms) refuse empty reduced
+// dims; PyTorch's messages name the dim as the caller wrote it.
+static bool check_identity(const torc_tensor *t, torc_opcode code, int n_dims, const int *dims, double p) {
+    const bool norm = code == TORC_OP_NORM && (isinf(p) || p < 0);
+    if (!norm && code != TORC_OP_MAX && code != TORC_OP_MIN) return true;
+    const char *name = code == TORC_OP_MAX ? "amax" : "amin";
+    if (n_dims == 0 || !dims) {
+        if (torc_numel(t) != 0) return true;
+        if (norm)
+            torc__error(TORC_ERR_INVALID_ARG, "linalg.vector_norm cannot compute the %g norm on an empty tensor because "
+                                              "the operation does not have an identity", p);
+        else
+            torc__error(TORC_ERR_INDEX, "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                                        "the reduction dim with the 'dim' argument.", name);
+        return false;
+    }
+    for (int i = 0; i < n_dims; i++) {
+        const int d = dims[i] < 0 ? dims[i] + t->ndim : dims[i];  // already validated
+        if (t->ndim == 0 || t->shape[d] != 0) continue;
+        if (norm)  // PyTorch's text lacks the space before "because"; torc has it
+            torc__error(TORC_ERR_INVALID_ARG, "linalg.vector_norm cannot compute the %g norm on the dimension %d because "
+                                              "this dimension is empty and the operation does not have an identity",
+                        p, dims[i]);
+        else
+            torc__error(TORC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", name, dims[i]);
+        return false;
+    }
+    return true;
+}
+
 static torc_tensor *reduce_dims(const torc_tensor *t, torc_opcode code, int n_dims, const int *dims, bool keepdim,
                                 const torc_op_params *extra) {
     if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    TORC__AUTOCAST_F32(code, t, reduce_dims(t, code, n_dims, dims, keepdim, extra));  // autocast.c
     uint32_t mask;
     if (!dims_mask(t, n_dims, dims, &mask)) return NULL;
+    if (!check_identity(t, code, n_dims, dims, extra ? extra->reduce.p : 0)) return NULL;
     return reduce(t, code, mask, keepdim, extra);
 }
 
@@ -137,6 +171,8 @@ torc_tensor *torc_norm(const torc_tensor *t, double pnorm, int n, const int *dim
 // argmax/argmin over one dim, or over the flattened tensor (dim == TORC_DIM_NONE).
 static torc_tensor *arg_reduce(const torc_tensor *t, int dim, bool keepdim, torc_opcode code) {
     if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (t->dtype == TORC_DTYPE_BOOL)
+        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "%s(): does not support bool input", reduce_name(code));
     if (dim != TORC_DIM_NONE) {
         if (!torc__wrap_dim(&dim, t->ndim)) return NULL;
         return reduce(t, code, t->ndim ? 1u << dim : 0, keepdim, NULL);
@@ -162,10 +198,12 @@ torc_tensor *torc_argmin(const torc_tensor *t, int dim, bool keepdim) { return a
 // ---- softmax ----
 static torc_tensor *softmax_op(const torc_tensor *t, int dim, torc_opcode code) {
     if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    TORC__AUTOCAST_F32(code, t, softmax_op(t, dim, code));  // autocast.c
     if (!torc__wrap_dim(&dim, t->ndim)) return NULL;
     if (!torc_dtype_is_floating(t->dtype))
-        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"%s_lastdim_kernel_impl\" not implemented for '%s'",
-                              code == TORC_OP_SOFTMAX ? "softmax" : "log_softmax", torc_dtype_name(t->dtype));
+        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"%s_%skernel_impl\" not implemented for '%s'",
+                              code == TORC_OP_SOFTMAX ? "softmax" : "log_softmax",
+                              dim >= t->ndim - 1 ? "lastdim_" : "", torc__dtype_c10_name(t->dtype));
     torc_tensor *out = torc__new(t->device, t->dtype, t->ndim, t->shape);
     if (!out) return NULL;
     torc_op op = {.code = code, .n_in = 1};

@@ -207,6 +207,7 @@ void torc__autograd_release(torc_tensor *t);  // autograd.c: drops grad, grad_fn
 void torc_release(torc_tensor *t) {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     torc__autograd_release(t);
+    torc__fp8_meta_free(t->fp8_meta);
     storage_release(t->storage);
     free(t);
 }

@@ -3,6 +3,7 @@
 #include "torc-impl.h"
 
 bool torc__check_can_cast(torc_dtype result, torc_dtype out);  // move.c
+bool torc__check_no_internal_overlap(const torc_tensor *t);     // move.c
 
 typedef enum { KEEP, FLOATING, FLOAT_ONLY, TO_BOOL } out_rule;
 // KEEP: same dtype (bool allowed unless no_bool); FLOATING: integers promote to the default
@@ -13,7 +14,7 @@ static const struct {
     const char *kernel; // PyTorch's kernel name for the "not implemented for" message
 } g_unary[TORC_OP_COUNT] = {
     [TORC_OP_NEG] = {KEEP, true, "neg"},
-    [TORC_OP_ABS] = {KEEP, true, "abs"},
+    [TORC_OP_ABS] = {KEEP, true, "abs_cpu"},
     [TORC_OP_SIGN] = {KEEP, false, "sign"},
     [TORC_OP_SQUARE] = {KEEP, false, "square"},
     [TORC_OP_RELU] = {KEEP, true, "relu"},
@@ -38,17 +39,19 @@ static torc_dtype unary_out_dtype(torc_opcode code, torc_dtype d) {
         if (code == TORC_OP_NEG)
             torc__error(TORC_ERR_DTYPE, "Negation, the `-` operator, on a bool tensor is not supported. If you are "
                                         "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+        else if (code == TORC_OP_RELU)
+            torc__error(TORC_ERR_DTYPE, "Boolean inputs not supported for relu");
         else
             torc__error(TORC_ERR_DTYPE, "\"%s\" not implemented for 'Bool'", g_unary[code].kernel);
         return TORC_DTYPE_COUNT;
     }
     switch (g_unary[code].rule) {
-    case KEEP: return d;
+    case KEEP: return code == TORC_OP_SQUARE && d == TORC_DTYPE_BOOL ? TORC_DTYPE_I64 : d;  // square is pow(t, 2)
     case TO_BOOL: return TORC_DTYPE_BOOL;
     case FLOATING: return torc_dtype_is_floating(d) ? d : torc_get_default_dtype();
     case FLOAT_ONLY:
         if (torc_dtype_is_floating(d)) return d;
-        torc__error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s'", g_unary[code].kernel, torc_dtype_name(d));
+        torc__error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s'", g_unary[code].kernel, torc__dtype_c10_name(d));
         return TORC_DTYPE_COUNT;
     }
     return TORC_DTYPE_COUNT;
@@ -65,6 +68,7 @@ static torc_status run_unary(torc_tensor *out, const torc_tensor *in, torc_opcod
 
 static torc_tensor *unary(const torc_tensor *t, torc_opcode code, const torc_op_params *p, torc_dtype out_dtype) {
     if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    TORC__AUTOCAST_F32(code, t, unary(t, code, p, out_dtype));  // autocast.c: exp, log, ... in f32
     if (out_dtype == TORC_DTYPE_COUNT) out_dtype = unary_out_dtype(code, t->dtype);
     if (out_dtype == TORC_DTYPE_COUNT) return NULL;
     torc_tensor *out = torc__new(t->device, out_dtype, t->ndim, t->shape);
@@ -105,13 +109,24 @@ torc_tensor *torc_gelu(const torc_tensor *t, bool approximate_tanh) {
 // pow(tensor, scalar): the result dtype is result_type(t, exponent) (int ** 2 stays int,
 // int ** 0.5 is float).
 static torc_status pow_scalar_dtype(const torc_tensor *t, torc_scalar e, torc_dtype *out) {
-    return torc_result_type(1, &t, 1, &e, out);
+    torc_status st = torc_result_type(1, &t, 1, &e, out);
+    if (!st && torc_dtype_is_integral(*out) && e.kind == TORC_DTYPE_I64 && e.i < 0)
+        st = torc__error(TORC_ERR_INVALID_ARG, "Integers to negative integer powers are not allowed.");
+    return st;
 }
 
 torc_tensor *torc_pow_scalar(const torc_tensor *t, torc_scalar exponent) {
     if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
     torc_dtype d;
     if (pow_scalar_dtype(t, exponent, &d)) return NULL;
+    if (d == TORC_DTYPE_BOOL) {  // bool ** bool stays bool: t ** True is t, t ** False all True
+        torc_tensor *out = torc__new(t->device, d, t->ndim, t->shape);
+        if (out && (exponent.i ? torc__copy(out, t) : torc__fill(out, 1.0))) {
+            torc_release(out);
+            return NULL;
+        }
+        return out ? torc__register(out) : NULL;
+    }
     torc_op_params p = {.scalar = {exponent.f}};
     return unary(t, TORC_OP_POW_SCALAR, &p, d);
 }
@@ -121,13 +136,14 @@ static torc_status unary_(torc_tensor *t, torc_opcode code, const torc_op_params
     if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
     if (result == TORC_DTYPE_COUNT) result = unary_out_dtype(code, t->dtype);
     if (result == TORC_DTYPE_COUNT) return torc_last_status();
-    if (!torc__check_can_cast(result, t->dtype)) return torc_last_status();
-    torc_status st = TORC_OK;
-    torc__check_inplace(t, &st);
+    if (!torc__check_can_cast(result, t->dtype) || !torc__check_no_internal_overlap(t)) return torc_last_status();
+    torc_node *rec;
+    const torc_tensor *ins[1] = {t};
+    torc_status st = torc__inplace_begin(t, code, 1, ins, p, NULL, &rec);
     if (st) return st;
-    if ((st = run_unary(t, t, code, p))) return st;
-    torc__bump_version(t);
-    return TORC_OK;
+    st = run_unary(t, t, code, p);
+    if (!st) torc__bump_version(t);
+    return torc__inplace_end(t, rec, st);
 }
 
 torc_status torc_neg_(torc_tensor *t) { return unary_(t, TORC_OP_NEG, NULL, TORC_DTYPE_COUNT); }
@@ -140,6 +156,14 @@ torc_status torc_pow_scalar_(torc_tensor *t, torc_scalar e) {
     if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
     torc_dtype d;
     if (pow_scalar_dtype(t, e, &d)) return torc_last_status();
+    if (d == TORC_DTYPE_BOOL) {  // bool ** bool, as in torc_pow_scalar
+        if (!torc__check_no_internal_overlap(t)) return torc_last_status();
+        torc_status st = TORC_OK;
+        torc__check_inplace(t, &st);
+        if (!st && !e.i) st = torc__fill(t, 1.0);
+        if (!st) torc__bump_version(t);
+        return st;
+    }
     torc_op_params p = {.scalar = {e.f}};
     return unary_(t, TORC_OP_POW_SCALAR, &p, d);
 }

@@ -275,22 +275,23 @@ torc_tensor *torc_unsqueeze(torc_tensor *t, int dim) {
     return finish_view(torc__make_view(t, t->ndim + 1, sh, st, t->offset), t, "UnsqueezeBackward0", dim);
 }
 
-static torc_tensor *squeeze_mask(torc_tensor *t, uint32_t mask) {
+// grad_fn names as torch prints them: squeeze() is SqueezeBackward0, squeeze(dim) SqueezeBackward1.
+static torc_tensor *squeeze_mask(torc_tensor *t, uint32_t mask, const char *grad_fn) {
     int64_t sh[TORC_MAX_DIMS], st[TORC_MAX_DIMS];
     int n = 0;
     for (int i = 0; i < t->ndim; i++)
         if (!((mask >> i) & 1) || t->shape[i] != 1) sh[n] = t->shape[i], st[n++] = t->stride[i];
-    return finish_view(torc__make_view(t, n, sh, st, t->offset), t, "SqueezeBackward0");
+    return finish_view(torc__make_view(t, n, sh, st, t->offset), t, grad_fn);
 }
 
 torc_tensor *torc_squeeze(torc_tensor *t, int dim) {
     if (!check_tensor(t) || !torc__wrap_dim(&dim, t->ndim)) return NULL;
-    return squeeze_mask(t, t->ndim ? 1u << dim : 0);
+    return squeeze_mask(t, t->ndim ? 1u << dim : 0, "SqueezeBackward1");
 }
 
 torc_tensor *torc_squeeze_all(torc_tensor *t) {
     if (!check_tensor(t)) return NULL;
-    return squeeze_mask(t, 0xFFu);
+    return squeeze_mask(t, 0xFFu, "SqueezeBackward0");
 }
 
 torc_tensor *torc_flatten(torc_tensor *t, int start_dim, int end_dim) {

@@ -502,6 +502,14 @@ START_TEST(test_add_sub_mul_div_float) {
     op = OP(TORC_OP_MUL, o, a, b);
     run_ok(op);
     expect_vals(o, V((double)(1.5f * 0.1f), (double)(2.0f * 0.2f)));
+    // Inputs are cast to the computation (out) dtype first, as PyTorch: int64 16777217 + f32 1 is
+    // 16777216 + 1 in float32 = 16777216 (torch golden), not 16777218.
+    torc_operand big = tensor(TORC_DTYPE_I64, SH(1), V(16777217)), one = tensor(TORC_DTYPE_F32, SH(1), V(1));
+    o = tensor(TORC_DTYPE_F32, SH(1), NULL);
+    op = OP(TORC_OP_ADD, o, big, one);
+    op.params.scalar.value = 1.0;
+    run_ok(op);
+    expect_vals(o, V(16777216));
     // fp8 arithmetic computes in double and rounds once to fp8.
     a = tensor(TORC_DTYPE_F8_E4M3FN, SH(2), V(1.5, 3)), b = tensor(TORC_DTYPE_F8_E4M3FN, SH(2), V(0.125, 0.5));
     o = tensor(TORC_DTYPE_F8_E4M3FN, SH(2), NULL);
@@ -811,7 +819,8 @@ START_TEST(test_unary_signs_and_ints) {
     run_ok(op);
     expect_ints(ob, I(1, 0));
     op.code = TORC_OP_NEG;
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(0, &op));  // supports() leaves the reason behind
+    ck_assert_ptr_nonnull(strstr(vt->last_error(), "Negation, the `-` operator, on a bool tensor is not supported."));
     run_fails(op, TORC_ERR_DTYPE, "Negation, the `-` operator, on a bool tensor is not supported.");
     op.code = TORC_OP_RELU;
     run_fails(op, TORC_ERR_DTYPE, "Boolean inputs not supported for relu");
@@ -948,6 +957,16 @@ START_TEST(test_comparisons_logical) {
     torc_operand u = tensor(TORC_DTYPE_U8, SH(1), V(255)), s8 = tensor(TORC_DTYPE_I8, SH(1), V(-1));
     o = tensor(TORC_DTYPE_BOOL, SH(1), NULL);
     op = OP(TORC_OP_EQ, o, u, s8);
+    run_ok(op);
+    expect_ints(o, I(0));
+    // Mixed int/float operands compare in their common floating dtype (torch golden):
+    // int64 16777217 == f32 16777216 is true in float32; f64 0.1 != f32 0.1 (compared in f64).
+    torc_operand bi = tensor(TORC_DTYPE_I64, SH(1), V(16777217)), bf = tensor(TORC_DTYPE_F32, SH(1), V(16777216));
+    o = tensor(TORC_DTYPE_BOOL, SH(1), NULL);
+    op = OP(TORC_OP_EQ, o, bi, bf);
+    run_ok(op);
+    expect_ints(o, I(1));
+    op = OP(TORC_OP_EQ, o, tensor(TORC_DTYPE_F64, SH(1), V(0.1)), tensor(TORC_DTYPE_F32, SH(1), V(0.1)));
     run_ok(op);
     expect_ints(o, I(0));
     // Broadcast and transposed operands: a (2,3) transposed vs a row (stride 0).

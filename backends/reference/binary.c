@@ -41,23 +41,32 @@ typedef struct binary_ctx {
     int64_t ialpha;    // ADD/SUB in integer mode
 } binary_ctx;
 
-// Floating mode: out is floating (or an input is): compute in double, round once.
+// Floating mode: out is floating (or an input is). Inputs are first cast to out's dtype (as
+// PyTorch casts to the computation dtype: int64 16777217 + f32 0 is 16777216), then the op runs
+// in double and rounds once.
 static void float_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
     const binary_ctx *c = vctx;
-    for (int64_t i = 0; i < n; i++) {
-        const double x = ref_load_f(ptr[1] + i * step[1], c->a), y = ref_load_f(ptr[2] + i * step[2], c->b);
-        double r;
+    double x[REF_BLOCK], y[REF_BLOCK], r[REF_BLOCK];
+    for (int64_t i0 = 0; i0 < n; i0 += REF_BLOCK) {
+        const int64_t nb = n - i0 < REF_BLOCK ? n - i0 : REF_BLOCK;
+        ref_load_block_as(x, ptr[1] + i0 * step[1], step[1], nb, c->a, c->out);
+        ref_load_block_as(y, ptr[2] + i0 * step[2], step[2], nb, c->b, c->out);
+        const double alpha = c->alpha;
         switch (c->code) {
-        case TORC_OP_ADD: r = x + c->alpha * y; break;
-        case TORC_OP_SUB: r = x - c->alpha * y; break;
-        case TORC_OP_MUL: r = x * y; break;
-        case TORC_OP_DIV: r = x / y; break;
-        case TORC_OP_POW: r = pow(x, y); break;
-        case TORC_OP_MAXIMUM: r = (isnan(x) || isnan(y)) ? NAN : (x > y ? x : y); break;
-        case TORC_OP_MINIMUM: r = (isnan(x) || isnan(y)) ? NAN : (x < y ? x : y); break;
-        default: r = NAN; break;
+        case TORC_OP_ADD: for (int64_t i = 0; i < nb; i++) r[i] = x[i] + alpha * y[i]; break;
+        case TORC_OP_SUB: for (int64_t i = 0; i < nb; i++) r[i] = x[i] - alpha * y[i]; break;
+        case TORC_OP_MUL: for (int64_t i = 0; i < nb; i++) r[i] = x[i] * y[i]; break;
+        case TORC_OP_DIV: for (int64_t i = 0; i < nb; i++) r[i] = x[i] / y[i]; break;
+        case TORC_OP_POW: for (int64_t i = 0; i < nb; i++) r[i] = pow(x[i], y[i]); break;
+        case TORC_OP_MAXIMUM:
+            for (int64_t i = 0; i < nb; i++) r[i] = (isnan(x[i]) || isnan(y[i])) ? NAN : (x[i] > y[i] ? x[i] : y[i]);
+            break;
+        case TORC_OP_MINIMUM:
+            for (int64_t i = 0; i < nb; i++) r[i] = (isnan(x[i]) || isnan(y[i])) ? NAN : (x[i] < y[i] ? x[i] : y[i]);
+            break;
+        default: for (int64_t i = 0; i < nb; i++) r[i] = NAN; break;
         }
-        ref_store_f(ptr[0] + i * step[0], c->out, r);
+        ref_store_block_f(ptr[0] + i0 * step[0], step[0], r, nb, c->out);
     }
 }
 
@@ -80,21 +89,25 @@ static void int_loop(char *const *ptr, const int64_t *step, int64_t n, void *vct
     }
 }
 
-// Comparisons in the inputs' common kind (double if either is floating, else exact int64);
-// NaN compares unequal to everything. Logical ops use truthiness (NaN is true).
+// Comparisons in the inputs' common dtype: a floating one (both values rounded to it, then
+// compared in double) if either is floating, else exact int64 (integer promotion preserves
+// values). NaN compares unequal to everything. Logical ops test truthiness (NaN is true) of
+// the values in the same common dtype.
 static void compare_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
     const binary_ctx *c = vctx;
     const bool floating = ref_is_float(c->a) || ref_is_float(c->b);
+    const torc_dtype common = ref_common_float(c->a, c->b);
     for (int64_t i = 0; i < n; i++) {
         const char *pa = ptr[1] + i * step[1], *pb = ptr[2] + i * step[2];
         int cmp;  // -1, 0, 1, or 2 for unordered (NaN)
         if (c->code == TORC_OP_LOGICAL_AND || c->code == TORC_OP_LOGICAL_OR) {
-            const bool x = ref_load_b(pa, c->a), y = ref_load_b(pb, c->b);
+            const bool x = floating ? ref_round_to(ref_load_f(pa, c->a), common) != 0.0 : ref_load_b(pa, c->a);
+            const bool y = floating ? ref_round_to(ref_load_f(pb, c->b), common) != 0.0 : ref_load_b(pb, c->b);
             ref_store_i(ptr[0] + i * step[0], c->out, c->code == TORC_OP_LOGICAL_AND ? (x && y) : (x || y));
             continue;
         }
         if (floating) {
-            const double x = ref_load_f(pa, c->a), y = ref_load_f(pb, c->b);
+            const double x = ref_round_to(ref_load_f(pa, c->a), common), y = ref_round_to(ref_load_f(pb, c->b), common);
             cmp = (isnan(x) || isnan(y)) ? 2 : (x < y ? -1 : (x > y ? 1 : 0));
         } else {
             const int64_t x = ref_load_i(pa, c->a), y = ref_load_i(pb, c->b);

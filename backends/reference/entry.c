@@ -114,6 +114,7 @@ static const ref_kernel kernels[] = {
     [TORC_OP_MASKED_SCATTER] = {"masked_scatter_", 2, ref_index_dtypes, ref_index_run},
     [TORC_OP_TRIU] = {"triu", 1, ref_index_dtypes, ref_index_run},
     [TORC_OP_TRIL] = {"tril", 1, ref_index_dtypes, ref_index_run},
+    [TORC_OP_SCALED_MM] = {"_scaled_mm", 4, ref_scaled_mm_dtypes, ref_scaled_mm_run},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,
                "every opcode needs a reference kernel (backends/reference/entry.c)");
@@ -157,6 +158,12 @@ static int dtype_error(const torc_op *op, const ref_kernel *k) {
         return ref_error(TORC_ERR_DTYPE, "Boolean inputs not supported for relu");
     if ((op->code == TORC_OP_ARGMAX || op->code == TORC_OP_ARGMIN) && in0 == TORC_DTYPE_BOOL)
         return ref_error(TORC_ERR_DTYPE, "%s(): does not support bool input", k->name);
+    if (op->code == TORC_OP_SCALED_MM && in0 == TORC_DTYPE_F8_E5M2 && op->in[1].dtype == TORC_DTYPE_F8_E5M2)
+        return ref_error(TORC_ERR_DTYPE, "Multiplication of two Float8_e5m2 matrices is not supported");
+    if (op->code == TORC_OP_SCALED_MM)
+        return ref_error(TORC_ERR_DTYPE, "_scaled_mm: expected fp8 mat1/mat2, Float scales and a Float, BFloat16, "
+                         "Half or Float8 output, got %s @ %s -> %s", ref_dtype_name(in0),
+                         ref_dtype_name(op->in[1].dtype), ref_dtype_name(op->out.dtype));
     if (op->n_in > 0 && in0 != op->out.dtype)
         return ref_error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s' with out dtype '%s' (reference backend)",
                          k->name, ref_dtype_name(in0), ref_dtype_name(op->out.dtype));
@@ -164,10 +171,18 @@ static int dtype_error(const torc_op *op, const ref_kernel *k) {
                      ref_dtype_name(in0));
 }
 
+// False leaves the reason in last_error() (PyTorch's wording for a dtype it lacks), so a caller
+// can report why without running the op.
 static bool ref_supports(int device, const torc_op *op) {
     const ref_kernel *k;
-    if (device != 0 || check_op(op, &k) != TORC_OK) return false;
-    return k->dtypes(op);
+    if (device != 0) {
+        ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
+        return false;
+    }
+    if (check_op(op, &k) != TORC_OK) return false;
+    if (k->dtypes(op)) return true;
+    dtype_error(op, k);
+    return false;
 }
 
 static int ref_run(int device, const torc_op *op) {

@@ -1,5 +1,5 @@
-// backends/reference/iter.c — operand validation and the strided N-d iterator that every
-// elementwise, reduction and index kernel of the reference backend walks memory with.
+// backends/reference/iter.c — operand validation, the strided N-d iterator that every kernel of
+// the reference backend walks memory with, and the block load/store of elementwise loops.
 #include <stdio.h>
 
 #include "ref-impl.h"
@@ -110,5 +110,35 @@ void ref_iter_run(const ref_iter *it, ref_loop_fn fn, void *ctx) {
             idx[d] = 0;
         }
         if (d < 0) return;
+    }
+}
+
+// ---- block load/store ----
+// The switch sits outside the loops, so each loop is a plain conversion the compiler can unroll.
+#define BLOCK_LOOP(expr) for (int64_t i = 0; i < n; i++) { const char *p = src + i * step; expr; }
+void ref_load_block_f(double *dst, const char *src, int64_t step, int64_t n, torc_dtype dt) {
+    switch (dt) {
+    case TORC_DTYPE_F64: BLOCK_LOOP(memcpy(&dst[i], p, 8)) break;
+    case TORC_DTYPE_F32: BLOCK_LOOP(float v; memcpy(&v, p, 4); dst[i] = v) break;
+    case TORC_DTYPE_BF16: BLOCK_LOOP(uint16_t v; memcpy(&v, p, 2); dst[i] = torc_bf16_to_f32(v)) break;
+    default: BLOCK_LOOP(dst[i] = ref_load_f(p, dt)) break;
+    }
+}
+#undef BLOCK_LOOP
+
+void ref_store_block_f(char *dst, int64_t step, const double *src, int64_t n, torc_dtype dt) {
+    switch (dt) {
+    case TORC_DTYPE_F64:
+        for (int64_t i = 0; i < n; i++) memcpy(dst + i * step, &src[i], 8);
+        break;
+    case TORC_DTYPE_F32:
+        for (int64_t i = 0; i < n; i++) {
+            const float v = (float)src[i];
+            memcpy(dst + i * step, &v, 4);
+        }
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) ref_store_f(dst + i * step, dt, src[i]);
+        break;
     }
 }

@@ -122,6 +122,29 @@ static inline void ref_store_f(void *p, torc_dtype dt, double v) {
     }
 }
 
+// v rounded to dt's precision and range (v itself for f64 and non-floating dtypes). PyTorch
+// casts every input to the op's computation dtype before computing; this is that cast.
+static inline double ref_round_to(double v, torc_dtype dt) {
+    switch (dt) {
+    case TORC_DTYPE_F32: return (float)v;
+    case TORC_DTYPE_F16: return torc_f16_to_f32(torc_f32_to_f16((float)v));
+    case TORC_DTYPE_BF16: return torc_bf16_to_f32(torc_f32_to_bf16((float)v));
+    case TORC_DTYPE_F8_E4M3FN: return torc_f8e4m3fn_to_f32(torc_f32_to_f8e4m3fn((float)v));
+    case TORC_DTYPE_F8_E5M2: return torc_f8e5m2_to_f32(torc_f32_to_f8e5m2((float)v));
+    default: return v;
+    }
+}
+
+// The floating dtype two dtypes compare in when at least one is floating (torch.promote_types:
+// a float beats an integer; f64 > f32 > the 16- and 8-bit formats; two different narrow ones
+// meet in f32).
+static inline torc_dtype ref_common_float(torc_dtype a, torc_dtype b) {
+    if (!ref_is_float(a)) return b;
+    if (!ref_is_float(b) || a == b) return a;
+    if (a == TORC_DTYPE_F64 || b == TORC_DTYPE_F64) return TORC_DTYPE_F64;
+    return TORC_DTYPE_F32;
+}
+
 // out = cast(in): the one element conversion COPY, WHERE and the index ops use.
 static inline void ref_cast(void *dst, torc_dtype dst_dt, const void *src, torc_dtype src_dt) {
     if (dst_dt == src_dt) memcpy(dst, src, ref_dtype_size(dst_dt));
@@ -136,6 +159,21 @@ static inline int64_t ref_wrap_sub(int64_t a, int64_t b) { return (int64_t)((uin
 static inline int64_t ref_wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 // PyTorch's integer pow (binary.c): by squaring with wraparound; negative exponents as powi_impl.
 int64_t ref_ipow(int64_t base, int64_t exp);
+
+// ---- blocks ----
+// Elementwise loops convert a run in blocks of REF_BLOCK elements: one tight loop per dtype to
+// load into doubles, one per op to compute, one to store. Same values as element by element,
+// a few times faster (the dtype and opcode switches leave the inner loops).
+#define REF_BLOCK 256
+void ref_load_block_f(double *dst, const char *src, int64_t step, int64_t n, torc_dtype dt);
+void ref_store_block_f(char *dst, int64_t step, const double *src, int64_t n, torc_dtype dt);
+// Loads a block and rounds it to the computation dtype `to` (a no-op when from == to).
+static inline void ref_load_block_as(double *dst, const char *src, int64_t step, int64_t n, torc_dtype from,
+                                     torc_dtype to) {
+    ref_load_block_f(dst, src, step, n, from);
+    if (from != to && ref_is_float(to))
+        for (int64_t i = 0; i < n; i++) dst[i] = ref_round_to(dst[i], to);
+}
 
 // ---- operands ----
 int64_t ref_numel(const torc_operand *t);
@@ -205,6 +243,7 @@ REF_KERNEL_DECL(reduce)
 REF_KERNEL_DECL(softmax)
 REF_KERNEL_DECL(matmul)
 REF_KERNEL_DECL(index)
+REF_KERNEL_DECL(scaled_mm)
 #undef REF_KERNEL_DECL
 
 // The kernel table entry of an opcode (entry.c), for messages naming the op.

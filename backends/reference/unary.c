@@ -122,8 +122,13 @@ typedef struct unary_ctx {
 
 static void float_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
     const unary_ctx *c = vctx;
-    for (int64_t i = 0; i < n; i++)
-        ref_store_f(ptr[0] + i * step[0], c->out, unary_f(c->code, ref_load_f(ptr[1] + i * step[1], c->in), c->params));
+    double x[REF_BLOCK];
+    for (int64_t i0 = 0; i0 < n; i0 += REF_BLOCK) {
+        const int64_t nb = n - i0 < REF_BLOCK ? n - i0 : REF_BLOCK;
+        ref_load_block_as(x, ptr[1] + i0 * step[1], step[1], nb, c->in, c->out);  // cast to out's dtype first
+        for (int64_t i = 0; i < nb; i++) x[i] = unary_f(c->code, x[i], c->params);
+        ref_store_block_f(ptr[0] + i0 * step[0], step[0], x, nb, c->out);
+    }
 }
 
 static void int_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
