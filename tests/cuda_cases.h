@@ -613,4 +613,51 @@ static int cases_index(case_check_fn check) {
     return failures;
 }
 
+static int cases_scaled_mm(case_check_fn check) {
+    typedef struct pair { torc_dtype a, b; } pair;
+    const pair pairs[] = {{TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E4M3FN}, {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2},
+                          {TORC_DTYPE_F8_E5M2, TORC_DTYPE_F8_E4M3FN}, {TORC_DTYPE_F8_E5M2, TORC_DTYPE_F8_E5M2}};
+    const torc_dtype outs[] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F16, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2};
+    const int64_t sizes[][3] = {{32, 64, 48}, {5, 7, 3}, {16, 0, 16}};  // M, K, N
+    int failures = 0;
+    for (int pi = 0; pi < 4; pi++)
+        for (int oi = 0; oi < 5; oi++)
+            for (int sz = 0; sz < 3; sz++)
+                for (int lay = 0; lay < 4; lay++)  // bit 0: b row-major (not TN); bit 1: out column-major
+                    for (int extra = 0; extra < 4; extra++) {  // bit 0: scale_out; bit 1: amax
+                        const int64_t M = sizes[sz][0], K = sizes[sz][1], N = sizes[sz][2];
+                        const int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N}, one[1] = {1};
+                        tview a = tv_new(pairs[pi].a, 2, sa, L_CONTIG, -4, 4);
+                        tview b = tv_new(pairs[pi].b, 2, sb, (lay & 1) ? L_CONTIG : L_TRANS, -4, 4);
+                        tview out = tv_new(outs[oi], 2, so, (lay & 2) ? L_TRANS : L_CONTIG, 0, 0);
+                        tview s_a = tv_new(TORC_DTYPE_F32, 1, one, L_CONTIG, 0.75, 0.75);
+                        tview s_b = tv_new(TORC_DTYPE_F32, 0, one, L_CONTIG, 2.0, 2.0);
+                        tview s_o = tv_new(TORC_DTYPE_F32, 0, one, L_CONTIG, 0.5, 0.5);
+                        tview amax = tv_new(TORC_DTYPE_F32, 0, one, L_CONTIG, -1, -1);
+                        torc_op op;
+                        memset(&op, 0, sizeof op);
+                        op.code = TORC_OP_SCALED_MM;
+                        op.n_in = 4;
+                        op.in[0] = a.op;
+                        op.in[1] = b.op;
+                        op.in[2] = s_a.op;
+                        op.in[3] = s_b.op;
+                        op.out = out.op;
+                        op.params.scaled_mm.scale_out = (extra & 1) ? s_o.op.data : NULL;
+                        op.params.scaled_mm.amax_out = (extra & 2) ? amax.op.data : NULL;
+                        snprintf(g_case, sizeof g_case, "scaled_mm %d x %d -> %d size %d layout %d extra %d", pairs[pi].a,
+                                 pairs[pi].b, outs[oi], sz, lay, extra);
+                        // ins[4], ins[5]: the views behind params.scaled_mm.scale_out / amax_out
+                        failures += !check(&op, (tview *[]){&a, &b, &s_a, &s_b, &s_o, &amax}, &out, 1.0);
+                        tv_free(&a);
+                        tv_free(&b);
+                        tv_free(&out);
+                        tv_free(&s_a);
+                        tv_free(&s_b);
+                        tv_free(&s_o);
+                        tv_free(&amax);
+                    }
+    return failures;
+}
+
 #endif

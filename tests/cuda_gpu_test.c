@@ -62,8 +62,20 @@ static bool check_device(torc_op *op, tview *const *ins, tview *out, double rsca
     tview want = tv_clone(out);
     torc_op rop = *op;
     rop.out.data = want.op.data;
+    float want_amax = -1, got_amax = -2;
+    const bool smm = op->code == TORC_OP_SCALED_MM, amax = smm && op->params.scaled_mm.amax_out;
+    if (amax) rop.params.scaled_mm.amax_out = &want_amax;
     const int rs = ref->run(0, &rop);
     torc_op dop = *op;
+    void *dscale = NULL, *damax = NULL;  // SCALED_MM's params pointers, on the device
+    if (smm && op->params.scaled_mm.scale_out) {
+        dscale = upload(ins[4]);
+        dop.params.scaled_mm.scale_out = dscale;
+    }
+    if (amax) {
+        damax = cu->alloc(0, sizeof(float));
+        dop.params.scaled_mm.amax_out = damax;
+    }
     void *din[TORC_OP_MAX_INPUTS] = {0};
     for (int k = 0; k < op->n_in; k++) {
         din[k] = upload(ins[k]);
@@ -83,7 +95,16 @@ static bool check_device(torc_op *op, tview *const *ins, tview *out, double rsca
         ck_assert_int_eq(cu->copy(0, got.mem, dout, tv_bytes(out), TORC_COPY_DEVICE_TO_HOST, false), TORC_OK);
         ok = tv_match(&got, &want, rscale);
         tv_free(&got);
+        if (amax) {
+            ck_assert_int_eq(cu->copy(0, &got_amax, damax, sizeof got_amax, TORC_COPY_DEVICE_TO_HOST, false), TORC_OK);
+            if (!(isnan(want_amax) ? isnan(got_amax) : fabsf(got_amax - want_amax) <= 1e-5f * fabsf(want_amax) + 1e-6f)) {
+                fprintf(stderr, "%s: amax %g, reference %g\n", g_case, got_amax, want_amax);
+                ok = false;
+            }
+        }
     }
+    cu->free(0, dscale);
+    cu->free(0, damax);
     for (int k = 0; k < op->n_in; k++) cu->free(0, din[k]);
     cu->free(0, dout);
     tv_free(&want);
@@ -106,6 +127,29 @@ END_TEST
 START_TEST(matmul_matches_reference) { ck_assert_int_eq(cases_matmul(check_device), 0); }
 END_TEST
 START_TEST(index_ops_match_reference) { ck_assert_int_eq(cases_index(check_device), 0); }
+END_TEST
+START_TEST(scaled_mm_matches_reference) {
+    torc_device_info info;
+    cu->device_info(0, &info);
+    if (strstr(info.peak_source, "sm_80") || strstr(info.peak_source, "sm_86") || strstr(info.peak_source, "sm_87")) {
+        // below sm_89 fp8 matmuls are refused with a clear error (as PyTorch's _scaled_mm)
+        const int64_t s2[2] = {16, 16}, one[1] = {1};
+        void *m = cu->alloc(0, 1024), *sc = cu->alloc(0, 4);
+        torc_op op;
+        memset(&op, 0, sizeof op);
+        op.code = TORC_OP_SCALED_MM;
+        op.n_in = 4;
+        op.in[0] = op.in[1] = (torc_operand){m, TORC_DTYPE_F8_E4M3FN, 2, {s2[0], s2[1]}, {16, 1}};
+        op.in[2] = op.in[3] = (torc_operand){sc, TORC_DTYPE_F32, 1, {one[0]}, {1}};
+        op.out = (torc_operand){m, TORC_DTYPE_F8_E4M3FN, 2, {16, 16}, {16, 1}};
+        ck_assert_int_eq(cu->run(0, &op), TORC_ERR_NOT_SUPPORTED);
+        ck_assert_ptr_nonnull(strstr(cu->last_error(), "compute capability 8.9"));
+        cu->free(0, m);
+        cu->free(0, sc);
+        return;
+    }
+    ck_assert_int_eq(cases_scaled_mm(check_device), 0);
+}
 END_TEST
 
 // Large tensors: the vector path, 64-bit-sized reductions and RNG draws far into the stream.
@@ -398,6 +442,7 @@ int main(void) {
     tcase_add_test(ops, softmax_matches_reference);
     tcase_add_test(ops, matmul_matches_reference);
     tcase_add_test(ops, index_ops_match_reference);
+    tcase_add_test(ops, scaled_mm_matches_reference);
     tcase_add_test(ops, large_tensors_match_reference);
     suite_add_tcase(s, ops);
     TCase *perf = tcase_create("performance");

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "allocator.h"
+#include "blas_api.h"
 #include "cuda_cases.h"
 #include "cuda_impl.h"
 #include "device_table.h"
@@ -45,7 +46,7 @@ void tcu_scratch_free(tcu_device *d, void *p) {
 
 // ---- CPU emulations of the launchers (same plans, same per-element functions) ----
 static bool g_force64;  // take the 64-bit index paths even where 32-bit math fits
-static struct { int fast, ew32, ew64, blas, mm, split; } g_paths;
+static struct { int fast, ew32, ew64, blas, mm, split, smm, lt; } g_paths;
 
 int tcu_launch_copy_bytes(void *dst, const void *src, size_t n, cudaStream_t s) {
     (void)s;
@@ -297,6 +298,46 @@ int tcu_launch_mm(const tcu_mm_args *m, int sm_count, cudaStream_t s) {
     return 0;
 }
 
+int tcu_launch_smm(const tcu_smm_args *m, int sm_count, cudaStream_t s) {
+    (void)sm_count;
+    (void)s;
+    g_paths.smm++;
+    if (m->amax) *m->amax = 0;
+    for (int64_t i = 0; i < m->M; i++)
+        for (int64_t j = 0; j < m->N; j++) tcu_smm_element(m, i, j);
+    return 0;
+}
+
+// What cuBLASLt computes for a plan: D' = scale_d * (scale_a * scale_b * op(A') op(B')), op(A') = T
+// (A' stored k x mm), op(B') = N (B' stored k x nn), D' column-major with ld ldc; amax before
+// scale_d; fp8 results saturate.
+int tcu_lt_matmul(tcu_device *d, const struct tcu_lt_problem *p, const struct tcu_lt_plan *pl,
+                  const struct tcu_lt_ptrs *ptrs, const void *a, const void *b, void *out) {
+    (void)d;
+    g_paths.lt++;
+    const void *A = pl->swap ? b : a, *B = pl->swap ? a : b;
+    const torc_dtype ta = pl->swap ? p->b : p->a, tb = pl->swap ? p->a : p->b;
+    const double scale = (double)*ptrs->scale_a * (double)*ptrs->scale_b;
+    double amax = 0;
+    for (int64_t i = 0; i < pl->mm; i++)
+        for (int64_t j = 0; j < pl->nn; j++) {
+            double sum = 0;
+            for (int64_t k = 0; k < pl->k; k++)
+                sum += tcu_load_f64(A, k + i * pl->lda, ta) * tcu_load_f64(B, k + j * pl->ldb, tb);
+            const double r = sum * scale;
+            amax = isnan(r) || isnan(amax) ? NAN : (fabs(r) > amax ? fabs(r) : amax);
+            const int64_t o = i + j * pl->ldc;
+            if (tcu_is_fp8(p->out)) {
+                const float v = (float)(r * (ptrs->scale_d ? (double)*ptrs->scale_d : 1.0));
+                ((uint8_t *)out)[o] = p->out == TORC_DTYPE_F8_E4M3FN ? torc_f32_to_f8e4m3fn_sat(v) : torc_f32_to_f8e5m2_sat(v);
+            } else {
+                tcu_store_f64(out, o, p->out, r);
+            }
+        }
+    if (ptrs->amax_d) *ptrs->amax_d = (float)amax;
+    return TORC_OK;
+}
+
 // What cuBLAS computes for a plan (column-major, op flags, leading dims, strided batches).
 static void emu_blas(const torc_op *op, const tcu_gemm_plan *pl) {
     const torc_operand *pa = pl->swap ? &op->in[1] : &op->in[0], *pb = pl->swap ? &op->in[0] : &op->in[1];
@@ -369,6 +410,7 @@ static void setup_ref(void) {
     ck_assert_int_eq(ref->init(), TORC_OK);
     memset(&g_dev, 0, sizeof g_dev);
     g_dev.sm_count = 2;  // small, so that long reductions take the split path
+    g_dev.cc_major = 9;
     g_dev.err_word = &g_kerr;
 }
 
@@ -426,7 +468,23 @@ static bool check_op(torc_op *op, tview *out, double rscale) {
 // ---- the emulated backend against the reference ----
 static bool check_emulated(torc_op *op, tview *const *ins, tview *out, double rscale) {
     (void)ins;  // host memory: the views are used where they are
-    return check_op(op, out, rscale);
+    if (op->code != TORC_OP_SCALED_MM || !op->params.scaled_mm.amax_out) return check_op(op, out, rscale);
+    // amax: each side writes its own float; they must agree
+    float *amax = op->params.scaled_mm.amax_out, want = -1, got = -2;
+    op->params.scaled_mm.amax_out = &want;
+    tview w = tv_clone(out);
+    op->out.data = w.op.data;
+    const int rs = ref->run(0, op);
+    op->params.scaled_mm.amax_out = &got;
+    op->out.data = out->op.data;
+    bool ok = check_op(op, out, rscale);  // outputs (amax written again, into got)
+    if (rs == TORC_OK && !(isnan(want) ? isnan(got) : fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f)) {
+        fprintf(stderr, "%s: amax %g, reference %g\n", g_case, got, want);
+        ok = false;
+    }
+    op->params.scaled_mm.amax_out = amax;
+    tv_free(&w);
+    return ok;
 }
 
 START_TEST(unary_ops_match_reference) { ck_assert_int_eq(cases_unary(check_emulated), 0); }
@@ -489,6 +547,33 @@ START_TEST(matmul_matches_reference) {
 END_TEST
 
 START_TEST(index_ops_match_reference) { ck_assert_int_eq(cases_index(check_emulated), 0); }
+END_TEST
+
+START_TEST(scaled_mm_matches_reference) {
+    g_dev.cc_major = 9;  // Hopper: cuBLASLt where the layout allows, the generic kernel elsewhere
+    g_dev.cc_minor = 0;
+    const int lt_before = g_paths.lt, smm_before = g_paths.smm;
+    ck_assert_int_eq(cases_scaled_mm(check_emulated), 0);
+    ck_assert_int_gt(g_paths.lt, lt_before);
+    ck_assert_int_gt(g_paths.smm, smm_before);
+    // Ampere has no fp8 tensor cores: a clear refusal, as PyTorch's
+    g_dev.cc_major = 8;
+    const int64_t s2[2] = {16, 16}, one[1] = {1};
+    tview a = tv_new(TORC_DTYPE_F8_E4M3FN, 2, s2, L_CONTIG, -1, 1), b = tv_new(TORC_DTYPE_F8_E4M3FN, 2, s2, L_TRANS, -1, 1);
+    tview sc = tv_new(TORC_DTYPE_F32, 1, one, L_CONTIG, 1, 1), out = tv_new(TORC_DTYPE_BF16, 2, s2, L_CONTIG, 0, 0);
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_SCALED_MM;
+    op.n_in = 4;
+    op.in[0] = a.op, op.in[1] = b.op, op.in[2] = sc.op, op.in[3] = sc.op, op.out = out.op;
+    ck_assert_int_eq(tcu_run_op(&g_dev, &op), TORC_ERR_NOT_SUPPORTED);
+    ck_assert_ptr_nonnull(strstr(g_err, "compute capability 8.9"));
+    g_dev.cc_major = 9;
+    tv_free(&a);
+    tv_free(&b);
+    tv_free(&sc);
+    tv_free(&out);
+}
 END_TEST
 
 // ---- plans and math shared with the device ----
@@ -1092,7 +1177,12 @@ START_TEST(lt_plans_fp8_tn_layouts_and_says_why_not) {
     const tcu_lt_ptrs ptrs = {sa, sb, sd, am};
     tcu_lt_descs d;
     char err[128];
-    ck_assert_int_eq(tcu_lt_descs_build(&pl, &p, &ptrs, &d, err, sizeof err), 0);
+    // the plugin reaches cuBLASLt through dlopen'ed entry points; this test links it directly
+    static const tcu_lt_api direct = {cublasLtCreate, cublasLtDestroy, cublasLtMatmulDescCreate, cublasLtMatmulDescDestroy,
+                                      cublasLtMatmulDescSetAttribute, cublasLtMatrixLayoutCreate, cublasLtMatrixLayoutDestroy,
+                                      cublasLtMatmulPreferenceCreate, cublasLtMatmulPreferenceSetAttribute,
+                                      cublasLtMatmulPreferenceDestroy, cublasLtMatmulAlgoGetHeuristic, cublasLtMatmul};
+    ck_assert_int_eq(tcu_lt_descs_build(&direct, &pl, &p, &ptrs, &d, err, sizeof err), 0);
     int8_t fast = 0;
     size_t wrote = 0;
     ck_assert_int_eq(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast, &wrote), 0);
@@ -1192,6 +1282,35 @@ START_TEST(plugin_loads_and_fails_init_cleanly_without_a_device) {
 }
 END_TEST
 
+static bool mapped(const char *needle) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+    bool found = false;
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, needle)) found = true;
+    if (f) fclose(f);
+    return found;
+}
+
+START_TEST(loading_the_plugin_maps_no_cublas) {
+    // cuBLAS is ~600 MB of code: only the first matmul may bring it in, not dlopen or init.
+    void *h = open_plugin("cuda");
+    ck_assert_ptr_nonnull(h);
+    const torc_backend_vtable *v = ((torc_backend_entry_fn)dlsym(h, TORC_BACKEND_ENTRY_SYMBOL))(TORC_BACKEND_ABI_VERSION);
+    v->init();
+    ck_assert(!mapped("/libcublas.so"));
+    v->shutdown();
+    dlclose(h);
+    // and the lazy loader finds it (the toolkit is installed here)
+    const tcu_blas_api *api = tcu_blas_api_get();
+    ck_assert_msg(api != NULL, "%s", g_err);
+    ck_assert_ptr_nonnull(api->gemm_strided_batched_ex);
+    ck_assert_ptr_nonnull(tcu_lt_api_get());
+    ck_assert_ptr_nonnull(tcu_lt_api_get()->matmul);
+    ck_assert(mapped("/libcublas.so"));
+}
+END_TEST
+
 START_TEST(supports_refuses_malformed_descriptors) {
     torc_op op;
     memset(&op, 0, sizeof op);
@@ -1254,9 +1373,11 @@ int main(void) {
     tcase_add_test(emu, softmax_matches_reference);
     tcase_add_test(emu, matmul_matches_reference);
     tcase_add_test(emu, index_ops_match_reference);
+    tcase_add_test(emu, scaled_mm_matches_reference);
     suite_add_tcase(s, emu);
     TCase *plugin = tcase_create("plugin");
     tcase_add_test(plugin, plugin_loads_and_fails_init_cleanly_without_a_device);
+    tcase_add_test(plugin, loading_the_plugin_maps_no_cublas);
     suite_add_tcase(s, plugin);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -220,6 +220,7 @@ static void device_teardown(tcu_device *d) {
     cudaSetDevice(d->index);
     cudaStreamSynchronize(d->stream);
     tcu_gemm_release(d);
+    tcu_lt_release(d);  // before the allocator: its workspace is a block of it
     tcu_allocator_destroy(&d->alloc);
     tcu_pinned_destroy(&d->pinned);
     cudaFreeHost(d->err_word);
@@ -313,12 +314,28 @@ static void CUDART_CB d2h_finish(void *p) {
     free(j);
 }
 
+static bool is_pinned(const void *p) {
+    struct cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+        cudaGetLastError();  // plain pageable memory may report an error on older drivers
+        return false;
+    }
+    return at.type == cudaMemoryTypeHost;
+}
+
 static int cuda_copy(int device, void *dst, const void *src, size_t n, torc_copy_kind kind, bool async) {
     tcu_device *d = tcu_dev(device);
     if (!d) return TORC_ERR_BACKEND;
     if (n == 0) return TORC_OK;
     if (!dst || !src) return tcu_error(TORC_ERR_INVALID_ARG, "copy with a NULL pointer");
     cudaError_t e;
+    // A page-locked host buffer (host_alloc) needs no staging: the DMA reads or writes it
+    // directly, and the caller keeps it alive until synchronize.
+    if (async && kind != TORC_COPY_DEVICE_TO_DEVICE && is_pinned(kind == TORC_COPY_HOST_TO_DEVICE ? src : dst)) {
+        e = cudaMemcpyAsync(dst, src, n, kind == TORC_COPY_HOST_TO_DEVICE ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+                            d->stream);
+        return e == cudaSuccess ? TORC_OK : tcu_cuda_error(e, "cudaMemcpyAsync (pinned)");
+    }
     if (kind == TORC_COPY_HOST_TO_DEVICE) {
         void *stage;
         const int idx = async ? tcu_pinned_get(&d->pinned, n, &stage) : -1;
@@ -414,10 +431,17 @@ static void cuda_event_destroy(void *event) {
 }
 
 // ---- ops ----
+// A pure check of the descriptor (no device needed); the reason goes to last_error.
 static bool cuda_supports(int device, const torc_op *op) {
     (void)device;
     char why[160];
-    return op && tcu_supports_op(op, why, sizeof why);
+    if (!op) {
+        tcu_error(TORC_ERR_INVALID_ARG, "supports: NULL op");
+        return false;
+    }
+    if (tcu_supports_op(op, why, sizeof why)) return true;
+    tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s", why);
+    return false;
 }
 
 static int cuda_run(int device, const torc_op *op) {
@@ -427,6 +451,24 @@ static int cuda_run(int device, const torc_op *op) {
     char why[160];
     if (!tcu_supports_op(op, why, sizeof why)) return tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s", why);
     return tcu_run_op(d, op);
+}
+
+// Page-locked host memory: copies from and to it run asynchronously without staging.
+static void *cuda_host_alloc(int device, size_t nbytes) {
+    if (!tcu_dev(device)) return NULL;
+    void *p = NULL;
+    const cudaError_t e = cudaHostAlloc(&p, nbytes ? nbytes : 1, cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        tcu_cuda_error(e, "cudaHostAlloc");
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_host_free(int device, void *ptr) {
+    (void)device;
+    if (ptr && g_state == 1) cudaFreeHost(ptr);
 }
 
 static int cuda_memory_stats(int device, uint64_t *allocated, uint64_t *reserved, uint64_t *peak_reserved) {
@@ -470,6 +512,8 @@ static const torc_backend_vtable VTABLE = {
     .last_error = cuda_last_error,
     .memory_stats = cuda_memory_stats,
     .empty_cache = cuda_empty_cache,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
 };
 
 // Runs no CUDA code: loading the plugin is safe on any machine.

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -27,6 +28,10 @@ typedef struct tcu_device {
     tcu_allocator alloc;
     tcu_pinned_pool pinned;
     cublasHandle_t blas;         // created on the first matmul
+    cublasLtHandle_t lt;         // created on the first fp8 matmul, with its workspace and cache
+    void *lt_ws;
+    size_t lt_ws_size;
+    struct tcu_lt_cache *lt_cache;
     int *err_word;               // mapped pinned int the kernels report into (device-visible)
 } tcu_device;
 
@@ -52,5 +57,14 @@ int tcu_fill_zero(tcu_device *d, const torc_operand *out);
 // gemm.c
 int tcu_matmul(tcu_device *d, const torc_op *op);
 void tcu_gemm_release(tcu_device *d);
+
+// scaled_mm.c and lt_matmul.c (fp8 matmul through cuBLASLt)
+struct tcu_lt_problem;
+struct tcu_lt_plan;
+struct tcu_lt_ptrs;
+int tcu_scaled_mm(tcu_device *d, const torc_op *op);
+int tcu_lt_matmul(tcu_device *d, const struct tcu_lt_problem *p, const struct tcu_lt_plan *pl,
+                  const struct tcu_lt_ptrs *ptrs, const void *a, const void *b, void *out);
+void tcu_lt_release(tcu_device *d);
 
 #endif

@@ -2,6 +2,7 @@
 // broadcast through strided batches, transposes through op flags) or the generic kernel.
 #include <string.h>
 
+#include "blas_api.h"
 #include "cuda_impl.h"
 #include "kernels.h"
 
@@ -27,14 +28,14 @@ static const char *blas_status_name(cublasStatus_t s) {
     }
 }
 
-static int blas_handle(tcu_device *d) {
+static int blas_handle(tcu_device *d, const tcu_blas_api *api) {
     if (d->blas) return TORC_OK;
     cublasHandle_t h;
-    cublasStatus_t s = cublasCreate(&h);
+    cublasStatus_t s = api->create(&h);
     if (s != CUBLAS_STATUS_SUCCESS) return tcu_error(TORC_ERR_BACKEND, "cublasCreate: %s", blas_status_name(s));
-    s = cublasSetStream(h, d->stream);
+    s = api->set_stream(h, d->stream);
     if (s != CUBLAS_STATUS_SUCCESS) {
-        cublasDestroy(h);
+        api->destroy(h);
         return tcu_error(TORC_ERR_BACKEND, "cublasSetStream: %s", blas_status_name(s));
     }
     d->blas = h;
@@ -42,12 +43,14 @@ static int blas_handle(tcu_device *d) {
 }
 
 void tcu_gemm_release(tcu_device *d) {
-    if (d->blas) cublasDestroy(d->blas);
+    if (d->blas) tcu_blas_api_get()->destroy(d->blas);  // a handle exists only if the API loaded
     d->blas = NULL;
 }
 
 static int run_blas(tcu_device *d, const torc_op *op, const tcu_gemm_plan *pl) {
-    int rc = blas_handle(d);
+    const tcu_blas_api *api = tcu_blas_api_get();
+    if (!api) return TORC_ERR_BACKEND;
+    int rc = blas_handle(d, api);
     if (rc != TORC_OK) return rc;
     const torc_dtype in_dt = op->in[0].dtype, out_dt = op->out.dtype;
     const torc_operand *pa = pl->swap ? &op->in[1] : &op->in[0];
@@ -77,10 +80,10 @@ static int run_blas(tcu_device *d, const torc_op *op, const tcu_gemm_plan *pl) {
         char *C = (char *)op->out.data + (size_t)off[0] * ec;
         cublasStatus_t s;
         if (pl->batch == 1) {
-            s = cublasGemmEx(d->blas, ta, tb, (int)pl->m, (int)pl->n, (int)pl->k, alpha, A, tin, (int)pl->lda, B, tin,
+            s = api->gemm_ex(d->blas, ta, tb, (int)pl->m, (int)pl->n, (int)pl->k, alpha, A, tin, (int)pl->lda, B, tin,
                              (int)pl->ldb, beta, C, tout, (int)pl->ldc, ct, CUBLAS_GEMM_DEFAULT);
         } else {
-            s = cublasGemmStridedBatchedEx(d->blas, ta, tb, (int)pl->m, (int)pl->n, (int)pl->k, alpha, A, tin,
+            s = api->gemm_strided_batched_ex(d->blas, ta, tb, (int)pl->m, (int)pl->n, (int)pl->k, alpha, A, tin,
                                            (int)pl->lda, pl->stride_a, B, tin, (int)pl->ldb, pl->stride_b, beta,
                                            C, tout, (int)pl->ldc, pl->stride_c, (int)pl->batch, ct,
                                            CUBLAS_GEMM_DEFAULT);

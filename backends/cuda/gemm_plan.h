@@ -216,6 +216,47 @@ TCU_HDI void tcu_mm_element(const tcu_mm_args *m, const int64_t *off) {
     }
 }
 
+// ---- fp8 scaled matmul, generic kernel (what cuBLASLt cannot take) ----
+// r = scale_a * scale_b * sum_k a*b accumulated in f32 (each fp8 product is exact in f32);
+// out fp8: saturating cast of r * scale_out; else r rounded once. amax (optional) gets max |r|.
+typedef struct tcu_smm_args {
+    torc_dtype dt_a, dt_b, dt_c;
+    const void *a, *b;
+    void *c;
+    const float *scale_a, *scale_b, *scale_out;   // device scalars (scale_out may be NULL)
+    unsigned int *amax;                           // f32 bits, or NULL
+    int64_t M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+} tcu_smm_args;
+
+TORC_HD static inline bool tcu_is_fp8(torc_dtype d) {
+    return d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2;
+}
+
+// max into *amax of a non-negative float given as bits (NaN, sign cleared, compares largest).
+TORC_HD static inline void tcu_amax_update(unsigned int *amax, float r) {
+    const uint32_t bits = torc_f32_bits(r) & UINT32_C(0x7FFFFFFF);
+#if defined(__CUDA_ARCH__)
+    atomicMax(amax, bits);
+#else
+    if (bits > *amax) *amax = bits;
+#endif
+}
+
+TCU_HDI void tcu_smm_element(const tcu_smm_args *s, int64_t i, int64_t j) {
+    float acc = 0;
+    for (int64_t k = 0; k < s->K; k++)
+        acc += tcu_load_f32(s->a, i * s->a_rs + k * s->a_cs, s->dt_a) * tcu_load_f32(s->b, k * s->b_rs + j * s->b_cs, s->dt_b);
+    const float r = acc * (*s->scale_a * *s->scale_b);
+    if (s->amax) tcu_amax_update(s->amax, r);
+    const int64_t o = i * s->c_rs + j * s->c_cs;
+    if (tcu_is_fp8(s->dt_c)) {
+        const float v = r * (s->scale_out ? *s->scale_out : 1.0f);
+        ((uint8_t *)s->c)[o] = s->dt_c == TORC_DTYPE_F8_E4M3FN ? torc_f32_to_f8e4m3fn_sat(v) : torc_f32_to_f8e5m2_sat(v);
+    } else {
+        tcu_store_f32(s->c, o, s->dt_c, r);
+    }
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,6 +39,9 @@ int tcu_launch_masked(const tcu_index_args *x, void *scratch, cudaStream_t s);
 // The generic matmul (any dtypes and strides).
 int tcu_launch_mm(const tcu_mm_args *m, int sm_count, cudaStream_t s);
 
+// The generic fp8 scaled matmul; zeroes *m->amax first when it is set.
+int tcu_launch_smm(const tcu_smm_args *m, int sm_count, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

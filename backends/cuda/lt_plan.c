@@ -15,7 +15,7 @@ static cudaDataType lt_type(torc_dtype d) {
     }
 }
 
-static bool is_fp8(torc_dtype d) { return d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2; }
+static bool is_fp8(torc_dtype d) { return tcu_is_fp8(d); }
 
 void tcu_lt_plan_build(const tcu_lt_problem *p, tcu_lt_plan *pl) {
     memset(pl, 0, sizeof *pl);
@@ -98,41 +98,42 @@ void tcu_lt_plan_build(const tcu_lt_problem *p, tcu_lt_plan *pl) {
         }                                                                   \
     } while (0)
 
-int tcu_lt_descs_build(const tcu_lt_plan *pl, const tcu_lt_problem *p, const tcu_lt_ptrs *ptrs,
-                       tcu_lt_descs *d, char *err, size_t err_n) {
+int tcu_lt_descs_build(const tcu_lt_api *api, const tcu_lt_plan *pl, const tcu_lt_problem *p,
+                       const tcu_lt_ptrs *ptrs, tcu_lt_descs *d, char *err, size_t err_n) {
     memset(d, 0, sizeof *d);
-    LT_TRY(cublasLtMatmulDescCreate(&d->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    d->api = api;
+    LT_TRY(api->desc_create(&d->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
-    LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+    LT_TRY(api->desc_set(d->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+    LT_TRY(api->desc_set(d->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
     const int8_t fast = p->fast_accum ? 1 : 0;
-    LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast), "FAST_ACCUM");
+    LT_TRY(api->desc_set(d->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast), "FAST_ACCUM");
     // Scales follow their operands through the swap.
     const float *sa = pl->swap ? ptrs->scale_b : ptrs->scale_a, *sb = pl->swap ? ptrs->scale_a : ptrs->scale_b;
-    if (sa) LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "A_SCALE");
-    if (sb) LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "B_SCALE");
+    if (sa) LT_TRY(api->desc_set(d->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "A_SCALE");
+    if (sb) LT_TRY(api->desc_set(d->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "B_SCALE");
     if (is_fp8(p->out)) {
         if (ptrs->scale_d)
-            LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &ptrs->scale_d,
+            LT_TRY(api->desc_set(d->op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &ptrs->scale_d,
                                                   sizeof ptrs->scale_d), "D_SCALE");
         if (ptrs->amax_d)
-            LT_TRY(cublasLtMatmulDescSetAttribute(d->op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &ptrs->amax_d,
+            LT_TRY(api->desc_set(d->op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &ptrs->amax_d,
                                                   sizeof ptrs->amax_d), "AMAX_D");
     }
     // op(A') = T: A' is stored k x mm; op(B') = N: B' is stored k x nn; C and D are mm x nn.
-    LT_TRY(cublasLtMatrixLayoutCreate(&d->a, pl->type_a, (uint64_t)pl->k, (uint64_t)pl->mm, pl->lda), "layout A");
-    LT_TRY(cublasLtMatrixLayoutCreate(&d->b, pl->type_b, (uint64_t)pl->k, (uint64_t)pl->nn, pl->ldb), "layout B");
-    LT_TRY(cublasLtMatrixLayoutCreate(&d->c, pl->type_c, (uint64_t)pl->mm, (uint64_t)pl->nn, pl->ldc), "layout C");
-    LT_TRY(cublasLtMatrixLayoutCreate(&d->d, pl->type_d, (uint64_t)pl->mm, (uint64_t)pl->nn, pl->ldc), "layout D");
+    LT_TRY(api->layout_create(&d->a, pl->type_a, (uint64_t)pl->k, (uint64_t)pl->mm, pl->lda), "layout A");
+    LT_TRY(api->layout_create(&d->b, pl->type_b, (uint64_t)pl->k, (uint64_t)pl->nn, pl->ldb), "layout B");
+    LT_TRY(api->layout_create(&d->c, pl->type_c, (uint64_t)pl->mm, (uint64_t)pl->nn, pl->ldc), "layout C");
+    LT_TRY(api->layout_create(&d->d, pl->type_d, (uint64_t)pl->mm, (uint64_t)pl->nn, pl->ldc), "layout D");
     return 0;
 }
 
 void tcu_lt_descs_destroy(tcu_lt_descs *d) {
-    if (d->a) cublasLtMatrixLayoutDestroy(d->a);
-    if (d->b) cublasLtMatrixLayoutDestroy(d->b);
-    if (d->c) cublasLtMatrixLayoutDestroy(d->c);
-    if (d->d) cublasLtMatrixLayoutDestroy(d->d);
-    if (d->op) cublasLtMatmulDescDestroy(d->op);
+    if (d->a) d->api->layout_destroy(d->a);
+    if (d->b) d->api->layout_destroy(d->b);
+    if (d->c) d->api->layout_destroy(d->c);
+    if (d->d) d->api->layout_destroy(d->d);
+    if (d->op) d->api->desc_destroy(d->op);
     memset(d, 0, sizeof *d);
 }
 
@@ -170,4 +171,53 @@ void tcu_lt_cache_put(tcu_lt_cache *c, const tcu_lt_key *k, const cublasLtMatmul
     c->key[slot] = *k;
     c->algo[slot] = *algo;
     c->used[slot] = ++c->tick;
+}
+
+// ---- SCALED_MM decisions ----
+tcu_smm_path tcu_smm_decide(const torc_op *op, int cc_major, int cc_minor, bool via_f32, tcu_lt_problem *p,
+                            tcu_lt_plan *pl) {
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+    memset(p, 0, sizeof *p);
+    p->a = a->dtype;
+    p->b = b->dtype;
+    p->out = via_f32 ? TORC_DTYPE_F32 : c->dtype;
+    p->m = a->shape[0];
+    p->k = a->shape[1];
+    p->n = b->shape[1];
+    p->a_rs = a->stride[0], p->a_cs = a->stride[1];
+    p->b_rs = b->stride[0], p->b_cs = b->stride[1];
+    if (via_f32) p->c_rs = p->n, p->c_cs = 1;   // a contiguous scratch
+    else p->c_rs = c->stride[0], p->c_cs = c->stride[1];
+    p->cc_major = cc_major;
+    p->cc_minor = cc_minor;
+    p->fast_accum = false;
+    tcu_lt_plan_build(p, pl);
+    if (cc_major * 10 + cc_minor < 89) return TCU_SMM_REFUSE;
+    if (!pl->ok || p->k == 0) return TCU_SMM_GENERIC;
+    if (((uintptr_t)a->data | (uintptr_t)b->data | (via_f32 ? 0 : (uintptr_t)c->data)) & 15) {
+        snprintf(pl->why, sizeof pl->why, "cuBLASLt fp8 needs 16-byte aligned operands");
+        pl->ok = false;
+        return TCU_SMM_GENERIC;
+    }
+    return TCU_SMM_LT;
+}
+
+void tcu_smm_args_from_op(const torc_op *op, tcu_smm_args *s) {
+    memset(s, 0, sizeof *s);
+    s->dt_a = op->in[0].dtype;
+    s->dt_b = op->in[1].dtype;
+    s->dt_c = op->out.dtype;
+    s->a = op->in[0].data;
+    s->b = op->in[1].data;
+    s->c = op->out.data;
+    s->scale_a = op->in[2].data;
+    s->scale_b = op->in[3].data;
+    s->scale_out = tcu_is_fp8(op->out.dtype) ? op->params.scaled_mm.scale_out : NULL;
+    s->amax = op->params.scaled_mm.amax_out;
+    s->M = op->in[0].shape[0];
+    s->K = op->in[0].shape[1];
+    s->N = op->in[1].shape[1];
+    s->a_rs = op->in[0].stride[0], s->a_cs = op->in[0].stride[1];
+    s->b_rs = op->in[1].stride[0], s->b_cs = op->in[1].stride[1];
+    s->c_rs = op->out.stride[0], s->c_cs = op->out.stride[1];
 }

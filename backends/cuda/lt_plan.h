@@ -8,9 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cublasLt.h>
+#include "blas_api.h"
 
-#include <torc/types.h>
+#include <torc/backend.h>
+
+#include "gemm_plan.h"
 
 // out (m, n) = scale_a * scale_b * (a (m, k) @ b (k, n)), row-major views with element strides.
 typedef struct tcu_lt_problem {
@@ -44,15 +46,30 @@ typedef struct tcu_lt_ptrs {
 } tcu_lt_ptrs;
 
 typedef struct tcu_lt_descs {
+    const tcu_lt_api *api;   // the entry points that created them
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c, d;
 } tcu_lt_descs;
 
 // Creates the operation and layout descriptors for a plan (host-side calls only, no device
 // work). Returns 0, or a cuBLAS status with err filled; on failure nothing is left allocated.
-int tcu_lt_descs_build(const tcu_lt_plan *pl, const tcu_lt_problem *p, const tcu_lt_ptrs *ptrs,
-                       tcu_lt_descs *d, char *err, size_t err_n);
+int tcu_lt_descs_build(const tcu_lt_api *api, const tcu_lt_plan *pl, const tcu_lt_problem *p,
+                       const tcu_lt_ptrs *ptrs, tcu_lt_descs *d, char *err, size_t err_n);
 void tcu_lt_descs_destroy(tcu_lt_descs *d);
+
+// ---- SCALED_MM: which path runs an op ----
+typedef enum tcu_smm_path {
+    TCU_SMM_LT,       // cuBLASLt (plan ok, pointers 16-byte aligned)
+    TCU_SMM_GENERIC,  // the generic kernel: any layout or size cuBLASLt does not take
+    TCU_SMM_REFUSE    // the device cannot run fp8 matmuls (pl->why says so)
+} tcu_smm_path;
+
+// Fills the problem for op (via_f32: plan D as a contiguous f32 buffer, for amax before the
+// rounding to a 16-bit out) and decides the path on a device of compute capability cc.
+tcu_smm_path tcu_smm_decide(const torc_op *op, int cc_major, int cc_minor, bool via_f32, tcu_lt_problem *p,
+                            tcu_lt_plan *pl);
+// The generic kernel's arguments for op.
+void tcu_smm_args_from_op(const torc_op *op, tcu_smm_args *s);
 
 // ---- the heuristic cache: one algorithm per problem shape ----
 typedef struct tcu_lt_key {

@@ -16,7 +16,7 @@ static const char *const OP_NAMES[] = {
     "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "norm", "logsumexp",
     "softmax", "log_softmax", "matmul",
     "index_select", "gather", "masked_select", "index_add", "scatter_add", "masked_scatter",
-    "triu", "tril",
+    "triu", "tril", "_scaled_mm",
 };
 _Static_assert(sizeof OP_NAMES / sizeof OP_NAMES[0] == TORC_OP_COUNT, "one name per opcode");
 
@@ -33,6 +33,7 @@ static int op_arity(int code) {
     if (code == TORC_OP_WHERE) return 3;
     if (code <= TORC_OP_LOG_SOFTMAX) return 1;
     if (code == TORC_OP_TRIU || code == TORC_OP_TRIL) return 1;
+    if (code == TORC_OP_SCALED_MM) return 4;  // a, b, scale_a, scale_b
     return 2;  // matmul, index ops
 }
 
@@ -122,6 +123,10 @@ static bool dtypes_ok(const torc_op *op) {
     case TORC_OP_INDEX_SELECT: case TORC_OP_GATHER: case TORC_OP_INDEX_ADD: case TORC_OP_SCATTER_ADD:
         return b == TORC_DTYPE_I64;
     case TORC_OP_MASKED_SELECT: case TORC_OP_MASKED_SCATTER: return b == TORC_DTYPE_BOOL;
+    case TORC_OP_SCALED_MM:
+        if (!tcu_is_fp8(a) || !tcu_is_fp8(b) || (a == TORC_DTYPE_F8_E5M2 && b == TORC_DTYPE_F8_E5M2)) return false;
+        if (op->in[2].dtype != TORC_DTYPE_F32 || op->in[3].dtype != TORC_DTYPE_F32) return false;
+        return o == TORC_DTYPE_F32 || o == TORC_DTYPE_BF16 || o == TORC_DTYPE_F16 || tcu_is_fp8(o);
     default:
         if (op->code >= TORC_OP_SQRT && op->code <= TORC_OP_ERFINV) return fo;  // the floating unary ops
         return true;
@@ -208,6 +213,18 @@ bool tcu_supports_op(const torc_op *op, char *why, size_t n) {
         for (int d = 0; ok && d < nd - 2; d++) ok = a->shape[d] == c->shape[d] && b->shape[d] == c->shape[d];
         if (!ok) {
             snprintf(why, n, "matmul: operands must be (..., M, K) @ (..., K, N) -> (..., M, N) with equal batch dims");
+            return false;
+        }
+        return true;
+    }
+    if (code == TORC_OP_SCALED_MM) {
+        const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+        int64_t n2 = 1, n3 = 1;
+        for (int d = 0; d < op->in[2].ndim; d++) n2 *= op->in[2].shape[d];
+        for (int d = 0; d < op->in[3].ndim; d++) n3 *= op->in[3].shape[d];
+        if (a->ndim != 2 || b->ndim != 2 || c->ndim != 2 || a->shape[1] != b->shape[0] ||
+            c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1] || n2 != 1 || n3 != 1) {
+            snprintf(why, n, "_scaled_mm: operands must be (M, K) @ (K, N) -> (M, N) with one-element scales");
             return false;
         }
         return true;
@@ -407,6 +424,7 @@ int tcu_run_op(tcu_device *d, const torc_op *op) {
     if (tcu_op_is_reduction(code)) return run_reduce(d, op);
     if (code == TORC_OP_SOFTMAX || code == TORC_OP_LOG_SOFTMAX) return run_softmax(d, op);
     if (code == TORC_OP_MATMUL) return tcu_matmul(d, op);
+    if (code == TORC_OP_SCALED_MM) return tcu_scaled_mm(d, op);
     if (tcu_op_is_index(code)) return run_index(d, op);
     return tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s is not implemented", op_name(code));
 }
