@@ -32,6 +32,13 @@ struct torc_device {
     _Atomic uint64_t total_in_use, total_peak;
 };
 
+// ---- plugin search (plugin.c), shared by the backend and optimizer loaders ----
+// Calls fn(dir, ctx) for each plugin directory in order: the entries of TORC_PLUGIN_PATH, then
+// <directory of libtorc.so>/torc. Stops and returns true as soon as fn returns true.
+bool torc__plugin_dirs_each(bool (*fn)(const char *dir, void *ctx), void *ctx);
+// Appends "\n  path: why" to the bounded list of files tried (for "could not be loaded" errors).
+void torc__tried_append(char *tried, size_t cap, const char *path, const char *why);
+
 // The reference backend's device 0 (loaded on demand): the fallback for host-memory devices
 // and the oracle for tools. NULL (with the error set) if it cannot be loaded.
 torc_device *torc__reference_device(void);
@@ -47,6 +54,7 @@ typedef struct torc_storage {
 } torc_storage;
 
 typedef struct torc_node torc_node;  // autograd graph node (autograd.c)
+typedef struct torc__fp8_meta torc__fp8_meta;  // fp8 autocast's delayed-scaling state (autocast.c)
 
 struct torc_tensor {
     _Atomic int refcount;
@@ -64,12 +72,23 @@ struct torc_tensor {
     torc_tensor *grad;          // accumulated gradient (owned), NULL if none
     torc_node *grad_fn;         // owned reference to the node that produced it, NULL for leaves
     int output_nr;              // which output of grad_fn this is
+    torc__fp8_meta *fp8_meta;   // owned; set on a parameter by fp8 autocast, else NULL
+    // views (PyTorch's _base), kept by torc__autograd_view so that an in-place write through a
+    // view rebases its base's history (CopySlices) and other views of it follow (autograd.c)
+    torc_tensor *view_base;     // owned: the tensor a view was taken from (never a view), or NULL
+    uint64_t view_version;      // storage version when grad_fn was last derived from view_base
+    const char *view_no_grad;   // NULL; "" for a view made under no_grad; for a view made from
+                                // such a view with grad mode on, its grad_fn name
+    _Atomic(struct torc__ident *) ident; // owned: how saved copies of this tensor name its grad_fn
 };
 
+// Ownership inside the core: torc__new / torc__make_view return an UNREGISTERED reference that
+// the caller owns (release it on error paths); a public function hands its result to the
+// caller's scope with `return torc__register(t)`. Composite functions that call public
+// functions wrap them in torc_scope_push / torc_keep(result) / torc_scope_pop.
 // Allocates storage for numel elements on dev and wraps it in a contiguous tensor.
-// Registered in the current scope like any returned tensor.
 torc_tensor *torc__new(torc_device *dev, torc_dtype dtype, int ndim, const int64_t *shape);
-// A new tensor header over t's storage (a view); shape/stride/offset given. Registered.
+// A new tensor header over t's storage (a view); shape/stride/offset given.
 torc_tensor *torc__make_view(const torc_tensor *t, int ndim, const int64_t *shape,
                              const int64_t *stride, int64_t offset);
 // Hands a freshly created reference to the current scope (if any) and returns t.
@@ -96,6 +115,17 @@ void torc__dev_free(torc_device *dev, void *ptr);
 torc_status torc__dev_copy(torc_device *dev, void *dst, const void *src, size_t n,
                            torc_copy_kind kind);
 torc_status torc__dev_sync(torc_device *dev);
+// Pinned host memory from dev's backend (backend ABI v1.1 host_alloc), or NULL without an error
+// when the backend has none; free it with torc__dev_host_free.
+void *torc__dev_host_alloc(torc_device *dev, size_t nbytes);
+void torc__dev_host_free(torc_device *dev, void *ptr);
+// A copy that may still run after the call returns (the backend's async flag); synchronize
+// before reusing src.
+torc_status torc__dev_copy_async(torc_device *dev, void *dst, const void *src, size_t n, torc_copy_kind kind);
+
+// ---- random numbers (random.c) ----
+// Reserves n counters of g (NULL: the default generator): returns the first and the seed.
+uint64_t torc__generator_reserve(torc_generator *g, uint64_t n, uint64_t *seed);
 
 // ---- accounting (accounting.c) ----
 void torc__mem_add(torc_device *dev, torc_mem_tag tag, uint64_t bytes);
@@ -107,6 +137,9 @@ void torc__set_phase(torc_phase p);
 
 // ---- dtypes (dtype.c) ----
 bool torc__dtype_valid(torc_dtype d);
+// c10::ScalarType's name ("Float", "Long", "Float8_e4m3fn"): PyTorch's error messages print
+// dtypes this way ("result type Float can't be cast to the desired output type Long").
+const char *torc__dtype_c10_name(torc_dtype d);
 
 // ---- ops (op helpers shared by unary.c, binary.c, reduce.c, ...) ----
 // Broadcasts shapes a and b (PyTorch's rules, right to left); error names both shapes.
@@ -119,11 +152,92 @@ torc_status torc__broadcast_operand(const torc_tensor *t, int ndim, const int64_
 torc_status torc__fill(torc_tensor *t, double value);
 // Strided copy with cast: dst[...] = src[...], src already of dst's shape or broadcastable.
 torc_status torc__copy(torc_tensor *dst, const torc_tensor *src);
-// A tensor holding one scalar, on dev, in dtype, zero-dim.
+// A contiguous copy of t on t's device in dtype, without autograd history (unregistered).
+torc_tensor *torc__copy_as(const torc_tensor *t, torc_dtype dtype);
+// A tensor holding one scalar, on dev, in dtype, zero-dim (unregistered).
 torc_tensor *torc__scalar_on(torc_device *dev, double value, torc_dtype dtype);
 
+// ---- state dicts (state_dict.c) ----
+// The tensor called name, borrowed (valid while sd holds it), or NULL without an error.
+torc_tensor *torc__state_dict_peek(const torc_state_dict *sd, const char *name);
+
 // ---- autograd hooks (autograd.c) ----
+// Op frontends compute their result without history and then call one of these hooks, which
+// record a node when grad mode is on and an input requires grad. Each returns out (possibly
+// with grad_fn set) or NULL with the error set, having released out.
 // True when grad mode is on and any of the n tensors requires grad.
 bool torc__any_requires_grad(int n, const torc_tensor *const *ts);
+// Composite ops with no opcode of their own record under these pseudo-opcodes.
+#define TORC__GRAD_CAT ((torc_opcode)TORC_OP_COUNT) // params.dim.dim; inputs: every tensor
+// An op of the opcode table: inputs as the user passed them (before broadcasting), params as
+// sent to the backend (alpha, exponent, reduce mask, dim, ...).
+torc_tensor *torc__autograd_record(torc_tensor *out, torc_opcode code, int n_in,
+                                   const torc_tensor *const *inputs, const torc_op_params *params);
+// A view of base. args by grad_fn: TransposeBackward0 (d0, d1), PermuteBackward0 (dims...),
+// SelectBackward0 (dim, index), SliceBackward0 (dim, start, end, step), UnsqueezeBackward0
+// (dim); ViewBackward0, ExpandBackward0, SqueezeBackward0, AsStridedBackward0 take none (the
+// backward uses base's and view's shapes).
+torc_tensor *torc__autograd_view(torc_tensor *view, torc_tensor *base, const char *name, int nargs,
+                                 const int64_t *args);
+// A copy-like op with one input (clone, to_dtype, to_device): grad flows back unchanged,
+// converted to in's dtype and device.
+torc_tensor *torc__autograd_unary(torc_tensor *out, const torc_tensor *in, const char *name);
+// In-place ops bracket their write with these two hooks (PyTorch's rebase_history):
+//   torc_node *rec;
+//   if ((st = torc__inplace_begin(self, code, n, inputs, params, NULL, &rec))) return st;
+//   st = <write>; if (!st) torc__bump_version(self);
+//   return torc__inplace_end(self, rec, st);
+// begin, before the write (after the op's own checks): PyTorch's autograd errors (leaf or view
+// of a leaf that requires grad, view made under no_grad) and, when grad mode is on and any
+// input requires grad, a node for the op saved as PyTorch saves it (inputs at their
+// current version, self's old value as a copy when the backward needs it); *rec is NULL when
+// nothing is recorded. inputs[0] is self; code is the opcode of the write (TORC_OP_COPY for
+// copy_, TORC_OP_FILL / TORC_OP_RAND_* for writes whose gradient to self is zero); name
+// overrides the grad_fn name (NULL: torch's name for code).
+// end, after the write (st its status, the version already bumped): on success rec becomes
+// self's grad_fn (for a view: the base gets a CopySlices node and the view an
+// AsStridedBackward0 on it), on failure rec is dropped. Returns st.
+torc_status torc__inplace_begin(torc_tensor *self, torc_opcode code, int n_in, const torc_tensor *const *inputs,
+                                const torc_op_params *params, const char *name, torc_node **rec);
+torc_status torc__inplace_end(torc_tensor *self, torc_node *rec, torc_status st);
+// Before a write that records nothing (an op's out= argument): in grad mode, sets *st to
+// PyTorch's out= error when t requires grad (leaves *st alone otherwise).
+void torc__check_inplace(torc_tensor *t, torc_status *st);
+// Called by torc_release when a tensor dies: drops its grad, grad_fn and view base.
+void torc__autograd_release(torc_tensor *t);
+
+// ---- autocast (autocast.c) ----
+// One-line hooks at the top of the frontends autocast changes (matmul.c, reduce.c, unary.c,
+// loss.c). Outside an autocast scope, and while backward runs, every check is false and the
+// frontend runs as it always does.
+// True when opcode code (-1: a loss) runs in f32 under the thread's autocast and t or u (u may
+// be NULL) is a floating tensor that must be cast to f32 for it.
+bool torc__autocast_wants_f32(int code, const torc_tensor *t, const torc_tensor *u);
+// Opens a private scope and replaces *t (and *u unless u is NULL) by an f32 cast recorded by
+// autograd; false with the error set on failure. torc__autocast_leave(r) closes that scope and
+// hands r to the caller's (the hooks' return value).
+bool torc__autocast_cast_f32(const torc_tensor **t, const torc_tensor **u);
+torc_tensor *torc__autocast_leave(torc_tensor *r);
+// `return call` with t (and u) cast to f32 when autocast wants it; the call re-enters the
+// frontend, which then sees f32 operands and runs normally.
+#define TORC__AUTOCAST_F32(code, t, call) \
+    do { \
+        if (torc__autocast_wants_f32((code), (t), NULL)) \
+            return torc__autocast_leave(torc__autocast_cast_f32(&(t), NULL) ? (call) : NULL); \
+    } while (0)
+#define TORC__AUTOCAST_F32_2(code, t, u, call) \
+    do { \
+        if (torc__autocast_wants_f32((code), (t), (u))) \
+            return torc__autocast_leave(torc__autocast_cast_f32(&(t), &(u)) ? (call) : NULL); \
+    } while (0)
+// True when autocast changes the matmul of a and b; torc__autocast_matmul then runs it (operands
+// in the autocast dtype, out_dtype TORC_DTYPE_COUNT meaning that dtype too; or fp8 for a
+// parameter under fp8 autocast). The result is registered like any frontend's.
+bool torc__autocast_matmul_applies(const torc_tensor *a, const torc_tensor *b);
+torc_tensor *torc__autocast_matmul(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
+// The backward of the fp8 matmul node (code TORC_OP_SCALED_MM, registered in backward.c), and
+// the destructor of a parameter's fp8 state (called by torc_release).
+torc_status torc__fp8_matmul_backward(const torc_node *n, const torc_tensor *g, const bool *need, torc_tensor **gin);
+void torc__fp8_meta_free(torc__fp8_meta *m);
 
 #endif

@@ -13,7 +13,7 @@ extern "C" {
 // abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its
 // own, or whose struct_size is smaller than the v1 vtable. Minor versions only append members.
 #define TORC_BACKEND_ABI_MAJOR 1
-#define TORC_BACKEND_ABI_MINOR 0
+#define TORC_BACKEND_ABI_MINOR 1
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
 // ---- ops ----
@@ -21,7 +21,9 @@ extern "C" {
 // are the contract every backend implements and the reference backend defines.
 // Conventions:
 //  - in[i] and out are strided views (see torc_operand); out never overlaps an input unless the
-//    op says "in place". Shapes are already broadcast by the frontend: every input of an
+//    op says "in place", with one exception: an elementwise op (unary, binary, WHERE, COPY)
+//    may get out identical to an input (same data, dtype and strides), which is how in-place
+//    ops such as add_ run; reading element i before writing element i makes that safe. Shapes are already broadcast by the frontend: every input of an
 //    elementwise op has out's ndim and shape, broadcast dims having stride 0.
 //  - Elementwise ops compute in the output dtype's natural precision or better (the reference
 //    uses double for floating and int64 for integer dtypes) and round once to out's dtype.
@@ -105,6 +107,15 @@ typedef enum torc_opcode {
     TORC_OP_MASKED_SCATTER,// in place: out[in1] = in0 (1-D source, consumed in order)
     TORC_OP_TRIU,         // out = triu(in0, params.tri.k) over the last two dims
     TORC_OP_TRIL,
+    // fp8 (appended after the first release of the table)
+    TORC_OP_SCALED_MM,    // cuBLASLt's fp8 matmul: in0 (M, K) @ in1 (K, N) -> out (M, N), all 2-D.
+                          // in0/in1 f8_e4m3fn or f8_e5m2 (not both e5m2); in2, in3: one-element
+                          // f32 scales (scale_a, scale_b). r = scale_a * scale_b * sum_k a*b,
+                          // accumulated in f32 or better (the reference: exactly, in double).
+                          // out f32/bf16/f16: r rounded once; out fp8: r * *params.scaled_mm.scale_out
+                          // (1 when NULL) cast with saturation to the finite range. When
+                          // params.scaled_mm.amax_out is set, one f32 there receives max |r|
+                          // (before scale_out; NaN if any r is NaN).
     TORC_OP_COUNT
 } torc_opcode;
 
@@ -128,6 +139,9 @@ typedef union torc_op_params {
     struct { int dim; } dim;
     struct { int64_t k; } tri;
     struct { int approximate; } gelu;
+    // SCALED_MM: device pointers (cuBLASLt's D_SCALE / AMAX_D pointer attributes), NULL if absent.
+    // They are not operands because in[] holds four views (a, b, scale_a, scale_b) at most.
+    struct { const void *scale_out; void *amax_out; } scaled_mm;
     double raw[8];                                       // room to grow without an ABI break
 } torc_op_params;
 
@@ -185,6 +199,12 @@ typedef struct torc_backend_vtable {
     int (*memory_stats)(int device, uint64_t *allocated, uint64_t *reserved,
                         uint64_t *peak_reserved);
     int (*empty_cache)(int device);             // optional
+
+    // added in v1.1
+    // Optional: page-locked ("pinned") host memory, which copy(..., async = true) may read after
+    // it returns (NULL: the core stages host->device copies in malloc'ed memory instead).
+    void *(*host_alloc)(int device, size_t nbytes);
+    void (*host_free)(int device, void *ptr);
 } torc_backend_vtable;
 
 // The one symbol a backend exports. host_abi_version is the loader's

@@ -1,5 +1,6 @@
 // torc/convert.h — scalar conversions between f32 and the narrow float formats, bit-exact with
-// PyTorch's c10 (round to nearest even, subnormals kept, e4m3fn has no infinity: overflow is NaN).
+// PyTorch's c10 (round to nearest even, subnormals kept; e4m3fn has no infinity: as in PyTorch
+// 2.15, finite overflow and +-inf saturate to +-448 there, NaN stays NaN; e5m2 overflows to inf).
 // Plain C shared by host and device code: under nvcc every function is __host__ __device__.
 #ifndef TORC_CONVERT_H
 #define TORC_CONVERT_H
@@ -56,7 +57,7 @@ TORC_HD static inline uint16_t torc_f32_to_bf16(float f) {
     return (uint16_t)((u + ((u >> 16) & 1) + UINT32_C(0x7FFF)) >> 16);
 }
 
-// ---- f8 e4m3fn: bias 7, no infinity, 0x7F / 0xFF are NaN, max 448 ----
+// ---- f8 e4m3fn: bias 7, no infinity, 0x7F / 0xFF are NaN, max 448 (overflow saturates) ----
 TORC_HD static inline float torc_f8e4m3fn_to_f32(uint8_t b) {
     const uint32_t sign = (uint32_t)(b & 0x80) << 24;
     const uint32_t exp = (b >> 3) & 0xF, mant = b & 0x7;
@@ -68,14 +69,14 @@ TORC_HD static inline float torc_f8e4m3fn_to_f32(uint8_t b) {
 }
 
 TORC_HD static inline uint8_t torc_f32_to_f8e4m3fn(float f) {
-    const uint32_t fp8_max = UINT32_C(1087) << 20;   // 480.0f: from here up (and inf, NaN) -> NaN
+    const uint32_t fp8_max = UINT32_C(1087) << 20;   // 480.0f: from here up, inf -> 448, NaN -> NaN
     const uint32_t denorm_mask = UINT32_C(141) << 23;
     uint32_t f_bits = torc_f32_bits(f);
     const uint32_t sign = f_bits & UINT32_C(0x80000000);
     uint8_t result;
     f_bits ^= sign;
     if (f_bits >= fp8_max) {
-        result = 0x7F;
+        result = f_bits > UINT32_C(0x7F800000) ? UINT8_C(0x7F) : UINT8_C(0x7E);
     } else if (f_bits < (UINT32_C(121) << 23)) {     // below 2^-6: subnormal, rounded by an add
         f_bits = torc_f32_bits(torc_f32_from_bits(f_bits) + torc_f32_from_bits(denorm_mask));
         result = (uint8_t)(f_bits - denorm_mask);
@@ -84,6 +85,7 @@ TORC_HD static inline uint8_t torc_f32_to_f8e4m3fn(float f) {
         f_bits += ((uint32_t)(7 - 127) << 23) + UINT32_C(0x7FFFF);
         f_bits += mant_odd;
         result = (uint8_t)(f_bits >> 20);
+        if (result == 0x7F) result = 0x7E;           // (464, 480) rounds into NaN's pattern
     }
     return (uint8_t)(result | (sign >> 24));
 }
@@ -114,7 +116,8 @@ TORC_HD static inline uint8_t torc_f32_to_f8e5m2(float f) {
 }
 
 // Saturating fp8 casts (used by scaled casts, as cuBLASLt and Transformer Engine do): finite
-// values beyond the format's range clamp to +-max; NaN stays NaN.
+// values beyond the format's range clamp to +-max; NaN stays NaN. (For e4m3fn this is the same
+// as the plain cast; e5m2's plain cast overflows to infinity.)
 TORC_HD static inline uint8_t torc_f32_to_f8e4m3fn_sat(float f) {
     if (f == f) f = f > 448.0f ? 448.0f : (f < -448.0f ? -448.0f : f);
     return torc_f32_to_f8e4m3fn(f);

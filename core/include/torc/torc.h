@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include "types.h"
 #include "backend.h"
+#include "optim.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,7 +30,7 @@ typedef struct torc_generator torc_generator; // opaque Philox generator (seed, 
 
 #define TORC_SHAPE(...) \
     (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
-#define TORC_DIMS(...) TORC_SHAPE(__VA_ARGS__)
+#define TORC_DIMS(...) (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)), (int[]){__VA_ARGS__} // reduction dims
 #define TORC_ALL_DIMS 0, NULL        // "reduce over every dim"
 #define TORC_DIM_NONE INT32_MIN      // argmax/argmin over the flattened tensor
 
@@ -48,10 +49,20 @@ TORC_API bool torc_dtype_is_floating(torc_dtype d);
 TORC_API bool torc_dtype_is_integral(torc_dtype d);    // integers and bool (as torch, include_bool)
 TORC_API bool torc_dtype_is_fp8(torc_dtype d);
 TORC_API torc_status torc_dtype_from_name(const char *name, torc_dtype *out); // "float32"/"f32"
+// Also accepted: PyTorch's aliases ("float", "double", "half", "long", "int", "short") and a
+// "torch." prefix. TORC_ERR_INVALID_ARG for an unknown name.
+TORC_API const char *torc_dtype_short_name(torc_dtype d); // "f32", "bf16", "f8_e4m3fn", "bool"
+// torch.finfo for a floating dtype: lowest, largest finite value, eps (1 ulp above 1.0) and tiny
+// (the smallest normal). Any output may be NULL. TORC_ERR_DTYPE for a non-floating dtype.
+TORC_API torc_status torc_finfo(torc_dtype d, double *min, double *max, double *eps, double *tiny);
+// torch.iinfo for an integer dtype (not bool: TORC_ERR_DTYPE, as torch). Outputs may be NULL.
+TORC_API torc_status torc_iinfo(torc_dtype d, int64_t *min, int64_t *max);
 
 // A scalar argument keeps the Python type it stands for, because promotion depends on it:
 // int_tensor * 2 stays integer, int_tensor * 2.0 becomes the default float dtype.
-// torc_s(2) makes an int scalar, torc_s(2.0) a float scalar, torc_s(true) a bool scalar.
+// torc_s(2) makes an int scalar, torc_s(2.0) a float scalar, torc_s(b) of a bool variable a bool
+// scalar. Careful: in C11 the macro `true` is the int 1, so torc_s(true) is an int scalar; write
+// torc_scalar_b(true) (or torc_s((bool)1)).
 typedef struct torc_scalar {
     torc_dtype kind;  // TORC_DTYPE_BOOL, TORC_DTYPE_I64 or TORC_DTYPE_F64
     double f;         // the value as a double (always set)
@@ -67,12 +78,15 @@ static inline torc_scalar torc_scalar_b(bool v) { torc_scalar s = {TORC_DTYPE_BO
 // TORC_ERR_DTYPE): torc never promotes fp8 implicitly, cast first.
 TORC_API torc_status torc_promote_types(torc_dtype a, torc_dtype b, torc_dtype *out);
 // torch.result_type for an op's operands: tensors (dimensioned ones outrank zero-dim ones) and
-// scalars (which only lift the category, never the width).
+// scalars (which only lift the category, never the width). A float scalar counts as the
+// default dtype. TORC_ERR_INVALID_ARG for no operands or a NULL tensor; TORC_ERR_DTYPE when
+// the winning groups would promote fp8 with another dtype.
 TORC_API torc_status torc_result_type(int n_tensors, const torc_tensor *const *tensors,
                                       int n_scalars, const torc_scalar *scalars, torc_dtype *out);
 // torch.get_default_dtype (float32 unless changed).
 TORC_API torc_dtype torc_get_default_dtype(void);
-TORC_API torc_status torc_set_default_dtype(torc_dtype d); // floating dtypes only
+// The default is process-wide (as in PyTorch) and safe to read and set from any thread.
+TORC_API torc_status torc_set_default_dtype(torc_dtype d); // f64/f32/f16/bf16, else TORC_ERR_DTYPE
 
 // ---- devices ----
 // Names: "cpu" (the default host backend), "cuda" / "cuda:N", or a backend by name
@@ -198,6 +212,18 @@ TORC_API torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, 
 TORC_API torc_tensor *torc_cat(int n, torc_tensor *const *tensors, int dim);
 TORC_API torc_tensor *torc_stack(int n, torc_tensor *const *tensors, int dim);
 TORC_API torc_tensor *torc_triu(const torc_tensor *t, int64_t k);
+// Out-of-place scatters (the backward of index_select, gather and masked_select); each returns
+// a copy of self with source added in: torch.index_add (source.size(dim) == numel(index), the
+// other sizes equal self's), torch.scatter_add (index, self and src of equal ndim; index no
+// larger than src, nor than self outside dim) and torch.masked_scatter (mask broadcastable to
+// self; source's first count(mask) elements fill the true positions in row-major order).
+// Index tensors are i64; source has self's dtype. TORC_ERR_DTYPE / TORC_ERR_SHAPE otherwise.
+TORC_API torc_tensor *torc_index_add(const torc_tensor *self, int dim, const torc_tensor *index,
+                                     const torc_tensor *source);
+TORC_API torc_tensor *torc_scatter_add(const torc_tensor *self, int dim, const torc_tensor *index,
+                                       const torc_tensor *src);
+TORC_API torc_tensor *torc_masked_scatter(const torc_tensor *self, const torc_tensor *mask,
+                                          const torc_tensor *source);
 TORC_API torc_tensor *torc_tril(const torc_tensor *t, int64_t k);
 
 // ---- unary ops ----
@@ -255,7 +281,8 @@ TORC_API torc_tensor *torc_maximum_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_minimum_scalar(const torc_tensor *a, torc_scalar s);
 
 // ---- in-place ops (bump the version counter; the result must fit self's dtype and shape,
-//      as PyTorch: "result type Float can't be cast to the desired output type Long") ----
+//      as PyTorch: "result type Float can't be cast to the desired output type Long"; in grad
+//      mode they record history as PyTorch does, see "autograd" below) ----
 TORC_API torc_status torc_copy_(torc_tensor *self, const torc_tensor *src); // broadcast, cast
 TORC_API torc_status torc_fill_(torc_tensor *self, torc_scalar value);
 TORC_API torc_status torc_zero_(torc_tensor *self);
@@ -304,28 +331,280 @@ TORC_API torc_tensor *torc_matmul(const torc_tensor *a, const torc_tensor *b);
 // matmul writing a wider output dtype (bf16 x bf16 -> f32), for mixed precision.
 TORC_API torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
 
+// ---- named dimensions (einsum; einops' rearrange, reduce and repeat) ----
+// Patterns name axes instead of counting them: "batch seq hidden" rather than dims 0, 1, 2.
+// An axis name is a C identifier that neither starts nor ends with '_'; names are separated
+// by whitespace. "..." stands for any number of leading (or middle) dims. All four functions
+// compose existing ops (views, reshape, permute, expand, matmul, reductions), so autograd
+// flows through them and FLOPs are counted by the ops they run. Errors name the pattern and
+// use einops' wording: TORC_ERR_INVALID_ARG for a malformed pattern or axes string, a
+// duplicate or unknown axis name or a length that cannot be inferred; TORC_ERR_SHAPE when the
+// tensor's shape does not fit the pattern. On error nothing is changed or printed.
+
+// torch.einsum / einops.einsum over n operands (n >= 1) of one dtype and device:
+//   torc_einsum("batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2", 2, (torc_tensor *[]){x, y})
+// TORC_EINSUM counts the operands for you (any number of them):
+//   TORC_EINSUM("b i h, b j h -> b i j", x, y)
+// Operand patterns are separated by ',', the output follows "->". An axis named in several
+// operands must have the same size in each, or size 1 (which broadcasts, as in torch). An
+// axis absent from the output is summed over. A name repeated within one operand takes the
+// diagonal ("i i -> i"); a name repeated in the output is an error. "..." covers the dims not
+// named, right-aligned and broadcast across operands; if the output omits it, those dims are
+// summed. An equation without any whitespace is read torch-style, one letter per axis
+// ("bih,bjh->bij"), and may then omit "->" (the output is then "..." followed by the letters
+// used exactly once, in ASCII order, as torch does).
+// Operands are contracted pairwise from left to right; each contraction is one batched
+// torc_matmul on permuted views, reshaped only where axes must be merged (a copy only when
+// the strides do not allow a view); a product that sums nothing (outer, elementwise) is one
+// broadcasting torc_mul instead. Axes in only one operand and not in the output are summed
+// first with torc_sum. A single operand without sums gives a view ("i j -> j i", "i i -> i").
+// Returns a new tensor (see the conventions above); errors as the section says, plus
+// TORC_ERR_DTYPE for operands of different dtypes (or a dtype torc_matmul refuses).
+TORC_API torc_tensor *torc_einsum(const char *equation, int n, torc_tensor *const *operands);
+#define TORC_EINSUM(equation, ...) \
+    torc_einsum((equation), (int)(sizeof((torc_tensor *[]){__VA_ARGS__}) / sizeof(torc_tensor *)), \
+                (torc_tensor *[]){__VA_ARGS__})
+
+// einops.rearrange: "left -> right", where each side lists the tensor's dims; a dim may be a
+// group of axes in parentheses, "(heads hidden)", which splits (left) or merges (right) them.
+//   torc_rearrange(x, "... (heads hidden) -> ... heads hidden", "heads=2")   split
+//   torc_rearrange(y, "b s heads hidden -> b s (heads hidden)", NULL)        merge
+//   torc_rearrange(z, "b c h w -> b h w c", NULL)                           permute
+//   torc_rearrange(z, "b 1 h w -> b h w ()", NULL)                          remove / insert
+// "1" or "()" is a dim of size 1 (removed on the left, inserted on the right). Both sides
+// must name the same axes. axes gives lengths the tensor's shape does not determine:
+// "heads=2" or "h=2, w=3" (commas and/or spaces between entries), or NULL / "" for none; each
+// named axis must appear in the pattern, and a group may hold at most one axis of unknown
+// length. The result is a view of x whenever the strides allow (always for split, permute,
+// insert and remove); merging axes whose strides do not line up copies, as torc_reshape does.
+// With nothing to do it returns x itself (a new reference). After splitting, a pattern may
+// have at most TORC_MAX_DIMS axes on each side (else TORC_ERR_INVALID_ARG).
+TORC_API torc_tensor *torc_rearrange(torc_tensor *x, const char *pattern, const char *axes);
+// einops.reduce: rearrange, with the axes the right side leaves out reduced by reduction,
+// one of "sum", "mean", "max", "min", "prod" (torc_sum, torc_mean, torc_amax, torc_amin,
+// torc_prod: dtype rules and errors as theirs, e.g. "mean" of an integer tensor is
+// TORC_ERR_DTYPE). Anonymous lengths may name reduced axes: "b (h 2) (w 2) -> b h w", "max"
+// is 2x2 max-pooling. "1" / "()" on the right keep a reduced dim: "b c h w -> b c () ()".
+//   torc_reduce(x, "... hidden -> ...", "sum")      the sum over the last dim
+// torc_reduce_axes also takes an axes string as torc_rearrange's. Unknown reduction:
+// TORC_ERR_INVALID_ARG. With nothing to reduce the result is the rearrangement alone.
+TORC_API torc_tensor *torc_reduce(torc_tensor *x, const char *pattern, const char *reduction);
+TORC_API torc_tensor *torc_reduce_axes(torc_tensor *x, const char *pattern, const char *reduction,
+                                       const char *axes);
+// einops.repeat: rearrange, with new axes on the right whose lengths come from axes
+// ("c=3") or are written as numbers ("h w -> h w 3"). New axes are stride-0 expansions (a
+// view of x); a copy is made only when a repeated axis is merged into a group with others
+// ("h w -> h (w c)", "h w -> (2 h) w"). Every axis of the left side must appear on the right.
+TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const char *axes);
+
+// ---- mixed precision: autocast ----
+// torch.autocast for the calling thread: between torc_autocast_begin(dtype) and
+// torc_autocast_end() (nestable; the innermost scope decides) ops follow PyTorch's autocast
+// policy (its CUDA op lists, which torc applies on every device):
+//   in the autocast dtype: torc_matmul and torc_matmul_out_dtype, hence Linear's forward and
+//     einsum's contractions. Floating operands other than f64 are cast to it; torc_matmul's
+//     result has it, torc_matmul_out_dtype keeps the out_dtype asked for (bf16 x bf16 -> f32).
+//   in f32: sum, mean, prod, norm, logsumexp, softmax, log_softmax, exp, log, reciprocal,
+//     rsqrt, erfinv and the losses (mse_loss, nll_loss, cross_entropy): f16/bf16 inputs are
+//     cast to f32, so the result is f32.
+//   everything else runs in its inputs' dtypes; mixed inputs follow promotion (bf16 + f32 ->
+//     f32). In-place ops are never changed.
+// Casts are torc_to_dtype calls recorded by autograd, so gradients flow back through them and
+// reach f32 parameters as f32. Integer and bool tensors (labels, indices, masks) are never
+// cast. Backward formulas do not autocast (they run in the dtypes the forward chose), and
+// outside any scope nothing changes.
+// dtype: TORC_DTYPE_BF16 or TORC_DTYPE_F16; TORC_DTYPE_F32 opens a scope with autocast off
+// (torch.autocast(enabled=False)); TORC_DTYPE_F8_E4M3FN is fp8 autocast: a matmul whose
+// right operand is a 2-D parameter (a leaf that requires grad: Linear's weight) runs as
+// scaled_mm with both operands cast to e4m3 and its output in bf16 (or out_dtype); its backward
+// casts the output's gradient to e5m2 and computes both gradients with scaled_mm in f32.
+// Scales follow Transformer Engine's delayed scaling (per parameter: scales and an amax
+// history for its input, its weight and its gradient; scale = fp8_max / max(history) /
+// 2^margin, updated before each forward; see torc_autocast_set_fp8_recipe); a role's first
+// cast uses its current amax. Other matmuls run in bf16, and the f32 list applies as above.
+// Errors: TORC_ERR_DTYPE for another dtype, TORC_ERR_INVALID_ARG beyond 64 nested scopes or
+// for an end without a begin.
+TORC_API torc_status torc_autocast_begin(torc_dtype dtype);
+TORC_API torc_status torc_autocast_end(void);
+TORC_API bool torc_is_autocast_enabled(void);  // the innermost scope casts (not F32, not outside)
+TORC_API torc_dtype torc_autocast_dtype(void); // the innermost scope's dtype; TORC_DTYPE_F32 outside
+// fp8 delayed scaling's recipe for parameters first used after the call (process-wide):
+// amax_history_len (Transformer Engine's default 1024) and margin (scale divided by 2^margin,
+// default 0). TORC_ERR_INVALID_ARG outside [1, 2^20] and [0, 64].
+TORC_API torc_status torc_autocast_set_fp8_recipe(int amax_history_len, int margin);
+// A parameter's fp8 state as copies: its scales (3,) for input, weight and gradient, and its
+// amax history (amax_history_len, 3). NULL without an error for a tensor fp8 autocast has not used.
+TORC_API torc_tensor *torc_autocast_fp8_scales(const torc_tensor *param);
+TORC_API torc_tensor *torc_autocast_fp8_amax_history(const torc_tensor *param);
+
+// ---- mixed precision: fp8 scaled matmul ----
+// torch._scaled_mm with cuBLASLt's semantics (the reference backend computes it exactly):
+// a (M, K) and b (K, N) in f8_e4m3fn or f8_e5m2 (one may be e5m2, not both, as cuBLASLt),
+// any strides; scale_a, scale_b: one-element f32 tensors (the inverse of the scales the
+// operands were cast with). r = scale_a * scale_b * (a @ b), accumulated in f32 or better.
+// out_dtype f32 / bf16 / f16: r rounded once. out_dtype fp8: r * scale_out (NULL: 1) cast with
+// saturation to the finite range (cuBLASLt's D scale multiplies; PyTorch's CPU path divides by
+// scale_result instead, see pytorch#190449). amax_out (NULL: skipped) is a one-element f32
+// tensor that receives max |r| (before scale_out; NaN if any r is NaN), written in place:
+// the delayed-scaling statistic for the next scale. Returns a new (M, N) tensor.
+// Errors: TORC_ERR_SHAPE (not 2-D, K mismatch), TORC_ERR_DTYPE (non-fp8 operands, e5m2 x e5m2
+// "Multiplication of two Float8_e5m2 matrices is not supported", scales that are not one-element
+// f32, another out dtype), TORC_ERR_AUTOGRAD when an operand requires grad (as PyTorch, the op
+// has no derivative: train fp8 matmuls through torc_matmul under fp8 autocast).
+TORC_API torc_tensor *torc_scaled_mm(const torc_tensor *a, const torc_tensor *b, const torc_tensor *scale_a,
+                                     const torc_tensor *scale_b, torc_dtype out_dtype,
+                                     const torc_tensor *scale_out, torc_tensor *amax_out);
+// The scaled cast that feeds scaled_mm: fp8(clamp(x * scale, -max, max)) with x * scale
+// computed in f32, max = 448 (e4m3fn) or 57344 (e5m2); NaN stays NaN. Unlike the plain
+// torc_to_dtype, which keeps PyTorch's rules (e5m2 overflows to inf), finite values saturate,
+// as in cuBLASLt and Transformer Engine. scale: a one-element f32 tensor. Not differentiable
+// (the result never requires grad). TORC_ERR_DTYPE for a non-fp8 dtype, a non-floating x or a
+// bad scale.
+TORC_API torc_tensor *torc_to_fp8_scaled(const torc_tensor *x, const torc_tensor *scale, torc_dtype dtype);
+
 // ---- autograd ----
+// PyTorch's autograd: ops on tensors that require grad (in grad mode) record a node, named as
+// torch names it (torc_grad_fn_name: "MulBackward0", "MmBackward0"); backward walks the nodes
+// from the output, newest first, and accumulates into the leaves' .grad. Each node keeps the
+// tensors its formula needs as detached views plus their storage version, so an in-place
+// write to one of them makes backward fail with PyTorch's "modified by an inplace operation"
+// error. A backward without retain_graph frees them; a second backward through a node that
+// saved something is PyTorch's "Trying to backward through the graph a second time" error.
+// Backward formulas are torc ops (they run on every backend) executed under no_grad; their
+// FLOPs count in the backward phase. Double backward (create_graph) is not supported.
+// In-place ops record history as PyTorch's do: in grad mode, when self or an operand requires
+// grad, the op becomes self's grad_fn on top of self's previous history ("AddBackward0",
+// "CopyBackwards" for copy_, "FillBackward2", "ZeroBackward0", "UniformBackward0", ...), so
+// `y = x * 2; add_(y, 1)` backpropagates 2 to x and `copy_(zeros, x)` makes the zeros require
+// grad. The op saves what its backward needs as PyTorch does (a copy of self's old value when
+// needed, e.g. mul_ for the other operand's gradient, pow_scalar_), so a later write to a
+// tensor some node saved (sigmoid's output, then add_ on it) still fails at backward with the
+// "modified by an inplace operation" error, naming the grad_fn that tensor has then. Writing
+// through a view (select, slice, narrow, transpose, permute, view, as_strided, ...) rebases the
+// view's base: the base gets a CopySlices node (the gradient of the region the view covers
+// goes through the op, the rest passes unchanged) and the view, like every other view of the
+// base once the storage changed, an AsStridedBackward0 of it. Errors (TORC_ERR_AUTOGRAD):
+// writing a leaf that requires grad or a view of one ("a leaf Variable that requires grad is
+// being used in an in-place operation."), and writing in grad mode a view made under no_grad
+// when the write would be recorded; under no_grad nothing is recorded or checked. torc
+// differs in two corners: a view made under no_grad whose base is later written in
+// grad mode is left as a detached tensor (PyTorch raises when it is next used), and a tensor
+// moved between two host-memory backends shares its storage (torc_to_device), so writing one
+// changes the other without rebasing it. A graph is backpropagated by one thread at a time.
+
+// Fails with TORC_ERR_AUTOGRAD for a non-floating dtype (true) or a non-leaf (false).
 TORC_API torc_status torc_set_requires_grad(torc_tensor *t, bool requires_grad);
 TORC_API bool torc_requires_grad(const torc_tensor *t);
-TORC_API bool torc_is_leaf(const torc_tensor *t);
-// The accumulated gradient (a new reference), or NULL without an error when there is none.
+TORC_API bool torc_is_leaf(const torc_tensor *t);  // no grad_fn (every tensor not made by a recorded op)
+// The accumulated gradient (a new reference), or NULL without an error when there is none
+// (a non-leaf has one only after torc_retain_grad).
 TORC_API torc_tensor *torc_grad(const torc_tensor *t);
-TORC_API torc_status torc_set_grad(torc_tensor *t, torc_tensor *grad); // grad NULL clears
-// "MulBackward0", "AccumulateGrad"-style name of t's grad_fn, or NULL for leaves.
+// Replaces .grad (grad NULL clears it: zero_grad with set_to_none). grad must have t's
+// dtype, shape and device (TORC_ERR_DTYPE / TORC_ERR_SHAPE / TORC_ERR_INVALID_ARG); t keeps
+// a reference to it.
+TORC_API torc_status torc_set_grad(torc_tensor *t, torc_tensor *grad);
+// The name of t's grad_fn ("MulBackward0"), or NULL for leaves. Borrowed, static.
 TORC_API const char *torc_grad_fn_name(const torc_tensor *t);
+// Makes a non-leaf keep its gradient in .grad during backward (accumulating across calls).
+// A no-op on leaves; TORC_ERR_AUTOGRAD when t does not require grad.
 TORC_API torc_status torc_retain_grad(torc_tensor *t);
-// t.backward(gradient, retain_graph): gradient NULL only for one-element t.
+// t.backward(gradient, retain_graph): accumulates d t / d leaf into every leaf's .grad (the
+// first gradient of a leaf is tagged TORC_MEM_GRADIENT; later ones are added in place).
+// gradient must have t's shape (it is cast to t's dtype); NULL only for a one-element t.
+// Errors (TORC_ERR_AUTOGRAD): t does not require grad, a non-scalar t without a gradient,
+// second backward, a saved tensor modified in place; TORC_ERR_SHAPE for a gradient of
+// another shape. After an error, leaves may hold part of the gradient, as in PyTorch.
 TORC_API torc_status torc_backward(torc_tensor *t, const torc_tensor *gradient, bool retain_graph);
-// torch.autograd.grad: writes n_inputs new references to grads (NULL for unused inputs when
-// allow_unused); .grad fields are not touched. grad_outputs may be NULL (all scalars).
+// torch.autograd.grad: the gradients of the outputs (weighted by grad_outputs, which may be
+// NULL or hold NULLs for one-element outputs) with respect to inputs, written as n_inputs new
+// references to grads (owned like any returned tensor: by the current scope, if one is open).
+// No .grad field is touched, and only the part of the graph that leads to inputs runs.
+// An input the outputs do not depend on gets NULL with allow_unused, else TORC_ERR_AUTOGRAD
+// ("appears to not have been used in the graph"); every input must require grad. On error
+// every grads[i] is NULL.
 TORC_API torc_status torc_autograd_grad(int n_outputs, torc_tensor *const *outputs,
                                         torc_tensor *const *grad_outputs, int n_inputs,
                                         torc_tensor *const *inputs, bool retain_graph,
                                         bool allow_unused, torc_tensor **grads);
-// no_grad scopes (per thread, nestable).
+// no_grad scopes (per thread, nestable): ops record nothing and their results do not
+// require grad.
 TORC_API void torc_no_grad_begin(void);
 TORC_API void torc_no_grad_end(void);
 TORC_API bool torc_is_grad_enabled(void);
+
+// ---- nn: parameters, initialisers, modules, losses ----
+// A parameter is a leaf that requires grad whose storage is tagged TORC_MEM_PARAMETER.
+// Returns a new reference: a detached tensor sharing t's storage when t is contiguous and
+// covers its storage exactly (t's storage is then tagged too), else a contiguous copy.
+// TORC_ERR_AUTOGRAD for a non-floating t.
+TORC_API torc_tensor *torc_parameter(torc_tensor *t);
+// In-place initialisers for parameters (they run under no_grad). torc_trunc_normal_ above is
+// torch.nn.init.trunc_normal_.
+// t = normal(0, 1) / sqrt(fan_in): keeps x @ w of order 1 for x of unit variance (Xavier-
+// style). TORC_ERR_INVALID_ARG for fan_in <= 0.
+TORC_API torc_status torc_init_normal_fan_in_(torc_tensor *t, int64_t fan_in, torc_generator *gen);
+
+// Modules: a tree of named parameters and children with a forward function. A module owns
+// its children and holds a reference to each parameter; torc_module_free releases the tree.
+// Parameters are listed in registration order, a module's own before its children's, named
+// by their path ("layers.0.weight"), as torch's named_parameters().
+typedef struct torc_module torc_module;
+// Forward of a custom module: returns a new reference (like any op) or NULL with the error set.
+typedef torc_tensor *(*torc_module_forward_fn)(torc_module *m, torc_tensor *x, void *user);
+
+// A custom module; type_name is copied ("MyBlock"). free_user (may be NULL) is called on
+// user at torc_module_free. NULL on OOM.
+TORC_API torc_module *torc_module_new(const char *type_name, torc_module_forward_fn forward, void *user,
+                                      void (*free_user)(void *));
+// Adds a parameter (the module takes a reference; use torc_parameter to make one). Names are
+// unique within a module and contain no '.': TORC_ERR_INVALID_ARG otherwise.
+TORC_API torc_status torc_module_register_parameter(torc_module *m, const char *name, torc_tensor *param);
+// Adds a child and takes ownership of it, also on failure, except when child already has a
+// parent (TORC_ERR_INVALID_ARG; it stays with that parent).
+TORC_API torc_status torc_module_register_module(torc_module *m, const char *name, torc_module *child);
+TORC_API void torc_module_free(torc_module *m);  // NULL is ignored
+
+// nn.Linear in the course's layout: weight (in, out) = randn / sqrt(in), y = x @ weight
+// (+ bias, (out), uniform(-1/sqrt(in), 1/sqrt(in)) as torch's). gen NULL: default generator.
+TORC_API torc_module *torc_linear_new(int64_t in_features, int64_t out_features, bool bias, torc_dtype dtype,
+                                      torc_generator *gen);
+TORC_API torc_module *torc_relu_module_new(void);
+TORC_API torc_module *torc_gelu_module_new(bool approximate_tanh);
+// nn.Sequential: children named "0", "1", ... applied in order.
+TORC_API torc_module *torc_sequential_new(void);
+TORC_API torc_status torc_sequential_append(torc_module *seq, torc_module *child); // takes ownership
+// The course's Cruncher: num_layers Linear(dim, dim) without bias ("layers.i"), then a
+// Linear(dim, 1) without bias ("final"); forward maps x (B, dim) to (B,).
+// torc_module_num_parameters == dim * dim * num_layers + dim.
+TORC_API torc_module *torc_cruncher_new(int64_t dim, int num_layers, torc_dtype dtype, torc_generator *gen);
+
+// Runs m's forward on x: a new reference, or NULL with the error set.
+TORC_API torc_tensor *torc_module_forward(torc_module *m, torc_tensor *x);
+TORC_API const char *torc_module_type(const torc_module *m);  // "Linear", "Sequential", "Cruncher"
+// The child registered under name (borrowed), or NULL.
+TORC_API torc_module *torc_module_child(const torc_module *m, const char *name);
+// Iteration over every parameter of the tree, i in [0, torc_module_param_count): the tensor
+// and its path, both borrowed and valid until the tree changes or is freed. The list is
+// cached in the module: do not query one tree from several threads at once.
+TORC_API int torc_module_param_count(const torc_module *m);
+TORC_API torc_tensor *torc_module_param(const torc_module *m, int i);
+TORC_API const char *torc_module_param_name(const torc_module *m, int i);
+// The parameter with that path ("final.weight"), borrowed, or NULL.
+TORC_API torc_tensor *torc_module_get_parameter(const torc_module *m, const char *path);
+TORC_API int64_t torc_module_num_parameters(const torc_module *m);  // elements over all parameters
+// Clears every parameter's .grad (set_to_none) or fills it with zeros.
+TORC_API torc_status torc_module_zero_grad(torc_module *m, bool set_to_none);
+
+// Losses (mean over all elements / the batch), differentiable through their ops.
+// mean((input - target)^2), broadcasting as torch.nn.functional.mse_loss.
+TORC_API torc_tensor *torc_mse_loss(const torc_tensor *input, const torc_tensor *target);
+// -mean(log_probs[i, target[i]]): log_probs (N, C) with target (N), or (C) with a zero-dim
+// target; target holds class indices (i64, or u8) and stays integer. No class weights and
+// no ignore_index. Errors as torch: "Target 5 is out of bounds." (TORC_ERR_INDEX), batch
+// size and dtype mismatches.
+TORC_API torc_tensor *torc_nll_loss(const torc_tensor *log_probs, const torc_tensor *target);
+// nll_loss(log_softmax(logits, -1), target).
+TORC_API torc_tensor *torc_cross_entropy(const torc_tensor *logits, const torc_tensor *target);
 
 // ---- accounting ----
 typedef enum torc_mem_tag {
@@ -354,6 +633,216 @@ typedef enum torc_phase { TORC_PHASE_FORWARD = 0, TORC_PHASE_BACKWARD = 1 } torc
 TORC_API uint64_t torc_flops(torc_phase phase, int opcode, int dtype);
 TORC_API void torc_flops_reset(void);
 TORC_API const char *torc_op_name(torc_opcode op);  // "matmul"
+
+// ---- state dicts: named tensors + string metadata (what checkpoints are made of) ----
+// An ordered map name -> tensor (insertion order) plus a string map for everything else, the
+// shape of a safetensors file. Names and keys are copied; tensors are retained.
+typedef struct torc_state_dict torc_state_dict;
+TORC_API torc_state_dict *torc_state_dict_new(void);          // NULL on out of memory
+TORC_API void torc_state_dict_free(torc_state_dict *sd);       // releases its tensors; NULL ok
+// Adds or replaces name (a new name goes last). TORC_ERR_INVALID_ARG for NULL/empty arguments.
+TORC_API torc_status torc_state_dict_set(torc_state_dict *sd, const char *name, torc_tensor *t);
+// The tensor called name (a new reference), or NULL with TORC_ERR_INDEX if there is none.
+TORC_API torc_tensor *torc_state_dict_get(const torc_state_dict *sd, const char *name);
+TORC_API bool torc_state_dict_contains(const torc_state_dict *sd, const char *name);
+TORC_API int torc_state_dict_size(const torc_state_dict *sd);  // number of tensors
+// The i-th name (borrowed, valid while sd lives and name is not replaced), NULL if out of range.
+TORC_API const char *torc_state_dict_name(const torc_state_dict *sd, int i);
+TORC_API torc_status torc_state_dict_set_meta(torc_state_dict *sd, const char *key, const char *value);
+// The metadata value (borrowed), or NULL without an error when key is absent.
+TORC_API const char *torc_state_dict_get_meta(const torc_state_dict *sd, const char *key);
+TORC_API int torc_state_dict_meta_size(const torc_state_dict *sd);
+TORC_API const char *torc_state_dict_meta_key(const torc_state_dict *sd, int i); // borrowed
+
+// safetensors files (https://huggingface.co/docs/safetensors): an 8-byte little-endian header
+// size, a JSON header (dtype, shape, data_offsets per tensor; "__metadata__" string map), the
+// raw little-endian data. torc_save writes atomically: a temporary file in the same directory,
+// fsync, rename, so a crash never leaves a partial file under path. TORC_ERR_IO with the
+// path and the reason on failure (then path is unchanged). fp8 tensors are written as
+// F8_E4M3 / F8_E5M2, the names safetensors uses.
+TORC_API torc_status torc_save(const torc_state_dict *sd, const char *path);
+// Reads a safetensors file into a new state dict with tensors on dev (NULL: the default device).
+// Every check runs before anything is returned: a missing, truncated or corrupted file (bad
+// header size, malformed JSON, unknown dtype, offsets outside the data or overlapping, data
+// size not matching shape x dtype, trailing bytes) is TORC_ERR_IO naming the file and the problem.
+TORC_API torc_state_dict *torc_load(const char *path, torc_device *dev);
+
+// ---- optimizers (plugins; the ABI is in torc/optim.h) ----
+typedef struct torc_optimizer torc_optimizer;
+
+// Loads an optimizer plugin by name ("adam": libtorc_optim_adam.so, searched in the directories of
+// TORC_PLUGIN_PATH, then in <directory of libtorc.so>/torc, which is <prefix>/lib/torc when
+// installed) or by path (any string containing '/'). A plugin stays loaded until the process
+// ends; loading it again returns the same vtable (borrowed). NULL on failure with
+// TORC_ERR_BACKEND and a message listing every file tried and why it was refused; a version or
+// size mismatch names the plugin's ABI version and torc's.
+TORC_API const torc_optim_vtable *torc_optim_load(const char *name_or_path);
+
+// Creates an optimizer (torch.optim.<Name>(params, **hparams)) over n_params parameters, which
+// form parameter group 0. Parameters are retained; they must be distinct floating-point leaf
+// tensors. hparams is NULL or a setting string "name=value ..." (entries separated by spaces or
+// ';', tuple values by ','; booleans true/false/1/0), e.g. "lr=0.01 betas=0.9,0.99 amsgrad=true".
+// Settings given here become the optimizer's defaults for later groups. Unknown names, values
+// that do not parse and values out of range are TORC_ERR_INVALID_ARG with PyTorch's message
+// ("Invalid learning rate: -1.0"). Caller frees with torc_optimizer_free. NULL on failure.
+TORC_API torc_optimizer *torc_optimizer_new(const char *name_or_path, int n_params,
+                                           torc_tensor *const *params, const char *hparams);
+TORC_API void torc_optimizer_free(torc_optimizer *opt);  // releases state and parameters; NULL ok
+TORC_API const torc_optim_vtable *torc_optimizer_vtable(const torc_optimizer *opt);
+TORC_API const char *torc_optimizer_name(const torc_optimizer *opt);  // "adam"
+// optimizer.add_param_group: a new group with the optimizer's defaults overridden by hparams.
+// Returns the group's index, or -1 on failure (a parameter already in a group is an error, as
+// PyTorch's "some parameters appear in more than one parameter group").
+TORC_API int torc_optimizer_add_param_group(torc_optimizer *opt, int n_params, torc_tensor *const *params,
+                                            const char *hparams);
+TORC_API int torc_optimizer_num_groups(const torc_optimizer *opt);
+// Parameters are numbered across groups in the order they were given (PyTorch's state_dict order).
+TORC_API int torc_optimizer_num_params(const torc_optimizer *opt);
+TORC_API torc_tensor *torc_optimizer_param(const torc_optimizer *opt, int index);  // new reference
+// Changes hyperparameters of group `group` (-1: every group) between steps, e.g. a learning
+// rate schedule. All-or-nothing: on error no group changes.
+TORC_API torc_status torc_optimizer_set_hparams(torc_optimizer *opt, int group, const char *settings);
+TORC_API torc_status torc_optimizer_set_hparam(torc_optimizer *opt, int group, const char *name, double value);
+TORC_API torc_status torc_optimizer_set_lr(torc_optimizer *opt, double lr);  // every group
+// Writes the n_values values of hyperparameter name of group into values
+// (room for TORC_OPTIM_HP_MAX_VALUES). TORC_ERR_INVALID_ARG for an unknown name or group.
+TORC_API torc_status torc_optimizer_get_hparam(const torc_optimizer *opt, int group, const char *name,
+                                               double *values);
+// optimizer.step(): one update of every parameter that has a gradient (the others are skipped
+// and keep their step count), under no_grad. New state buffers are tagged
+// TORC_MEM_OPTIMIZER_STATE.
+TORC_API torc_status torc_optimizer_step(torc_optimizer *opt);
+// optimizer.zero_grad(set_to_none): drops every parameter's .grad (true, PyTorch's default) or
+// zeroes it in place (false).
+TORC_API torc_status torc_optimizer_zero_grad(torc_optimizer *opt, bool set_to_none);
+// State buffer `buffer` ("exp_avg") of parameter `index` (a new reference), or NULL: with
+// TORC_ERR_INVALID_ARG for an unknown buffer or index, without an error when not created yet.
+TORC_API torc_tensor *torc_optimizer_state(const torc_optimizer *opt, int index, const char *buffer);
+// How many updates parameter index has had (PyTorch's state["step"]); -1 for a bad index.
+TORC_API int64_t torc_optimizer_param_step_count(const torc_optimizer *opt, int index);
+// optimizer.state_dict() into sd under prefix (NULL: "optimizer."): tensors
+// "<prefix>state.<i>.<buffer>" (retained, not copied) and metadata "<prefix>name",
+// "<prefix>state.<i>.step", "<prefix>param_groups" (the count), "<prefix>param_groups.<g>.params"
+// ("0,1,2") and "<prefix>param_groups.<g>.<hparam>" (values printed exactly, "%.17g").
+TORC_API torc_status torc_optimizer_state_dict(const torc_optimizer *opt, torc_state_dict *sd, const char *prefix);
+// optimizer.load_state_dict(): checks everything first (optimizer name, group count and sizes,
+// hyperparameter names and values, every state tensor's shape and dtype against its parameter)
+// and changes nothing on error; then copies the state into this optimizer's own tensors.
+TORC_API torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state_dict *sd,
+                                                    const char *prefix);
+
+// ---- mixed precision: loss scaling (torch.amp.GradScaler) ----
+// Dynamic loss scaling for f16 training (harmless, and unneeded, for bf16): scale the loss
+// before backward, unscale the gradients before the step, skip the step when any gradient is
+// inf or NaN and lower the scale, raise it after growth_interval clean steps:
+//   loss = torc_grad_scaler_scale(gs, loss); torc_backward(loss, NULL, false);
+//   torc_grad_scaler_step(gs, opt, NULL);   // unscales (unless unscale_ ran), steps if finite
+//   torc_grad_scaler_update(gs);
+// The scale is a float32 number, as PyTorch's (its updates round to f32); its state lives on
+// the host, and each inf/NaN check reads one number per gradient from its device.
+typedef struct torc_grad_scaler torc_grad_scaler;
+typedef struct torc_grad_scaler_options {
+    double init_scale;        // 65536 (2^16)
+    double growth_factor;     // 2.0, > 1
+    double backoff_factor;    // 0.5, in (0, 1)
+    int64_t growth_interval;  // 2000, >= 1
+    bool enabled;             // false: every call passes through (scale() returns the loss)
+} torc_grad_scaler_options;
+#define TORC_GRAD_SCALER_DEFAULTS {65536.0, 2.0, 0.5, 2000, true}
+// A new scaler (opts NULL: the defaults); caller frees with torc_grad_scaler_free. NULL with
+// TORC_ERR_INVALID_ARG and PyTorch's message for a bad option ("The growth factor must be > 1.0.").
+TORC_API torc_grad_scaler *torc_grad_scaler_new(const torc_grad_scaler_options *opts);
+TORC_API void torc_grad_scaler_free(torc_grad_scaler *gs);  // NULL ok
+// loss * scale, differentiable (a new reference; loss itself when disabled). The scale is a
+// zero-dim f32 tensor and promotion decides the dtype, as in PyTorch: a zero-dim loss becomes
+// f32, a dimensioned f16 loss stays f16.
+TORC_API torc_tensor *torc_grad_scaler_scale(torc_grad_scaler *gs, const torc_tensor *loss);
+// unscale_(optimizer): divides the .grad of every parameter of opt by the scale, in place, and
+// records whether any of them holds an inf or NaN. Once per optimizer between updates
+// (TORC_ERR_RUNTIME: "unscale_() has already been called on this optimizer since the last
+// update()." / "unscale_() is being called after step()."); f16 gradients are refused
+// (TORC_ERR_DTYPE "Attempting to unscale FP16 gradients.": keep f32 master parameters).
+TORC_API torc_status torc_grad_scaler_unscale_(torc_grad_scaler *gs, torc_optimizer *opt);
+// The same for gradients an optimizer does not hold (a hand-written update): grads[i] are
+// unscaled in place (NULL entries are skipped); the check is recorded with the optimizers'.
+TORC_API torc_status torc_grad_scaler_unscale_grads_(torc_grad_scaler *gs, int n, torc_tensor *const *grads);
+// Whether any unscale since the last update found an inf or NaN (false when disabled).
+TORC_API bool torc_grad_scaler_found_inf(const torc_grad_scaler *gs);
+// step(optimizer): unscales opt's gradients unless unscale_ already did, then runs
+// torc_optimizer_step unless an inf/NaN was found for it. *stepped (may be NULL) says
+// which. Once per optimizer between updates (TORC_ERR_RUNTIME "step() has already been called
+// since the last update()."). Disabled: a plain torc_optimizer_step.
+TORC_API torc_status torc_grad_scaler_step(torc_grad_scaler *gs, torc_optimizer *opt, bool *stepped);
+// update(): scale *= backoff_factor and the growth tracker resets when any recorded check found
+// an inf/NaN; else the tracker counts one more clean step and, reaching growth_interval, the
+// scale grows by growth_factor (if the result is finite) and the tracker resets. Clears the
+// per-optimizer records. TORC_ERR_RUNTIME "No inf checks were recorded prior to update." when
+// nothing was unscaled since the last update. A no-op when disabled.
+TORC_API torc_status torc_grad_scaler_update(torc_grad_scaler *gs);
+TORC_API double torc_grad_scaler_get_scale(const torc_grad_scaler *gs);  // 1.0 when disabled
+// The whole state (torch's state_dict: scale, factors, interval, _growth_tracker) for
+// checkpoints. set_state checks the options as torc_grad_scaler_new does (and scale > 0,
+// growth_tracker >= 0) and clears the per-optimizer records.
+typedef struct torc_grad_scaler_state {
+    torc_grad_scaler_options options;
+    double scale;
+    int64_t growth_tracker;
+} torc_grad_scaler_state;
+TORC_API torc_status torc_grad_scaler_get_state(const torc_grad_scaler *gs, torc_grad_scaler_state *out);
+TORC_API torc_status torc_grad_scaler_set_state(torc_grad_scaler *gs, const torc_grad_scaler_state *st);
+// The state as metadata of a state dict under prefix (NULL: "grad_scaler."): "scale",
+// "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker", "enabled" (exact,
+// "%.17g"); load reads them back (TORC_ERR_INVALID_ARG naming a missing or malformed key,
+// changing nothing).
+TORC_API torc_status torc_grad_scaler_state_dict(const torc_grad_scaler *gs, torc_state_dict *sd, const char *prefix);
+TORC_API torc_status torc_grad_scaler_load_state_dict(torc_grad_scaler *gs, const torc_state_dict *sd,
+                                                      const char *prefix);
+
+// ---- checkpoints ----
+// One safetensors file with a training run's state: the model's tensors under their own names
+// (so Python tools read the weights as they are), the optimizer (torc_optimizer_state_dict
+// under "optimizer."), and metadata "torc.format" = "torc-checkpoint/1", "step", and the
+// generator's "generator.seed" / "generator.offset". opt and gen may be NULL.
+// Written atomically (see torc_save).
+TORC_API torc_status torc_checkpoint_save(const char *path, int n, const char *const *names,
+                                          torc_tensor *const *tensors, const torc_optimizer *opt, int64_t step,
+                                          const torc_generator *gen);
+// Restores what torc_checkpoint_save wrote into existing tensors (copied in place under no_grad),
+// opt, *step and gen (any of the last three may be NULL to skip it). Refuses, changing nothing:
+// an unreadable/truncated/corrupted file (TORC_ERR_IO), a missing or unexpected name, a shape or
+// dtype that differs (TORC_ERR_SHAPE / TORC_ERR_DTYPE, naming the tensor), an optimizer that
+// does not match (TORC_ERR_INVALID_ARG).
+TORC_API torc_status torc_checkpoint_load(const char *path, int n, const char *const *names,
+                                          torc_tensor *const *tensors, torc_optimizer *opt, int64_t *step,
+                                          torc_generator *gen);
+
+// ---- data loading ----
+// A token (or value) array on disk, memory-mapped read-only: pages are read when a batch
+// touches them, never the whole file (the course's np.memmap).
+typedef struct torc_dataset torc_dataset;
+// Opens path: a .npy file (recognised by its magic string; dtype NULL takes the header's,
+// else the header must match) or a raw little-endian array of `dtype` elements. dtype is a
+// NumPy name: "uint8", "int8", "uint16", "int16", "uint32", "int32", "int64", "float16",
+// "float32", "float64" (or a .npy descr such as "<u2"). Errors, all TORC_ERR_IO naming the
+// file: missing or unreadable, empty, a raw size that is not a whole number of elements, a
+// .npy header that is malformed, big-endian, Fortran-ordered (ndim > 1), of another dtype, or
+// promising more data than the file holds. TORC_ERR_INVALID_ARG: dtype NULL for a raw file or
+// an unknown dtype name. Caller closes with torc_dataset_close.
+TORC_API torc_dataset *torc_dataset_open(const char *path, const char *dtype);
+TORC_API void torc_dataset_close(torc_dataset *ds);  // NULL ok
+TORC_API int64_t torc_dataset_numel(const torc_dataset *ds);  // elements (all dims of a .npy)
+TORC_API const char *torc_dataset_dtype(const torc_dataset *ds);  // NumPy name, "uint16"
+// The .npy shape (a raw file is 1-D); ndim returned, shape (room for TORC_MAX_DIMS) may be NULL.
+TORC_API int torc_dataset_shape(const torc_dataset *ds, int64_t *shape);
+// The course's get_batch over the flattened array: batch start indices s uniform in
+// [0, numel - seq_len) from gen (NULL: the default generator; `batch` counters are used), then
+// x[b] = data[s_b : s_b + seq_len] and y[b] = data[s_b + 1 : s_b + seq_len + 1] (the targets,
+// shifted by one). Both are (batch, seq_len) on dev (NULL: the default device): int64 for
+// integer data, the file's dtype for floating data. When dev is not host memory the batch is
+// gathered into a pinned host buffer and copied asynchronously. *y may be NULL to skip targets.
+// New references in *x / *y; TORC_ERR_INVALID_ARG if numel <= seq_len or batch/seq_len < 1.
+TORC_API torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev,
+                                    torc_generator *gen, torc_tensor **x, torc_tensor **y);
 
 #ifdef __cplusplus
 }

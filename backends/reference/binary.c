@@ -1,0 +1,183 @@
+// backends/reference/binary.c — the reference elementwise binary kernels (arithmetic, pow,
+// maximum/minimum, comparisons, logical and/or) and the ternary WHERE.
+#include "ref-impl.h"
+
+// ---- dtype rules (PyTorch's CPU kernels) ----
+bool ref_binary_dtypes(const torc_op *op) {
+    const torc_dtype a = op->in[0].dtype, b = op->in[1].dtype, o = op->out.dtype;
+    switch (op->code) {
+    case TORC_OP_SUB:  // bool - bool is an error in PyTorch
+        return ref_dt_in(o, REF_DT_NUM) && !(a == TORC_DTYPE_BOOL && b == TORC_DTYPE_BOOL);
+    case TORC_OP_DIV: return ref_dt_in(o, REF_DT_FLOAT);  // true division
+    case TORC_OP_POW:
+        return ref_dt_in(o, REF_DT_NUM) && !(a == TORC_DTYPE_BOOL && b == TORC_DTYPE_BOOL);
+    default: return ref_dt_in(o, REF_DT_ALL);
+    }
+}
+
+// PyTorch's integer pow (powi_impl): by squaring, wrapping like the fixed-width type; a negative
+// exponent gives 1 for base 1, +-1 for base -1 and 0 otherwise (only a tensor exponent gets
+// here: a negative scalar exponent is an error, see unary.c).
+int64_t ref_ipow(int64_t base, int64_t exp) {
+    if (exp < 0) {
+        if (base == 1) return 1;
+        if (base == -1) return (exp & 1) ? -1 : 1;
+        return 0;
+    }
+    int64_t r = 1;
+    while (exp) {
+        if (exp & 1) r = ref_wrap_mul(r, base);
+        exp >>= 1;
+        if (exp) base = ref_wrap_mul(base, base);
+    }
+    return r;
+}
+
+// ---- the loops ----
+typedef struct binary_ctx {
+    torc_opcode code;
+    torc_dtype out, a, b;
+    double alpha;      // ADD/SUB in floating mode
+    int64_t ialpha;    // ADD/SUB in integer mode
+} binary_ctx;
+
+// Floating mode: out is floating (or an input is). Inputs are first cast to out's dtype (as
+// PyTorch casts to the computation dtype: int64 16777217 + f32 0 is 16777216), then the op runs
+// in double and rounds once.
+static void float_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
+    const binary_ctx *c = vctx;
+    double x[REF_BLOCK], y[REF_BLOCK], r[REF_BLOCK];
+    for (int64_t i0 = 0; i0 < n; i0 += REF_BLOCK) {
+        const int64_t nb = n - i0 < REF_BLOCK ? n - i0 : REF_BLOCK;
+        ref_load_block_as(x, ptr[1] + i0 * step[1], step[1], nb, c->a, c->out);
+        ref_load_block_as(y, ptr[2] + i0 * step[2], step[2], nb, c->b, c->out);
+        const double alpha = c->alpha;
+        switch (c->code) {
+        case TORC_OP_ADD: for (int64_t i = 0; i < nb; i++) r[i] = x[i] + alpha * y[i]; break;
+        case TORC_OP_SUB: for (int64_t i = 0; i < nb; i++) r[i] = x[i] - alpha * y[i]; break;
+        case TORC_OP_MUL: for (int64_t i = 0; i < nb; i++) r[i] = x[i] * y[i]; break;
+        case TORC_OP_DIV: for (int64_t i = 0; i < nb; i++) r[i] = x[i] / y[i]; break;
+        case TORC_OP_POW: for (int64_t i = 0; i < nb; i++) r[i] = pow(x[i], y[i]); break;
+        case TORC_OP_MAXIMUM:
+            for (int64_t i = 0; i < nb; i++) r[i] = (isnan(x[i]) || isnan(y[i])) ? NAN : (x[i] > y[i] ? x[i] : y[i]);
+            break;
+        case TORC_OP_MINIMUM:
+            for (int64_t i = 0; i < nb; i++) r[i] = (isnan(x[i]) || isnan(y[i])) ? NAN : (x[i] < y[i] ? x[i] : y[i]);
+            break;
+        default: for (int64_t i = 0; i < nb; i++) r[i] = NAN; break;
+        }
+        ref_store_block_f(ptr[0] + i0 * step[0], step[0], r, nb, c->out);
+    }
+}
+
+// Integer mode: exact in int64 with wraparound, then wrapped to out's width.
+static void int_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
+    const binary_ctx *c = vctx;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t x = ref_load_i(ptr[1] + i * step[1], c->a), y = ref_load_i(ptr[2] + i * step[2], c->b);
+        int64_t r;
+        switch (c->code) {
+        case TORC_OP_ADD: r = ref_wrap_add(x, ref_wrap_mul(c->ialpha, y)); break;
+        case TORC_OP_SUB: r = ref_wrap_sub(x, ref_wrap_mul(c->ialpha, y)); break;
+        case TORC_OP_MUL: r = ref_wrap_mul(x, y); break;
+        case TORC_OP_POW: r = ref_ipow(x, y); break;
+        case TORC_OP_MAXIMUM: r = x > y ? x : y; break;
+        case TORC_OP_MINIMUM: r = x < y ? x : y; break;
+        default: r = 0; break;
+        }
+        ref_store_i(ptr[0] + i * step[0], c->out, r);
+    }
+}
+
+// Comparisons in the inputs' common dtype: a floating one (both values rounded to it, then
+// compared in double) if either is floating, else exact int64 (integer promotion preserves
+// values). NaN compares unequal to everything. Logical ops test truthiness (NaN is true) of
+// the values in the same common dtype.
+static void compare_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
+    const binary_ctx *c = vctx;
+    const bool floating = ref_is_float(c->a) || ref_is_float(c->b);
+    const torc_dtype common = ref_common_float(c->a, c->b);
+    for (int64_t i = 0; i < n; i++) {
+        const char *pa = ptr[1] + i * step[1], *pb = ptr[2] + i * step[2];
+        int cmp;  // -1, 0, 1, or 2 for unordered (NaN)
+        if (c->code == TORC_OP_LOGICAL_AND || c->code == TORC_OP_LOGICAL_OR) {
+            const bool x = floating ? ref_round_to(ref_load_f(pa, c->a), common) != 0.0 : ref_load_b(pa, c->a);
+            const bool y = floating ? ref_round_to(ref_load_f(pb, c->b), common) != 0.0 : ref_load_b(pb, c->b);
+            ref_store_i(ptr[0] + i * step[0], c->out, c->code == TORC_OP_LOGICAL_AND ? (x && y) : (x || y));
+            continue;
+        }
+        if (floating) {
+            const double x = ref_round_to(ref_load_f(pa, c->a), common), y = ref_round_to(ref_load_f(pb, c->b), common);
+            cmp = (isnan(x) || isnan(y)) ? 2 : (x < y ? -1 : (x > y ? 1 : 0));
+        } else {
+            const int64_t x = ref_load_i(pa, c->a), y = ref_load_i(pb, c->b);
+            cmp = x < y ? -1 : (x > y ? 1 : 0);
+        }
+        bool r;
+        switch (c->code) {
+        case TORC_OP_EQ: r = cmp == 0; break;
+        case TORC_OP_NE: r = cmp != 0; break;
+        case TORC_OP_LT: r = cmp == -1; break;
+        case TORC_OP_LE: r = cmp == -1 || cmp == 0; break;
+        case TORC_OP_GT: r = cmp == 1; break;
+        case TORC_OP_GE: r = cmp == 1 || cmp == 0; break;
+        default: r = false; break;
+        }
+        ref_store_i(ptr[0] + i * step[0], c->out, r);
+    }
+}
+
+int ref_binary_run(const torc_op *op) {
+    int st = ref_check_same_shape(&op->in[0], "in0", &op->out, "out");
+    if (!st) st = ref_check_same_shape(&op->in[1], "in1", &op->out, "out");
+    if (st) return st;
+    binary_ctx c = {op->code, op->out.dtype, op->in[0].dtype, op->in[1].dtype, 1.0, 1};
+    ref_loop_fn loop;
+    if (op->code >= TORC_OP_EQ && op->code <= TORC_OP_LOGICAL_OR) {
+        loop = compare_loop;
+    } else if (ref_is_float(c.out) || ref_is_float(c.a) || ref_is_float(c.b)) {
+        loop = float_loop;
+        if (op->code == TORC_OP_ADD || op->code == TORC_OP_SUB) c.alpha = op->params.scalar.value;
+    } else {
+        loop = int_loop;
+        if (op->code == TORC_OP_ADD || op->code == TORC_OP_SUB) {
+            const double alpha = op->params.scalar.value;
+            if (alpha != trunc(alpha) || !(fabs(alpha) < 0x1p63))  // also rejects NaN and inf
+                return ref_error(TORC_ERR_INVALID_ARG,
+                                 "For integral input tensors, argument alpha must not be a floating point number.");
+            c.ialpha = (int64_t)alpha;
+        }
+    }
+    const torc_operand *ops[3] = {&op->out, &op->in[0], &op->in[1]};
+    ref_iter it;
+    ref_iter_ops(&it, op->out.ndim, op->out.shape, 3, ops);
+    ref_iter_run(&it, loop, &c);
+    return TORC_OK;
+}
+
+// ---- WHERE ----
+bool ref_where_dtypes(const torc_op *op) { return ref_dt_in(op->out.dtype, REF_DT_ALL); }
+
+typedef struct where_ctx { torc_dtype out, cond, x, y; } where_ctx;
+
+static void where_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
+    const where_ctx *c = vctx;
+    for (int64_t i = 0; i < n; i++) {
+        if (ref_load_b(ptr[1] + i * step[1], c->cond)) ref_cast(ptr[0] + i * step[0], c->out, ptr[2] + i * step[2], c->x);
+        else ref_cast(ptr[0] + i * step[0], c->out, ptr[3] + i * step[3], c->y);
+    }
+}
+
+int ref_where_run(const torc_op *op) {
+    static const char *const names[3] = {"in0", "in1", "in2"};
+    for (int k = 0; k < 3; k++) {
+        int st = ref_check_same_shape(&op->in[k], names[k], &op->out, "out");
+        if (st) return st;
+    }
+    where_ctx c = {op->out.dtype, op->in[0].dtype, op->in[1].dtype, op->in[2].dtype};
+    const torc_operand *ops[4] = {&op->out, &op->in[0], &op->in[1], &op->in[2]};
+    ref_iter it;
+    ref_iter_ops(&it, op->out.ndim, op->out.shape, 4, ops);
+    ref_iter_run(&it, where_loop, &c);
+    return TORC_OK;
+}

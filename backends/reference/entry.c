@@ -1,0 +1,299 @@
+// backends/reference/entry.c — the reference backend's vtable: device info, host memory,
+// the thread-local error, and supports()/run() dispatching by opcode through the kernel table.
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ref-impl.h"
+
+// ---- errors ----
+static _Thread_local char tls_error[1024];
+
+int ref_error(int status, const char *fmt, ...) {
+    char buf[sizeof tls_error];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    memcpy(tls_error, buf, sizeof buf);
+    return status;
+}
+
+const char *ref_last_error(void) { return tls_error; }
+
+// ---- dtypes ----
+size_t ref_dtype_size(torc_dtype dt) {
+    static const size_t sizes[] = {
+        [TORC_DTYPE_F64] = 8, [TORC_DTYPE_F32] = 4, [TORC_DTYPE_F16] = 2, [TORC_DTYPE_BF16] = 2,
+        [TORC_DTYPE_F8_E4M3FN] = 1, [TORC_DTYPE_F8_E5M2] = 1, [TORC_DTYPE_I64] = 8,
+        [TORC_DTYPE_I32] = 4, [TORC_DTYPE_I16] = 2, [TORC_DTYPE_I8] = 1, [TORC_DTYPE_U8] = 1,
+        [TORC_DTYPE_BOOL] = 1,
+    };
+    _Static_assert(sizeof sizes / sizeof sizes[0] == TORC_DTYPE_COUNT, "a dtype without a size");
+    return ref_is_valid_dtype(dt) ? sizes[dt] : 1;
+}
+
+const char *ref_dtype_name(torc_dtype dt) {
+    static const char *const names[] = {
+        [TORC_DTYPE_F64] = "Double", [TORC_DTYPE_F32] = "Float", [TORC_DTYPE_F16] = "Half",
+        [TORC_DTYPE_BF16] = "BFloat16", [TORC_DTYPE_F8_E4M3FN] = "Float8_e4m3fn",
+        [TORC_DTYPE_F8_E5M2] = "Float8_e5m2", [TORC_DTYPE_I64] = "Long", [TORC_DTYPE_I32] = "Int",
+        [TORC_DTYPE_I16] = "Short", [TORC_DTYPE_I8] = "Char", [TORC_DTYPE_U8] = "Byte",
+        [TORC_DTYPE_BOOL] = "Bool",
+    };
+    _Static_assert(sizeof names / sizeof names[0] == TORC_DTYPE_COUNT, "a dtype without a name");
+    return ref_is_valid_dtype(dt) ? names[dt] : "Unknown";
+}
+
+// ---- the kernel table ----
+// One entry per opcode, in enum order. The size assert makes an appended opcode without a
+// reference kernel a compile error; init() refuses a table with a hole in the middle.
+static const ref_kernel kernels[] = {
+    [TORC_OP_FILL] = {"fill", 0, ref_fill_dtypes, ref_fill_run},
+    [TORC_OP_COPY] = {"copy", 1, ref_copy_dtypes, ref_copy_run},
+    [TORC_OP_ARANGE] = {"arange", 0, ref_arange_dtypes, ref_arange_run},
+    [TORC_OP_LINSPACE] = {"linspace", 0, ref_linspace_dtypes, ref_linspace_run},
+    [TORC_OP_RAND_UNIFORM] = {"uniform", 0, ref_random_dtypes, ref_random_run},
+    [TORC_OP_RAND_NORMAL] = {"normal", 0, ref_random_dtypes, ref_random_run},
+    [TORC_OP_RAND_INT] = {"randint", 0, ref_random_dtypes, ref_random_run},
+    [TORC_OP_NEG] = {"neg", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ABS] = {"abs", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SIGN] = {"sign", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SQRT] = {"sqrt", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_RSQRT] = {"rsqrt", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SQUARE] = {"square", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_RECIPROCAL] = {"reciprocal", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_EXP] = {"exp", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_LOG] = {"log", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SIN] = {"sin", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_COS] = {"cos", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_TANH] = {"tanh", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SIGMOID] = {"sigmoid", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_RELU] = {"relu", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_GELU] = {"gelu", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_POW_SCALAR] = {"pow", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ERF] = {"erf", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ERFINV] = {"erfinv", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_LOGICAL_NOT] = {"logical_not", 1, ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ADD] = {"add", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_SUB] = {"sub", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_MUL] = {"mul", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_DIV] = {"div", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_POW] = {"pow", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_MAXIMUM] = {"maximum", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_MINIMUM] = {"minimum", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_EQ] = {"eq", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_NE] = {"ne", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_LT] = {"lt", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_LE] = {"le", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_GT] = {"gt", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_GE] = {"ge", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_LOGICAL_AND] = {"logical_and", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_LOGICAL_OR] = {"logical_or", 2, ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_WHERE] = {"where", 3, ref_where_dtypes, ref_where_run},
+    [TORC_OP_SUM] = {"sum", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_MEAN] = {"mean", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_PROD] = {"prod", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_MAX] = {"max", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_MIN] = {"min", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_ARGMAX] = {"argmax", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_ARGMIN] = {"argmin", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_VAR] = {"var", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_STD] = {"std", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_NORM] = {"linalg.vector_norm", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_LOGSUMEXP] = {"logsumexp", 1, ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_SOFTMAX] = {"softmax", 1, ref_softmax_dtypes, ref_softmax_run},
+    [TORC_OP_LOG_SOFTMAX] = {"log_softmax", 1, ref_softmax_dtypes, ref_softmax_run},
+    [TORC_OP_MATMUL] = {"matmul", 2, ref_matmul_dtypes, ref_matmul_run},
+    [TORC_OP_INDEX_SELECT] = {"index_select", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_GATHER] = {"gather", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_MASKED_SELECT] = {"masked_select", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_INDEX_ADD] = {"index_add_", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_SCATTER_ADD] = {"scatter_add_", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_MASKED_SCATTER] = {"masked_scatter_", 2, ref_index_dtypes, ref_index_run},
+    [TORC_OP_TRIU] = {"triu", 1, ref_index_dtypes, ref_index_run},
+    [TORC_OP_TRIL] = {"tril", 1, ref_index_dtypes, ref_index_run},
+    [TORC_OP_SCALED_MM] = {"_scaled_mm", 4, ref_scaled_mm_dtypes, ref_scaled_mm_run},
+};
+_Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,
+               "every opcode needs a reference kernel (backends/reference/entry.c)");
+
+const ref_kernel *ref_kernel_of(torc_opcode code) {
+    return (unsigned)code < TORC_OP_COUNT && kernels[code].run ? &kernels[code] : NULL;
+}
+
+// ---- the op entry points ----
+// Structural checks shared by every op: a known opcode, the input count, well-formed operands.
+static int check_op(const torc_op *op, const ref_kernel **kout) {
+    if (op == NULL) return ref_error(TORC_ERR_INVALID_ARG, "reference backend: op is NULL");
+    const ref_kernel *k = ref_kernel_of(op->code);
+    if (k == NULL)
+        return ref_error(TORC_ERR_NOT_SUPPORTED, "reference backend: unknown opcode %d", (int)op->code);
+    if (op->n_in != k->n_in)
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",
+                         k->name, k->n_in, op->n_in);
+    static const char *const in_names[TORC_OP_MAX_INPUTS] = {"in0", "in1", "in2", "in3"};
+    for (int i = 0; i < op->n_in; i++) {
+        int st = ref_check_operand(&op->in[i], in_names[i]);
+        if (st) return st;
+    }
+    int st = ref_check_operand(&op->out, "out");
+    if (st) return st;
+    *kout = k;
+    return TORC_OK;
+}
+
+// The message for a dtype combination no kernel implements: PyTorch's own text where it has a
+// specific one, else its generic '"op" not implemented for <dtype>'.
+static int dtype_error(const torc_op *op, const ref_kernel *k) {
+    const torc_dtype in0 = op->n_in > 0 ? op->in[0].dtype : op->out.dtype;
+    if (op->code == TORC_OP_NEG && in0 == TORC_DTYPE_BOOL)
+        return ref_error(TORC_ERR_DTYPE, "Negation, the `-` operator, on a bool tensor is not supported. "
+                         "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+    if (op->code == TORC_OP_SUB && in0 == TORC_DTYPE_BOOL && op->in[1].dtype == TORC_DTYPE_BOOL)
+        return ref_error(TORC_ERR_DTYPE, "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                         "Use the `^` or `logical_xor()` operator instead.");
+    if (op->code == TORC_OP_RELU && in0 == TORC_DTYPE_BOOL)
+        return ref_error(TORC_ERR_DTYPE, "Boolean inputs not supported for relu");
+    if ((op->code == TORC_OP_ARGMAX || op->code == TORC_OP_ARGMIN) && in0 == TORC_DTYPE_BOOL)
+        return ref_error(TORC_ERR_DTYPE, "%s(): does not support bool input", k->name);
+    if (op->code == TORC_OP_SCALED_MM && in0 == TORC_DTYPE_F8_E5M2 && op->in[1].dtype == TORC_DTYPE_F8_E5M2)
+        return ref_error(TORC_ERR_DTYPE, "Multiplication of two Float8_e5m2 matrices is not supported");
+    if (op->code == TORC_OP_SCALED_MM)
+        return ref_error(TORC_ERR_DTYPE, "_scaled_mm: expected fp8 mat1/mat2, Float scales and a Float, BFloat16, "
+                         "Half or Float8 output, got %s @ %s -> %s", ref_dtype_name(in0),
+                         ref_dtype_name(op->in[1].dtype), ref_dtype_name(op->out.dtype));
+    if (op->n_in > 0 && in0 != op->out.dtype)
+        return ref_error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s' with out dtype '%s' (reference backend)",
+                         k->name, ref_dtype_name(in0), ref_dtype_name(op->out.dtype));
+    return ref_error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s' (reference backend)", k->name,
+                     ref_dtype_name(in0));
+}
+
+// False leaves the reason in last_error() (PyTorch's wording for a dtype it lacks), so a caller
+// can report why without running the op.
+static bool ref_supports(int device, const torc_op *op) {
+    const ref_kernel *k;
+    if (device != 0) {
+        ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
+        return false;
+    }
+    if (check_op(op, &k) != TORC_OK) return false;
+    if (k->dtypes(op)) return true;
+    dtype_error(op, k);
+    return false;
+}
+
+static int ref_run(int device, const torc_op *op) {
+    if (device != 0)
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
+    const ref_kernel *k;
+    int st = check_op(op, &k);
+    if (st) return st;
+    if (!k->dtypes(op)) return dtype_error(op, k);
+    return k->run(op);
+}
+
+// ---- device and memory ----
+static int ref_init(void) {
+    for (int c = 0; c < TORC_OP_COUNT; c++)
+        if (kernels[c].name == NULL || kernels[c].dtypes == NULL || kernels[c].run == NULL)
+            return ref_error(TORC_ERR_BACKEND, "reference backend: opcode %d has no kernel (backends/reference/entry.c)", c);
+    return TORC_OK;
+}
+static void ref_shutdown(void) {}
+static int ref_device_count(void) { return 1; }
+
+static void cpu_model_name(char *name, size_t cap) {
+    snprintf(name, cap, "cpu");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        const char *colon = strchr(line, ':');
+        if (colon == NULL) continue;
+        const char *v = colon + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        size_t len = strcspn(v, "\n");
+        if (len == 0) continue;
+        if (len >= cap) len = cap - 1;
+        memcpy(name, v, len);
+        name[len] = '\0';
+        break;
+    }
+    fclose(f);
+}
+
+static int ref_device_info(int device, torc_device_info *info) {
+    if (device != 0)
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
+    if (info == NULL) return ref_error(TORC_ERR_INVALID_ARG, "reference backend: device_info: info is NULL");
+    memset(info, 0, sizeof *info);
+    cpu_model_name(info->name, sizeof info->name);
+    info->host_memory = true;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    info->total_memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    snprintf(info->peak_source, sizeof info->peak_source, "reference backend: no promise");
+    return TORC_OK;
+}
+
+static void *ref_alloc(int device, size_t nbytes) {
+    if (device != 0) {
+        ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
+        return NULL;
+    }
+    // 64-byte aligned (a cache line, an AVX-512 vector); a zero-byte request still gets a
+    // distinct valid pointer.
+    const size_t rounded = nbytes == 0 ? 64 : nbytes + (64 - nbytes % 64) % 64;
+    if (rounded < nbytes) {
+        ref_error(TORC_ERR_OOM, "reference backend: cannot allocate %zu bytes", nbytes);
+        return NULL;
+    }
+    void *p = aligned_alloc(64, rounded);
+    if (p == NULL) ref_error(TORC_ERR_OOM, "reference backend: out of memory allocating %zu bytes", nbytes);
+    return p;
+}
+
+static void ref_free(int device, void *ptr) { free(ptr); }
+
+static int ref_copy(int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind, bool async) {
+    if ((unsigned)kind > TORC_COPY_DEVICE_TO_DEVICE)
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid copy kind %d", (int)kind);
+    if (nbytes == 0) return TORC_OK;
+    if (dst == NULL || src == NULL)
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: copy of %zu bytes with a NULL pointer", nbytes);
+    memmove(dst, src, nbytes);  // host memory on both sides, whatever the kind
+    return TORC_OK;
+}
+
+static int ref_synchronize(int device) { return TORC_OK; }
+
+static const torc_backend_vtable vtable = {
+    .abi_version = TORC_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(torc_backend_vtable),
+    .name = "reference",
+    .init = ref_init,
+    .shutdown = ref_shutdown,
+    .device_count = ref_device_count,
+    .device_info = ref_device_info,
+    .alloc = ref_alloc,
+    .free = ref_free,
+    .copy = ref_copy,
+    .synchronize = ref_synchronize,
+    .event_create = NULL,  // host backend: the core times with a clock
+    .event_record = NULL,
+    .event_elapsed_ms = NULL,
+    .event_destroy = NULL,
+    .supports = ref_supports,
+    .run = ref_run,
+    .last_error = ref_last_error,
+    .memory_stats = NULL,  // the core's own counters
+    .empty_cache = NULL,
+};
+
+TORC_API const torc_backend_vtable *torc_backend_entry(uint32_t host_abi_version) {
+    if (host_abi_version >> 16 != TORC_BACKEND_ABI_MAJOR) return NULL;
+    return &vtable;
+}

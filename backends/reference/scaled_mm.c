@@ -1,0 +1,87 @@
+// backends/reference/scaled_mm.c — the reference fp8 matmul (cuBLASLt's scaled GEMM): decode the
+// fp8 operands, accumulate exactly in double, scale, record amax, round once to out's dtype.
+#include <stdlib.h>
+
+#include "ref-impl.h"
+
+static bool is_fp8(torc_dtype d) { return d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2; }
+
+// a, b fp8 (e5m2 x e5m2 is refused, as cuBLASLt does), f32 scales, out f32/bf16/f16/fp8.
+bool ref_scaled_mm_dtypes(const torc_op *op) {
+    const torc_dtype a = op->in[0].dtype, b = op->in[1].dtype, o = op->out.dtype;
+    if (!is_fp8(a) || !is_fp8(b) || (a == TORC_DTYPE_F8_E5M2 && b == TORC_DTYPE_F8_E5M2)) return false;
+    if (op->in[2].dtype != TORC_DTYPE_F32 || op->in[3].dtype != TORC_DTYPE_F32) return false;
+    return o == TORC_DTYPE_F32 || o == TORC_DTYPE_BF16 || o == TORC_DTYPE_F16 || is_fp8(o);
+}
+
+static int check_shapes(const torc_op *op) {
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
+    if (a->ndim != 2 || b->ndim != 2 || o->ndim != 2)
+        return ref_error(TORC_ERR_SHAPE, "reference backend: scaled_mm needs 2-D in0, in1 and out (got %d, %d and %d)",
+                         a->ndim, b->ndim, o->ndim);
+    if (a->shape[1] != b->shape[0])
+        return ref_error(TORC_ERR_SHAPE, "_scaled_mm: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                         (long long)a->shape[0], (long long)a->shape[1], (long long)b->shape[0], (long long)b->shape[1]);
+    if (o->shape[0] != a->shape[0] || o->shape[1] != b->shape[1])
+        return ref_error(TORC_ERR_SHAPE, "reference backend: scaled_mm out is %lldx%lld, expected %lldx%lld",
+                         (long long)o->shape[0], (long long)o->shape[1], (long long)a->shape[0], (long long)b->shape[1]);
+    for (int i = 2; i < 4; i++)
+        if (ref_numel(&op->in[i]) != 1)
+            return ref_error(TORC_ERR_SHAPE, "reference backend: scaled_mm scale in%d has %lld elements, expected 1", i,
+                             (long long)ref_numel(&op->in[i]));
+    return TORC_OK;
+}
+
+// Stores r into an fp8 element, clamping finite overflow to the format's largest value.
+static void store_fp8_sat(void *p, torc_dtype dt, double r) {
+    const float f = (float)r;
+    *(uint8_t *)p = dt == TORC_DTYPE_F8_E4M3FN ? torc_f32_to_f8e4m3fn_sat(f) : torc_f32_to_f8e5m2_sat(f);
+}
+
+int ref_scaled_mm_run(const torc_op *op) {
+    int st = check_shapes(op);
+    if (st) return st;
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
+    const int64_t M = a->shape[0], K = a->shape[1], N = b->shape[1];
+    // Products of two fp8 numbers have at most 8 significant bits, so for every size a test or
+    // a model uses the double sum is exact and the only rounding is the final store.
+    const double scale = ref_load_f(op->in[2].data, TORC_DTYPE_F32) * ref_load_f(op->in[3].data, TORC_DTYPE_F32);
+    const bool fp8_out = is_fp8(o->dtype);
+    const double scale_out = fp8_out && op->params.scaled_mm.scale_out
+                                 ? ref_load_f(op->params.scaled_mm.scale_out, TORC_DTYPE_F32) : 1.0;
+    double amax = 0.0;
+
+    // B decoded once into a contiguous (K, N) panel of doubles; each row of A once per row.
+    double *panel = malloc((size_t)(K * N + K + N) * sizeof(double) + sizeof(double));
+    if (panel == NULL)
+        return ref_error(TORC_ERR_OOM, "reference backend: scaled_mm: out of memory for a %lldx%lld panel",
+                         (long long)K, (long long)N);
+    double *arow = panel + K * N, *acc = arow + K;
+    const int64_t asz = (int64_t)ref_dtype_size(a->dtype), bsz = (int64_t)ref_dtype_size(b->dtype),
+                  osz = (int64_t)ref_dtype_size(o->dtype);
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++)
+            panel[k * N + j] = ref_load_f((const char *)b->data + (k * b->stride[0] + j * b->stride[1]) * bsz, b->dtype);
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t k = 0; k < K; k++)
+            arow[k] = ref_load_f((const char *)a->data + (i * a->stride[0] + k * a->stride[1]) * asz, a->dtype);
+        for (int64_t j = 0; j < N; j++) acc[j] = 0.0;
+        for (int64_t k = 0; k < K; k++) {
+            const double av = arow[k];
+            const double *brow = panel + k * N;
+            for (int64_t j = 0; j < N; j++) acc[j] += av * brow[j];
+        }
+        for (int64_t j = 0; j < N; j++) {
+            const double r = acc[j] * scale;
+            const double m = fabs(r);
+            if (m != m) amax = NAN;
+            else if (m > amax) amax = m;  // stays NaN once NaN
+            char *p = (char *)o->data + (i * o->stride[0] + j * o->stride[1]) * osz;
+            if (fp8_out) store_fp8_sat(p, o->dtype, r * scale_out);
+            else ref_store_f(p, o->dtype, r);
+        }
+    }
+    free(panel);
+    if (op->params.scaled_mm.amax_out) ref_store_f(op->params.scaled_mm.amax_out, TORC_DTYPE_F32, amax);
+    return TORC_OK;
+}

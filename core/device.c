@@ -1,0 +1,312 @@
+// core/device.c — the backend loader and device registry: finds libtorc_<name>.so in
+// TORC_PLUGIN_PATH and next to libtorc, checks its ABI, and names devices like PyTorch.
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "torc-impl.h"
+
+// The v1 vtable ends with empty_cache; a plugin must provide at least that much.
+#define TORC_VTABLE_V1_SIZE (offsetof(torc_backend_vtable, empty_cache) + sizeof(void *))
+
+// Pin the ABI: moving a member breaks every plugin built before, so it must fail the build.
+_Static_assert(offsetof(torc_backend_vtable, abi_version) == 0, "ABI: abi_version first");
+_Static_assert(offsetof(torc_backend_vtable, struct_size) == 4, "ABI: struct_size second");
+_Static_assert(offsetof(torc_backend_vtable, name) == 8, "ABI: name third");
+_Static_assert(offsetof(torc_backend_vtable, init) == 16, "ABI: v1 members moved");
+_Static_assert(offsetof(torc_backend_vtable, run) == 16 + 13 * sizeof(void *), "ABI: v1 members moved");
+_Static_assert(offsetof(torc_op, in) == 8, "ABI: torc_op layout changed");
+_Static_assert(sizeof(torc_operand) == 8 + 4 + 4 + 2 * 8 * TORC_MAX_DIMS, "ABI: torc_operand layout changed");
+_Static_assert(sizeof(torc_op_params) == 64, "ABI: params union must stay 64 bytes");
+
+#define MAX_BACKENDS 16
+#define MAX_DEVICES_PER_BACKEND 16
+
+struct torc_backend_lib {
+    char name[32];
+    char path[512];
+    void *handle;
+    const torc_backend_vtable *vt;
+    int n_devices;
+    torc_device *devices[MAX_DEVICES_PER_BACKEND];
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static torc_backend_lib *g_libs[MAX_BACKENDS];
+static int g_n_libs;
+static torc_device *g_default;       // resolved default device (process-wide)
+static _Thread_local torc_device *tls_default;  // torc_set_default_device override
+
+// ---- plugin search (the directories come from plugin.c) ----
+typedef struct {
+    char list[512];
+} available_ctx;
+
+static bool collect_available(const char *dir, void *vctx) {
+    available_ctx *ctx = vctx;
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        if (strncmp(n, "libtorc_", 8) || len < 12 || strcmp(n + len - 3, ".so")) continue;
+        if (!strncmp(n, "libtorc_optim_", 14)) continue;  // optimizer plugins, not backends
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(len - 11), n + 8);
+        if (strstr(ctx->list, name)) continue;
+        size_t used = strlen(ctx->list);
+        snprintf(ctx->list + used, sizeof ctx->list - used, "%s%s", used ? ", " : "", name);
+    }
+    closedir(d);
+    return false;
+}
+
+typedef struct {
+    const char *name;
+    char tried[2048];
+    torc_backend_lib *lib;
+    bool fatal;  // found a file but it was refused: stop searching, report it
+} load_ctx;
+
+static void append_tried(load_ctx *ctx, const char *path, const char *why) {
+    torc__tried_append(ctx->tried, sizeof ctx->tried, path, why);
+}
+
+static bool try_dir(const char *dir, void *vctx) {
+    load_ctx *ctx = vctx;
+    char path[512];
+    snprintf(path, sizeof path, "%s/libtorc_%s.so", dir, ctx->name);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        append_tried(ctx, path, why ? why : "cannot be opened");
+        return false;
+    }
+    torc_backend_entry_fn entry = (torc_backend_entry_fn)dlsym(h, TORC_BACKEND_ENTRY_SYMBOL);
+    if (!entry) {
+        append_tried(ctx, path, "no symbol " TORC_BACKEND_ENTRY_SYMBOL " (not a torc backend)");
+        dlclose(h);
+        return false;
+    }
+    const torc_backend_vtable *vt = entry(TORC_BACKEND_ABI_VERSION);
+    char why[256];
+    if (!vt) {
+        snprintf(why, sizeof why, "the plugin refused torc's backend ABI %u.%u",
+                 TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
+    } else if (vt->abi_version >> 16 != TORC_BACKEND_ABI_MAJOR) {
+        snprintf(why, sizeof why,
+                 "plugin built for backend ABI %u.%u, but this torc speaks ABI %u.%u",
+                 vt->abi_version >> 16, vt->abi_version & 0xFFFF, TORC_BACKEND_ABI_MAJOR,
+                 TORC_BACKEND_ABI_MINOR);
+    } else if (vt->struct_size < TORC_VTABLE_V1_SIZE) {
+        snprintf(why, sizeof why,
+                 "plugin vtable is %u bytes (ABI %u.%u), smaller than the %zu bytes ABI %u.%u requires",
+                 vt->struct_size, vt->abi_version >> 16, vt->abi_version & 0xFFFF,
+                 (size_t)TORC_VTABLE_V1_SIZE, TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
+    } else if (!vt->init || !vt->device_count || !vt->device_info || !vt->alloc || !vt->free ||
+               !vt->copy || !vt->synchronize || !vt->supports || !vt->run || !vt->last_error) {
+        snprintf(why, sizeof why, "plugin vtable lacks a required member");
+    } else {
+        why[0] = '\0';
+    }
+    if (why[0]) {
+        append_tried(ctx, path, why);
+        dlclose(h);
+        ctx->fatal = true;
+        return true;
+    }
+    if (vt->init() != 0) {
+        const char *msg = vt->last_error();
+        snprintf(why, sizeof why, "init failed: %s", msg && *msg ? msg : "(no reason given)");
+        append_tried(ctx, path, why);
+        // Keep the library mapped: some runtimes (CUDA) do not survive dlclose after init.
+        ctx->fatal = true;
+        return true;
+    }
+    torc_backend_lib *lib = calloc(1, sizeof *lib);
+    if (!lib) {
+        append_tried(ctx, path, "out of memory");
+        ctx->fatal = true;
+        return true;
+    }
+    snprintf(lib->name, sizeof lib->name, "%s", ctx->name);
+    snprintf(lib->path, sizeof lib->path, "%s", path);
+    lib->handle = h;
+    lib->vt = vt;
+    int n = vt->device_count();
+    lib->n_devices = n < 0 ? 0 : (n > MAX_DEVICES_PER_BACKEND ? MAX_DEVICES_PER_BACKEND : n);
+    ctx->lib = lib;
+    return true;
+}
+
+static bool valid_backend_name(const char *name) {
+    if (!*name || strlen(name) >= 32) return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return false;
+    return true;
+}
+
+// Loads (once) the backend called name. Caller holds g_lock.
+static torc_backend_lib *load_backend_locked(const char *name) {
+    for (int i = 0; i < g_n_libs; i++)
+        if (!strcmp(g_libs[i]->name, name)) return g_libs[i];
+    if (!valid_backend_name(name)) {
+        torc__error(TORC_ERR_INVALID_ARG, "invalid backend name '%s'", name);
+        return NULL;
+    }
+    if (g_n_libs == MAX_BACKENDS) {
+        torc__error(TORC_ERR_BACKEND, "too many backends loaded (%d)", MAX_BACKENDS);
+        return NULL;
+    }
+    load_ctx ctx = {.name = name};
+    torc__plugin_dirs_each(try_dir, &ctx);
+    if (!ctx.lib) {
+        available_ctx av = {{0}};
+        torc__plugin_dirs_each(collect_available, &av);
+        if (!ctx.tried[0]) snprintf(ctx.tried, sizeof ctx.tried, "\n  (no plugin directory found)");
+        torc__error(TORC_ERR_BACKEND, "backend '%s' could not be loaded; tried:%s\navailable backends: %s",
+                    name, ctx.tried, av.list[0] ? av.list : "(none found)");
+        return NULL;
+    }
+    g_libs[g_n_libs++] = ctx.lib;
+    return ctx.lib;
+}
+
+static torc_device *lib_device_locked(torc_backend_lib *lib, int index) {
+    if (index < 0 || index >= lib->n_devices) {
+        torc__error(TORC_ERR_BACKEND, "backend '%s' has %d device(s); device index %d is out of range",
+                    lib->name, lib->n_devices, index);
+        return NULL;
+    }
+    if (lib->devices[index]) return lib->devices[index];
+    torc_device *d = calloc(1, sizeof *d);
+    if (!d) {
+        torc__error(TORC_ERR_OOM, "out of memory");
+        return NULL;
+    }
+    d->vt = lib->vt;
+    d->lib = lib;
+    d->index = index;
+    if (lib->vt->device_info(index, &d->info) != 0) {
+        torc__error(TORC_ERR_BACKEND, "backend '%s': device_info(%d) failed: %s", lib->name, index,
+                    lib->vt->last_error());
+        free(d);
+        return NULL;
+    }
+    d->host_memory = d->info.host_memory;
+    if (d->host_memory && lib->n_devices == 1) snprintf(d->name, sizeof d->name, "%s", lib->name);
+    else snprintf(d->name, sizeof d->name, "%s:%d", lib->name, index);
+    lib->devices[index] = d;
+    return d;
+}
+
+// The default backend when TORC_BACKEND is unset: cuda with a device, else onednn, else
+// reference. Failures of the optional ones are not errors.
+static torc_device *resolve_default_locked(void) {
+    const char *env = getenv("TORC_BACKEND");
+    if (env && *env) {
+        torc_backend_lib *lib = load_backend_locked(env);
+        if (!lib) {
+            char msg[3072];
+            snprintf(msg, sizeof msg, "%s", torc_last_error());
+            torc__error(TORC_ERR_BACKEND, "TORC_BACKEND=%s: %s", env, msg);
+            return NULL;
+        }
+        return lib_device_locked(lib, 0);
+    }
+    static const char *const order[] = {"cuda", "onednn", "reference"};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        torc_backend_lib *lib = load_backend_locked(order[i]);
+        if (lib && lib->n_devices > 0) {
+            torc_clear_error();
+            return lib_device_locked(lib, 0);
+        }
+    }
+    return NULL;  // the reference's error is the one left set
+}
+
+torc_device *torc_default_device(void) {
+    if (tls_default) return tls_default;
+    pthread_mutex_lock(&g_lock);
+    if (!g_default) g_default = resolve_default_locked();
+    torc_device *d = g_default;
+    pthread_mutex_unlock(&g_lock);
+    return d;
+}
+
+torc_status torc_set_default_device(torc_device *dev) {
+    tls_default = dev;  // NULL restores TORC_BACKEND's / the automatic choice
+    return TORC_OK;
+}
+
+torc_device *torc_device_get(const char *name) {
+    if (!name) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_device_get: name is NULL");
+    char backend[64];
+    int index = 0;
+    const char *colon = strchr(name, ':');
+    if (colon) {
+        char *end = NULL;
+        long v = strtol(colon + 1, &end, 10);
+        if (end == colon + 1 || *end || v < 0 || v > 1024)
+            return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "Invalid device string: '%s'", name);
+        index = (int)v;
+        snprintf(backend, sizeof backend, "%.*s", (int)(colon - name), name);
+    } else {
+        snprintf(backend, sizeof backend, "%s", name);
+    }
+    if (!strcmp(backend, "cpu")) {
+        // The default device when it is host memory, else the best host backend.
+        torc_device *d = torc_default_device();
+        if (d && d->host_memory && index == 0) return d;
+        pthread_mutex_lock(&g_lock);
+        torc_backend_lib *lib = load_backend_locked("onednn");
+        if (!lib) lib = load_backend_locked("reference");
+        torc_device *r = lib ? lib_device_locked(lib, index) : NULL;
+        if (r) torc_clear_error();
+        pthread_mutex_unlock(&g_lock);
+        return r;
+    }
+    pthread_mutex_lock(&g_lock);
+    torc_backend_lib *lib = load_backend_locked(backend);
+    torc_device *d = NULL;
+    if (lib) {
+        if (lib->n_devices == 0)
+            torc__error(TORC_ERR_BACKEND, "backend '%s' loaded but reports no devices", backend);
+        else
+            d = lib_device_locked(lib, index);
+    }
+    pthread_mutex_unlock(&g_lock);
+    return d;
+}
+
+torc_device *torc__reference_device(void) {
+    static torc_device *ref;  // set once under the lock
+    if (ref) return ref;
+    pthread_mutex_lock(&g_lock);
+    torc_backend_lib *lib = load_backend_locked("reference");
+    torc_device *d = lib ? lib_device_locked(lib, 0) : NULL;
+    if (d) ref = d;
+    pthread_mutex_unlock(&g_lock);
+    return d;
+}
+
+const char *torc_device_name(const torc_device *dev) { return dev ? dev->name : "(null)"; }
+const char *torc_device_backend_name(const torc_device *dev) { return dev ? dev->lib->name : "(null)"; }
+const torc_backend_vtable *torc_device_vtable(const torc_device *dev) { return dev ? dev->vt : NULL; }
+int torc_device_index(const torc_device *dev) { return dev ? dev->index : -1; }
+
+torc_status torc_device_info_get(const torc_device *dev, torc_device_info *info) {
+    if (!dev || !info) return torc__error(TORC_ERR_INVALID_ARG, "torc_device_info_get: NULL argument");
+    *info = dev->info;
+    return TORC_OK;
+}
+
+torc_status torc_device_synchronize(torc_device *dev) {
+    if (!dev) return torc__error(TORC_ERR_INVALID_ARG, "torc_device_synchronize: device is NULL");
+    return torc__dev_sync(dev);
+}

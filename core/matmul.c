@@ -1,0 +1,130 @@
+// core/matmul.c — torch.matmul: dot, mv, mm, and batched products with broadcast batch dims.
+// Operands go to the backend as strided views (transposes and slices are not copied).
+#include <string.h>
+
+#include "torc-impl.h"
+
+static const char *torch_type_name(torc_dtype d) {
+    static const char *const n[TORC_DTYPE_COUNT] = {"double", "float", "c10::Half", "c10::BFloat16",
+                                                    "c10::Float8_e4m3fn", "c10::Float8_e5m2", "long int", "int",
+                                                    "short int", "signed char", "unsigned char", "bool"};
+    return (unsigned)d < TORC_DTYPE_COUNT ? n[d] : "?";
+}
+
+torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype) {
+    if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (torc__autocast_matmul_applies(a, b)) return torc__autocast_matmul(a, b, out_dtype);  // autocast.c
+    if (a->ndim == 0 || b->ndim == 0)
+        return TORC_FAIL_NULL(TORC_ERR_SHAPE, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
+                              a->ndim, b->ndim);
+    if (a->device != b->device)
+        return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG,
+                              "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                              a->device->name, b->device->name);
+    // torch.matmul runs one of four kernels, and its errors are theirs: dot (1-D @ 1-D), mv
+    // (N-D @ 1-D, batch dims folded into rows), mm (1-D or N-D @ 2-D, folded likewise) and bmm
+    // (anything @ a batched operand, after broadcasting the batch dims).
+    enum { DOT, MV, MM, BMM } path = a->ndim == 1 && b->ndim == 1 ? DOT : b->ndim == 1 ? MV : b->ndim == 2 ? MM : BMM;
+    const char *da = torc__dtype_c10_name(a->dtype), *db = torc__dtype_c10_name(b->dtype);
+    if (a->dtype != b->dtype) {
+        if (path == DOT)
+            return TORC_FAIL_NULL(TORC_ERR_DTYPE, "dot : expected both vectors to have same dtype, but found %s and %s", da, db);
+        if (path == MV)
+            return TORC_FAIL_NULL(TORC_ERR_DTYPE, "addmv input tensors must have the same dtype, but got %s, %s, and %s", db,
+                                  da, db);
+        if (path == BMM) return TORC_FAIL_NULL(TORC_ERR_DTYPE, "expected scalar type %s but found %s", da, db);
+        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "expected m1 and m2 to have the same dtype, but got: %s != %s",
+                              torch_type_name(a->dtype), torch_type_name(b->dtype));
+    }
+    if (torc_dtype_is_fp8(a->dtype))
+        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"addmm_impl_cpu_\" not implemented for '%s' (fp8 matmuls go through "
+                                              "scaled_mm)", da);
+    if (a->dtype == TORC_DTYPE_BOOL) {
+        static const char *const kernel[] = {"dot", "addmv_impl_cpu", "addmm_impl_cpu_", "bmm"};
+        return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s'", kernel[path], da);
+    }
+    // Shapes as (batch..., M, K) and (batch..., K, N); 1-D operands get a unit dim that the
+    // result drops again, as torch.matmul does.
+    const int64_t M = a->ndim == 1 ? 1 : a->shape[a->ndim - 2], K = a->shape[a->ndim - 1];
+    const int64_t Kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2], N = b->ndim == 1 ? 1 : b->shape[b->ndim - 1];
+    int nba = a->ndim > 2 ? a->ndim - 2 : 0, nbb = b->ndim > 2 ? b->ndim - 2 : 0, nb;
+    int64_t batch[TORC_MAX_DIMS];
+    if (torc__broadcast_shapes(nba, a->shape, nbb, b->shape, &nb, batch)) return NULL;
+    if (K != Kb) {
+        const long long rows = (long long)(K ? torc_numel(a) / K : torc__numel(nba, a->shape) * M);  // folded
+        const long long nbatch = (long long)torc__numel(nb, batch);
+        switch (path) {
+        case DOT:
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE,
+                                  "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same "
+                                  "number of elements, but got %lld and %lld elements respectively",
+                                  (long long)K, (long long)Kb, (long long)K, (long long)Kb);
+        case MV:
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE, "size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)", rows, rows,
+                                  (long long)K, (long long)Kb);
+        case MM:
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE, "mm: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                                  rows, (long long)K, (long long)Kb, (long long)N);
+        case BMM:
+            return TORC_FAIL_NULL(TORC_ERR_SHAPE,
+                                  "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: "
+                                  "[%lld, %lld].", nbatch, (long long)K, nbatch, (long long)Kb);
+        }
+    }
+    if (nb + 2 > TORC_MAX_DIMS) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "matmul: too many dims");
+    const int nd = nb + 2;
+
+    torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2};
+    // Operand a as (batch..., M, K): broadcast batch dims get stride 0.
+    torc__operand(a, &op.in[0]);
+    torc__operand(b, &op.in[1]);
+    torc_operand *oa = &op.in[0], *ob = &op.in[1];
+    oa->ndim = ob->ndim = nd;
+    for (int i = 0; i < nb; i++) {
+        const int ja = i - (nb - nba), jb = i - (nb - nbb);
+        oa->shape[i] = ob->shape[i] = batch[i];
+        oa->stride[i] = ja >= 0 && a->shape[ja] == batch[i] ? a->stride[ja] : 0;
+        ob->stride[i] = jb >= 0 && b->shape[jb] == batch[i] ? b->stride[jb] : 0;
+    }
+    oa->shape[nb] = M, oa->shape[nb + 1] = K;
+    oa->stride[nb] = a->ndim == 1 ? K * a->stride[0] : a->stride[a->ndim - 2];
+    oa->stride[nb + 1] = a->stride[a->ndim - 1];
+    ob->shape[nb] = K, ob->shape[nb + 1] = N;
+    ob->stride[nb] = b->ndim == 1 ? b->stride[0] : b->stride[b->ndim - 2];
+    ob->stride[nb + 1] = b->ndim == 1 ? 1 : b->stride[b->ndim - 1];
+
+    int64_t oshape[TORC_MAX_DIMS];
+    memcpy(oshape, batch, (size_t)nb * sizeof *batch);
+    oshape[nb] = M, oshape[nb + 1] = N;
+    torc_tensor *out = torc__new(a->device, out_dtype, nd, oshape);
+    if (!out) return NULL;
+    torc__operand(out, &op.out);
+    const uint64_t flops = 2 * (uint64_t)torc__numel(nb, batch) * (uint64_t)M * (uint64_t)N * (uint64_t)K;
+    if (torc__dispatch(a->device, &op, flops)) {
+        torc_release(out);
+        return NULL;
+    }
+    // The result's shape: drop the unit dims that 1-D operands introduced.
+    int rn = 0;
+    int64_t rshape[TORC_MAX_DIMS];
+    for (int i = 0; i < nb; i++) rshape[rn++] = batch[i];
+    if (a->ndim > 1) rshape[rn++] = M;
+    if (b->ndim > 1) rshape[rn++] = N;
+    if (rn != nd) {
+        int64_t st[TORC_MAX_DIMS];
+        torc__contiguous_strides(rn, rshape, st);
+        torc_tensor *v = torc__make_view(out, rn, rshape, st, 0);
+        torc_release(out);
+        if (!v) return NULL;
+        out = v;
+    }
+    const torc_tensor *ins[2] = {a, b};
+    out = torc__autograd_record(out, TORC_OP_MATMUL, 2, ins, NULL);
+    return out ? torc__register(out) : NULL;
+}
+
+torc_tensor *torc_matmul(const torc_tensor *a, const torc_tensor *b) {
+    if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (torc__autocast_matmul_applies(a, b)) return torc__autocast_matmul(a, b, TORC_DTYPE_COUNT);  // autocast.c
+    return torc_matmul_out_dtype(a, b, a->dtype);
+}

@@ -1,0 +1,637 @@
+// core/safetensors.c — torc_save / torc_load: state dicts as safetensors files (8-byte header
+// size, JSON header, raw little-endian data), written atomically and checked fully on load.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "torc-impl.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "torc's safetensors I/O assumes a little-endian host (the format is little-endian)"
+#endif
+
+// safetensors' own limit on the JSON header.
+#define MAX_HEADER (100u << 20)
+// A CRC-32 of the whole file (header with this value written as "00000000", then the data),
+// stored in the metadata by torc_save and checked by torc_load, so a flipped byte anywhere is
+// caught. Files written by other tools do not have it and are checked structurally only.
+#define CRC_KEY "torc.crc32"
+
+// ---- dtypes ----
+static const char *const g_st_names[TORC_DTYPE_COUNT] = {
+    [TORC_DTYPE_F64] = "F64",        [TORC_DTYPE_F32] = "F32",       [TORC_DTYPE_F16] = "F16",
+    [TORC_DTYPE_BF16] = "BF16",      [TORC_DTYPE_F8_E4M3FN] = "F8_E4M3", [TORC_DTYPE_F8_E5M2] = "F8_E5M2",
+    [TORC_DTYPE_I64] = "I64",        [TORC_DTYPE_I32] = "I32",       [TORC_DTYPE_I16] = "I16",
+    [TORC_DTYPE_I8] = "I8",          [TORC_DTYPE_U8] = "U8",         [TORC_DTYPE_BOOL] = "BOOL",
+};
+
+static bool st_dtype(const char *name, torc_dtype *out) {
+    for (int d = 0; d < TORC_DTYPE_COUNT; d++)
+        if (!strcmp(g_st_names[d], name)) return *out = (torc_dtype)d, true;
+    return false;
+}
+
+// ---- CRC-32 (the zlib / PNG polynomial) ----
+static uint32_t g_crc_table[256];
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        g_crc_table[i] = c;
+    }
+}
+static uint32_t crc_update(uint32_t crc, const void *data, size_t n) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, crc_init);
+    const unsigned char *p = data;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) crc = g_crc_table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+// ---- a growable string ----
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+    bool oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 1024;
+        while (nc < b->n + n + 1) nc *= 2;
+        char *ns = realloc(b->s, nc);
+        if (!ns) {
+            b->oom = true;
+            return;
+        }
+        b->s = ns;
+        b->cap = nc;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+static void sb_fmt(sbuf *b, const char *fmt, unsigned long long v) {
+    char tmp[32];
+    sb_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, fmt, v));
+}
+static void sb_json_string(sbuf *b, const char *s) {
+    sb_put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            char e[2] = {'\\', (char)*p};
+            sb_put(b, e, 2);
+        } else if (*p < 0x20) {
+            char e[8];
+            sb_put(b, e, (size_t)snprintf(e, sizeof e, "\\u%04x", *p));
+        } else {
+            sb_put(b, (const char *)p, 1);
+        }
+    }
+    sb_put(b, "\"", 1);
+}
+
+// ---- writing ----
+static torc_status io_error(const char *path, const char *what) {
+    return torc__error(TORC_ERR_IO, "%s '%s': %s", what, path, strerror(errno));
+}
+
+static bool write_all(int fd, const void *data, size_t n) {
+    const char *p = data;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+torc_status torc_save(const torc_state_dict *sd, const char *path) {
+    if (!sd || !path || !*path) return torc__error(TORC_ERR_INVALID_ARG, "torc_save: NULL or empty argument");
+    const int n = torc_state_dict_size(sd);
+    // The header: metadata first (with a fixed-width checksum patched in after the data), then
+    // the tensors in state-dict order, their data back to back.
+    sbuf h = {0};
+    sb_str(&h, "{\"__metadata__\":{");
+    const int nm = torc_state_dict_meta_size(sd);
+    for (int i = 0; i < nm; i++) {
+        const char *k = torc_state_dict_meta_key(sd, i);
+        if (!strcmp(k, CRC_KEY)) continue;
+        sb_json_string(&h, k);
+        sb_str(&h, ":");
+        sb_json_string(&h, torc_state_dict_get_meta(sd, k));
+        sb_str(&h, ",");
+    }
+    sb_str(&h, "\"" CRC_KEY "\":\"");
+    const size_t crc_at = h.n;
+    sb_str(&h, "00000000\"}");
+    uint64_t offset = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = torc_state_dict_name(sd, i);
+        const torc_tensor *t = torc__state_dict_peek(sd, name);
+        if (!strcmp(name, "__metadata__")) {
+            free(h.s);
+            return torc__error(TORC_ERR_INVALID_ARG, "torc_save: '__metadata__' cannot name a tensor");
+        }
+        sb_str(&h, ",");
+        sb_json_string(&h, name);
+        sb_str(&h, ":{\"dtype\":\"");
+        sb_str(&h, g_st_names[t->dtype]);
+        sb_str(&h, "\",\"shape\":[");
+        for (int d = 0; d < t->ndim; d++) sb_fmt(&h, d ? ",%llu" : "%llu", (unsigned long long)t->shape[d]);
+        const uint64_t nb = torc_nbytes(t);
+        sb_fmt(&h, "],\"data_offsets\":[%llu,", offset);
+        sb_fmt(&h, "%llu]}", offset + nb);
+        offset += nb;
+    }
+    sb_str(&h, "}");
+    while (h.n % 8) sb_str(&h, " ");  // as the Python writer: data starts 8-byte aligned
+    if (h.oom) {
+        free(h.s);
+        return torc__error(TORC_ERR_OOM, "out of memory writing the header of '%s'", path);
+    }
+    // Temporary file in the destination's directory, so the rename is atomic.
+    char *tmp = malloc(strlen(path) + 16);
+    if (!tmp) {
+        free(h.s);
+        return torc__error(TORC_ERR_OOM, "out of memory");
+    }
+    sprintf(tmp, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        torc_status st = io_error(path, "cannot create a temporary file next to");
+        free(tmp);
+        free(h.s);
+        return st;
+    }
+    torc_status st = TORC_OK;
+    uint64_t hsize = h.n;
+    if (!write_all(fd, &hsize, 8) || !write_all(fd, h.s, h.n)) st = io_error(tmp, "cannot write");
+    uint32_t crc = crc_update(0, h.s, h.n);
+    void *buf = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < n && !st; i++) {
+        const torc_tensor *t = torc__state_dict_peek(sd, torc_state_dict_name(sd, i));
+        const size_t nb = torc_nbytes(t);
+        if (nb > cap) {
+            void *nbuf = realloc(buf, nb);
+            if (!nbuf) {
+                st = torc__error(TORC_ERR_OOM, "out of host memory staging %zu bytes for '%s'", nb, path);
+                break;
+            }
+            buf = nbuf;
+            cap = nb;
+        }
+        if (nb && (st = torc_copy_to_host(t, buf, nb))) break;
+        crc = crc_update(crc, buf, nb);
+        if (!write_all(fd, buf, nb)) st = io_error(tmp, "cannot write");
+    }
+    free(buf);
+    if (!st) {
+        char hex[9];
+        snprintf(hex, sizeof hex, "%08x", crc);
+        if (pwrite(fd, hex, 8, (off_t)(8 + crc_at)) != 8) st = io_error(tmp, "cannot write");
+    }
+    if (!st && fsync(fd) != 0) st = io_error(tmp, "cannot fsync");
+    if (close(fd) != 0 && !st) st = io_error(tmp, "cannot close");
+    if (!st && rename(tmp, path) != 0) st = io_error(path, "cannot rename the temporary file onto");
+    if (st) {
+        unlink(tmp);
+    } else {
+        // Make the rename itself durable: fsync the directory that holds path.
+        char *dir = strdup(path);
+        if (dir) {
+            char *slash = strrchr(dir, '/');
+            const char *d = ".";
+            if (slash == dir) d = "/";
+            else if (slash) *slash = '\0', d = dir;
+            int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd >= 0) {
+                fsync(dfd);
+                close(dfd);
+            }
+            free(dir);
+        }
+    }
+    free(tmp);
+    free(h.s);
+    return st;
+}
+
+// ---- a small strict JSON reader for the header ----
+typedef struct jp {
+    const char *s, *end;
+    const char *err;  // what went wrong, NULL while fine
+} jp;
+
+static void ws(jp *p) {
+    while (p->s < p->end && (*p->s == ' ' || *p->s == '\t' || *p->s == '\n' || *p->s == '\r')) p->s++;
+}
+static bool expect(jp *p, char c) {
+    ws(p);
+    if (p->s < p->end && *p->s == c) {
+        p->s++;
+        return true;
+    }
+    if (!p->err) p->err = "malformed JSON header";
+    return false;
+}
+static bool peek(jp *p, char c) {
+    ws(p);
+    return p->s < p->end && *p->s == c;
+}
+static int hexval(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+// A JSON string into a malloc'ed UTF-8 C string (NULL on error).
+static char *jstring(jp *p) {
+    if (!expect(p, '"')) return NULL;
+    sbuf b = {0};
+    sb_put(&b, "", 0);
+    while (p->s < p->end && *p->s != '"') {
+        char c = *p->s++;
+        if ((unsigned char)c < 0x20) {
+            p->err = "malformed JSON header (control character in a string)";
+            break;
+        }
+        if (c != '\\') {
+            sb_put(&b, &c, 1);
+            continue;
+        }
+        if (p->s >= p->end) break;
+        c = *p->s++;
+        static const char escaped[] = "\"\\/bfnrt", meant[] = "\"\\/\b\f\n\r\t";
+        const char *simple = c ? strchr(escaped, c) : NULL;
+        if (simple) {
+            sb_put(&b, &meant[simple - escaped], 1);
+            continue;
+        }
+        if (c != 'u' || p->end - p->s < 4) {
+            p->err = "malformed JSON header (bad escape)";
+            break;
+        }
+        unsigned cp = 0;
+        for (int i = 0; i < 4; i++) {
+            int h = hexval(p->s[i]);
+            if (h < 0) p->err = "malformed JSON header (bad \\u escape)";
+            cp = cp << 4 | (unsigned)(h < 0 ? 0 : h);
+        }
+        p->s += 4;
+        if (cp >= 0xD800 && cp < 0xDC00 && p->end - p->s >= 6 && p->s[0] == '\\' && p->s[1] == 'u') {
+            unsigned lo = 0;
+            for (int i = 0; i < 4; i++) {
+                int h = hexval(p->s[2 + i]);
+                lo = lo << 4 | (unsigned)(h < 0 ? 0 : h);
+            }
+            if (lo >= 0xDC00 && lo < 0xE000) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                p->s += 6;
+            }
+        }
+        char u[4];
+        size_t k;
+        if (cp < 0x80) u[0] = (char)cp, k = 1;
+        else if (cp < 0x800) u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F)), k = 2;
+        else if (cp < 0x10000)
+            u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), u[2] = (char)(0x80 | (cp & 0x3F)), k = 3;
+        else
+            u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | ((cp >> 12) & 0x3F)),
+            u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), u[3] = (char)(0x80 | (cp & 0x3F)), k = 4;
+        sb_put(&b, u, k);
+    }
+    if (!p->err && !expect(p, '"')) p->err = "malformed JSON header (unterminated string)";
+    if (p->err || b.oom) {
+        if (!p->err) p->err = "out of memory";
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+static bool juint(jp *p, uint64_t *out) {
+    ws(p);
+    if (p->s >= p->end || *p->s < '0' || *p->s > '9') {
+        if (!p->err) p->err = "malformed JSON header (expected a non-negative integer)";
+        return false;
+    }
+    uint64_t v = 0;
+    while (p->s < p->end && *p->s >= '0' && *p->s <= '9') {
+        if (v > (UINT64_MAX - 9) / 10) {
+            p->err = "integer too large in the header";
+            return false;
+        }
+        v = v * 10 + (uint64_t)(*p->s++ - '0');
+    }
+    *out = v;
+    return true;
+}
+
+typedef struct st_entry {
+    char *name;
+    torc_dtype dtype;
+    int ndim;
+    int64_t shape[TORC_MAX_DIMS];
+    uint64_t begin, end;
+} st_entry;
+
+typedef struct st_header {
+    st_entry *e;
+    int n, cap;
+    char **meta;  // key, value, key, value, ...
+    int n_meta, cap_meta;
+} st_header;
+
+static void header_free(st_header *h) {
+    for (int i = 0; i < h->n; i++) free(h->e[i].name);
+    for (int i = 0; i < 2 * h->n_meta; i++) free(h->meta[i]);
+    free(h->e);
+    free(h->meta);
+}
+
+static void parse_metadata(jp *p, st_header *h) {
+    if (!expect(p, '{')) return;
+    if (peek(p, '}')) {
+        p->s++;
+        return;
+    }
+    do {
+        char *k = jstring(p);
+        char *v = k && expect(p, ':') ? jstring(p) : NULL;
+        if (!v) {
+            if (!p->err || !strncmp(p->err, "malformed JSON header", 21))
+                p->err = "malformed __metadata__ (it must map strings to strings)";
+            free(k);
+            return;
+        }
+        if (h->n_meta == h->cap_meta) {
+            int nc = h->cap_meta ? h->cap_meta * 2 : 16;
+            char **nm = realloc(h->meta, sizeof *nm * 2 * (size_t)nc);
+            if (!nm) {
+                p->err = "out of memory";
+                free(k);
+                free(v);
+                return;
+            }
+            h->meta = nm;
+            h->cap_meta = nc;
+        }
+        h->meta[2 * h->n_meta] = k;
+        h->meta[2 * h->n_meta + 1] = v;
+        h->n_meta++;
+    } while (peek(p, ',') && (p->s++, true));
+    expect(p, '}');
+}
+
+static void parse_tensor(jp *p, st_entry *e) {
+    if (!expect(p, '{')) return;
+    bool has_dtype = false, has_shape = false, has_offsets = false;
+    do {
+        char *k = jstring(p);
+        if (!k || !expect(p, ':')) {
+            free(k);
+            return;
+        }
+        if (!strcmp(k, "dtype")) {
+            char *d = jstring(p);
+            if (d && !st_dtype(d, &e->dtype)) {
+                static _Thread_local char msg[96];
+                snprintf(msg, sizeof msg, "unsupported dtype '%.40s'", d);
+                p->err = msg;
+            }
+            has_dtype = d != NULL;
+            free(d);
+        } else if (!strcmp(k, "shape")) {
+            expect(p, '[');
+            e->ndim = 0;
+            if (peek(p, ']')) p->s++;
+            else {
+                do {
+                    uint64_t v;
+                    if (e->ndim == TORC_MAX_DIMS) p->err = "a tensor has more dims than torc supports (8)";
+                    if (p->err || !juint(p, &v)) break;
+                    if (v > (uint64_t)INT64_MAX / 2) p->err = "a dim is too large";
+                    e->shape[e->ndim++] = (int64_t)v;
+                } while (peek(p, ',') && (p->s++, true));
+                expect(p, ']');
+            }
+            has_shape = true;
+        } else if (!strcmp(k, "data_offsets")) {
+            expect(p, '[');
+            juint(p, &e->begin);
+            expect(p, ',');
+            juint(p, &e->end);
+            expect(p, ']');
+            has_offsets = true;
+        } else if (!p->err) {
+            static _Thread_local char msg[96];
+            snprintf(msg, sizeof msg, "unexpected field '%.40s' in a tensor entry", k);
+            p->err = msg;
+        }
+        free(k);
+        if (p->err) return;
+    } while (peek(p, ',') && (p->s++, true));
+    expect(p, '}');
+    if (!p->err && !(has_dtype && has_shape && has_offsets)) p->err = "a tensor entry lacks dtype, shape or data_offsets";
+}
+
+static void parse_header(jp *p, st_header *h) {
+    if (!expect(p, '{')) return;
+    if (peek(p, '}')) {
+        p->s++;
+    } else {
+        do {
+            char *k = jstring(p);
+            if (!k || !expect(p, ':')) {
+                free(k);
+                return;
+            }
+            if (!strcmp(k, "__metadata__")) {
+                free(k);
+                parse_metadata(p, h);
+            } else {
+                if (h->n == h->cap) {
+                    int nc = h->cap ? h->cap * 2 : 16;
+                    st_entry *ne = realloc(h->e, sizeof *ne * (size_t)nc);
+                    if (!ne) {
+                        p->err = "out of memory";
+                        free(k);
+                        return;
+                    }
+                    h->e = ne;
+                    h->cap = nc;
+                }
+                st_entry *e = &h->e[h->n++];
+                memset(e, 0, sizeof *e);
+                e->name = k;
+                parse_tensor(p, e);
+            }
+            if (p->err) return;
+        } while (peek(p, ',') && (p->s++, true));
+        if (!expect(p, '}')) return;
+    }
+    ws(p);
+    if (p->s != p->end && !p->err) p->err = "malformed JSON header (trailing characters)";
+}
+
+static int cmp_begin(const void *a, const void *b) {
+    const st_entry *x = *(const st_entry *const *)a, *y = *(const st_entry *const *)b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+// Structural checks of the entries against the data section (data_len bytes).
+static const char *check_layout(st_header *h, uint64_t data_len, char *msg, size_t cap) {
+    for (int i = 0; i < h->n; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(h->e[i].name, h->e[j].name)) {
+                snprintf(msg, cap, "tensor '%.80s' appears twice", h->e[i].name);
+                return msg;
+            }
+    const st_entry **order = malloc(sizeof *order * (size_t)(h->n + 1));
+    if (!order) return "out of memory";
+    for (int i = 0; i < h->n; i++) order[i] = &h->e[i];
+    qsort(order, (size_t)h->n, sizeof *order, cmp_begin);
+    uint64_t at = 0;
+    const char *err = NULL;
+    for (int i = 0; i < h->n && !err; i++) {
+        const st_entry *e = order[i];
+        uint64_t numel = 1;
+        bool overflow = false;
+        for (int d = 0; d < e->ndim; d++) {
+            if (e->shape[d] && numel > UINT64_MAX / (uint64_t)e->shape[d]) overflow = true;
+            numel *= (uint64_t)e->shape[d];
+        }
+        const uint64_t esize = torc_dtype_size(e->dtype);
+        if (e->end < e->begin || e->begin != at) {
+            snprintf(msg, cap, "tensor '%.80s' has data_offsets [%llu, %llu] that overlap or leave a gap (expected to start at %llu)",
+                     e->name, (unsigned long long)e->begin, (unsigned long long)e->end, (unsigned long long)at);
+            err = msg;
+        } else if (overflow || numel > UINT64_MAX / esize || numel * esize != e->end - e->begin) {
+            snprintf(msg, cap, "tensor '%.80s' has %llu data bytes but its shape and dtype need %llu", e->name,
+                     (unsigned long long)(e->end - e->begin), (unsigned long long)(numel * esize));
+            err = msg;
+        } else if (e->end > data_len) {
+            snprintf(msg, cap, "truncated: tensor '%.80s' ends at byte %llu of a %llu-byte data section", e->name,
+                     (unsigned long long)e->end, (unsigned long long)data_len);
+            err = msg;
+        }
+        at = e->end;
+    }
+    if (!err && at != data_len) {
+        snprintf(msg, cap, "the data section has %llu bytes but the header accounts for %llu", (unsigned long long)data_len,
+                 (unsigned long long)at);
+        err = msg;
+    }
+    free(order);
+    return err;
+}
+
+torc_state_dict *torc_load(const char *path, torc_device *dev) {
+    if (!path) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_load: path is NULL");
+    if (!dev && !(dev = torc_default_device())) return NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return io_error(path, "cannot open"), NULL;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        io_error(path, "cannot stat");
+        close(fd);
+        return NULL;
+    }
+    const uint64_t size = (uint64_t)sb.st_size;
+    if (size < 8) {
+        close(fd);
+        return TORC_FAIL_NULL(TORC_ERR_IO, "'%s' is not a safetensors file: truncated (%llu bytes, less than the 8-byte header size)",
+                              path, (unsigned long long)size);
+    }
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return io_error(path, "cannot map"), NULL;
+    const unsigned char *base = map;
+    uint64_t hsize;
+    memcpy(&hsize, base, 8);
+    st_header h = {0};
+    torc_state_dict *sd = NULL;
+    char msg[320];
+    const char *err = NULL;
+    if (hsize > MAX_HEADER) {
+        snprintf(msg, sizeof msg, "header size %llu is larger than safetensors allows (corrupted?)", (unsigned long long)hsize);
+        err = msg;
+    } else if (hsize > size - 8) {
+        snprintf(msg, sizeof msg, "truncated: the header needs %llu bytes but the file has %llu after the size field",
+                 (unsigned long long)hsize, (unsigned long long)(size - 8));
+        err = msg;
+    } else if (hsize == 0 || base[8] != '{') {
+        err = "the header does not start with '{' (not a safetensors file, or corrupted)";
+    } else {
+        jp p = {(const char *)base + 8, (const char *)base + 8 + hsize, NULL};
+        parse_header(&p, &h);
+        err = p.err ? p.err : check_layout(&h, size - 8 - hsize, msg, sizeof msg);
+    }
+    const unsigned char *data = base + 8 + (err ? 0 : hsize);
+    if (!err) {
+        for (int i = 0; i < h.n_meta; i++)
+            if (!strcmp(h.meta[2 * i], CRC_KEY)) {
+                // The recorded value sits in the header; it was "00000000" when the CRC was taken.
+                const char *hdr = (const char *)base + 8;
+                const char *at = memmem(hdr, (size_t)hsize, "\"" CRC_KEY "\":\"", strlen(CRC_KEY) + 4);
+                uint32_t crc = 0;
+                if (at) {
+                    const size_t pos = (size_t)(at - hdr) + strlen(CRC_KEY) + 4;
+                    crc = crc_update(crc, hdr, pos);
+                    crc = crc_update(crc, "00000000", pos + 8 <= hsize ? 8 : 0);
+                    if (pos + 8 <= hsize) crc = crc_update(crc, hdr + pos + 8, (size_t)hsize - pos - 8);
+                }
+                char hex[9];
+                snprintf(hex, sizeof hex, "%08x", crc_update(crc, data, (size_t)(size - 8 - hsize)));
+                if (strcmp(hex, h.meta[2 * i + 1])) {
+                    snprintf(msg, sizeof msg, "corrupted: the checksum is %s but the file recorded %.8s", hex,
+                             h.meta[2 * i + 1]);
+                    err = msg;
+                }
+            }
+    }
+    if (!err) {
+        sd = torc_state_dict_new();
+        torc_status st = sd ? TORC_OK : TORC_ERR_OOM;
+        for (int i = 0; i < h.n_meta && !st; i++)
+            if (strcmp(h.meta[2 * i], CRC_KEY)) st = torc_state_dict_set_meta(sd, h.meta[2 * i], h.meta[2 * i + 1]);
+        for (int i = 0; i < h.n && !st; i++) {
+            const st_entry *e = &h.e[i];
+            torc_tensor *t = torc__new(dev, e->dtype, e->ndim, e->shape);
+            if (!t) {
+                st = torc_last_status();
+                break;
+            }
+            const size_t nb = (size_t)(e->end - e->begin);
+            void *dst = (char *)t->storage->data;
+            if (nb) {
+                if (dev->host_memory) memcpy(dst, data + e->begin, nb);
+                else st = torc__dev_copy(dev, dst, data + e->begin, nb, TORC_COPY_HOST_TO_DEVICE);
+            }
+            if (!st) st = torc_state_dict_set(sd, e->name, t);
+            torc_release(t);
+        }
+        if (st) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", torc_last_error());
+            torc_state_dict_free(sd);
+            sd = NULL;
+            torc__error(st, "loading '%s': %s", path, why);
+        }
+    } else {
+        torc__error(TORC_ERR_IO, "cannot load '%s': %s", path, err);
+    }
+    header_free(&h);
+    munmap(map, (size_t)size);
+    return sd;
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+# tests/safetensors_interop.py — torc checkpoints and Python's safetensors package (numpy
+# backend) read each other's files. Needs numpy and safetensors (tools/install-deps.sh); a
+# missing package is a failure, not a skip.
+"""usage: safetensors_interop.py CKPT_INTEROP_BINARY WORKDIR"""
+import os
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+except ImportError as e:  # CI installs them: a missing package must fail the test
+    sys.exit(f"safetensors_interop: {e} (run tools/install-deps.sh)")
+
+tool, work = sys.argv[1], sys.argv[2]
+os.makedirs(work, exist_ok=True)
+
+# 1. torc writes a checkpoint; safetensors (numpy) reads the weights and the metadata.
+path = os.path.join(work, "torc.safetensors")
+subprocess.run([tool, "write", path], check=True)
+t = load_file(path)
+expect = {
+    # after one SGD step (lr 0.1, gradient 1): w - 0.1 in float32
+    "layers.0.weight": (np.arange(12, dtype=np.float32).reshape(3, 4) * 0.5 - 1) - np.float32(0.1),
+    "final.weight": np.array([[1.0], [-2.0], [3.5]], dtype=np.float32),
+    "counts": np.array([[1, -2], [3, -4]], dtype=np.int64),
+    "half": np.array([0.5, -1.5, 65504], dtype=np.float16),
+    "mask": np.array([True, False, True, True]),
+    "scalar": np.array(3.25, dtype=np.float64),
+}
+for name, want in expect.items():
+    got = t[name]
+    assert got.dtype == want.dtype, f"{name}: dtype {got.dtype} != {want.dtype}"
+    assert got.shape == want.shape, f"{name}: shape {got.shape} != {want.shape}"
+    assert np.array_equal(got, want), f"{name}: {got} != {want}"
+# The optimizer's state rides along: SGD momentum buffer after one step is the gradient (ones).
+assert np.array_equal(t["optimizer.state.0.momentum_buffer"], np.ones((3, 4), np.float32))
+with safe_open(path, framework="np") as f:
+    meta = f.metadata()
+assert meta["torc.format"] == "torc-checkpoint/1", meta
+assert meta["step"] == "7" and meta["generator.seed"] == "1234", meta
+assert meta["optimizer.name"] == "sgd" and meta["optimizer.param_groups.0.momentum"] == "0.90000000000000002", meta
+print(f"safetensors {__import__('safetensors').__version__} read torc's checkpoint: {len(t)} tensors, {len(meta)} metadata")
+
+# 2. safetensors writes a file; torc reads it (the C tool checks every value).
+path = os.path.join(work, "python.safetensors")
+save_file({
+    "weight": np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32) * 0.25,
+    "ids": np.array([0, -1, 2**40, 7], dtype=np.int64),
+    "flags": np.array([True, False, True]),
+    "h": np.array([1.5, -2.0], dtype=np.float16),
+    "d": np.array(2.5, dtype=np.float64),
+    "u": np.array([0, 255], dtype=np.uint8),
+    "i32": np.array([[-7, 2**31 - 1]], dtype=np.int32),
+    "empty": np.zeros((0, 3), dtype=np.float32),
+}, path, metadata={"who": "python", "note": "\u00fcnic\u00f6de \"quoted\" back\\slash"})
+subprocess.run([tool, "read", path], check=True)

@@ -1,0 +1,433 @@
+// tests/test_autocast.c — the autocast policy table (which op runs in which dtype under each
+// autocast dtype), gradients reaching f32 parameters as f32, scopes, and fp8 autocast.
+#include <pthread.h>
+
+#include "testutil.h"
+
+static void ok(torc_status st) { ck_assert_msg(st == TORC_OK, "status %d: %s", st, torc_last_error()); }
+
+static torc_tensor *rnd(int64_t r, int64_t c, torc_dtype d, uint64_t seed) {
+    torc_generator *g = torc_generator_new(seed);
+    torc_tensor *t = torc_to_dtype(torc_randn(TORC_SHAPE(r, c), TORC_DTYPE_F32, g), d);
+    torc_generator_free(g);
+    return t;
+}
+
+static torc_dtype dt(torc_tensor *t) {
+    ck_assert_msg(t != NULL, "op failed: %s", torc_last_error());
+    return torc_get_dtype(t);
+}
+
+// Asserts a and b hold bit-identical values of the same dtype and shape.
+static void assert_same(torc_tensor *a, torc_tensor *b) {
+    ck_assert_int_eq(dt(a), dt(b));
+    ck_assert_int_eq(torc_numel(a), torc_numel(b));
+    double *va = tu_values(a), *vb = tu_values(b);
+    for (int64_t i = 0; i < torc_numel(a); i++)
+        ck_assert_msg(va[i] == vb[i] || (isnan(va[i]) && isnan(vb[i])), "element %lld: %.9g != %.9g", (long long)i,
+                      va[i], vb[i]);
+    free(va);
+    free(vb);
+}
+
+// ---- the policy table ----
+typedef enum { LOW, F32, SAME } expect_kind;
+
+// One row: an op applied to a bf16/f16 (or f32) input and the dtype autocast must give.
+typedef struct policy_row {
+    const char *name;
+    torc_tensor *(*fn)(torc_tensor *x, torc_tensor *y);
+    expect_kind kind;
+} policy_row;
+
+static torc_tensor *p_matmul(torc_tensor *x, torc_tensor *y) { return torc_matmul(x, torc_transpose(y, 0, 1)); }
+static torc_tensor *p_sum(torc_tensor *x, torc_tensor *y) { (void)y; return torc_sum(x, TORC_ALL_DIMS, false); }
+static torc_tensor *p_mean(torc_tensor *x, torc_tensor *y) { (void)y; return torc_mean(x, TORC_DIMS(1), true); }
+static torc_tensor *p_prod(torc_tensor *x, torc_tensor *y) { (void)y; return torc_prod(x, TORC_DIMS(0), false); }
+static torc_tensor *p_norm(torc_tensor *x, torc_tensor *y) { (void)y; return torc_norm(x, 2, TORC_ALL_DIMS, false); }
+static torc_tensor *p_lse(torc_tensor *x, torc_tensor *y) { (void)y; return torc_logsumexp(x, TORC_DIMS(1), false); }
+static torc_tensor *p_softmax(torc_tensor *x, torc_tensor *y) { (void)y; return torc_softmax(x, -1); }
+static torc_tensor *p_log_softmax(torc_tensor *x, torc_tensor *y) { (void)y; return torc_log_softmax(x, -1); }
+static torc_tensor *p_exp(torc_tensor *x, torc_tensor *y) { (void)y; return torc_exp(x); }
+static torc_tensor *p_log(torc_tensor *x, torc_tensor *y) { (void)y; return torc_log(torc_abs(x)); }
+static torc_tensor *p_reciprocal(torc_tensor *x, torc_tensor *y) { (void)y; return torc_reciprocal(x); }
+static torc_tensor *p_rsqrt(torc_tensor *x, torc_tensor *y) { (void)y; return torc_rsqrt(torc_abs(x)); }
+static torc_tensor *p_mse(torc_tensor *x, torc_tensor *y) { return torc_mse_loss(x, y); }
+static torc_tensor *p_ce(torc_tensor *x, torc_tensor *y) {
+    (void)y;
+    const int64_t labels[2] = {1, 0};
+    return torc_cross_entropy(x, torc_tensor_from(labels, TORC_SHAPE(2), TORC_DTYPE_I64));
+}
+static torc_tensor *p_nll(torc_tensor *x, torc_tensor *y) {
+    (void)y;
+    const int64_t labels[2] = {2, 1};
+    return torc_nll_loss(x, torc_tensor_from(labels, TORC_SHAPE(2), TORC_DTYPE_I64));
+}
+static torc_tensor *p_amax(torc_tensor *x, torc_tensor *y) { (void)y; return torc_amax(x, TORC_ALL_DIMS, false); }
+static torc_tensor *p_var(torc_tensor *x, torc_tensor *y) { (void)y; return torc_var(x, TORC_ALL_DIMS, 1.0, false); }
+static torc_tensor *p_relu(torc_tensor *x, torc_tensor *y) { (void)y; return torc_relu(x); }
+static torc_tensor *p_tanh(torc_tensor *x, torc_tensor *y) { (void)y; return torc_tanh(x); }
+static torc_tensor *p_add(torc_tensor *x, torc_tensor *y) { return torc_add(x, y); }
+static torc_tensor *p_mul(torc_tensor *x, torc_tensor *y) { return torc_mul(x, y); }
+
+static const policy_row g_policy[] = {
+    {"matmul", p_matmul, LOW},         {"sum", p_sum, F32},         {"mean", p_mean, F32},
+    {"prod", p_prod, F32},             {"norm", p_norm, F32},       {"logsumexp", p_lse, F32},
+    {"softmax", p_softmax, F32},       {"log_softmax", p_log_softmax, F32},
+    {"exp", p_exp, F32},               {"log", p_log, F32},         {"reciprocal", p_reciprocal, F32},
+    {"rsqrt", p_rsqrt, F32},           {"mse_loss", p_mse, F32},    {"cross_entropy", p_ce, F32},
+    {"nll_loss", p_nll, F32},          {"amax", p_amax, SAME},      {"var", p_var, SAME},
+    {"relu", p_relu, SAME},            {"tanh", p_tanh, SAME},      {"add", p_add, SAME},
+    {"mul", p_mul, SAME},
+};
+#define N_POLICY (int)(sizeof g_policy / sizeof g_policy[0])
+
+// Under autocast to `low`, every row applied to inputs of dtype `in` gives the expected dtype.
+static void check_policy(torc_dtype low, torc_dtype in) {
+    for (int i = 0; i < N_POLICY; i++) {
+        torc_scope_push();
+        torc_tensor *x = rnd(2, 3, in, 1), *y = rnd(2, 3, in, 2);
+        ok(torc_autocast_begin(low));
+        torc_tensor *r = g_policy[i].fn(x, y);
+        ok(torc_autocast_end());
+        const torc_dtype want = g_policy[i].kind == LOW ? low : g_policy[i].kind == F32 ? TORC_DTYPE_F32 : in;
+        ck_assert_msg(r != NULL, "%s under %s on %s: %s", g_policy[i].name, torc_dtype_name(low), torc_dtype_name(in),
+                      torc_last_error());
+        ck_assert_msg(dt(r) == want, "%s under autocast(%s) on %s gave %s, expected %s", g_policy[i].name,
+                      torc_dtype_name(low), torc_dtype_name(in), torc_dtype_name(dt(r)), torc_dtype_name(want));
+        // Outside the scope the same call keeps its usual dtype.
+        torc_tensor *plain = g_policy[i].fn(x, y);
+        ck_assert_msg(dt(plain) == in, "%s outside autocast gave %s", g_policy[i].name, torc_dtype_name(dt(plain)));
+        torc_scope_pop();
+    }
+}
+
+START_TEST(policy_table_bf16) {
+    check_policy(TORC_DTYPE_BF16, TORC_DTYPE_BF16);
+    check_policy(TORC_DTYPE_BF16, TORC_DTYPE_F16);  // f16 input: matmul becomes bf16, f32 ops f32
+}
+END_TEST
+
+START_TEST(policy_table_f16) {
+    check_policy(TORC_DTYPE_F16, TORC_DTYPE_F16);
+    check_policy(TORC_DTYPE_F16, TORC_DTYPE_BF16);
+}
+END_TEST
+
+START_TEST(policy_on_f32_inputs) {
+    torc_scope_push();
+    torc_tensor *x = rnd(4, 3, TORC_DTYPE_F32, 3), *w = rnd(3, 5, TORC_DTYPE_F32, 4);
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    torc_tensor *y = torc_matmul(x, w);
+    torc_tensor *y32 = torc_matmul_out_dtype(x, w, TORC_DTYPE_F32);  // bf16 x bf16 -> f32
+    torc_tensor *s = torc_sum(x, TORC_ALL_DIMS, false), *e = torc_exp(x);
+    torc_tensor *mixed = torc_add(y, torc_zeros(TORC_SHAPE(4, 5), TORC_DTYPE_F32));  // promotion: f32
+    ok(torc_autocast_end());
+    ck_assert_int_eq(dt(y), TORC_DTYPE_BF16);
+    ck_assert_int_eq(dt(y32), TORC_DTYPE_F32);
+    ck_assert_int_eq(dt(s), TORC_DTYPE_F32);
+    ck_assert_int_eq(dt(e), TORC_DTYPE_F32);
+    ck_assert_int_eq(dt(mixed), TORC_DTYPE_F32);
+    // The values are those of the explicit casts.
+    torc_tensor *xb = torc_to_dtype(x, TORC_DTYPE_BF16), *wb = torc_to_dtype(w, TORC_DTYPE_BF16);
+    assert_same(y, torc_matmul(xb, wb));
+    assert_same(y32, torc_matmul_out_dtype(xb, wb, TORC_DTYPE_F32));
+    assert_same(s, torc_sum(x, TORC_ALL_DIMS, false));
+    // Batched and 1-D operands, einsum's contraction: all in the autocast dtype.
+    torc_tensor *xb3 = torc_randn(TORC_SHAPE(2, 4, 3), TORC_DTYPE_F32, NULL);
+    torc_tensor *v = torc_randn(TORC_SHAPE(3), TORC_DTYPE_F32, NULL);
+    ok(torc_autocast_begin(TORC_DTYPE_F16));
+    ck_assert_int_eq(dt(torc_matmul(xb3, w)), TORC_DTYPE_F16);
+    ck_assert_int_eq(dt(torc_matmul(x, v)), TORC_DTYPE_F16);
+    ck_assert_int_eq(dt(TORC_EINSUM("b i j, j k -> b i k", xb3, w)), TORC_DTYPE_F16);
+    ok(torc_autocast_end());
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(integers_and_f64_are_never_cast) {
+    torc_scope_push();
+    const int64_t iv[4] = {1, 2, 3, 4};
+    torc_tensor *i = torc_tensor_from(iv, TORC_SHAPE(2, 2), TORC_DTYPE_I64);
+    torc_tensor *d = torc_ones(TORC_SHAPE(2, 2), TORC_DTYPE_F64);
+    torc_tensor *mask = torc_gt_scalar(i, torc_s(2));
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    torc_tensor *ii = torc_matmul(i, i);
+    torc_tensor *dd = torc_matmul(d, d);
+    torc_tensor *is = torc_sum(i, TORC_ALL_DIMS, false);
+    torc_tensor *ds = torc_exp(d);
+    torc_tensor *m = torc_logical_not(mask);
+    ok(torc_autocast_end());
+    ck_assert_int_eq(dt(ii), TORC_DTYPE_I64);
+    tu_assert_values(ii, TU_ARR(7, 10, 15, 22), 0);
+    ck_assert_int_eq(dt(dd), TORC_DTYPE_F64);
+    ck_assert_int_eq(dt(is), TORC_DTYPE_I64);
+    ck_assert_int_eq(dt(ds), TORC_DTYPE_F64);
+    ck_assert_int_eq(dt(m), TORC_DTYPE_BOOL);
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(scopes_nest_and_disable) {
+    torc_scope_push();
+    torc_tensor *x = rnd(2, 2, TORC_DTYPE_F32, 5);
+    ck_assert(!torc_is_autocast_enabled());
+    ck_assert_int_eq(torc_autocast_dtype(), TORC_DTYPE_F32);
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    ck_assert(torc_is_autocast_enabled());
+    ck_assert_int_eq(dt(torc_matmul(x, x)), TORC_DTYPE_BF16);
+    ok(torc_autocast_begin(TORC_DTYPE_F32));  // autocast(enabled=False)
+    ck_assert(!torc_is_autocast_enabled());
+    ck_assert_int_eq(dt(torc_matmul(x, x)), TORC_DTYPE_F32);
+    ok(torc_autocast_begin(TORC_DTYPE_F16));
+    ck_assert_int_eq(torc_autocast_dtype(), TORC_DTYPE_F16);
+    ck_assert_int_eq(dt(torc_matmul(x, x)), TORC_DTYPE_F16);
+    ok(torc_autocast_end());
+    ok(torc_autocast_end());
+    ck_assert_int_eq(dt(torc_matmul(x, x)), TORC_DTYPE_BF16);
+    ok(torc_autocast_end());
+    ck_assert_int_eq(dt(torc_matmul(x, x)), TORC_DTYPE_F32);
+    // Errors.
+    ck_assert_int_eq(torc_autocast_end(), TORC_ERR_INVALID_ARG);
+    tu_assert_error(TORC_ERR_INVALID_ARG, "without a matching torc_autocast_begin");
+    ck_assert_int_eq(torc_autocast_begin(TORC_DTYPE_I32), TORC_ERR_DTYPE);
+    tu_assert_error(TORC_ERR_DTYPE, "target dtype Int is not supported");
+    ck_assert_int_eq(torc_autocast_begin(TORC_DTYPE_F64), TORC_ERR_DTYPE);
+    ck_assert(!torc_is_autocast_enabled());
+    for (int i = 0; i < 64; i++) ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    ck_assert_int_eq(torc_autocast_begin(TORC_DTYPE_BF16), TORC_ERR_INVALID_ARG);
+    for (int i = 0; i < 64; i++) ok(torc_autocast_end());
+    torc_scope_pop();
+}
+END_TEST
+
+static void *other_thread(void *arg) {
+    torc_tensor *x = arg;
+    torc_scope_push();
+    torc_tensor *y = torc_matmul(x, x);
+    bool plain = y && torc_get_dtype(y) == TORC_DTYPE_F32 && !torc_is_autocast_enabled();
+    torc_scope_pop();
+    return plain ? x : NULL;
+}
+
+START_TEST(scopes_are_per_thread) {
+    torc_scope_push();
+    torc_tensor *x = rnd(2, 2, TORC_DTYPE_F32, 6);
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    pthread_t th;
+    void *res = NULL;
+    ck_assert_int_eq(pthread_create(&th, NULL, other_thread, x), 0);
+    ck_assert_int_eq(pthread_join(th, &res), 0);
+    ck_assert_ptr_eq(res, x);
+    ok(torc_autocast_end());
+    torc_scope_pop();
+}
+END_TEST
+
+// ---- gradients ----
+START_TEST(gradients_reach_f32_params_as_f32) {
+    torc_scope_push();
+    torc_tensor *x = rnd(4, 3, TORC_DTYPE_F32, 7), *target = rnd(4, 5, TORC_DTYPE_F32, 8);
+    torc_tensor *w = torc_parameter(rnd(3, 5, TORC_DTYPE_F32, 9));
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    torc_tensor *y = torc_matmul(x, w);
+    torc_tensor *loss = torc_mse_loss(y, target);
+    ok(torc_autocast_end());
+    ck_assert_int_eq(dt(y), TORC_DTYPE_BF16);
+    ck_assert_int_eq(dt(loss), TORC_DTYPE_F32);
+    ck_assert_str_eq(torc_grad_fn_name(y), "MmBackward0");
+    ok(torc_backward(loss, NULL, false));
+    torc_tensor *gw = torc_grad(w);
+    ck_assert_int_eq(dt(gw), TORC_DTYPE_F32);
+    tu_assert_shape(gw, 3, 5);
+    // The same graph written with explicit casts gives the same gradient, bit for bit.
+    torc_tensor *w2 = torc_parameter(torc_clone(w));
+    torc_tensor *y2 = torc_matmul(torc_to_dtype(x, TORC_DTYPE_BF16), torc_to_dtype(w2, TORC_DTYPE_BF16));
+    ok(torc_backward(torc_mse_loss(torc_to_dtype(y2, TORC_DTYPE_F32), target), NULL, false));
+    assert_same(gw, torc_grad(w2));
+    // And it is close to the f32 gradient.
+    torc_tensor *w3 = torc_parameter(torc_clone(w));
+    ok(torc_backward(torc_mse_loss(torc_matmul(x, w3), target), NULL, false));
+    double *a = tu_values(gw), *b = tu_values(torc_grad(w3));
+    for (int i = 0; i < 15; i++) ck_assert_msg(fabs(a[i] - b[i]) <= 0.03 * (fabs(b[i]) + 0.1), "%g vs %g", a[i], b[i]);
+    free(a);
+    free(b);
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(backward_inside_the_scope_and_modules) {
+    torc_scope_push();
+    torc_module *m = torc_cruncher_new(8, 2, TORC_DTYPE_F32, NULL);
+    ck_assert_ptr_nonnull(m);
+    torc_tensor *x = rnd(16, 8, TORC_DTYPE_F32, 10), *t = torc_randn(TORC_SHAPE(16), TORC_DTYPE_F32, NULL);
+    for (int mode = 0; mode < 2; mode++) {
+        ok(torc_module_zero_grad(m, true));
+        ok(torc_autocast_begin(mode ? TORC_DTYPE_F16 : TORC_DTYPE_BF16));
+        torc_tensor *y = torc_module_forward(m, x);
+        ck_assert_int_eq(dt(y), mode ? TORC_DTYPE_F16 : TORC_DTYPE_BF16);
+        torc_tensor *loss = torc_mse_loss(y, t);
+        ck_assert_int_eq(dt(loss), TORC_DTYPE_F32);
+        ok(torc_backward(loss, NULL, false));  // inside the scope: backward does not autocast
+        ok(torc_autocast_end());
+        for (int i = 0; i < torc_module_param_count(m); i++) {
+            torc_tensor *p = torc_module_param(m, i), *g = torc_grad(p);
+            ck_assert_int_eq(dt(p), TORC_DTYPE_F32);
+            ck_assert_msg(g && dt(g) == TORC_DTYPE_F32, "%s: grad missing or not f32", torc_module_param_name(m, i));
+        }
+    }
+    torc_module_free(m);
+    torc_scope_pop();
+}
+END_TEST
+
+// ---- fp8 ----
+START_TEST(fp8_forward_matches_explicit_scaled_mm) {
+    torc_scope_push();
+    torc_tensor *x = rnd(6, 16, TORC_DTYPE_F32, 11);
+    torc_tensor *w = torc_parameter(torc_mul_scalar(rnd(16, 8, TORC_DTYPE_F32, 12), torc_s(0.25)));
+    ck_assert_ptr_null(torc_autocast_fp8_scales(w));
+    torc_flops_reset();
+    ok(torc_autocast_begin(TORC_DTYPE_F8_E4M3FN));
+    torc_tensor *y = torc_matmul(x, w);
+    torc_tensor *other = torc_matmul(x, torc_transpose(x, 0, 1));  // no parameter: bf16
+    torc_tensor *loss = torc_sum(y, TORC_ALL_DIMS, false);
+    ok(torc_autocast_end());
+    ck_assert_int_eq(dt(y), TORC_DTYPE_BF16);
+    ck_assert_int_eq(dt(other), TORC_DTYPE_BF16);
+    ck_assert_int_eq(dt(loss), TORC_DTYPE_F32);
+    ck_assert_str_eq(torc_grad_fn_name(y), "ScaledMmBackward0");
+    ck_assert_uint_eq(torc_flops(TORC_PHASE_FORWARD, TORC_OP_SCALED_MM, TORC_DTYPE_F8_E4M3FN), 2 * 6 * 8 * 16);
+    // First use: each scale is 448 / amax of its tensor.
+    double ax, aw;
+    ok(torc_item(torc_amax(torc_abs(x), TORC_ALL_DIMS, false), &ax));
+    ok(torc_item(torc_amax(torc_abs(w), TORC_ALL_DIMS, false), &aw));
+    torc_tensor *sc = torc_autocast_fp8_scales(w);
+    ck_assert_ptr_nonnull(sc);
+    double s[3];
+    for (int i = 0; i < 2; i++) ok(torc_item(torc_select(sc, 0, i), &s[i]));
+    ck_assert_double_eq_tol(s[0], 448.0 / ax, 448.0 / ax * 1e-6);
+    ck_assert_double_eq_tol(s[1], 448.0 / aw, 448.0 / aw * 1e-6);
+    // y is exactly scaled_mm of the explicitly cast operands.
+    torc_tensor *s0 = torc_select(sc, 0, 0), *s1 = torc_select(sc, 0, 1);
+    torc_tensor *xq = torc_to_fp8_scaled(x, s0, TORC_DTYPE_F8_E4M3FN), *wq = torc_to_fp8_scaled(w, s1, TORC_DTYPE_F8_E4M3FN);
+    torc_no_grad_begin();
+    torc_tensor *expect = torc_scaled_mm(xq, wq, torc_reciprocal(s0), torc_reciprocal(s1), TORC_DTYPE_BF16, NULL, NULL);
+    torc_no_grad_end();
+    assert_same(y, expect);
+    // Backward: the output's gradient (ones) goes to e5m2 with scale 57344 / 1; dW = xq^T @ gq.
+    ok(torc_backward(loss, NULL, false));
+    torc_tensor *gw = torc_grad(w);
+    ck_assert_int_eq(dt(gw), TORC_DTYPE_F32);
+    sc = torc_autocast_fp8_scales(w);
+    double sg;
+    ok(torc_item(torc_select(sc, 0, 2), &sg));
+    ck_assert_double_eq(sg, 57344.0);
+    torc_tensor *gq = torc_to_fp8_scaled(torc_ones(TORC_SHAPE(6, 8), TORC_DTYPE_F32), torc_select(sc, 0, 2),
+                                         TORC_DTYPE_F8_E5M2);
+    torc_tensor *ginv = torc_reciprocal(torc_select(sc, 0, 2));
+    assert_same(gw, torc_scaled_mm(torc_transpose(xq, 0, 1), gq, torc_reciprocal(s0), ginv, TORC_DTYPE_F32, NULL, NULL));
+    // x does not require grad, so only dW ran: its FLOPs count in the backward phase, in e4m3
+    // (its first operand is xq^T).
+    ck_assert_uint_eq(torc_flops(TORC_PHASE_BACKWARD, TORC_OP_SCALED_MM, TORC_DTYPE_F8_E4M3FN), 2 * 6 * 8 * 16);
+    // The amax history's first row holds this step's amaxes.
+    torc_tensor *h = torc_autocast_fp8_amax_history(w);
+    tu_assert_shape(h, 1024, 3);
+    double h0, h1, h2;
+    ok(torc_item(torc_select(torc_select(h, 0, 0), 0, 0), &h0));
+    ok(torc_item(torc_select(torc_select(h, 0, 0), 0, 1), &h1));
+    ok(torc_item(torc_select(torc_select(h, 0, 0), 0, 2), &h2));
+    ck_assert_double_eq(h0, ax);
+    ck_assert_double_eq(h1, aw);
+    ck_assert_double_eq(h2, 1.0);
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(fp8_delayed_scaling_and_input_grads) {
+    torc_scope_push();
+    ok(torc_autocast_set_fp8_recipe(4, 1));
+    torc_tensor *w = torc_parameter(rnd(8, 4, TORC_DTYPE_F32, 13));
+    torc_tensor *x1 = rnd(3, 8, TORC_DTYPE_F32, 14);
+    torc_tensor *x2 = torc_mul_scalar(rnd(3, 8, TORC_DTYPE_F32, 15), torc_s(10.0));
+    torc_set_requires_grad(x2, true);
+    ok(torc_autocast_begin(TORC_DTYPE_F8_E4M3FN));
+    torc_tensor *y1 = torc_matmul(x1, w);  // step 1: scales from the current amaxes
+    torc_tensor *y2 = torc_matmul(x2, w);  // step 2: scales from the history (step 1's amaxes)
+    ok(torc_autocast_end());
+    ck_assert(y1 && y2);
+    double a1, s0;
+    ok(torc_item(torc_amax(torc_abs(x1), TORC_ALL_DIMS, false), &a1));
+    torc_tensor *sc = torc_autocast_fp8_scales(w);
+    ok(torc_item(torc_select(sc, 0, 0), &s0));
+    ck_assert_double_eq_tol(s0, 448.0 / a1 / 2.0, s0 * 1e-6);  // margin 1 halves it
+    tu_assert_shape(torc_autocast_fp8_amax_history(w), 4, 3);
+    // x2 is 10x larger than the scale expects: its values saturate at 448 / s0, and the result
+    // is still finite; the input's gradient arrives in x2's dtype.
+    ok(torc_backward(torc_sum(y2, TORC_ALL_DIMS, false), NULL, false));
+    torc_tensor *gx = torc_grad(x2);
+    ck_assert_int_eq(dt(gx), TORC_DTYPE_F32);
+    tu_assert_shape(gx, 3, 8);
+    // dx = ones @ w^T: every row is the row sums of w, within fp8 precision.
+    torc_tensor *rows = torc_sum(w, TORC_DIMS(1), false);
+    double *g = tu_values(gx), *r = tu_values(rows);
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 8; k++)
+            ck_assert_msg(fabs(g[i * 8 + k] - r[k]) <= 0.15 * fabs(r[k]) + 0.05, "dx[%d][%d] = %g, expected ~%g", i, k,
+                          g[i * 8 + k], r[k]);
+    free(g);
+    free(r);
+    ok(torc_autocast_set_fp8_recipe(1024, 0));
+    ck_assert_int_eq(torc_autocast_set_fp8_recipe(0, 0), TORC_ERR_INVALID_ARG);
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(fp8_training_a_linear_layer_converges) {
+    // y = x @ w_true learned by a 16x4 Linear under fp8 autocast with SGD written out.
+    torc_scope_push();
+    torc_tensor *w_true = rnd(16, 4, TORC_DTYPE_F32, 16);
+    torc_tensor *w = torc_parameter(torc_zeros(TORC_SHAPE(16, 4), TORC_DTYPE_F32));
+    torc_generator *gen = torc_generator_new(17);
+    double first = 0, last = 0;
+    for (int step = 0; step < 60; step++) {
+        torc_scope_push();
+        torc_tensor *x = torc_randn(TORC_SHAPE(32, 16), TORC_DTYPE_F32, gen);
+        torc_tensor *target = torc_matmul(x, w_true);
+        ok(torc_autocast_begin(TORC_DTYPE_F8_E4M3FN));
+        torc_tensor *loss = torc_mse_loss(torc_matmul(x, w), target);
+        ok(torc_autocast_end());
+        ok(torc_backward(loss, NULL, false));
+        torc_no_grad_begin();
+        ok(torc_add_scaled_(w, torc_grad(w), torc_s(-0.1)));
+        torc_no_grad_end();
+        ok(torc_set_grad(w, NULL));
+        ok(torc_item(loss, step ? &last : &first));
+        torc_scope_pop();
+    }
+    torc_generator_free(gen);
+    ck_assert_msg(last < first * 0.05, "fp8 training did not converge: %g -> %g", first, last);
+    torc_scope_pop();
+}
+END_TEST
+
+static Suite *make_suite(void) {
+    Suite *s = suite_create("autocast");
+    TCase *tc = tcase_create("autocast");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, policy_table_bf16);
+    tcase_add_test(tc, policy_table_f16);
+    tcase_add_test(tc, policy_on_f32_inputs);
+    tcase_add_test(tc, integers_and_f64_are_never_cast);
+    tcase_add_test(tc, scopes_nest_and_disable);
+    tcase_add_test(tc, scopes_are_per_thread);
+    tcase_add_test(tc, gradients_reach_f32_params_as_f32);
+    tcase_add_test(tc, backward_inside_the_scope_and_modules);
+    tcase_add_test(tc, fp8_forward_matches_explicit_scaled_mm);
+    tcase_add_test(tc, fp8_delayed_scaling_and_input_grads);
+    tcase_add_test(tc, fp8_training_a_linear_layer_converges);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run(make_suite()); }

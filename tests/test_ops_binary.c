@@ -1,0 +1,253 @@
+// tests/test_ops_binary.c — binary ops, their scalar and in-place forms against PyTorch goldens
+// (tests/golden/ops_binary.txt): every dtype, strided/broadcast/zero-size/zero-dim operands, promotion, errors.
+#include "opsgolden.h"
+
+#define FILE_ "ops_binary.txt"
+
+// ---- tensor (op) tensor ----
+typedef torc_tensor *(*binary_fn)(const torc_tensor *, const torc_tensor *);
+typedef torc_tensor *(*scalar_fn)(const torc_tensor *, torc_scalar);
+
+static const struct {
+    const char *name;
+    binary_fn fn;
+    og_tol tol;  // f32/f64 results equal PyTorch's bit for bit (one rounding of the exact value)
+} g_binary[] = {
+    {"add", torc_add, OG_EXACT},       {"sub", torc_sub, OG_EXACT},         {"mul", torc_mul, OG_EXACT},
+    {"div", torc_div, OG_EXACT},       {"pow", torc_pow, OG_CLOSE},        {"maximum", torc_maximum, OG_EXACT},
+    {"minimum", torc_minimum, OG_EXACT}, {"eq", torc_eq, OG_EXACT},         {"ne", torc_ne, OG_EXACT},
+    {"lt", torc_lt, OG_EXACT},         {"le", torc_le, OG_EXACT},           {"gt", torc_gt, OG_EXACT},
+    {"ge", torc_ge, OG_EXACT},         {"logical_and", torc_logical_and, OG_EXACT}, {"logical_or", torc_logical_or, OG_EXACT},
+};
+#define N_BINARY ((int)(sizeof g_binary / sizeof g_binary[0]))
+
+static const struct {
+    const char *name;
+    scalar_fn fn;
+} g_scalar[] = {
+    {"add_scalar", torc_add_scalar}, {"sub_scalar", torc_sub_scalar}, {"mul_scalar", torc_mul_scalar},
+    {"div_scalar", torc_div_scalar}, {"rsub_scalar", torc_rsub_scalar}, {"rdiv_scalar", torc_rdiv_scalar},
+    {"eq_scalar", torc_eq_scalar},   {"ne_scalar", torc_ne_scalar},   {"lt_scalar", torc_lt_scalar},
+    {"le_scalar", torc_le_scalar},   {"gt_scalar", torc_gt_scalar},   {"ge_scalar", torc_ge_scalar},
+    {"maximum_scalar", torc_maximum_scalar}, {"minimum_scalar", torc_minimum_scalar},
+};
+#define N_SCALAR ((int)(sizeof g_scalar / sizeof g_scalar[0]))
+
+static binary_fn g_cur_binary;
+static torc_tensor *run_binary(const og_case *c, torc_tensor **in) {
+    (void)c;
+    return g_cur_binary(in[0], in[1]);
+}
+
+START_TEST(binary_ops_match_pytorch) {
+    g_cur_binary = g_binary[_i].fn;
+    og_run_cases(FILE_, g_binary[_i].name, run_binary, g_binary[_i].tol);
+}
+END_TEST
+
+static scalar_fn g_cur_scalar;
+static torc_tensor *run_scalar(const og_case *c, torc_tensor **in) { return g_cur_scalar(in[0], c->sc[0]); }
+
+// PyTorch multiplies and divides an f16/bf16 tensor by a Python float in float32 (0.1f); torc
+// carries the scalar as a zero-dim tensor of the result dtype (0.1 rounded to half), which can
+// differ by one ulp there: those two ops compare within 1 ulp, the rest bit for bit.
+static int scalar_tol(const char *name) {
+    return !strncmp(name, "mul_scalar", 10) || !strncmp(name, "div_scalar", 10) ? OG_CLOSE : OG_EXACT;
+}
+
+START_TEST(scalar_ops_match_pytorch) {
+    g_cur_scalar = g_scalar[_i].fn;
+    og_run_cases(FILE_, g_scalar[_i].name, run_scalar, scalar_tol(g_scalar[_i].name));
+}
+END_TEST
+
+static torc_tensor *run_add_scaled(const og_case *c, torc_tensor **in) { return torc_add_scaled(in[0], in[1], c->sc[0]); }
+
+START_TEST(add_scaled_matches_pytorch) { og_run_cases(FILE_, "add_scaled", run_add_scaled, OG_EXACT); }
+END_TEST
+
+// ---- in place ----
+typedef torc_status (*inplace_fn)(torc_tensor *, const torc_tensor *);
+typedef torc_status (*inplace_scalar_fn)(torc_tensor *, torc_scalar);
+static const struct {
+    const char *name;
+    inplace_fn fn;
+} g_inplace[] = {
+    {"add_", torc_add_}, {"sub_", torc_sub_}, {"mul_", torc_mul_}, {"div_", torc_div_},
+    {"maximum_", torc_maximum_}, {"copy_", torc_copy_},
+};
+#define N_INPLACE ((int)(sizeof g_inplace / sizeof g_inplace[0]))
+static const struct {
+    const char *name;
+    inplace_scalar_fn fn;
+} g_inplace_scalar[] = {
+    {"add_scalar_", torc_add_scalar_}, {"sub_scalar_", torc_sub_scalar_}, {"mul_scalar_", torc_mul_scalar_},
+    {"div_scalar_", torc_div_scalar_}, {"fill_", torc_fill_},
+};
+#define N_INPLACE_SCALAR ((int)(sizeof g_inplace_scalar / sizeof g_inplace_scalar[0]))
+
+static inplace_fn g_cur_inplace;
+static torc_status run_inplace(const og_case *c, torc_tensor *self, torc_tensor **in) {
+    (void)c;
+    return g_cur_inplace(self, in[1]);
+}
+START_TEST(inplace_ops_match_pytorch) {
+    g_cur_inplace = g_inplace[_i].fn;
+    og_run_inplace_cases(FILE_, g_inplace[_i].name, run_inplace, OG_EXACT);
+}
+END_TEST
+
+static inplace_scalar_fn g_cur_inplace_scalar;
+static torc_status run_inplace_scalar(const og_case *c, torc_tensor *self, torc_tensor **in) {
+    (void)in;
+    return g_cur_inplace_scalar(self, c->sc[0]);
+}
+START_TEST(inplace_scalar_ops_match_pytorch) {
+    g_cur_inplace_scalar = g_inplace_scalar[_i].fn;
+    og_run_inplace_cases(FILE_, g_inplace_scalar[_i].name, run_inplace_scalar, scalar_tol(g_inplace_scalar[_i].name));
+}
+END_TEST
+
+static torc_status run_add_scaled_(const og_case *c, torc_tensor *self, torc_tensor **in) {
+    return torc_add_scaled_(self, in[1], c->sc[0]);
+}
+static torc_status run_zero_(const og_case *c, torc_tensor *self, torc_tensor **in) {
+    (void)c, (void)in;
+    return torc_zero_(self);
+}
+static torc_status run_addcmul_(const og_case *c, torc_tensor *self, torc_tensor **in) {
+    return torc_addcmul_(self, in[1], in[2], c->sc[0]);
+}
+static torc_status run_addcdiv_(const og_case *c, torc_tensor *self, torc_tensor **in) {
+    return torc_addcdiv_(self, in[1], in[2], c->sc[0]);
+}
+START_TEST(add_scaled_inplace_matches_pytorch) { og_run_inplace_cases(FILE_, "add_scaled_", run_add_scaled_, OG_EXACT); }
+END_TEST
+START_TEST(zero_inplace_matches_pytorch) { og_run_inplace_cases(FILE_, "zero_", run_zero_, OG_EXACT); }
+END_TEST
+// addcmul/addcdiv: PyTorch fuses value*a*b into one rounding, torc runs two ops (tolerance).
+START_TEST(addcmul_addcdiv_match_pytorch) {
+    og_run_inplace_cases(FILE_, "addcmul_", run_addcmul_, OG_CLOSE);
+    og_run_inplace_cases(FILE_, "addcdiv_", run_addcdiv_, OG_CLOSE);
+}
+END_TEST
+
+// ---- hand-written checks of the rules the goldens exercise ----
+START_TEST(result_dtypes_follow_promotion) {
+    torc_scope_push();
+    torc_tensor *i = torc_arange(0, 3, 1, TORC_DTYPE_I64), *h = torc_ones(TORC_SHAPE(3), TORC_DTYPE_F16),
+                *f = torc_ones(TORC_SHAPE(3), TORC_DTYPE_F32), *b = torc_ones(TORC_SHAPE(3), TORC_DTYPE_BOOL),
+                *u = torc_ones(TORC_SHAPE(3), TORC_DTYPE_U8), *bf = torc_ones(TORC_SHAPE(3), TORC_DTYPE_BF16);
+    ck_assert_int_eq(torc_get_dtype(torc_div_scalar(i, torc_s(2.5))), TORC_DTYPE_F32);  // int / 2.5 -> f32
+    ck_assert_int_eq(torc_get_dtype(torc_mul_scalar(i, torc_s(2))), TORC_DTYPE_I64);    // int * 2 stays int
+    ck_assert_int_eq(torc_get_dtype(torc_mul_scalar(u, torc_s(2))), TORC_DTYPE_U8);     // the scalar never widens
+    ck_assert_int_eq(torc_get_dtype(torc_div(i, i)), TORC_DTYPE_F32);                    // true division
+    ck_assert_int_eq(torc_get_dtype(torc_add(h, f)), TORC_DTYPE_F32);                    // f16 + f32 -> f32
+    ck_assert_int_eq(torc_get_dtype(torc_add(h, bf)), TORC_DTYPE_F32);                   // f16 + bf16 -> f32
+    ck_assert_int_eq(torc_get_dtype(torc_add(b, u)), TORC_DTYPE_U8);
+    ck_assert_int_eq(torc_get_dtype(torc_lt(f, i)), TORC_DTYPE_BOOL);                    // comparisons -> bool
+    ck_assert_int_eq(torc_get_dtype(torc_eq_scalar(i, torc_s(2.5))), TORC_DTYPE_BOOL);
+    ck_assert_int_eq(torc_get_dtype(torc_add(h, torc_scalar_tensor(1, TORC_DTYPE_F64))), TORC_DTYPE_F16);  // zero-dim
+    ck_assert_int_eq(torc_get_dtype(torc_add(i, torc_scalar_tensor(1, TORC_DTYPE_F64))), TORC_DTYPE_F64);
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(shape_mismatch_names_both_shapes) {
+    torc_scope_push();
+    torc_tensor *a = torc_ones(TORC_SHAPE(2, 3), TORC_DTYPE_F32), *b = torc_ones(TORC_SHAPE(2, 4), TORC_DTYPE_F32);
+    ck_assert_ptr_null(torc_add(a, b));
+    tu_assert_error(TORC_ERR_SHAPE, "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1");
+    ck_assert_ptr_nonnull(strstr(torc_last_error(), "[2, 3]"));
+    ck_assert_ptr_nonnull(strstr(torc_last_error(), "[2, 4]"));
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(failed_inplace_changes_nothing) {
+    torc_scope_push();
+    torc_tensor *a = torc_arange(0, 6, 1, TORC_DTYPE_I64);
+    torc_tensor *f = torc_full(TORC_SHAPE(6), 0.5, TORC_DTYPE_F32);
+    const uint64_t v = torc_version(a);
+    ck_assert_int_eq(torc_add_(a, f), TORC_ERR_DTYPE);
+    tu_assert_error(TORC_ERR_DTYPE, "result type Float can't be cast to the desired output type Long");
+    ck_assert_int_eq(torc_mul_scalar_(a, torc_s(2.5)), TORC_ERR_DTYPE);
+    tu_assert_error(TORC_ERR_DTYPE, "result type Float can't be cast to the desired output type Long");
+    ck_assert_int_eq(torc_div_scalar_(a, torc_s(2)), TORC_ERR_DTYPE);  // true division is float
+    torc_tensor *big = torc_ones(TORC_SHAPE(2, 6), TORC_DTYPE_I64);
+    ck_assert_int_eq(torc_add_(a, big), TORC_ERR_SHAPE);
+    tu_assert_error(TORC_ERR_SHAPE, "output with shape [6] doesn't match the broadcast shape [2, 6]");
+    ck_assert_uint_eq(torc_version(a), v);
+    tu_assert_values(a, TU_ARR(0, 1, 2, 3, 4, 5), 0);
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(inplace_through_views_writes_the_base) {
+    torc_scope_push();
+    torc_tensor *base = torc_reshape(torc_arange(0, 6, 1, TORC_DTYPE_F32), TORC_SHAPE(2, 3));
+    torc_tensor *t = torc_transpose(base, 0, 1);                  // (3, 2), not contiguous
+    torc_tensor *col = torc_select(base, 1, 1);                   // [1, 4]
+    ck_assert_int_eq(torc_mul_scalar_(t, torc_s(10)), TORC_OK);
+    ck_assert_int_eq(torc_add_scalar_(col, torc_s(1)), TORC_OK);
+    tu_assert_values(base, TU_ARR(0, 11, 20, 30, 41, 50), 0);
+    ck_assert_uint_eq(torc_version(base), torc_version(t));  // one storage, one counter
+    torc_scope_pop();
+}
+END_TEST
+
+// PyTorch refuses to write into a tensor while reading a partly overlapping one (the result would
+// depend on the order of the loop); the same memory read with the same strides is fine.
+START_TEST(inplace_partial_overlap_is_refused) {
+    torc_scope_push();
+    const char *msg = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                      "single memory location. Please clone() the tensor before performing the operation.";
+    torc_tensor *y = torc_reshape(torc_arange(0, 4, 1, TORC_DTYPE_F32), TORC_SHAPE(2, 2));
+    ck_assert_int_eq(torc_add_(y, torc_transpose(y, 0, 1)), TORC_ERR_INVALID_ARG);
+    tu_assert_error(TORC_ERR_INVALID_ARG, msg);
+    ck_assert_int_eq(torc_copy_(y, torc_transpose(y, 0, 1)), TORC_ERR_INVALID_ARG);
+    tu_assert_values(y, TU_ARR(0, 1, 2, 3), 0);
+    ck_assert_uint_eq(torc_version(y), 0);
+    torc_tensor *v = torc_arange(0, 6, 1, TORC_DTYPE_F32);
+    ck_assert_int_eq(torc_add_(torc_slice(v, 0, 0, 3, 1), torc_slice(v, 0, 1, 4, 1)), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(torc_copy_(torc_slice(v, 0, 0, 3, 1), torc_slice(v, 0, 1, 4, 1)), TORC_ERR_INVALID_ARG);
+    torc_tensor *x = torc_reshape(v, TORC_SHAPE(2, 3));
+    ck_assert_int_eq(torc_add_(x, torc_select(x, 0, 0)), TORC_ERR_INVALID_ARG);  // a broadcast row of itself
+    ck_assert_int_eq(torc_addcmul_(x, x, torc_select(x, 0, 0), torc_s(1)), TORC_ERR_INVALID_ARG);
+    tu_assert_values(v, TU_ARR(0, 1, 2, 3, 4, 5), 0);
+    // allowed: disjoint element sets, strided views (not checked, as PyTorch), the same memory and strides
+    ck_assert_int_eq(torc_add_(torc_select(x, 0, 0), torc_select(x, 0, 1)), TORC_OK);
+    tu_assert_values(v, TU_ARR(3, 5, 7, 3, 4, 5), 0);
+    ck_assert_int_eq(torc_add_(torc_slice(v, 0, 0, INT64_MAX, 2), torc_slice(v, 0, 1, INT64_MAX, 2)), TORC_OK);
+    tu_assert_values(v, TU_ARR(8, 5, 10, 3, 9, 5), 0);
+    ck_assert_int_eq(torc_add_(v, v), TORC_OK);
+    ck_assert_int_eq(torc_copy_(v, torc_slice(v, 0, 0, INT64_MAX, 1)), TORC_OK);
+    tu_assert_values(v, TU_ARR(16, 10, 20, 6, 18, 10), 0);
+    torc_scope_pop();
+}
+END_TEST
+
+static Suite *make_suite(void) {
+    Suite *s = suite_create("ops_binary");
+    TCase *tc = tcase_create("golden");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, binary_ops_match_pytorch, 0, N_BINARY);
+    tcase_add_loop_test(tc, scalar_ops_match_pytorch, 0, N_SCALAR);
+    tcase_add_test(tc, add_scaled_matches_pytorch);
+    tcase_add_loop_test(tc, inplace_ops_match_pytorch, 0, N_INPLACE);
+    tcase_add_loop_test(tc, inplace_scalar_ops_match_pytorch, 0, N_INPLACE_SCALAR);
+    tcase_add_test(tc, add_scaled_inplace_matches_pytorch);
+    tcase_add_test(tc, zero_inplace_matches_pytorch);
+    tcase_add_test(tc, addcmul_addcdiv_match_pytorch);
+    suite_add_tcase(s, tc);
+    TCase *rules = tcase_create("rules");
+    tcase_add_test(rules, result_dtypes_follow_promotion);
+    tcase_add_test(rules, shape_mismatch_names_both_shapes);
+    tcase_add_test(rules, failed_inplace_changes_nothing);
+    tcase_add_test(rules, inplace_through_views_writes_the_base);
+    tcase_add_test(rules, inplace_partial_overlap_is_refused);
+    suite_add_tcase(s, rules);
+    return s;
+}
+
+int main(void) { return tu_run(make_suite()); }

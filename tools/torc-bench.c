@@ -1,0 +1,746 @@
+// tools/torc-bench.c — the figures users quote: matmul GFLOP/s and MFU per dtype and size, a
+// practical FMA peak measured here, dispatch overhead, a tiny forward+backward and Cruncher
+// training steps; --peer times PyTorch (tools/bench_peer.py) and prints each ratio with the targets.
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <torc/torc.h>
+
+// Tools may exit on setup errors (STYLE.md); the library never does.
+#define bench_die(...) (fprintf(stderr, "torc-bench: " __VA_ARGS__), fputc('\n', stderr), exit(2))
+
+#ifndef TORC_BENCH_PEER_SCRIPT
+#define TORC_BENCH_PEER_SCRIPT "tools/bench_peer.py"
+#endif
+#ifndef TORC_BENCH_PEER_SCRIPT_INSTALLED
+#define TORC_BENCH_PEER_SCRIPT_INSTALLED ""
+#endif
+
+// ---- options ----
+typedef struct options {
+    const char *backend;        // NULL: TORC_BACKEND / the default device
+    bool quick, tiny, json, peer, train;
+    int64_t sizes[8];           // matmul sizes
+    int n_sizes;
+    torc_dtype dtypes[4];
+    int n_dtypes;
+    int threads;                // FMA-loop threads (default: online CPUs)
+    const char *python, *peer_script;
+} options;
+static options g_opt;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static void check(bool ok, const char *what) {
+    if (!ok) bench_die("%s failed: %s", what, torc_last_error());
+}
+
+// ---- results (the table and --json share them) ----
+#define MAX_RESULTS 128
+typedef struct result {
+    char key[64];       // "matmul_f32_2048_gflops", as bench_peer.py names its figures
+    double value;
+} result;
+static result g_res[MAX_RESULTS];
+static int g_n_res;
+
+static void put(const char *key, double v) {
+    for (int i = 0; i < g_n_res; i++)
+        if (!strcmp(g_res[i].key, key)) {
+            g_res[i].value = v;
+            return;
+        }
+    if (g_n_res == MAX_RESULTS) return;
+    snprintf(g_res[g_n_res].key, sizeof g_res[0].key, "%s", key);
+    g_res[g_n_res++].value = v;
+}
+
+static bool get(const result *r, int n, const char *key, double *v) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(r[i].key, key)) {
+            *v = r[i].value;
+            return true;
+        }
+    return false;
+}
+
+#define say(...) (g_opt.json ? 0 : printf(__VA_ARGS__))
+
+// ---- the practical peak: an FMA loop in the widest ISA the CPU has ----
+// Twelve independent accumulators cover the FMA latency (4 cycles) on two ports; each FMA is
+// 2 FLOPs per lane. The loops run the same number of iterations on every thread.
+#define FMA_ACC 12
+// The accumulators are named variables, not an array: the compiler then keeps all twelve in
+// registers instead of round-tripping through memory (which would measure store forwarding).
+#define FMA_STEP(f) a0 = f(a0, m, c), a1 = f(a1, m, c), a2 = f(a2, m, c), a3 = f(a3, m, c), a4 = f(a4, m, c), \
+                    a5 = f(a5, m, c), a6 = f(a6, m, c), a7 = f(a7, m, c), a8 = f(a8, m, c), a9 = f(a9, m, c), \
+                    a10 = f(a10, m, c), a11 = f(a11, m, c)
+#define FMA_SUM(add) add(add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7))), add(add(a8, a9), add(a10, a11)))
+
+__attribute__((target("avx512f"))) static float fma_loop_avx512(int64_t iters) {
+    __m512 a0 = _mm512_set1_ps(1.00f), a1 = _mm512_set1_ps(1.01f), a2 = _mm512_set1_ps(1.02f), a3 = _mm512_set1_ps(1.03f),
+           a4 = _mm512_set1_ps(1.04f), a5 = _mm512_set1_ps(1.05f), a6 = _mm512_set1_ps(1.06f), a7 = _mm512_set1_ps(1.07f),
+           a8 = _mm512_set1_ps(1.08f), a9 = _mm512_set1_ps(1.09f), a10 = _mm512_set1_ps(1.10f), a11 = _mm512_set1_ps(1.11f);
+    const __m512 m = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
+    for (int64_t it = 0; it < iters; it++) FMA_STEP(_mm512_fmadd_ps);
+    return _mm512_reduce_add_ps(FMA_SUM(_mm512_add_ps));
+}
+
+__attribute__((target("avx2,fma"))) static float fma_loop_avx2(int64_t iters) {
+    __m256 a0 = _mm256_set1_ps(1.00f), a1 = _mm256_set1_ps(1.01f), a2 = _mm256_set1_ps(1.02f), a3 = _mm256_set1_ps(1.03f),
+           a4 = _mm256_set1_ps(1.04f), a5 = _mm256_set1_ps(1.05f), a6 = _mm256_set1_ps(1.06f), a7 = _mm256_set1_ps(1.07f),
+           a8 = _mm256_set1_ps(1.08f), a9 = _mm256_set1_ps(1.09f), a10 = _mm256_set1_ps(1.10f), a11 = _mm256_set1_ps(1.11f);
+    const __m256 m = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
+    for (int64_t it = 0; it < iters; it++) FMA_STEP(_mm256_fmadd_ps);
+    float lanes[8];
+    _mm256_storeu_ps(lanes, FMA_SUM(_mm256_add_ps));
+    float r = 0;
+    for (int i = 0; i < 8; i++) r += lanes[i];
+    return r;
+}
+
+static float scalar_fma(float a, float m, float c) { return a * m + c; }
+static float scalar_add(float a, float b) { return a + b; }
+static float fma_loop_scalar(int64_t iters) {
+    float a0 = 1.00f, a1 = 1.01f, a2 = 1.02f, a3 = 1.03f, a4 = 1.04f, a5 = 1.05f, a6 = 1.06f, a7 = 1.07f, a8 = 1.08f,
+          a9 = 1.09f, a10 = 1.10f, a11 = 1.11f;
+    const float m = 0.9999999f, c = 1e-7f;
+    for (int64_t it = 0; it < iters; it++) FMA_STEP(scalar_fma);
+    return FMA_SUM(scalar_add);
+}
+
+typedef struct fma_isa {
+    const char *name;
+    float (*loop)(int64_t iters);
+    int flops_per_iter;  // FMA_ACC accumulators x lanes x 2
+} fma_isa;
+
+static fma_isa pick_isa(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return (fma_isa){"AVX-512", fma_loop_avx512, FMA_ACC * 16 * 2};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return (fma_isa){"AVX2+FMA", fma_loop_avx2, FMA_ACC * 8 * 2};
+    return (fma_isa){"scalar", fma_loop_scalar, FMA_ACC * 2};
+}
+
+typedef struct fma_job {
+    const fma_isa *isa;
+    int64_t iters;
+    pthread_barrier_t *barrier;
+    volatile float sink;
+} fma_job;
+
+static void *fma_thread(void *arg) {
+    fma_job *j = arg;
+    pthread_barrier_wait(j->barrier);
+    j->sink = j->isa->loop(j->iters);
+    return NULL;
+}
+
+// FLOP/s of `threads` threads each running iters iterations, from the common start to the last join.
+static double fma_run(const fma_isa *isa, int threads, int64_t iters) {
+    pthread_t tid[256];
+    fma_job jobs[256];
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, (unsigned)threads + 1);
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (fma_job){isa, iters, &barrier, 0};
+        if (pthread_create(&tid[t], NULL, fma_thread, &jobs[t])) bench_die("pthread_create failed");
+    }
+    pthread_barrier_wait(&barrier);
+    const double t0 = now_s();
+    for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
+    const double dt = now_s() - t0;
+    pthread_barrier_destroy(&barrier);
+    return (double)threads * (double)iters * isa->flops_per_iter / dt;
+}
+
+static double fma_peak(const fma_isa *isa, int threads) {
+    // Calibrate on one thread to about 0.3 s per trial (0.05 s in --tiny), keep the best of 3.
+    int64_t iters = 1 << 16;
+    double t;
+    do {
+        const double t0 = now_s();
+        volatile float s = isa->loop(iters);
+        (void)s;
+        t = now_s() - t0;
+        if (t < 0.02) iters *= 4;
+    } while (t < 0.02);
+    iters = (int64_t)((double)iters * (g_opt.tiny ? 0.05 : 0.3) / t) + 1;
+    double best = 0;
+    for (int trial = 0; trial < 3; trial++) best = fmax(best, fma_run(isa, threads, iters));
+    return best;
+}
+
+// ---- timing torc ----
+// The course's time_matmul: warm up, then time runs each followed by a synchronize; median.
+static int reps_for(double t_one, double budget, int lo, int hi) {
+    int r = t_one > 0 ? (int)(budget / t_one) : hi;
+    return r < lo ? lo : r > hi ? hi : r;
+}
+
+static torc_device *g_dev;
+
+static void sync_dev(void) { check(torc_device_synchronize(g_dev) == TORC_OK, "synchronize"); }
+
+// Whether the device's backend runs a 2-D matmul of dtype itself (else the reference does).
+static bool native_matmul(torc_dtype dt) {
+    static unsigned char buf[3][64];
+    torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2};
+    torc_operand *ops[3] = {&op.in[0], &op.in[1], &op.out};
+    for (int i = 0; i < 3; i++) {
+        ops[i]->data = buf[i];
+        ops[i]->dtype = dt;
+        ops[i]->ndim = 2;
+        ops[i]->shape[0] = ops[i]->shape[1] = 2;
+        ops[i]->stride[0] = 2, ops[i]->stride[1] = 1;
+    }
+    const torc_backend_vtable *vt = torc_device_vtable(g_dev);
+    return vt->supports(torc_device_index(g_dev), &op);
+}
+
+static double time_matmul(int64_t n, torc_dtype dt, int *reps_out) {
+    torc_scope_push();
+    torc_tensor *a = torc_randn(TORC_SHAPE(n, n), dt, NULL), *b = torc_randn(TORC_SHAPE(n, n), dt, NULL);
+    check(a && b, "randn");
+    double t_warm = 0;
+    for (int i = 0; i < 2; i++) {
+        const double t0 = now_s();
+        torc_tensor *c = torc_matmul(a, b);
+        check(c != NULL, "matmul");
+        sync_dev();
+        t_warm = now_s() - t0;
+        torc_release(torc_keep(c));
+    }
+    const int reps = g_opt.tiny ? 3 : reps_for(t_warm, g_opt.quick ? 0.5 : 1.5, 3, g_opt.quick ? 7 : 15);
+    double t[16];
+    for (int r = 0; r < reps; r++) {
+        const double t0 = now_s();
+        torc_tensor *c = torc_matmul(a, b);
+        check(c != NULL, "matmul");
+        sync_dev();
+        t[r] = now_s() - t0;
+        torc_release(torc_keep(c));
+    }
+    torc_scope_pop();
+    *reps_out = reps;
+    return median(t, reps);
+}
+
+// Median per-call time of fn over batches of `calls` calls.
+static double per_call(void (*fn)(void *), void *ctx, int calls, int batches) {
+    double t[16];
+    fn(ctx);  // warm-up
+    for (int bi = 0; bi < batches; bi++) {
+        const double t0 = now_s();
+        for (int i = 0; i < calls; i++) fn(ctx);
+        sync_dev();
+        t[bi] = (now_s() - t0) / calls;
+    }
+    return median(t, batches);
+}
+
+typedef struct tiny_ctx { torc_tensor *x, *y, *w; } tiny_ctx;
+
+static void add_call(void *vctx) {
+    tiny_ctx *c = vctx;
+    torc_tensor *r = torc_add(c->x, c->y);
+    check(r != NULL, "add");
+    torc_release(r);
+}
+
+// relu(x @ w).sum().backward(); w.grad = None — the peer runs the same graph.
+static void tiny_fwd_bwd(void *vctx) {
+    tiny_ctx *c = vctx;
+    torc_scope_push();
+    torc_tensor *loss = torc_sum(torc_relu(torc_matmul(c->x, c->w)), TORC_ALL_DIMS, false);
+    check(loss && torc_backward(loss, NULL, false) == TORC_OK, "tiny forward+backward");
+    torc_set_grad(c->w, NULL);
+    torc_scope_pop();
+}
+
+// One Cruncher training step as the peer times it: zero_grad, forward, MSE loss, backward, step.
+// bf16: the forward under bf16 autocast (bf16 matmuls, f32 master weights), the loss in f32.
+typedef struct cruncher_ctx { torc_module *m; torc_optimizer *opt; torc_tensor *x, *target; bool bf16; } cruncher_ctx;
+
+static void cruncher_step(void *vctx) {
+    cruncher_ctx *c = vctx;
+    torc_scope_push();
+    check(torc_optimizer_zero_grad(c->opt, true) == TORC_OK, "zero_grad");
+    if (c->bf16) check(torc_autocast_begin(TORC_DTYPE_BF16) == TORC_OK, "autocast");
+    torc_tensor *y = torc_module_forward(c->m, c->x);
+    if (c->bf16) {
+        check(torc_autocast_end() == TORC_OK, "autocast");
+        y = y ? torc_to_dtype(y, TORC_DTYPE_F32) : NULL;
+    }
+    torc_tensor *loss = y ? torc_mse_loss(y, c->target) : NULL;
+    check(loss && torc_backward(loss, NULL, false) == TORC_OK, "Cruncher forward+backward");
+    check(torc_optimizer_step(c->opt) == TORC_OK, "optimizer step");
+    torc_scope_pop();
+}
+
+static double time_cruncher(int64_t D, int L, int64_t B, const char *opt_name, bool bf16) {
+    torc_generator *gen = torc_generator_new(0);
+    cruncher_ctx c = {0};
+    c.bf16 = bf16;
+    c.m = torc_cruncher_new(D, L, TORC_DTYPE_F32, gen);
+    check(c.m != NULL, "torc_cruncher_new");
+    const int np = torc_module_param_count(c.m);
+    torc_tensor *params[64];
+    for (int i = 0; i < np && i < 64; i++) params[i] = torc_module_param(c.m, i);
+    c.opt = torc_optimizer_new(opt_name, np, params, "lr=0.001");
+    check(c.opt != NULL, "torc_optimizer_new");
+    c.x = torc_randn(TORC_SHAPE(B, D), TORC_DTYPE_F32, gen);
+    c.target = torc_randn(TORC_SHAPE(B), TORC_DTYPE_F32, gen);
+    check(c.x && c.target, "randn");
+    for (int i = 0; i < 3; i++) cruncher_step(&c);  // warm-up: optimizer state, primitive caches
+    sync_dev();
+    const double t0 = now_s();
+    cruncher_step(&c);
+    sync_dev();
+    const double t_one = now_s() - t0;
+    const int reps = g_opt.tiny ? 3 : reps_for(t_one, g_opt.quick ? 1.0 : 3.0, 5, 50);
+    double t[64];
+    for (int r = 0; r < reps; r++) {
+        const double s0 = now_s();
+        cruncher_step(&c);
+        sync_dev();
+        t[r] = now_s() - s0;
+    }
+    torc_release(c.x);
+    torc_release(c.target);
+    torc_optimizer_free(c.opt);
+    torc_module_free(c.m);
+    torc_generator_free(gen);
+    return median(t, reps);
+}
+
+// ---- the peer: tools/bench_peer.py ----
+// Runs the script with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from the child's
+// environment only (so OpenBLAS picks its own kernels and cache sizes) and returns its stdout.
+static char *run_peer(const char *script) {
+    int fds[2];
+    if (pipe(fds)) bench_die("pipe failed: %s", strerror(errno));
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid < 0) bench_die("fork failed: %s", strerror(errno));
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        unsetenv("OPENBLAS_CORETYPE");
+        unsetenv("OPENBLAS_L2_SIZE");
+        char *argv[] = {(char *)g_opt.python, (char *)script, g_opt.quick || g_opt.tiny ? "--quick" : NULL, NULL};
+        execvp(g_opt.python, argv);
+        fprintf(stderr, "torc-bench: cannot run %s: %s\n", g_opt.python, strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    ssize_t got;
+    while (buf && (got = read(fds[0], buf + n, cap - n - 1)) > 0) {
+        n += (size_t)got;
+        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
+    }
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!buf) bench_die("out of memory");
+    buf[n] = '\0';
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "torc-bench: the peer (%s %s) failed (status %d); is PyTorch installed?\n", g_opt.python, script,
+                WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+// The peer prints one flat JSON object; its numbers are kept, its strings skipped.
+static int parse_flat_json(const char *s, result *out, int max) {
+    int n = 0;
+    while (*s && *s != '{') s++;
+    if (*s) s++;
+    for (;;) {
+        while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r' || *s == ',') s++;
+        if (*s != '"') break;
+        const char *k = ++s;
+        while (*s && *s != '"') s++;
+        if (!*s) break;
+        const int klen = (int)(s - k);
+        s++;
+        while (*s == ' ' || *s == ':') s++;
+        if (*s == '"') {  // a string value
+            s++;
+            while (*s && *s != '"') s += *s == '\\' && s[1] ? 2 : 1;
+            if (*s) s++;
+            continue;
+        }
+        char *end;
+        const double v = strtod(s, &end);
+        if (end == s) break;
+        s = end;
+        if (n < max) {
+            snprintf(out[n].key, sizeof out[n].key, "%.*s", klen, k);
+            out[n++].value = v;
+        }
+    }
+    return n;
+}
+
+static const char *find_peer_script(void) {
+    if (g_opt.peer_script) return g_opt.peer_script;
+    if (access(TORC_BENCH_PEER_SCRIPT, R_OK) == 0) return TORC_BENCH_PEER_SCRIPT;
+    if (TORC_BENCH_PEER_SCRIPT_INSTALLED[0] && access(TORC_BENCH_PEER_SCRIPT_INSTALLED, R_OK) == 0)
+        return TORC_BENCH_PEER_SCRIPT_INSTALLED;
+    return "tools/bench_peer.py";
+}
+
+// ---- the issue's targets, each a ratio taken in one run next to the peer ----
+typedef struct target {
+    const char *what;       // what the ratio compares
+    const char *torc_key, *peer_key;  // peer_key NULL: against torc's own figure torc2_key
+    const char *torc2_key;
+    bool higher_better;     // GFLOP/s (ratio >= goal) or time (ratio <= goal)
+    double goal;
+    const char *meaning;
+} target;
+
+static const target g_targets[] = {
+    {"f32 matmul 2048 / FMA-loop peak", "matmul_f32_2048_gflops", NULL, "fma_peak_f32_gflops", true, 0.85,
+     "torc's f32 GEMM against the FMA throughput this CPU reaches in a loop"},
+    {"f32 matmul 2048 / best of PyTorch, OpenBLAS", "matmul_f32_2048_gflops", "best_f32_2048_gflops", NULL, true, 1.0,
+     "torc's f32 GEMM against the faster of torch.mm and numpy's OpenBLAS"},
+    {"bf16 matmul 2048 / torc f32 matmul 2048", "matmul_bf16_2048_gflops", NULL, "matmul_f32_2048_gflops", true, 8.0,
+     "what AMX gives over f32 FMAs"},
+    {"bf16 matmul 2048 / PyTorch bf16", "matmul_bf16_2048_gflops", "matmul_bf16_2048_gflops", NULL, true, 1.5,
+     "torc's bf16 GEMM against torch.mm (oneDNN AMX)"},
+    {"x + y 4x4 per call", "add_4x4_us", "add_4x4_us", NULL, false, 0.2, "dispatch overhead of one tiny op"},
+    {"tiny forward+backward", "tiny_fwd_bwd_us", "tiny_fwd_bwd_us", NULL, false, 0.1,
+     "relu(x @ w).sum().backward() on 4x4: autograd bookkeeping"},
+    {"Cruncher 1024x4 B=512 SGD f32 step", "cruncher_1024_4_512_sgd_f32_ms", "cruncher_1024_4_512_sgd_f32_ms", NULL,
+     false, 0.7, "a training step dominated by GEMMs"},
+    {"Cruncher 256x2 B=64 SGD f32 step", "cruncher_256_2_64_sgd_f32_ms", "cruncher_256_2_64_sgd_f32_ms", NULL, false,
+     0.3, "a small step: framework overhead shows"},
+    {"Cruncher 1024x4 B=512 Adam f32 step", "cruncher_1024_4_512_adam_f32_ms", "cruncher_1024_4_512_adam_f32_ms", NULL,
+     false, 0, "(no target)"},
+    {"Cruncher 256x2 B=64 Adam f32 step", "cruncher_256_2_64_adam_f32_ms", "cruncher_256_2_64_adam_f32_ms", NULL, false,
+     0, "(no target)"},
+    {"Cruncher 1024x4 B=512 SGD bf16 autocast step", "cruncher_1024_4_512_sgd_bf16_ms", "cruncher_1024_4_512_sgd_bf16_ms",
+     NULL, false, 0.7, "bf16 matmuls, f32 master weights, against torch.autocast's step"},
+    {"Cruncher 1024x4 B=512 SGD bf16 / f32 step", "cruncher_1024_4_512_sgd_bf16_ms", NULL,
+     "cruncher_1024_4_512_sgd_f32_ms", false, 1.0 / 3.0, "what bf16 autocast buys a GEMM-bound step (>= 3x)"},
+    {"Cruncher 256x2 B=64 SGD bf16 autocast step", "cruncher_256_2_64_sgd_bf16_ms", "cruncher_256_2_64_sgd_bf16_ms", NULL,
+     false, 0, "(no target)"},
+};
+#define N_TARGETS (int)(sizeof g_targets / sizeof g_targets[0])
+
+static const char *unit_of(const char *key) {
+    return strstr(key, "gflops") ? "GFLOP/s" : strstr(key, "_us") ? "us" : "ms";
+}
+
+// Fills ratio and met for target i; false when a figure is missing.
+static bool target_eval(int i, const result *peer, int np, double *tv, double *pv, double *ratio, bool *met) {
+    const target *t = &g_targets[i];
+    if (!get(g_res, g_n_res, t->torc_key, tv)) return false;
+    if (t->peer_key ? !get(peer, np, t->peer_key, pv) : !get(g_res, g_n_res, t->torc2_key, pv)) return false;
+    if (!(*pv > 0)) return false;
+    *ratio = *tv / *pv;
+    *met = t->goal == 0 || (t->higher_better ? *ratio >= t->goal : *ratio <= t->goal);
+    return true;
+}
+
+static void print_targets(const result *peer, int np) {
+    printf("\nside by side with the peer (same machine, same run; ratio = torc / peer):\n");
+    printf("%-44s %14s %20s %8s %8s  %s\n", "comparison", "torc", "peer", "ratio", "goal", "status");
+    for (int i = 0; i < N_TARGETS; i++) {
+        const target *t = &g_targets[i];
+        double tv, pv, ratio;
+        bool met;
+        if (!target_eval(i, peer, np, &tv, &pv, &ratio, &met)) {
+            printf("%-44s %14s %20s %8s %8s  %s\n", t->what, "-", "-", "-", "-", "not measured");
+            continue;
+        }
+        char tb[32], pb[40], gb[16] = "-";
+        snprintf(tb, sizeof tb, "%.4g %s", tv, unit_of(t->torc_key));
+        snprintf(pb, sizeof pb, "%s%.4g %s", t->peer_key ? "" : (strstr(t->torc2_key, "fma") ? "FMA peak " : "torc f32 "),
+                 pv, unit_of(t->torc_key));
+        if (t->goal > 0) snprintf(gb, sizeof gb, "%s %.3g", t->higher_better ? ">=" : "<=", t->goal);
+        printf("%-44s %14s %20s %8.3g %8s  %s\n", t->what, tb, pb, ratio, gb, t->goal == 0 ? "-" : met ? "met" : "NOT MET");
+        printf("    %s\n", t->meaning);
+    }
+}
+
+// ---- --json ----
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') putchar('\\');
+        if ((unsigned char)*s >= 0x20) putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_json(const torc_device_info *info, const char *isa, int threads, const result *peer, int np) {
+    printf("{\n \"backend\": ");
+    json_str(torc_device_backend_name(g_dev));
+    printf(",\n \"device\": ");
+    json_str(info->name);
+    printf(",\n \"peak_source\": ");
+    json_str(info->peak_source);
+    printf(",\n \"fma_isa\": ");
+    json_str(isa);
+    printf(",\n \"threads\": %d,\n \"promised_peak_flops\": {", threads);
+    for (int d = 0, first = 1; d < TORC_DTYPE_COUNT; d++)
+        if (info->peak_flops[d] > 0) printf("%s\"%s\": %.6g", first ? "" : ", ", torc_dtype_short_name((torc_dtype)d), info->peak_flops[d]), first = 0;
+    printf("},\n \"results\": {");
+    for (int i = 0; i < g_n_res; i++) printf("%s\n  \"%s\": %.6g", i ? "," : "", g_res[i].key, g_res[i].value);
+    printf("\n }");
+    if (peer) {
+        printf(",\n \"peer\": {");
+        for (int i = 0; i < np; i++) printf("%s\n  \"%s\": %.6g", i ? "," : "", peer[i].key, peer[i].value);
+        printf("\n },\n \"targets\": [");
+        for (int i = 0, first = 1; i < N_TARGETS; i++) {
+            double tv, pv, ratio;
+            bool met;
+            if (!target_eval(i, peer, np, &tv, &pv, &ratio, &met)) continue;
+            printf("%s\n  {\"comparison\": ", first ? "" : ",");
+            json_str(g_targets[i].what);
+            printf(", \"torc\": %.6g, \"peer\": %.6g, \"ratio\": %.6g", tv, pv, ratio);
+            if (g_targets[i].goal > 0) printf(", \"goal\": \"%s %.3g\", \"met\": %s", g_targets[i].higher_better ? ">=" : "<=",
+                                              g_targets[i].goal, met ? "true" : "false");
+            printf("}");
+            first = 0;
+        }
+        printf("\n ]");
+    }
+    printf("\n}\n");
+}
+
+// ---- main ----
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: torc-bench [--backend NAME] [--quick | --tiny] [--sizes N,N,...] [--dtypes f32,bf16,f16]\n"
+            "                  [--no-train] [--json] [--peer] [--python PYTHON] [--peer-script PATH]\n"
+            "                  [--threads N]\n"
+            "Measures matmul GFLOP/s and MFU per dtype and size (median of timed runs after warm-up,\n"
+            "each followed by a synchronize), a practical peak from an FMA loop in the widest ISA the\n"
+            "CPU has, per-op dispatch overhead (x + y on 4x4), a tiny forward+backward and Cruncher\n"
+            "training steps (D=1024 L=4 B=512 and D=256 L=2 B=64, SGD and Adam, f32 and bf16 autocast).\n"
+            "  --quick        sizes 512..2048 and shorter timing budgets (default sizes 512..4096)\n"
+            "  --tiny         tiny sizes: a smoke run, not a measurement\n"
+            "  --peer         also run tools/bench_peer.py (PyTorch timed the same way) and print each\n"
+            "                 ratio with the peer's figure beside it and the targets met / not met\n"
+            "  --json         print the results as JSON instead of tables\n"
+            "  --threads N    threads of the FMA-peak loop (default TORC_NUM_THREADS, else all CPUs)\n");
+}
+
+static void parse_sizes(const char *s) {
+    g_opt.n_sizes = 0;
+    char *copy = strdup(s), *save = NULL;
+    for (char *w = strtok_r(copy, ",", &save); w && g_opt.n_sizes < 8; w = strtok_r(NULL, ",", &save)) {
+        const long long v = atoll(w);
+        if (v <= 0) bench_die("bad size '%s'", w);
+        g_opt.sizes[g_opt.n_sizes++] = v;
+    }
+    free(copy);
+}
+
+static void parse_dtypes(const char *s) {
+    g_opt.n_dtypes = 0;
+    char *copy = strdup(s), *save = NULL;
+    for (char *w = strtok_r(copy, ",", &save); w && g_opt.n_dtypes < 4; w = strtok_r(NULL, ",", &save)) {
+        torc_dtype d;
+        if (torc_dtype_from_name(w, &d) || !torc_dtype_is_floating(d)) bench_die("bad dtype '%s'", w);
+        g_opt.dtypes[g_opt.n_dtypes++] = d;
+    }
+    free(copy);
+}
+
+static const char *arg_value(int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) bench_die("%s needs a value", argv[*i]);
+    return argv[++*i];
+}
+
+static bool have_size(int64_t n) {
+    for (int i = 0; i < g_opt.n_sizes; i++)
+        if (g_opt.sizes[i] == n) return true;
+    return false;
+}
+
+int main(int argc, char **argv) {
+    g_opt.train = true;
+    g_opt.python = "python3";
+    const char *sizes = NULL, *dtypes = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--backend")) g_opt.backend = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--quick")) g_opt.quick = true;
+        else if (!strcmp(a, "--tiny")) g_opt.tiny = true;
+        else if (!strcmp(a, "--sizes")) sizes = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--dtypes")) dtypes = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--no-train")) g_opt.train = false;
+        else if (!strcmp(a, "--json")) g_opt.json = true;
+        else if (!strcmp(a, "--peer")) g_opt.peer = true;
+        else if (!strcmp(a, "--python")) g_opt.python = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--peer-script")) g_opt.peer_script = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--threads")) g_opt.threads = atoi(arg_value(argc, argv, &i));
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
+        else return usage(stderr), 2;
+    }
+    parse_sizes(sizes ? sizes : g_opt.tiny ? "64,128" : g_opt.quick ? "512,1024,2048" : "512,1024,2048,4096");
+    parse_dtypes(dtypes ? dtypes : "f32,bf16,f16");
+    if (g_opt.threads <= 0) {
+        const char *env = getenv("TORC_NUM_THREADS");
+        g_opt.threads = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    if (g_opt.threads < 1) g_opt.threads = 1;
+    if (g_opt.threads > 256) g_opt.threads = 256;
+
+    g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
+    if (!g_dev) bench_die("cannot load backend '%s': %s", g_opt.backend ? g_opt.backend : "(default)", torc_last_error());
+    torc_set_default_device(g_dev);
+    torc_device_info info;
+    torc_device_info_get(g_dev, &info);
+    say("torc-bench: backend '%s' (device %s: %s)\n", torc_device_backend_name(g_dev), torc_device_name(g_dev), info.name);
+    say("promised peak (the device table):");
+    for (int d = 0; d < TORC_DTYPE_COUNT; d++)
+        if (info.peak_flops[d] > 0) say(" %s %.4g GFLOP/s;", torc_dtype_short_name((torc_dtype)d), info.peak_flops[d] * 1e-9);
+    say("\n  derived as: %s\n", info.peak_source[0] ? info.peak_source : "(not given)");
+
+    // ---- practical peak ----
+    const fma_isa isa = pick_isa();
+    const double peak = fma_peak(&isa, g_opt.threads);
+    put("fma_peak_f32_gflops", peak * 1e-9);
+    say("practical peak: FMA loop in %s on %d thread(s): %.4g GFLOP/s f32 (best of 3)\n", isa.name, g_opt.threads,
+        peak * 1e-9);
+
+    // ---- matmul ----
+    say("\nmatmul C = A @ B (n x n; median of timed runs after 2 warm-ups, each synchronized):\n");
+    say("%-6s %6s %6s %12s %12s %14s %14s\n", "dtype", "n", "runs", "median ms", "GFLOP/s", "MFU promised", "of FMA peak");
+    for (int di = 0; di < g_opt.n_dtypes; di++) {
+        const torc_dtype dt = g_opt.dtypes[di];
+        const char *dn = torc_dtype_short_name(dt);
+        if (!native_matmul(dt)) {
+            say("%-6s (the '%s' backend has no native %s matmul: skipped)\n", dn, torc_device_backend_name(g_dev), dn);
+            continue;
+        }
+        int64_t todo[9];
+        int nt = 0;
+        for (int i = 0; i < g_opt.n_sizes; i++) todo[nt++] = g_opt.sizes[i];
+        if (g_opt.peer && !g_opt.tiny && !have_size(2048) && (dt == TORC_DTYPE_F32 || dt == TORC_DTYPE_BF16)) todo[nt++] = 2048;
+        for (int i = 0; i < nt; i++) {
+            const int64_t n = todo[i];
+            int reps;
+            const double t = time_matmul(n, dt, &reps);
+            const double gf = 2.0 * (double)n * (double)n * (double)n / t;
+            char key[64], mfu[24] = "-", ofpeak[24];
+            snprintf(key, sizeof key, "matmul_%s_%lld_gflops", dn, (long long)n);
+            put(key, gf * 1e-9);
+            if (info.peak_flops[dt] > 0) snprintf(mfu, sizeof mfu, "%.1f%%", 100 * gf / info.peak_flops[dt]);
+            snprintf(ofpeak, sizeof ofpeak, "%.2fx", gf / peak);
+            say("%-6s %6lld %6d %12.4g %12.4g %14s %14s\n", dn, (long long)n, reps, t * 1e3, gf * 1e-9, mfu, ofpeak);
+        }
+    }
+
+    // ---- dispatch overhead ----
+    say("\ndispatch overhead (median per call over 5 batches):\n");
+    // Outside any scope: each result is released right away, as a user's loop would.
+    tiny_ctx tc = {torc_randn(TORC_SHAPE(4, 4), TORC_DTYPE_F32, NULL), torc_randn(TORC_SHAPE(4, 4), TORC_DTYPE_F32, NULL),
+                   torc_randn(TORC_SHAPE(4, 4), TORC_DTYPE_F32, NULL)};
+    check(tc.x && tc.y && tc.w && torc_set_requires_grad(tc.w, true) == TORC_OK, "setup");
+    const int calls = g_opt.tiny ? 200 : g_opt.quick ? 2000 : 10000;
+    const double t_add = per_call(add_call, &tc, calls, 5);
+    put("add_4x4_us", t_add * 1e6);
+    say("  x + y on 4x4 f32:                       %9.3f us per call\n", t_add * 1e6);
+    const double t_tiny = per_call(tiny_fwd_bwd, &tc, calls / 10, 5);
+    put("tiny_fwd_bwd_us", t_tiny * 1e6);
+    say("  relu(x @ w).sum().backward() on 4x4:    %9.3f us per iteration\n", t_tiny * 1e6);
+    torc_release(tc.x);
+    torc_release(tc.y);
+    torc_release(tc.w);
+
+    // ---- training steps ----
+    if (g_opt.train) {
+        say("\nCruncher training step (zero_grad, forward, MSE loss, backward, step; median after 3 warm-ups):\n");
+        static const struct { int64_t D; int L; int64_t B; } cfg[] = {{1024, 4, 512}, {256, 2, 64}};
+        static const struct { int64_t D; int L; int64_t B; } tiny_cfg[] = {{64, 2, 16}, {32, 1, 8}};
+        for (int ci = 0; ci < 2; ci++) {
+            const int64_t D = g_opt.tiny ? tiny_cfg[ci].D : cfg[ci].D, B = g_opt.tiny ? tiny_cfg[ci].B : cfg[ci].B;
+            const int L = g_opt.tiny ? tiny_cfg[ci].L : cfg[ci].L;
+            double t_sgd_f32 = 0;
+            for (int k = 0; k < 4; k++) {
+                const char *opt = k % 2 ? "adam" : "sgd";
+                const bool bf16 = k >= 2;
+                const double t = time_cruncher(D, L, B, opt, bf16);
+                if (k == 0) t_sgd_f32 = t;
+                char key[64];
+                snprintf(key, sizeof key, "cruncher_%lld_%d_%lld_%s_%s_ms", (long long)D, L, (long long)B, opt,
+                         bf16 ? "bf16" : "f32");
+                put(key, t * 1e3);
+                // forward 2*B*D*D per layer (+ the final D -> 1), backward twice that
+                const double flops = 3.0 * 2.0 * (double)B * (double)D * ((double)D * L + 1);
+                say("  D=%-5lld L=%d B=%-4lld %-4s %-14s %9.3f ms per step  (%.4g GFLOP/s in its matmuls)\n", (long long)D,
+                    L, (long long)B, opt, bf16 ? "bf16 autocast:" : "f32:", t * 1e3, flops / t * 1e-9);
+                if (k == 2) say("  %-26s %-14s %9.2fx the f32 step's speed\n", "", "", t_sgd_f32 / t);
+            }
+        }
+    }
+
+    // ---- the peer ----
+    result peer[MAX_RESULTS];
+    int np = 0;
+    bool have_peer = false;
+    if (g_opt.peer) {
+        const char *script = find_peer_script();
+        say("\nrunning the peer: %s %s (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for it)...\n", g_opt.python, script);
+        char *out = run_peer(script);
+        if (out) {
+            np = parse_flat_json(out, peer, MAX_RESULTS);
+            double a = 0, b = 0;
+            get(peer, np, "matmul_f32_2048_gflops", &a);
+            get(peer, np, "numpy_matmul_f32_2048_gflops", &b);
+            if (np < MAX_RESULTS && (a > 0 || b > 0)) {
+                snprintf(peer[np].key, sizeof peer[np].key, "best_f32_2048_gflops");
+                peer[np++].value = fmax(a, b);
+            }
+            have_peer = np > 0;
+            if (!have_peer) fprintf(stderr, "torc-bench: could not read the peer's output:\n%s\n", out);
+            free(out);
+        }
+        if (have_peer && !g_opt.json) {
+            printf("peer figures:");
+            for (int i = 0; i < np; i++) printf("%s %s = %.4g", i ? ";" : "", peer[i].key, peer[i].value);
+            putchar('\n');
+            print_targets(peer, np);
+        }
+    }
+    if (g_opt.json) print_json(&info, isa.name, g_opt.threads, have_peer ? peer : NULL, np);
+    return g_opt.peer && !have_peer ? 1 : 0;
+}
