@@ -284,11 +284,23 @@ static int ensure_workspace(size_t nbytes) {
     return 0;
 }
 
+// Bytes from x's first element to one past its last (strides are never negative).
+static size_t span_bytes(const torc_operand *x) {
+    int64_t last = 0;
+    for (int d = 0; d < x->ndim; d++) last += (x->shape[d] - 1) * x->stride[d];
+    const size_t es = x->dtype == TORC_DTYPE_F64 || x->dtype == TORC_DTYPE_I64 ? 8
+                    : x->dtype == TORC_DTYPE_F32 || x->dtype == TORC_DTYPE_I32 ? 4
+                    : x->dtype == TORC_DTYPE_F16 || x->dtype == TORC_DTYPE_BF16 || x->dtype == TORC_DTYPE_I16 ? 2 : 1;
+    return (size_t)(last + 1) * es;
+}
+
 static int onednn_run(int device, const torc_op *op) {
     int st = check_device(device);
     if (st) return st;
     if (!op) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: run: op is NULL");
-    onednn_nanfix nanfix = ONEDNN_NANFIX_NONE;
+    onednn_fixup fixup = ONEDNN_FIXUP_NONE;
+    torc_op local = *op;  // op with aliased inputs moved aside, when the fixup needs them
+    void *saved[TORC_OP_MAX_INPUTS] = {NULL};
     pthread_mutex_lock(&g.lock);
     if (g.refs == 0) {
         st = onednn__error(TORC_ERR_RUNTIME, "onednn: run() called before init()");
@@ -300,11 +312,33 @@ static int onednn_run(int device, const torc_op *op) {
     if (plan->n_steps == 0) goto out;  // zero-size output: nothing to compute
     if ((st = check_pointers(op))) goto out;
     if ((st = ensure_workspace(plan->tmp_bytes + plan->scratch_bytes))) goto out;
-    if ((st = onednn__plan_run(plan, op, g.work, g.stream))) goto out;
-    nanfix = plan->nanfix;
+    fixup = plan->fixup;
+    // In place (out is an input, as add_ runs): the fixup reads the inputs after the primitive
+    // wrote out, so an input holding special values is copied first; else nothing is left to fix.
+    bool aliased = false;
+    for (int i = 0; i < op->n_in; i++) aliased = aliased || op->in[i].data == op->out.data;
+    if (fixup != ONEDNN_FIXUP_NONE && aliased) {
+        if (!onednn__fixup_needed(fixup, op)) {
+            fixup = ONEDNN_FIXUP_NONE;
+        } else {
+            for (int i = 0; i < op->n_in && !st; i++) {
+                if (op->in[i].data != op->out.data) continue;
+                const size_t nb = span_bytes(&op->in[i]);
+                if (!(saved[i] = malloc(nb))) {
+                    st = onednn__error(TORC_ERR_OOM, "onednn: cannot allocate %zu bytes", nb);
+                    break;
+                }
+                memcpy(saved[i], op->in[i].data, nb);
+                local.in[i].data = saved[i];
+            }
+            if (st) goto out;
+        }
+    }
+    st = onednn__plan_run(plan, &local, g.work, g.stream);
 out:
     pthread_mutex_unlock(&g.lock);
-    if (nanfix != ONEDNN_NANFIX_NONE) onednn__nanfix(nanfix, op);
+    if (!st && fixup != ONEDNN_FIXUP_NONE) st = onednn__fixup(fixup, &local);
+    for (int i = 0; i < TORC_OP_MAX_INPUTS; i++) free(saved[i]);
     return st;
 }
 

@@ -2,7 +2,8 @@
 // primitive: binary ops directly (alpha as a source scale), unary ops as x * 1 followed by
 // eltwise post-ops, which also lets in and out differ in dtype and layout.
 // oneDNN broadcasts src1 only (size-1 dims); a broadcast in0 is swapped into src1 where the op
-// allows, otherwise it stays a stride-0 source that oneDNN's generic kernel reads.
+// allows, otherwise it stays a stride-0 source that oneDNN's generic kernel reads. Unary ops
+// run on JIT kernels only (layouts that need the generic kernel are declined).
 #include <float.h>
 #include <math.h>
 
@@ -25,7 +26,7 @@ static bool out_ok(torc_dtype d) { return d == TORC_DTYPE_F32 || d == TORC_DTYPE
 
 static int add_binary(onednn_plan *p, dnnl_alg_kind_t alg, const onednn_view *v0, int buf0,
                       float scale0, const onednn_view *v1, int buf1, void *cptr1, float scale1,
-                      const onednn_view *vd, const post_op *post, int n_post) {
+                      const onednn_view *vd, const post_op *post, int n_post, bool reject_ref) {
     dnnl_memory_desc_t m0, m1, md;
     int st;
     if ((st = onednn__view_md(v0, &m0)) || (st = onednn__view_md(v1, &m1)) ||
@@ -62,11 +63,34 @@ static int add_binary(onednn_plan *p, dnnl_alg_kind_t alg, const onednn_view *v0
     else {
         onednn_bind b[3] = {{DNNL_ARG_SRC_0, buf0, NULL}, {DNNL_ARG_SRC_1, buf1, cptr1},
                             {DNNL_ARG_DST, ONEDNN_BUF_OUT, NULL}};
-        st = onednn__plan_add(p, &desc, attr, false, 3, b);
+        st = onednn__plan_add(p, &desc, attr, reject_ref, 3, b);
     }
     if (ops) dnnl_post_ops_destroy(ops);
     dnnl_primitive_attr_destroy(attr);
     return st;
+}
+
+// Elementwise ops do not care about dim order: permute every operand's dims so that out's
+// strides descend, which turns a transposed (dense) out and inputs laid out like it into the
+// row-major layouts oneDNN's JIT kernels take.
+static void order_dims_like_out(onednn_view *vd, onednn_view *v0, onednn_view *v1) {
+    int perm[DNNL_MAX_NDIMS];
+    const int nd = vd->ndim;
+    for (int d = 0; d < nd; d++) perm[d] = d;
+    for (int i = 1; i < nd; i++)  // insertion sort, stable: equal strides keep their order
+        for (int j = i; j > 0 && vd->strides[perm[j - 1]] < vd->strides[perm[j]]; j--) {
+            const int t = perm[j];
+            perm[j] = perm[j - 1];
+            perm[j - 1] = t;
+        }
+    onednn_view *vs[3] = {vd, v0, v1};
+    for (int k = 0; k < 3; k++) {
+        const onednn_view old = *vs[k];
+        for (int d = 0; d < nd; d++) {
+            vs[k]->dims[d] = old.dims[perm[d]];
+            vs[k]->strides[d] = old.strides[perm[d]];
+        }
+    }
 }
 
 // ---- unary ----
@@ -97,7 +121,12 @@ int onednn__build_unary(const torc_op *op, onednn_plan *p) {
     case TORC_OP_SQUARE: post[0] = (post_op){dnnl_eltwise_square, 0, 0}; break;
     case TORC_OP_RECIPROCAL: post[0] = (post_op){dnnl_eltwise_pow, 1.0f, -1.0f}; break;
     case TORC_OP_EXP: post[0] = (post_op){dnnl_eltwise_exp, 0, 0}; break;
-    case TORC_OP_LOG: post[0] = (post_op){dnnl_eltwise_log, 0, 0}; break;
+    case TORC_OP_LOG:
+        if (y->dtype == TORC_DTYPE_F32)  // oneDNN's log is off by up to ~3e-6 (torc's f32 tolerance is 2e-6)
+            return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: log with a float32 result is left to "
+                                 "the reference backend (oneDNN's log is not accurate to float32)");
+        post[0] = (post_op){dnnl_eltwise_log, 0, 0};
+        break;
     case TORC_OP_TANH: post[0] = (post_op){dnnl_eltwise_tanh, 0, 0}; break;
     case TORC_OP_SIGMOID: post[0] = (post_op){dnnl_eltwise_logistic, 0, 0}; break;
     case TORC_OP_RELU: post[0] = (post_op){dnnl_eltwise_relu, 0, 0}; break;
@@ -129,10 +158,16 @@ int onednn__build_unary(const torc_op *op, onednn_plan *p) {
     v1 = vd;  // the scalar: every dim 1
     v1.dt = dnnl_f32;
     for (int d = 0; d < v1.ndim; d++) v1.dims[d] = v1.strides[d] = 1;
-    // relu and exp lose NaN in oneDNN (max(NaN, 0) = 0, exp saturates NaN to inf).
-    if (op->code == TORC_OP_RELU || op->code == TORC_OP_EXP) p->nanfix = ONEDNN_NANFIX_ELEMENTWISE;
+    order_dims_like_out(&vd, &v0, &v1);
+    // relu and exp lose NaN in oneDNN (max(NaN, 0) = 0, exp saturates NaN to inf); exact ops
+    // writing bf16 lose subnormal results to the conversion's flush.
+    if (op->code == TORC_OP_RELU || op->code == TORC_OP_EXP ||
+        ((op->code == TORC_OP_NEG || op->code == TORC_OP_ABS) && y->dtype == TORC_DTYPE_BF16))
+        p->fixup = ONEDNN_FIXUP_ELEMENTWISE;
+    // Only oneDNN's JIT kernels: its generic (ref) eltwise code differs on special values
+    // (relu(-inf) = NaN, sigmoid(NaN) = 0, pow(-inf, 0.5) = inf); such layouts fall back.
     return add_binary(p, dnnl_binary_mul, &v0, ONEDNN_BUF_IN0, 1.0f, &v1, ONEDNN_BUF_CONST, scalar,
-                      1.0f, &vd, post, n_post);
+                      1.0f, &vd, post, n_post, true);
 }
 
 // ---- binary ----
@@ -190,7 +225,8 @@ int onednn__build_binary(const torc_op *op, onednn_plan *p) {
     onednn__view_normalize(&v0);
     onednn__view_normalize(&v1);
     onednn__view_normalize(&vd);
+    order_dims_like_out(&vd, &v0, &v1);
     // oneDNN's max/min keep the other operand when one is NaN; torch.maximum returns NaN.
-    if (op->code == TORC_OP_MAXIMUM || op->code == TORC_OP_MINIMUM) p->nanfix = ONEDNN_NANFIX_ELEMENTWISE;
-    return add_binary(p, alg, &v0, b0, scale0, &v1, b1, NULL, scale1, &vd, NULL, 0);
+    if (op->code == TORC_OP_MAXIMUM || op->code == TORC_OP_MINIMUM) p->fixup = ONEDNN_FIXUP_ELEMENTWISE;
+    return add_binary(p, alg, &v0, b0, scale0, &v1, b1, NULL, scale1, &vd, NULL, 0, false);
 }

@@ -86,14 +86,15 @@ typedef struct onednn_step {
     onednn_view from, to;   // a conversion step: strided views of args[0] (from), args[1] (to)
 } onednn_step;
 
-// Results oneDNN computes without NaN propagation (its max/relu/exp drop or saturate NaN);
-// run() restores PyTorch's semantics with a check over the inputs (nan.c).
-typedef enum onednn_nanfix {
-    ONEDNN_NANFIX_NONE = 0,
-    ONEDNN_NANFIX_ELEMENTWISE,  // out[i] = NaN where a floating input is NaN at i
-    ONEDNN_NANFIX_REDUCE,       // out = NaN for every group holding a NaN
-    ONEDNN_NANFIX_ROWS,         // softmax: a row holding NaN or +inf is all NaN
-} onednn_nanfix;
+// Results where oneDNN deviates from PyTorch on special values (its max/relu/exp drop or
+// saturate NaN, its bf16 conversion flushes subnormals); run() restores PyTorch's result with a
+// check over the inputs (fixup.c).
+typedef enum onednn_fixup {
+    ONEDNN_FIXUP_NONE = 0,
+    ONEDNN_FIXUP_ELEMENTWISE,  // recompute out[i] where an input is NaN (or subnormal) at i
+    ONEDNN_FIXUP_REDUCE,       // max/min: recompute every group when a NaN (subnormal) exists
+    ONEDNN_FIXUP_ROWS,         // softmax: a row holding NaN or +inf is all NaN
+} onednn_fixup;
 
 typedef struct onednn_plan {
     int n_steps;  // 0: nothing to run (a zero-size output)
@@ -102,7 +103,7 @@ typedef struct onednn_plan {
     size_t tmp_offset[ONEDNN_MAX_TMPS];
     size_t tmp_bytes;      // temporaries, then the scratchpad at this offset
     size_t scratch_bytes;  // the largest scratchpad of the steps
-    onednn_nanfix nanfix;
+    onednn_fixup fixup;
 } onednn_plan;
 
 typedef struct onednn_bind {
@@ -148,8 +149,11 @@ int onednn__build_copy(const torc_op *op, onednn_plan *p);       // copy.c
 // Converts every element of `from` (f16 or f32) into `to` (f32 or f16), same dims, any strides.
 void onednn__convert_f16(const onednn_view *from, const void *src, const onednn_view *to, void *dst);
 
-// ---- NaN propagation (nan.c) ----
-void onednn__nanfix(onednn_nanfix kind, const torc_op *op);
+// ---- special values (fixup.c) ----
+// Whether op's inputs hold a value the fixup must handle (a parallel scan of the inputs).
+bool onednn__fixup_needed(onednn_fixup kind, const torc_op *op);
+// Checks the inputs and recomputes the outputs oneDNN got wrong; 0 or an error (out of memory).
+int onednn__fixup(onednn_fixup kind, const torc_op *op);
 
 // ---- the primitive cache (cache.c); callers hold the backend's lock ----
 // Finds or builds the plan for op. Returns 0 and sets *plan, or TORC_ERR_NOT_SUPPORTED (the

@@ -51,6 +51,9 @@ int onednn__build_reduce(const torc_op *op, onednn_plan *p) {
     onednn__view_normalize(&vd);
     // Every group holds one element (a 0-d input, only size-1 dims reduced): the result is the
     // input converted, and oneDNN's reduction wants at least one dim that shrinks.
+    // oneDNN's max/min skip NaN (torch.max returns NaN for a group holding one) and a bf16 out
+    // loses subnormal results.
+    if (extreme && onednn__is_float(x->dtype)) p->fixup = ONEDNN_FIXUP_REDUCE;
     bool shrinks = false;
     for (int d = 0; d < nd; d++) shrinks = shrinks || ((mask >> d) & 1 && x->shape[d] > 1);
     if (!shrinks) return onednn__plan_reorder(p, &vs, ONEDNN_BUF_IN0, &vd, ONEDNN_BUF_OUT);
@@ -64,7 +67,5 @@ int onednn__build_reduce(const torc_op *op, onednn_plan *p) {
     onednn_bind b[2] = {{DNNL_ARG_SRC, ONEDNN_BUF_IN0, NULL}, {DNNL_ARG_DST, ONEDNN_BUF_OUT, NULL}};
     st = onednn__plan_add(p, &desc, attr, false, 2, b);
     dnnl_primitive_attr_destroy(attr);
-    // oneDNN's max/min skip NaN; torch.max returns NaN for a group holding one.
-    if (extreme && onednn__is_float(x->dtype)) p->nanfix = ONEDNN_NANFIX_REDUCE;
     return st;
 }
