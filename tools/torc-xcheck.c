@@ -24,6 +24,7 @@ typedef struct options {
     bool dtype_on[TORC_DTYPE_COUNT];      // --dtype filter
     bool check, grad, perf;               // modes (check when neither --grad nor --perf)
     bool csv, quiet, color, verbose;
+    bool api;                             // --api: every family through the public API as well
     double tol_scale;                     // multiplies every tolerance
     uint64_t seed;
     int64_t perf_n;                       // elements of an elementwise op under --perf
@@ -449,13 +450,17 @@ static tolspec tol_for(const xcase *c) {
     case TORC_OP_ADD: case TORC_OP_SUB:
         t.rtol = 2 * e, t.atol = 2 * e, t.mag = MAG_ADD;
         break;
+    // Transcendental functions: vector libraries trade ulps for speed (oneDNN's f32 log is up to
+    // ~30 ulp of 1.0 off in absolute terms near x = 1, where log x is small). 32 ulp relative,
+    // plus 64 ulp of max(|want|, 1) absolute for the functions with zeros, stays tighter than
+    // torch.testing.assert_close's float32 default (rtol 1.3e-6, atol 1e-5).
     case TORC_OP_EXP: case TORC_OP_SIGMOID: case TORC_OP_RSQRT: case TORC_OP_RAND_NORMAL: case TORC_OP_POW:
     case TORC_OP_POW_SCALAR:
-        t.rtol = 8 * e;
+        t.rtol = 32 * e;
         break;
     case TORC_OP_LOG: case TORC_OP_SIN: case TORC_OP_COS: case TORC_OP_TANH: case TORC_OP_ERF:
     case TORC_OP_ERFINV: case TORC_OP_GELU:
-        t.rtol = 8 * e, t.atol = 8 * e, t.mag = MAG_ONE;
+        t.rtol = 32 * e, t.atol = 64 * e, t.mag = MAG_ONE;
         break;
     case TORC_OP_SUM: case TORC_OP_MEAN:
         t.rtol = 2 * e, t.atol = 4 * ec * sq, t.mag = MAG_SUMABS;
@@ -463,11 +468,14 @@ static tolspec tol_for(const xcase *c) {
     case TORC_OP_MATMUL: case TORC_OP_SCALED_MM:
         t.rtol = 2 * e, t.atol = 4 * ec * sq, t.mag = MAG_MM;
         break;
-    case TORC_OP_PROD: case TORC_OP_VAR: case TORC_OP_STD: case TORC_OP_NORM: case TORC_OP_SOFTMAX:
+    case TORC_OP_PROD: case TORC_OP_VAR: case TORC_OP_STD: case TORC_OP_NORM:
         t.rtol = 4 * e + 4 * ec * sq;
         break;
-    case TORC_OP_LOGSUMEXP: case TORC_OP_LOG_SOFTMAX:
-        t.rtol = 4 * e, t.atol = 4 * e + 4 * ec * sq, t.mag = MAG_ONE;
+    case TORC_OP_SOFTMAX:  // exp, a sum, a division
+        t.rtol = 32 * e + 4 * ec * sq;
+        break;
+    case TORC_OP_LOGSUMEXP: case TORC_OP_LOG_SOFTMAX:  // exp, a sum, a log
+        t.rtol = 32 * e, t.atol = 64 * e + 4 * ec * sq, t.mag = MAG_ONE;
         break;
     case TORC_OP_INDEX_ADD: case TORC_OP_SCATTER_ADD:
         t.rtol = 2 * e, t.atol = 4 * ec * sq + 2 * e, t.mag = MAG_SRC;
@@ -837,8 +845,10 @@ static torc_tensor *frontend_apply(const xcase *c, torc_tensor *const *v, torc_t
     switch (c->code) {
     case TORC_OP_FILL: return torc_fill_(ov, scalar_like(od, p->scalar.value)) ? NULL : ov;
     case TORC_OP_COPY: return torc_copy_(ov, v[0]) ? NULL : ov;
-    case TORC_OP_ARANGE:
-        return torc_arange(p->range.start, p->range.start + p->range.step * ((double)p->range.count - 0.5), p->range.step, od);
+    case TORC_OP_ARANGE:  // an end half a step past the last element gives exactly count elements
+        return torc_arange(p->range.start,
+                           p->range.count ? p->range.start + p->range.step * ((double)p->range.count - 0.5) : p->range.start,
+                           p->range.step, od);
     case TORC_OP_LINSPACE: return torc_linspace(p->range.start, p->range.end, p->range.count, od);
     case TORC_OP_RAND_UNIFORM: return torc_uniform_(ov, p->rng.a, p->rng.b, gen) ? NULL : ov;
     case TORC_OP_RAND_NORMAL: return torc_normal_(ov, p->rng.a, p->rng.b, gen) ? NULL : ov;
@@ -1213,6 +1223,20 @@ static void emit(builder *b, xcase *c) {
         compare(c, ref.obuf, got.obuf, &as, ref.amax, got.amax, &m);
     }
     record(b, c, mode, &m);
+    if (g_opt.api && mode == M_NATIVE) {
+        // --api: the same family through the public API too (what a fallback would run), which
+        // also checks that the descriptors built here are the ones the frontend sends.
+        run_out api = {0};
+        cmp ma = {.ok = true};
+        spec aas = c->out;
+        rs = run_frontend(c, &api, &aas);
+        if (rs != RUN_UNSUPPORTED) {
+            if (rs != RUN_OK) cmp_fail(&ma, "%s", api.msg);
+            else compare(c, ref.obuf, api.obuf, &aas, ref.amax, api.amax, &ma);
+            record(b, c, M_FRONTEND, &ma);
+        }
+        run_out_free(&api);
+    }
 done:
     run_out_free(&ref);
     run_out_free(&got);
@@ -1348,7 +1372,8 @@ static torc_dtype binary_out(torc_opcode code, torc_dtype a, torc_dtype b) {
     }
     if (is_cmp_or_logical(code)) return TORC_DTYPE_BOOL;
     if (code == TORC_OP_DIV && !is_float(c)) return torc_get_default_dtype();
-    if (code == TORC_OP_SUB && c == TORC_DTYPE_BOOL) return TORC_DTYPE_COUNT;
+    // PyTorch refuses subtraction with any bool operand (the frontend never sends it).
+    if (code == TORC_OP_SUB && (a == TORC_DTYPE_BOOL || b == TORC_DTYPE_BOOL)) return TORC_DTYPE_COUNT;
     return c;
 }
 
@@ -2194,7 +2219,7 @@ static void build_grad(builder *b, torc_dtype G, run_mode mode) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: torc-xcheck [--backend NAME] [--op NAME[,NAME...]] [--dtype NAME[,NAME...]]\n"
-            "                   [--grad] [--perf] [--check] [--csv] [--quiet] [--verbose]\n"
+            "                   [--grad] [--perf] [--check] [--csv] [--quiet] [--verbose] [--api]\n"
             "                   [--tol-scale X] [--seed N] [--perf-n ELEMENTS] [--perf-mm N]\n"
             "Cross-checks a backend against the reference backend: every op x dtype x shape family\n"
             "(contiguous, transposed, sliced with a step, broadcast, zero-size, zero-dim, size 1, odd\n"
@@ -2209,6 +2234,8 @@ static void usage(FILE *f) {
             "  --csv           one line per case (per timing under --perf) for machines\n"
             "  --quiet         print failing rows and the summary only\n"
             "  --verbose       also list op/dtype pairs the reference has no kernel for\n"
+            "  --api           run every shape family through the public API as well (as a fallback\n"
+            "                  would), not only the 'frontend' family\n"
             "  --tol-scale X   multiply every tolerance by X (default 1)\n");
 }
 
@@ -2337,6 +2364,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--csv")) g_opt.csv = true;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) g_opt.quiet = true;
         else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) g_opt.verbose = true;
+        else if (!strcmp(a, "--api")) g_opt.api = true;
         else if (!strcmp(a, "--tol-scale")) g_opt.tol_scale = atof(arg_value(argc, argv, &i));
         else if (!strcmp(a, "--seed")) g_opt.seed = strtoull(arg_value(argc, argv, &i), NULL, 0);
         else if (!strcmp(a, "--perf-n")) g_opt.perf_n = atoll(arg_value(argc, argv, &i));

@@ -43,42 +43,51 @@ int ref_scaled_mm_run(const torc_op *op) {
     if (st) return st;
     const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
     const int64_t M = a->shape[0], K = a->shape[1], N = b->shape[1];
-    // Products of two fp8 numbers have at most 8 significant bits, so for every size a test or
-    // a model uses the double sum is exact and the only rounding is the final store.
+    // A product of two fp8 numbers has at most 8 significant bits: for e4m3 x e4m3 the double
+    // sum is exact up to K = 2^17, and with an e5m2 operand whenever the products' magnitudes
+    // span less than 2^45 / K; beyond that it rounds at 2^-53, far below the final store.
     const double scale = ref_load_f(op->in[2].data, TORC_DTYPE_F32) * ref_load_f(op->in[3].data, TORC_DTYPE_F32);
     const bool fp8_out = is_fp8(o->dtype);
     const double scale_out = fp8_out && op->params.scaled_mm.scale_out
                                  ? ref_load_f(op->params.scaled_mm.scale_out, TORC_DTYPE_F32) : 1.0;
     double amax = 0.0;
 
-    // B decoded once into a contiguous (K, N) panel of doubles; each row of A once per row.
-    double *panel = malloc((size_t)(K * N + K + N) * sizeof(double) + sizeof(double));
+    // Column panels of B (about 1 Mi doubles, at least 16 columns) are decoded once and reused
+    // by every row of A, as in matmul.c.
+    int64_t NB = K > 0 ? (INT64_C(1) << 20) / K : N;
+    if (NB < 16) NB = 16;
+    if (NB > N) NB = N;
+    double *panel = malloc((size_t)(K * NB + K + NB + 1) * sizeof(double));
     if (panel == NULL)
         return ref_error(TORC_ERR_OOM, "reference backend: scaled_mm: out of memory for a %lldx%lld panel",
-                         (long long)K, (long long)N);
-    double *arow = panel + K * N, *acc = arow + K;
+                         (long long)K, (long long)NB);
+    double *arow = panel + K * NB, *acc = arow + K;
     const int64_t asz = (int64_t)ref_dtype_size(a->dtype), bsz = (int64_t)ref_dtype_size(b->dtype),
                   osz = (int64_t)ref_dtype_size(o->dtype);
-    for (int64_t k = 0; k < K; k++)
-        for (int64_t j = 0; j < N; j++)
-            panel[k * N + j] = ref_load_f((const char *)b->data + (k * b->stride[0] + j * b->stride[1]) * bsz, b->dtype);
-    for (int64_t i = 0; i < M; i++) {
+    for (int64_t j0 = 0; j0 < N; j0 += NB) {
+        const int64_t nb = N - j0 < NB ? N - j0 : NB;
         for (int64_t k = 0; k < K; k++)
-            arow[k] = ref_load_f((const char *)a->data + (i * a->stride[0] + k * a->stride[1]) * asz, a->dtype);
-        for (int64_t j = 0; j < N; j++) acc[j] = 0.0;
-        for (int64_t k = 0; k < K; k++) {
-            const double av = arow[k];
-            const double *brow = panel + k * N;
-            for (int64_t j = 0; j < N; j++) acc[j] += av * brow[j];
-        }
-        for (int64_t j = 0; j < N; j++) {
-            const double r = acc[j] * scale;
-            const double m = fabs(r);
-            if (m != m) amax = NAN;
-            else if (m > amax) amax = m;  // stays NaN once NaN
-            char *p = (char *)o->data + (i * o->stride[0] + j * o->stride[1]) * osz;
-            if (fp8_out) store_fp8_sat(p, o->dtype, r * scale_out);
-            else ref_store_f(p, o->dtype, r);
+            for (int64_t j = 0; j < nb; j++)
+                panel[k * nb + j] =
+                    ref_load_f((const char *)b->data + (k * b->stride[0] + (j0 + j) * b->stride[1]) * bsz, b->dtype);
+        for (int64_t i = 0; i < M; i++) {
+            for (int64_t k = 0; k < K; k++)
+                arow[k] = ref_load_f((const char *)a->data + (i * a->stride[0] + k * a->stride[1]) * asz, a->dtype);
+            for (int64_t j = 0; j < nb; j++) acc[j] = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                const double av = arow[k];
+                const double *brow = panel + k * nb;
+                for (int64_t j = 0; j < nb; j++) acc[j] += av * brow[j];
+            }
+            for (int64_t j = 0; j < nb; j++) {
+                const double r = acc[j] * scale;
+                const double m = fabs(r);
+                if (m != m) amax = NAN;
+                else if (m > amax) amax = m;  // stays NaN once NaN
+                char *p = (char *)o->data + (i * o->stride[0] + (j0 + j) * o->stride[1]) * osz;
+                if (fp8_out) store_fp8_sat(p, o->dtype, r * scale_out);
+                else ref_store_f(p, o->dtype, r);
+            }
         }
     }
     free(panel);
