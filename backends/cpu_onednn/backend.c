@@ -334,7 +334,14 @@ static int onednn_run(int device, const torc_op *op) {
             if (st) goto out;
         }
     }
-    st = onednn__plan_run(plan, &local, g.work, g.stream);
+    if (plan->single_thread) {
+        const int nthr = omp_get_max_threads();
+        omp_set_num_threads(1);
+        st = onednn__plan_run(plan, &local, g.work, g.stream);
+        omp_set_num_threads(nthr);
+    } else {
+        st = onednn__plan_run(plan, &local, g.work, g.stream);
+    }
 out:
     pthread_mutex_unlock(&g.lock);
     if (!st && fixup != ONEDNN_FIXUP_NONE) st = onednn__fixup(fixup, &local);

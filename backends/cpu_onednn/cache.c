@@ -3,6 +3,7 @@
 // Creating a oneDNN primitive (JIT code generation) costs far more than running a small one,
 // so a training loop must build each primitive once. Declines are cached too: supports()
 // is asked before every op. Callers hold the backend's lock.
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,10 @@
 #include "onednn-impl.h"
 
 #define ONEDNN_CACHE_CAPACITY 512
+// Ops touching fewer elements (matmul: M*N*K) run on the calling thread alone: oneDNN opens a
+// parallel region for any size, and waking the team costs more than such an op (milliseconds
+// on a loaded machine, where the other thread waits for a core).
+#define ONEDNN_SMALL_WORK (INT64_C(1) << 16)
 
 // The key: a flat record compared with memcmp, zero-filled so padding and unused dims match.
 typedef struct onednn_key {
@@ -90,6 +95,17 @@ static int build(const torc_op *op, onednn_plan *p) {
     }
 }
 
+static int64_t work_of(const torc_op *op) {
+    int64_t w = onednn__numel(&op->out);
+    for (int i = 0; i < op->n_in; i++) {
+        const int64_t n = onednn__numel(&op->in[i]);
+        if (n > w) w = n;
+    }
+    if (op->code == TORC_OP_MATMUL && op->out.ndim >= 2)  // batch x M x N x K
+        w = onednn__numel(&op->out) * op->in[0].shape[op->in[0].ndim - 1];
+    return w;
+}
+
 static void entry_destroy(onednn_entry *e) {
     onednn__plan_destroy(&e->plan);
     free(e);
@@ -129,7 +145,13 @@ int onednn__cache_get(const torc_op *op, const onednn_plan **plan) {
     if (!e) return onednn__error(TORC_ERR_OOM, "onednn: out of memory for the primitive cache");
     e->hash = h;
     e->key = key;
+    // Kernels sized for one thread from the start: some size their parallel split at creation.
+    const bool single = work_of(op) < ONEDNN_SMALL_WORK;
+    const int nthr = omp_get_max_threads();
+    if (single) omp_set_num_threads(1);
     st = build(op, &e->plan);
+    if (single) omp_set_num_threads(nthr);
+    e->plan.single_thread = single;
     if (st) {
         onednn__plan_destroy(&e->plan);
         if (st != TORC_ERR_NOT_SUPPORTED) {  // a real failure (out of memory...) may pass

@@ -11,7 +11,7 @@ void onednn__convert_f16(const onednn_view *from, const void *src, const onednn_
     int64_t rows = 1;
     for (int d = 0; d < nd - 1; d++) rows *= from->dims[d];
     const bool widen = from->dt == dnnl_f16;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * inner > (INT64_C(1) << 16))
     for (int64_t r = 0; r < rows; r++) {
         int64_t so = 0, dof = 0, rest = r;
         for (int d = nd - 2; d >= 0; d--) {

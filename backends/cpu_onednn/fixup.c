@@ -114,7 +114,7 @@ static bool has_special(const torc_operand *x, special_set s) {
     for (int d = 0; d < n - 1; d++) rows *= shape[d];
     const char *base = x->data;
     int found = 0;
-#pragma omp parallel for reduction(| : found) schedule(static)
+#pragma omp parallel for reduction(| : found) schedule(static) if (rows * chunks > 1)
     for (int64_t b = 0; b < rows * chunks; b++) {
         int64_t r = b / chunks, c = b % chunks, off = 0;
         for (int d = n - 2; d >= 0; d--) {
@@ -128,6 +128,7 @@ static bool has_special(const torc_operand *x, special_set s) {
     return found != 0;
 }
 
+// (One chunk or less is scanned by the calling thread alone: waking the team costs more.)
 bool onednn__fixup_needed(onednn_fixup kind, const torc_op *op) {
     if (kind == ONEDNN_FIXUP_NONE || onednn__numel(&op->out) == 0) return false;
     const special_set s = specials_of(kind, op);

@@ -104,6 +104,7 @@ typedef struct onednn_plan {
     size_t tmp_bytes;      // temporaries, then the scratchpad at this offset
     size_t scratch_bytes;  // the largest scratchpad of the steps
     onednn_fixup fixup;
+    bool single_thread;    // too small to pay for waking OpenMP's team (see cache.c)
 } onednn_plan;
 
 typedef struct onednn_bind {
