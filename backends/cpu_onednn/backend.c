@@ -1,0 +1,379 @@
+// backends/cpu_onednn/backend.c — the oneDNN backend's vtable and entry point: process state
+// (one engine, one stream, the workspace, the lock), memory, errors, supports() and run().
+// Every oneDNN call runs under one lock: the stream, the cached primitives' memory objects
+// and the workspace are shared, and each primitive already uses every core through OpenMP.
+#include <errno.h>
+#include <limits.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onednn-impl.h"
+
+TORC_API const torc_backend_vtable *torc_backend_entry(uint32_t host_abi_version);
+
+static struct {
+    pthread_mutex_t lock;
+    int refs;              // init() calls not yet matched by shutdown()
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    int nthreads;          // TORC_NUM_THREADS; 0: OpenMP's default (every core)
+    void *work;            // temporaries + scratchpads of the running plan
+    size_t work_bytes;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+dnnl_engine_t onednn__engine(void) { return g.engine; }
+
+// ---- errors ----
+static _Thread_local char t_error[512];
+
+int onednn__error(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t_error, sizeof t_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *onednn__last_error_text(void) { return t_error; }
+
+const char *onednn__status_name(dnnl_status_t s) {
+    switch (s) {
+    case dnnl_success: return "dnnl_success";
+    case dnnl_out_of_memory: return "dnnl_out_of_memory";
+    case dnnl_invalid_arguments: return "dnnl_invalid_arguments";
+    case dnnl_unimplemented: return "dnnl_unimplemented";
+    case dnnl_iterator_ends: return "dnnl_iterator_ends";
+    case dnnl_runtime_error: return "dnnl_runtime_error";
+    case dnnl_not_required: return "dnnl_not_required";
+    default: return "dnnl status unknown";
+    }
+}
+
+int onednn__dnnl_error(dnnl_status_t s, const char *what) {
+    int len = (int)strcspn(what, "(");
+    int status = s == dnnl_unimplemented || s == dnnl_invalid_arguments ? TORC_ERR_NOT_SUPPORTED
+               : s == dnnl_out_of_memory ? TORC_ERR_OOM
+               : TORC_ERR_BACKEND;
+    return onednn__error(status, "onednn: %.*s failed: %s (%d)", len, what, onednn__status_name(s),
+                         (int)s);
+}
+
+const char *onednn__op_name(torc_opcode code) {
+    switch (code) {
+    case TORC_OP_COPY: return "copy";
+    case TORC_OP_NEG: return "neg";
+    case TORC_OP_ABS: return "abs";
+    case TORC_OP_SQRT: return "sqrt";
+    case TORC_OP_RSQRT: return "rsqrt";
+    case TORC_OP_SQUARE: return "square";
+    case TORC_OP_RECIPROCAL: return "reciprocal";
+    case TORC_OP_EXP: return "exp";
+    case TORC_OP_LOG: return "log";
+    case TORC_OP_TANH: return "tanh";
+    case TORC_OP_SIGMOID: return "sigmoid";
+    case TORC_OP_RELU: return "relu";
+    case TORC_OP_GELU: return "gelu";
+    case TORC_OP_POW_SCALAR: return "pow (scalar exponent)";
+    case TORC_OP_ADD: return "add";
+    case TORC_OP_SUB: return "sub";
+    case TORC_OP_MUL: return "mul";
+    case TORC_OP_DIV: return "div";
+    case TORC_OP_MAXIMUM: return "maximum";
+    case TORC_OP_MINIMUM: return "minimum";
+    case TORC_OP_SUM: return "sum";
+    case TORC_OP_MEAN: return "mean";
+    case TORC_OP_PROD: return "prod";
+    case TORC_OP_MAX: return "max";
+    case TORC_OP_MIN: return "min";
+    case TORC_OP_SOFTMAX: return "softmax";
+    case TORC_OP_LOG_SOFTMAX: return "log_softmax";
+    case TORC_OP_MATMUL: return "matmul";
+    default: {
+        static _Thread_local char buf[32];
+        snprintf(buf, sizeof buf, "op #%d", (int)code);
+        return buf;
+    }
+    }
+}
+
+static const char *onednn_last_error(void) { return t_error; }
+
+// ---- init / shutdown ----
+// TORC_NUM_THREADS: a positive integer, or unset for OpenMP's default.
+static int read_num_threads(int *n) {
+    *n = 0;
+    const char *s = getenv("TORC_NUM_THREADS");
+    if (!s || !*s) return 0;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 1 || v > 65536)
+        return onednn__error(TORC_ERR_INVALID_ARG,
+                             "onednn: TORC_NUM_THREADS must be a positive integer, got '%s'", s);
+    *n = (int)v;
+    return 0;
+}
+
+// OpenMP's thread count is per calling thread: set it on every thread that enters oneDNN.
+static void apply_threads(void) {
+    if (g.nthreads > 0 && omp_get_max_threads() != g.nthreads) omp_set_num_threads(g.nthreads);
+}
+
+static int onednn_init(void) {
+    int st = 0;
+    pthread_mutex_lock(&g.lock);
+    if (g.refs > 0) {
+        g.refs++;
+        goto out;
+    }
+    int n;
+    if ((st = read_num_threads(&n))) goto out;
+    g.nthreads = n;
+    apply_threads();
+    dnnl_status_t s = dnnl_engine_create(&g.engine, dnnl_cpu, 0);
+    if (s != dnnl_success) {
+        g.engine = NULL;
+        st = onednn__dnnl_error(s, "dnnl_engine_create(");
+        goto out;
+    }
+    s = dnnl_stream_create(&g.stream, g.engine, dnnl_stream_default_flags);
+    if (s != dnnl_success) {
+        dnnl_engine_destroy(g.engine);
+        g.engine = NULL;
+        g.stream = NULL;
+        st = onednn__dnnl_error(s, "dnnl_stream_create(");
+        goto out;
+    }
+    g.refs = 1;
+out:
+    pthread_mutex_unlock(&g.lock);
+    return st;
+}
+
+static void release_workspace(void) {
+    free(g.work);
+    g.work = NULL;
+    g.work_bytes = 0;
+}
+
+static void onednn_shutdown(void) {
+    pthread_mutex_lock(&g.lock);
+    if (g.refs > 0 && --g.refs == 0) {
+        onednn__cache_clear();
+        release_workspace();
+        dnnl_stream_destroy(g.stream);
+        dnnl_engine_destroy(g.engine);
+        g.stream = NULL;
+        g.engine = NULL;
+        // Ends OpenMP's worker threads too (the next parallel region starts new ones). Besides
+        // freeing them, this keeps LeakSanitizer alive at exit: GCC 12's LSan crashes scanning
+        // the dynamic TLS (libdnnl's, loaded by dlopen) of idle workers on glibc 2.36.
+        omp_pause_resource_all(omp_pause_hard);
+    }
+    pthread_mutex_unlock(&g.lock);
+}
+
+// ---- devices and memory ----
+static int onednn_device_count(void) { return 1; }
+
+static int check_device(int device) {
+    if (device != 0)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: no device %d (the CPU is device 0)",
+                             device);
+    return 0;
+}
+
+static int onednn_device_info(int device, torc_device_info *info) {
+    int st = check_device(device);
+    if (st) return st;
+    if (!info) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: device_info: info is NULL");
+    return onednn__device_info(info);
+}
+
+#define ONEDNN_ALLOC_ALIGN 64
+
+static void *onednn_alloc(int device, size_t nbytes) {
+    if (check_device(device)) return NULL;
+    if (nbytes > SIZE_MAX - ONEDNN_ALLOC_ALIGN) {
+        onednn__error(TORC_ERR_OOM, "onednn: cannot allocate %zu bytes", nbytes);
+        return NULL;
+    }
+    // aligned_alloc wants a multiple of the alignment; size 0 still gets a valid pointer.
+    size_t n = nbytes == 0 ? ONEDNN_ALLOC_ALIGN
+                           : (nbytes + ONEDNN_ALLOC_ALIGN - 1) / ONEDNN_ALLOC_ALIGN * ONEDNN_ALLOC_ALIGN;
+    void *p = aligned_alloc(ONEDNN_ALLOC_ALIGN, n);
+    if (!p) onednn__error(TORC_ERR_OOM, "onednn: cannot allocate %zu bytes", nbytes);
+    return p;
+}
+
+static void onednn_free(int device, void *ptr) { free(ptr); }
+
+static int onednn_copy(int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
+                       bool async) {
+    int st = check_device(device);
+    if (st) return st;
+    if ((int)kind < TORC_COPY_HOST_TO_DEVICE || kind > TORC_COPY_DEVICE_TO_DEVICE)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: copy: unknown copy kind %d", (int)kind);
+    if (nbytes == 0) return 0;
+    if (!dst || !src) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: copy: NULL pointer");
+    memmove(dst, src, nbytes);  // host memory: every kind is a memcpy; async has nothing to wait on
+    return 0;
+}
+
+static int onednn_synchronize(int device) {
+    int st = check_device(device);
+    if (st) return st;
+    pthread_mutex_lock(&g.lock);
+    if (g.stream) {
+        dnnl_status_t s = dnnl_stream_wait(g.stream);
+        if (s != dnnl_success) st = onednn__dnnl_error(s, "dnnl_stream_wait(");
+    }
+    pthread_mutex_unlock(&g.lock);
+    return st;
+}
+
+static int onednn_empty_cache(int device) {
+    int st = check_device(device);
+    if (st) return st;
+    pthread_mutex_lock(&g.lock);
+    onednn__cache_clear();
+    release_workspace();
+    pthread_mutex_unlock(&g.lock);
+    return 0;
+}
+
+// ---- ops ----
+static bool onednn_supports(int device, const torc_op *op) {
+    if (device != 0 || !op) return false;
+    bool ok = false;
+    pthread_mutex_lock(&g.lock);
+    if (g.refs > 0) {
+        apply_threads();  // oneDNN sizes its kernels for the thread count at creation
+        const onednn_plan *plan;
+        ok = onednn__cache_get(op, &plan) == 0;
+    } else {
+        onednn__error(TORC_ERR_RUNTIME, "onednn: supports() called before init()");
+    }
+    pthread_mutex_unlock(&g.lock);
+    return ok;
+}
+
+static int check_pointers(const torc_op *op) {
+    for (int i = 0; i < op->n_in; i++)
+        if (!op->in[i].data && onednn__numel(&op->in[i]) > 0)
+            return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s: in[%d].data is NULL",
+                                 onednn__op_name(op->code), i);
+    if (!op->out.data && onednn__numel(&op->out) > 0)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s: out.data is NULL",
+                             onednn__op_name(op->code));
+    return 0;
+}
+
+static int ensure_workspace(size_t nbytes) {
+    if (nbytes <= g.work_bytes) return 0;
+    size_t n = (nbytes + ONEDNN_ALLOC_ALIGN - 1) / ONEDNN_ALLOC_ALIGN * ONEDNN_ALLOC_ALIGN;
+    void *p = aligned_alloc(ONEDNN_ALLOC_ALIGN, n);
+    if (!p) return onednn__error(TORC_ERR_OOM, "onednn: cannot allocate a %zu-byte workspace", n);
+    free(g.work);
+    g.work = p;
+    g.work_bytes = n;
+    return 0;
+}
+
+// Bytes from x's first element to one past its last (strides are never negative).
+static size_t span_bytes(const torc_operand *x) {
+    int64_t last = 0;
+    for (int d = 0; d < x->ndim; d++) last += (x->shape[d] - 1) * x->stride[d];
+    const size_t es = x->dtype == TORC_DTYPE_F64 || x->dtype == TORC_DTYPE_I64 ? 8
+                    : x->dtype == TORC_DTYPE_F32 || x->dtype == TORC_DTYPE_I32 ? 4
+                    : x->dtype == TORC_DTYPE_F16 || x->dtype == TORC_DTYPE_BF16 || x->dtype == TORC_DTYPE_I16 ? 2 : 1;
+    return (size_t)(last + 1) * es;
+}
+
+static int onednn_run(int device, const torc_op *op) {
+    int st = check_device(device);
+    if (st) return st;
+    if (!op) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: run: op is NULL");
+    onednn_fixup fixup = ONEDNN_FIXUP_NONE;
+    torc_op local = *op;  // op with aliased inputs moved aside, when the fixup needs them
+    void *saved[TORC_OP_MAX_INPUTS] = {NULL};
+    pthread_mutex_lock(&g.lock);
+    if (g.refs == 0) {
+        st = onednn__error(TORC_ERR_RUNTIME, "onednn: run() called before init()");
+        goto out;
+    }
+    apply_threads();
+    const onednn_plan *plan;
+    if ((st = onednn__cache_get(op, &plan))) goto out;
+    if (plan->n_steps == 0) goto out;  // zero-size output: nothing to compute
+    if ((st = check_pointers(op))) goto out;
+    if ((st = ensure_workspace(plan->tmp_bytes + plan->scratch_bytes))) goto out;
+    fixup = plan->fixup;
+    // In place (out is an input, as add_ runs): the fixup reads the inputs after the primitive
+    // wrote out, so an input holding special values is copied first; else nothing is left to fix.
+    bool aliased = false;
+    for (int i = 0; i < op->n_in; i++) aliased = aliased || op->in[i].data == op->out.data;
+    if (fixup != ONEDNN_FIXUP_NONE && aliased) {
+        if (!onednn__fixup_needed(fixup, op)) {
+            fixup = ONEDNN_FIXUP_NONE;
+        } else {
+            for (int i = 0; i < op->n_in && !st; i++) {
+                if (op->in[i].data != op->out.data) continue;
+                const size_t nb = span_bytes(&op->in[i]);
+                if (!(saved[i] = malloc(nb))) {
+                    st = onednn__error(TORC_ERR_OOM, "onednn: cannot allocate %zu bytes", nb);
+                    break;
+                }
+                memcpy(saved[i], op->in[i].data, nb);
+                local.in[i].data = saved[i];
+            }
+            if (st) goto out;
+        }
+    }
+    if (plan->single_thread) {
+        const int nthr = omp_get_max_threads();
+        omp_set_num_threads(1);
+        st = onednn__plan_run(plan, &local, g.work, g.stream);
+        omp_set_num_threads(nthr);
+    } else {
+        st = onednn__plan_run(plan, &local, g.work, g.stream);
+    }
+out:
+    pthread_mutex_unlock(&g.lock);
+    if (!st && fixup != ONEDNN_FIXUP_NONE) st = onednn__fixup(fixup, &local);
+    for (int i = 0; i < TORC_OP_MAX_INPUTS; i++) free(saved[i]);
+    return st;
+}
+
+// ---- the vtable ----
+static const torc_backend_vtable g_vtable = {
+    .abi_version = TORC_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(torc_backend_vtable),
+    .name = "onednn",
+    .init = onednn_init,
+    .shutdown = onednn_shutdown,
+    .device_count = onednn_device_count,
+    .device_info = onednn_device_info,
+    .alloc = onednn_alloc,
+    .free = onednn_free,
+    .copy = onednn_copy,
+    .synchronize = onednn_synchronize,
+    .event_create = NULL,  // host backend: the core times with a clock
+    .event_record = NULL,
+    .event_elapsed_ms = NULL,
+    .event_destroy = NULL,
+    .supports = onednn_supports,
+    .run = onednn_run,
+    .last_error = onednn_last_error,
+    .memory_stats = NULL,  // the core's own counters
+    .empty_cache = onednn_empty_cache,
+};
+
+TORC_API const torc_backend_vtable *torc_backend_entry(uint32_t host_abi_version) {
+    if ((host_abi_version >> 16) != TORC_BACKEND_ABI_MAJOR) return NULL;
+    return &g_vtable;
+}

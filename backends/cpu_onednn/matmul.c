@@ -1,0 +1,134 @@
+// backends/cpu_onednn/matmul.c — TORC_OP_MATMUL on oneDNN's matmul primitive: f32, bf16 (AMX
+// where the CPU has it) and f16 (through f32: oneDNN 2.6 has no f16 matmul on CPU, and its f16
+// reorders are too slow to convert with, so the host converts: f16.c).
+// Operands keep their strides (transposed and sliced views are not copied); stride-0 batch dims
+// become oneDNN's size-1 broadcast dims. A layout only oneDNN's reference code accepts (both
+// last strides non-unit) is declined, so the core falls back to the reference backend.
+#include <string.h>
+
+#include "onednn-impl.h"
+
+// A size-1 matrix dim's stride is free: pick the one that makes the matrix plainly row- or
+// column-major, which is what oneDNN's gemm kernels test.
+static void normalize_matrix(onednn_view *v) {
+    const int r = v->ndim - 2, c = v->ndim - 1;
+    if (v->dims[c] == 1) {
+        v->strides[c] = 1;                     // (R, 1): row-major with ld = stride[r]
+        if (v->dims[r] == 1) v->strides[r] = 1;
+    } else if (v->dims[r] == 1) {
+        v->strides[r] = v->strides[c] == 1 ? v->dims[c] : 1;  // a row: keep its major order
+    }
+    // Batch dims of size 1 (broadcast ones included) get a dense stride.
+    for (int d = 0; d < r; d++) {
+        if (v->dims[d] != 1) continue;
+        dnnl_dim_t span = 1;
+        for (int e = d + 1; e < v->ndim; e++)
+            if (v->dims[e] > 1 && v->strides[e] * v->dims[e] > span) span = v->strides[e] * v->dims[e];
+        v->strides[d] = span;
+    }
+}
+
+static size_t view_bytes(const onednn_view *v) {
+    size_t n = 4;  // f32 temporaries
+    for (int d = 0; d < v->ndim; d++) n *= (size_t)v->dims[d];
+    return n;
+}
+
+// A dense f32 view with v's dims (the f16 path's temporaries).
+static void dense_f32(onednn_view *t, const onednn_view *v) {
+    *t = *v;
+    t->dt = dnnl_f32;
+    dnnl_dim_t s = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        t->strides[d] = s;
+        s *= v->dims[d];
+    }
+}
+
+static int add_matmul(onednn_plan *p, const onednn_view *a, int a_buf, const onednn_view *b,
+                      int b_buf, const onednn_view *c, int c_buf) {
+    dnnl_memory_desc_t ma, mb, mc;
+    int st;
+    if ((st = onednn__view_md(a, &ma)) || (st = onednn__view_md(b, &mb)) ||
+        (st = onednn__view_md(c, &mc)))
+        return st;
+    dnnl_matmul_desc_t desc;
+    ONEDNN_CHECK(dnnl_matmul_desc_init(&desc, &ma, &mb, NULL, &mc));
+    dnnl_primitive_attr_t attr;
+    if ((st = onednn__attr(&attr))) return st;
+    onednn_bind binds[3] = {{DNNL_ARG_SRC, a_buf, NULL}, {DNNL_ARG_WEIGHTS, b_buf, NULL},
+                            {DNNL_ARG_DST, c_buf, NULL}};
+    st = onednn__plan_add(p, &desc, attr, true, 3, binds);
+    dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
+    const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out;
+    if (op->n_in != 2)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: matmul takes 2 inputs, got %d", op->n_in);
+    const int nd = y->ndim;
+    if (nd < 2 || x->ndim != nd || w->ndim != nd)
+        return onednn__error(TORC_ERR_SHAPE, "onednn: matmul needs operands of one ndim >= 2 "
+                             "(got %d, %d -> %d)", x->ndim, w->ndim, nd);
+    const int64_t M = y->shape[nd - 2], N = y->shape[nd - 1], K = x->shape[nd - 1];
+    bool ok = x->shape[nd - 2] == M && w->shape[nd - 2] == K && w->shape[nd - 1] == N;
+    for (int d = 0; d < nd - 2; d++) ok = ok && x->shape[d] == y->shape[d] && w->shape[d] == y->shape[d];
+    if (!ok)
+        return onednn__error(TORC_ERR_SHAPE, "onednn: matmul shapes do not fit: in0 (..., %lld, %lld), "
+                             "in1 (..., %lld, %lld), out (..., %lld, %lld)",
+                             (long long)x->shape[nd - 2], (long long)K, (long long)w->shape[nd - 2],
+                             (long long)w->shape[nd - 1], (long long)M, (long long)N);
+    const torc_dtype dt = x->dtype;
+    const bool f16 = dt == TORC_DTYPE_F16;
+    if (w->dtype != dt || !onednn__is_float(dt) ||
+        !(y->dtype == dt || (dt != TORC_DTYPE_F32 && y->dtype == TORC_DTYPE_F32)))
+        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul runs float32, bfloat16 and "
+                             "float16 inputs (out the same or float32), got %s x %s -> %s",
+                             onednn__dtype_name(x->dtype), onednn__dtype_name(w->dtype),
+                             onednn__dtype_name(y->dtype));
+    if (onednn__numel(y) == 0) return 0;
+    if (K == 0)  // out is all zeros: oneDNN has nothing to multiply
+        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul with K = 0 is left to the "
+                             "reference backend");
+
+    onednn_view a, b, c;
+    onednn__view(&a, x, onednn__dt(dt));
+    onednn__view(&b, w, onednn__dt(dt));
+    onednn__view(&c, y, onednn__dt(y->dtype));
+    onednn__view_bcast_to_one(&a, nd - 2);
+    onednn__view_bcast_to_one(&b, nd - 2);
+    normalize_matrix(&a);
+    normalize_matrix(&b);
+    normalize_matrix(&c);
+    int a_buf = ONEDNN_BUF_IN0, b_buf = ONEDNN_BUF_IN0 + 1;
+    // oneDNN's kernels write row-major C only; a column-major out is C^T = B^T A^T.
+    if (c.strides[nd - 1] != 1 && c.strides[nd - 2] == 1) {
+        onednn_view t = a;
+        a = b;
+        b = t;
+        onednn__view_transpose_last2(&a);
+        onednn__view_transpose_last2(&b);
+        onednn__view_transpose_last2(&c);
+        a_buf = ONEDNN_BUF_IN0 + 1;
+        b_buf = ONEDNN_BUF_IN0;
+    }
+    if (!f16) return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
+
+    // f16: convert both operands to dense f32, multiply in f32, round once into out.
+    onednn_view ta, tb, tc;
+    int ta_buf, tb_buf, tc_buf = ONEDNN_BUF_OUT, st;
+    dense_f32(&ta, &a);
+    dense_f32(&tb, &b);
+    if ((st = onednn__plan_tmp(p, view_bytes(&ta), &ta_buf)) ||
+        (st = onednn__plan_tmp(p, view_bytes(&tb), &tb_buf)) ||
+        (st = onednn__plan_convert(p, &a, a_buf, &ta, ta_buf)) ||
+        (st = onednn__plan_convert(p, &b, b_buf, &tb, tb_buf)))
+        return st;
+    if (c.dt == dnnl_f32) return add_matmul(p, &ta, ta_buf, &tb, tb_buf, &c, ONEDNN_BUF_OUT);
+    dense_f32(&tc, &c);
+    if ((st = onednn__plan_tmp(p, view_bytes(&tc), &tc_buf)) ||
+        (st = add_matmul(p, &ta, ta_buf, &tb, tb_buf, &tc, tc_buf)))
+        return st;
+    return onednn__plan_convert(p, &tc, tc_buf, &c, ONEDNN_BUF_OUT);
+}

@@ -1,0 +1,168 @@
+// backends/cpu_onednn/onednn-impl.h — internals shared by the oneDNN backend's files: errors,
+// operand -> memory-descriptor views, the cached plan of primitives for one op, the builders.
+#ifndef TORC_ONEDNN_IMPL_H
+#define TORC_ONEDNN_IMPL_H
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "torc/backend.h"
+
+// ---- errors (backend.c) ----
+// Sets this thread's last error ("onednn: ...") and returns status, so builders write
+// `return onednn__error(TORC_ERR_NOT_SUPPORTED, "...")`.
+int onednn__error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// A failed dnnl call: the message names the call (the text of `what` up to its '(') and the
+// dnnl status; unimplemented / invalid_arguments map to TORC_ERR_NOT_SUPPORTED (oneDNN cannot
+// express the op), out_of_memory to TORC_ERR_OOM, anything else to TORC_ERR_BACKEND.
+int onednn__dnnl_error(dnnl_status_t s, const char *what);
+const char *onednn__status_name(dnnl_status_t s);
+const char *onednn__last_error_text(void);  // this thread's message ("" if none)
+const char *onednn__op_name(torc_opcode code);
+#define ONEDNN_CHECK(call)                                              \
+    do {                                                                \
+        dnnl_status_t onednn_st_ = (call);                              \
+        if (onednn_st_ != dnnl_success) return onednn__dnnl_error(onednn_st_, #call); \
+    } while (0)
+
+// The process-wide engine (created in init).
+dnnl_engine_t onednn__engine(void);
+
+// ---- views (view.c) ----
+// A torc operand as oneDNN sees it: dims and strides in elements (a 0-d operand becomes 1-D
+// of size 1) and the dnnl data type.
+typedef struct onednn_view {
+    int ndim;
+    dnnl_dims_t dims, strides;
+    dnnl_data_type_t dt;
+} onednn_view;
+
+// The dnnl type of a torc dtype; dnnl_data_type_undef for dtypes oneDNN does not compute in
+// (f64, i64, i16, bool, fp8). Bool is 1 byte of 0/1 and may be read as u8 where noted.
+dnnl_data_type_t onednn__dt(torc_dtype d);
+bool onednn__is_float(torc_dtype d);             // f32, bf16, f16
+const char *onednn__dtype_name(torc_dtype d);   // PyTorch's name: "float32", "bfloat16", ...
+int64_t onednn__numel(const torc_operand *x);
+bool onednn__same_shape(const torc_operand *a, const torc_operand *b);
+bool onednn__has_bcast(const torc_operand *x);  // a stride-0 dim of size > 1
+// Checks what no builder may trust blindly: ndim in [0, TORC_MAX_DIMS], shapes and strides
+// non-negative, a known dtype. Returns 0 or TORC_ERR_INVALID_ARG with the error set.
+int onednn__check_operand(const torc_operand *x, const char *what);
+
+void onednn__view(onednn_view *v, const torc_operand *x, dnnl_data_type_t dt);
+// Stride-0 dims of size > 1 become dims of size 1: oneDNN's broadcast (binary src1, matmul
+// batch dims). Only dims [0, upto) are touched.
+void onednn__view_bcast_to_one(onednn_view *v, int upto);
+// Gives every size-1 dim the stride a dense layout would have there (the span of the dims
+// inside it), so oneDNN recognises plain layouts; a size-1 dim's stride has no meaning.
+void onednn__view_normalize(onednn_view *v);
+void onednn__view_transpose_last2(onednn_view *v);
+int onednn__view_md(const onednn_view *v, dnnl_memory_desc_t *md);
+
+// ---- plans (plan.c) ----
+// A plan is what one op descriptor compiles to: a few primitives run in order, each argument
+// bound to an op operand, a temporary in the backend's workspace, or a constant.
+#define ONEDNN_MAX_TMPS 3
+#define ONEDNN_MAX_STEPS 4
+#define ONEDNN_MAX_ARGS 6
+enum {
+    ONEDNN_BUF_IN0 = 0,  // .. ONEDNN_BUF_IN0 + 3: op->in[i].data
+    ONEDNN_BUF_OUT = TORC_OP_MAX_INPUTS,
+    ONEDNN_BUF_TMP0,     // .. ONEDNN_BUF_TMP0 + ONEDNN_MAX_TMPS - 1: workspace temporaries
+    ONEDNN_BUF_CONST = ONEDNN_BUF_TMP0 + ONEDNN_MAX_TMPS,
+    ONEDNN_BUF_SCRATCH,  // the primitive's scratchpad (user mode), in the workspace
+};
+
+typedef struct onednn_arg {
+    int arg;            // DNNL_ARG_*
+    int buf;            // ONEDNN_BUF_*
+    void *cptr;         // for ONEDNN_BUF_CONST: a static constant (read only by oneDNN)
+    dnnl_memory_t mem;  // created without a handle; the handle is set on every run
+} onednn_arg;
+
+typedef struct onednn_step {
+    dnnl_primitive_t prim;  // NULL: a host conversion step (f16 <-> f32, see f16.c)
+    int n_args;
+    onednn_arg args[ONEDNN_MAX_ARGS + 1];  // + the scratchpad
+    onednn_view from, to;   // a conversion step: strided views of args[0] (from), args[1] (to)
+} onednn_step;
+
+// Results where oneDNN deviates from PyTorch on special values (its max/relu/exp drop or
+// saturate NaN, its bf16 conversion flushes subnormals); run() restores PyTorch's result with a
+// check over the inputs (fixup.c).
+typedef enum onednn_fixup {
+    ONEDNN_FIXUP_NONE = 0,
+    ONEDNN_FIXUP_ELEMENTWISE,  // recompute out[i] where an input is NaN (or subnormal) at i
+    ONEDNN_FIXUP_REDUCE,       // max/min: recompute every group when a NaN (subnormal) exists
+    ONEDNN_FIXUP_ROWS,         // softmax: a row holding NaN or +inf is all NaN
+} onednn_fixup;
+
+typedef struct onednn_plan {
+    int n_steps;  // 0: nothing to run (a zero-size output)
+    onednn_step steps[ONEDNN_MAX_STEPS];
+    int n_tmps;
+    size_t tmp_offset[ONEDNN_MAX_TMPS];
+    size_t tmp_bytes;      // temporaries, then the scratchpad at this offset
+    size_t scratch_bytes;  // the largest scratchpad of the steps
+    onednn_fixup fixup;
+    bool single_thread;    // too small to pay for waking OpenMP's team (see cache.c)
+} onednn_plan;
+
+typedef struct onednn_bind {
+    int arg;
+    int buf;
+    void *cptr;
+} onednn_bind;
+
+// A fresh attribute with the user-managed scratchpad every step uses.
+int onednn__attr(dnnl_primitive_attr_t *attr);
+// Reserves a temporary of nbytes in the workspace and returns its ONEDNN_BUF_TMP* id.
+int onednn__plan_tmp(onednn_plan *p, size_t nbytes, int *buf);
+// Creates the primitive descriptor from an op descriptor (`desc`, NULL attr allowed) and adds
+// it as a step. reject_ref: decline (TORC_ERR_NOT_SUPPORTED) when oneDNN only offers its
+// reference implementation. The step binds n arguments.
+int onednn__plan_add(onednn_plan *p, const void *desc, const_dnnl_primitive_attr_t attr,
+                     bool reject_ref, int n, const onednn_bind *binds);
+// Adds a step from a primitive descriptor the caller created (a reorder); takes ownership of pd.
+int onednn__plan_add_pd(onednn_plan *p, dnnl_primitive_desc_t pd, int n, const onednn_bind *binds);
+// Adds a reorder (strided copy with conversion) from one view to another.
+int onednn__plan_reorder(onednn_plan *p, const onednn_view *from, int from_buf,
+                         const onednn_view *to, int to_buf);
+// Adds an f16 <-> f32 conversion run on the host (oneDNN 2.6 converts f16 at ~60 ns/element).
+int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
+                         const onednn_view *to, int to_buf);
+// Runs the steps with the op's pointers; workspace holds tmp_bytes + scratch_bytes.
+int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
+                     dnnl_stream_t stream);
+void onednn__plan_destroy(onednn_plan *p);
+
+// ---- builders: one per op family ----
+// Each validates the descriptor, then fills the plan. They return 0, TORC_ERR_NOT_SUPPORTED
+// when the op (dtype, layout) is not one this backend runs (the core falls back), or another
+// status on a real failure; the error says why in every case.
+int onednn__build_matmul(const torc_op *op, onednn_plan *p);     // matmul.c
+int onednn__build_unary(const torc_op *op, onednn_plan *p);      // elementwise.c
+int onednn__build_binary(const torc_op *op, onednn_plan *p);     // elementwise.c
+int onednn__build_reduce(const torc_op *op, onednn_plan *p);     // reduce.c
+int onednn__build_softmax(const torc_op *op, onednn_plan *p);    // softmax.c
+int onednn__build_copy(const torc_op *op, onednn_plan *p);       // copy.c
+
+// ---- f16 conversion (f16.c) ----
+// Converts every element of `from` (f16 or f32) into `to` (f32 or f16), same dims, any strides.
+void onednn__convert_f16(const onednn_view *from, const void *src, const onednn_view *to, void *dst);
+
+// ---- special values (fixup.c) ----
+// Whether op's inputs hold a value the fixup must handle (a parallel scan of the inputs).
+bool onednn__fixup_needed(onednn_fixup kind, const torc_op *op);
+// Checks the inputs and recomputes the outputs oneDNN got wrong; 0 or an error (out of memory).
+int onednn__fixup(onednn_fixup kind, const torc_op *op);
+
+// ---- the primitive cache (cache.c); callers hold the backend's lock ----
+// Finds or builds the plan for op. Returns 0 and sets *plan, or TORC_ERR_NOT_SUPPORTED (the
+// decline is cached too, with its message) or another error (not cached).
+int onednn__cache_get(const torc_op *op, const onednn_plan **plan);
+void onednn__cache_clear(void);
+
+// ---- device description (device.c) ----
+int onednn__device_info(torc_device_info *info);
+
+#endif

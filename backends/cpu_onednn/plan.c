@@ -1,0 +1,174 @@
+// backends/cpu_onednn/plan.c — plans: the primitives one op compiles to, their argument
+// bindings, the workspace layout (temporaries + user scratchpad), and running them.
+#include <string.h>
+
+#include "onednn-impl.h"
+
+#define ONEDNN_ALIGN 64
+static size_t align_up(size_t n) { return (n + ONEDNN_ALIGN - 1) / ONEDNN_ALIGN * ONEDNN_ALIGN; }
+
+int onednn__attr(dnnl_primitive_attr_t *attr) {
+    ONEDNN_CHECK(dnnl_primitive_attr_create(attr));
+    dnnl_status_t s = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+    if (s != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+        return onednn__dnnl_error(s, "dnnl_primitive_attr_set_scratchpad_mode(");
+    }
+    return 0;
+}
+
+int onednn__plan_tmp(onednn_plan *p, size_t nbytes, int *buf) {
+    if (p->n_tmps >= ONEDNN_MAX_TMPS)
+        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: too many temporaries in a plan");
+    p->tmp_offset[p->n_tmps] = p->tmp_bytes;
+    p->tmp_bytes += align_up(nbytes);
+    *buf = ONEDNN_BUF_TMP0 + p->n_tmps++;
+    return 0;
+}
+
+static void step_destroy(onednn_step *s) {
+    for (int i = 0; i < s->n_args; i++)
+        if (s->args[i].mem) dnnl_memory_destroy(s->args[i].mem);
+    if (s->prim) dnnl_primitive_destroy(s->prim);
+    memset(s, 0, sizeof *s);
+}
+
+int onednn__plan_add_pd(onednn_plan *p, dnnl_primitive_desc_t pd, int n, const onednn_bind *binds) {
+    int st = 0;
+    if (p->n_steps >= ONEDNN_MAX_STEPS || n > ONEDNN_MAX_ARGS) {
+        dnnl_primitive_desc_destroy(pd);
+        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: plan step limit exceeded");
+    }
+    onednn_step s;
+    memset(&s, 0, sizeof s);
+    dnnl_status_t ds = dnnl_primitive_create(&s.prim, pd);
+    if (ds != dnnl_success) {
+        st = onednn__dnnl_error(ds, "dnnl_primitive_create(");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md,
+                                                                    binds[i].arg);
+        if (!md) {
+            st = onednn__error(TORC_ERR_BACKEND, "onednn: internal: the primitive has no argument %d",
+                               binds[i].arg);
+            goto fail;
+        }
+        onednn_arg *a = &s.args[s.n_args];
+        a->arg = binds[i].arg;
+        a->buf = binds[i].buf;
+        a->cptr = binds[i].cptr;
+        ds = dnnl_memory_create(&a->mem, md, onednn__engine(), DNNL_MEMORY_NONE);
+        if (ds != dnnl_success) {
+            st = onednn__dnnl_error(ds, "dnnl_memory_create(");
+            goto fail;
+        }
+        s.n_args++;
+    }
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sbytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (sbytes > 0) {
+        onednn_arg *a = &s.args[s.n_args];
+        a->arg = DNNL_ARG_SCRATCHPAD;
+        a->buf = ONEDNN_BUF_SCRATCH;
+        ds = dnnl_memory_create(&a->mem, smd, onednn__engine(), DNNL_MEMORY_NONE);
+        if (ds != dnnl_success) {
+            st = onednn__dnnl_error(ds, "dnnl_memory_create(");
+            goto fail;
+        }
+        s.n_args++;
+        if (sbytes > p->scratch_bytes) p->scratch_bytes = sbytes;
+    }
+    dnnl_primitive_desc_destroy(pd);  // the primitive keeps what it needs
+    p->steps[p->n_steps++] = s;
+    return 0;
+fail:
+    step_destroy(&s);
+    dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
+int onednn__plan_add(onednn_plan *p, const void *desc, const_dnnl_primitive_attr_t attr,
+                     bool reject_ref, int n, const onednn_bind *binds) {
+    dnnl_primitive_desc_t pd = NULL;
+    ONEDNN_CHECK(dnnl_primitive_desc_create(&pd, desc, attr, onednn__engine(), NULL));
+    if (reject_ref) {
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+            impl && strncmp(impl, "ref", 3) == 0) {
+            dnnl_primitive_desc_destroy(pd);
+            return onednn__error(TORC_ERR_NOT_SUPPORTED,
+                                 "onednn: oneDNN has only its reference implementation (%s) for "
+                                 "these strides; the reference backend runs it instead", impl);
+        }
+    }
+    return onednn__plan_add_pd(p, pd, n, binds);
+}
+
+int onednn__plan_reorder(onednn_plan *p, const onednn_view *from, int from_buf,
+                         const onednn_view *to, int to_buf) {
+    dnnl_memory_desc_t mf, mt;
+    int st;
+    if ((st = onednn__view_md(from, &mf)) || (st = onednn__view_md(to, &mt))) return st;
+    dnnl_primitive_attr_t attr;
+    if ((st = onednn__attr(&attr))) return st;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, &mf, onednn__engine(), &mt,
+                                                         onednn__engine(), attr);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success) return onednn__dnnl_error(s, "dnnl_reorder_primitive_desc_create(");
+    onednn_bind b[2] = {{DNNL_ARG_FROM, from_buf, NULL}, {DNNL_ARG_TO, to_buf, NULL}};
+    return onednn__plan_add_pd(p, pd, 2, b);
+}
+
+int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
+                         const onednn_view *to, int to_buf) {
+    if (p->n_steps >= ONEDNN_MAX_STEPS)
+        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: plan step limit exceeded");
+    onednn_step *s = &p->steps[p->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->n_args = 2;
+    s->args[0].buf = from_buf;
+    s->args[1].buf = to_buf;
+    s->from = *from;
+    s->to = *to;
+    return 0;
+}
+
+static void *buf_ptr(const onednn_plan *p, const onednn_arg *a, const torc_op *op, char *work) {
+    if (a->buf < TORC_OP_MAX_INPUTS) return op->in[a->buf].data;
+    if (a->buf == ONEDNN_BUF_OUT) return op->out.data;
+    if (a->buf < ONEDNN_BUF_CONST) return work + p->tmp_offset[a->buf - ONEDNN_BUF_TMP0];
+    if (a->buf == ONEDNN_BUF_CONST) return a->cptr;
+    return work + p->tmp_bytes;  // the scratchpad
+}
+
+int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
+                     dnnl_stream_t stream) {
+    char *work = workspace;
+    for (int i = 0; i < p->n_steps; i++) {
+        const onednn_step *s = &p->steps[i];
+        if (!s->prim) {  // a host conversion: the primitives before it must have finished
+            if (i > 0) ONEDNN_CHECK(dnnl_stream_wait(stream));
+            onednn__convert_f16(&s->from, buf_ptr(p, &s->args[0], op, work), &s->to,
+                                buf_ptr(p, &s->args[1], op, work));
+            continue;
+        }
+        dnnl_exec_arg_t args[ONEDNN_MAX_ARGS + 1];
+        for (int j = 0; j < s->n_args; j++) {
+            const onednn_arg *a = &s->args[j];
+            ONEDNN_CHECK(dnnl_memory_set_data_handle(a->mem, buf_ptr(p, a, op, work)));
+            args[j].arg = a->arg;
+            args[j].memory = a->mem;
+        }
+        ONEDNN_CHECK(dnnl_primitive_execute(s->prim, stream, s->n_args, args));
+    }
+    if (p->n_steps > 0) ONEDNN_CHECK(dnnl_stream_wait(stream));
+    return 0;
+}
+
+void onednn__plan_destroy(onednn_plan *p) {
+    for (int i = 0; i < p->n_steps; i++) step_destroy(&p->steps[i]);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,24 @@
+# The oneDNN backend's suite and tools, only when the backend is built (TORC_WITH_ONEDNN): the
+# suite dlopens lib/torc/libtorc_onednn.so directly, so it is registered here, not by the glob.
+if(TORC_WITH_ONEDNN)
+  find_package(OpenMP REQUIRED COMPONENTS C)
+  add_executable(onednn_backend_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_backend_test.c)
+  target_include_directories(onednn_backend_test PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
+  target_link_libraries(onednn_backend_test PRIVATE PkgConfig::CHECK OpenMP::OpenMP_C ${CMAKE_DL_LIBS} pthread m)
+  target_compile_options(onednn_backend_test PRIVATE ${TORC_WARNINGS})
+  add_dependencies(onednn_backend_test torc_plugins)
+  add_test(NAME onednn_backend COMMAND onednn_backend_test)
+  set_tests_properties(onednn_backend PROPERTIES LABELS "unit"
+    ENVIRONMENT "TORC_BUILD_DIR=${CMAKE_BINARY_DIR};TORC_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+
+  # The matmul timing tool and the AMX proof built on it (tools/onednn_amx_check.sh passes
+  # trivially on a CPU without AMX-BF16).
+  add_executable(onednn_matmul_bench ${PROJECT_SOURCE_DIR}/tools/onednn_matmul_bench.c)
+  target_include_directories(onednn_matmul_bench PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
+  target_link_libraries(onednn_matmul_bench PRIVATE ${CMAKE_DL_LIBS})
+  target_compile_options(onednn_matmul_bench PRIVATE ${TORC_WARNINGS})
+  add_dependencies(onednn_matmul_bench torc_plugins)
+  add_test(NAME onednn_amx_check
+    COMMAND sh ${PROJECT_SOURCE_DIR}/tools/onednn_amx_check.sh $<TARGET_FILE:onednn_matmul_bench> 256)
+  set_tests_properties(onednn_amx_check PROPERTIES LABELS "unit")
+endif()
