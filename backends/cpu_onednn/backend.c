@@ -3,7 +3,6 @@
 // Every oneDNN call runs under one lock: the stream, the cached primitives' memory objects
 // and the workspace are shared, and each primitive already uses every core through OpenMP.
 #include <errno.h>
-#include <limits.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdarg.h>
