@@ -9,7 +9,16 @@ if(TORC_WITH_ONEDNN)
   add_dependencies(onednn_backend_test torc_plugins)
   add_test(NAME onednn_backend COMMAND onednn_backend_test)
   set_tests_properties(onednn_backend PROPERTIES LABELS "unit"
-    ENVIRONMENT "TORC_BUILD_DIR=${CMAKE_BINARY_DIR};TORC_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    ENVIRONMENT "TORC_BUILD_DIR=${CMAKE_BINARY_DIR};TORC_SOURCE_DIR=${PROJECT_SOURCE_DIR};TORC_ONEDNN_MIN_WORK=0")
+
+  # The default size threshold below which oneDNN leaves ops to the reference backend.
+  add_executable(onednn_small_ops_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_small_ops_test.c)
+  target_include_directories(onednn_small_ops_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(onednn_small_ops_test PRIVATE torc PkgConfig::CHECK m)
+  target_compile_options(onednn_small_ops_test PRIVATE ${TORC_WARNINGS})
+  add_dependencies(onednn_small_ops_test torc_plugins)
+  add_test(NAME onednn_small_ops COMMAND onednn_small_ops_test)
+  set_tests_properties(onednn_small_ops PROPERTIES LABELS "unit")
 
   # The matmul timing tool and the AMX proof built on it (tools/onednn_amx_check.sh passes
   # trivially on a CPU without AMX-BF16).

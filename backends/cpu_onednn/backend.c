@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,8 +247,33 @@ static int onednn_empty_cache(int device) {
 }
 
 // ---- ops ----
+// Ops smaller than this run faster in the reference backend's plain loops than through a
+// oneDNN primitive (whose execute alone costs about a microsecond), so supports() declines them
+// and the core runs them on the reference with the same pointers. TORC_ONEDNN_MIN_WORK
+// overrides it (0 sends every op to oneDNN; its tests use that to cover small shapes).
+#define ONEDNN_MIN_WORK_DEFAULT 4096
+
+static int64_t min_work(void) {
+    static _Atomic int64_t cached = -1;
+    int64_t v = atomic_load(&cached);
+    if (v < 0) {
+        const char *s = getenv("TORC_ONEDNN_MIN_WORK");
+        char *end = NULL;
+        long long parsed = s && *s ? strtoll(s, &end, 10) : -1;
+        v = parsed >= 0 && end && !*end ? (int64_t)parsed : ONEDNN_MIN_WORK_DEFAULT;
+        atomic_store(&cached, v);
+    }
+    return v;
+}
+
 static bool onednn_supports(int device, const torc_op *op) {
     if (device != 0 || !op) return false;
+    if (onednn__work(op) < min_work()) {
+        onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s of %lld elements is smaller than TORC_ONEDNN_MIN_WORK "
+                      "(%lld): the reference backend runs it faster", onednn__op_name(op->code),
+                      (long long)onednn__work(op), (long long)min_work());
+        return false;
+    }
     bool ok = false;
     pthread_mutex_lock(&g.lock);
     if (g.refs > 0) {

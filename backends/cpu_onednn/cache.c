@@ -14,7 +14,7 @@
 // Ops touching fewer elements (matmul: M*N*K) run on the calling thread alone: oneDNN opens a
 // parallel region for any size, and waking the team costs more than such an op (milliseconds
 // on a loaded machine, where the other thread waits for a core).
-#define ONEDNN_SMALL_WORK (INT64_C(1) << 16)
+#define ONEDNN_SMALL_WORK (INT64_C(1) << 20)
 
 // The key: a flat record compared with memcmp, zero-filled so padding and unused dims match.
 typedef struct onednn_key {
@@ -67,10 +67,18 @@ static void make_key(onednn_key *k, const torc_op *op) {
     }
 }
 
+// Word-wise multiply-xorshift hash: the key is ~700 bytes and is hashed on every op, so a
+// byte-wise hash would cost more than running a small primitive.
+_Static_assert(sizeof(onednn_key) % sizeof(uint64_t) == 0, "key hashed as whole words");
 static uint64_t hash_key(const onednn_key *k) {
-    const unsigned char *b = (const unsigned char *)k;
-    uint64_t h = UINT64_C(0xcbf29ce484222325);  // FNV-1a
-    for (size_t i = 0; i < sizeof *k; i++) h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+    uint64_t w[sizeof *k / sizeof(uint64_t)];
+    memcpy(w, k, sizeof w);
+    uint64_t h = UINT64_C(0x9E3779B97F4A7C15);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        h ^= w[i];
+        h *= UINT64_C(0xBF58476D1CE4E5B9);
+        h ^= h >> 31;
+    }
     return h;
 }
 
@@ -95,7 +103,12 @@ static int build(const torc_op *op, onednn_plan *p) {
     }
 }
 
-static int64_t work_of(const torc_op *op) {
+int64_t onednn__work(const torc_op *op) {
+    // A malformed descriptor counts as large, so check_op sees it and says what is wrong.
+    if ((unsigned)op->n_in > TORC_OP_MAX_INPUTS || (unsigned)op->out.ndim > TORC_MAX_DIMS) return INT64_MAX;
+    for (int i = 0; i < op->n_in; i++)
+        if ((unsigned)op->in[i].ndim > TORC_MAX_DIMS) return INT64_MAX;
+    if (op->code == TORC_OP_MATMUL && (op->in[0].ndim < 1 || op->n_in < 1)) return INT64_MAX;
     int64_t w = onednn__numel(&op->out);
     for (int i = 0; i < op->n_in; i++) {
         const int64_t n = onednn__numel(&op->in[i]);
@@ -146,7 +159,7 @@ int onednn__cache_get(const torc_op *op, const onednn_plan **plan) {
     e->hash = h;
     e->key = key;
     // Kernels sized for one thread from the start: some size their parallel split at creation.
-    const bool single = work_of(op) < ONEDNN_SMALL_WORK;
+    const bool single = onednn__work(op) < ONEDNN_SMALL_WORK;
     const int nthr = omp_get_max_threads();
     if (single) omp_set_num_threads(1);
     st = build(op, &e->plan);

@@ -160,6 +160,8 @@ int onednn__fixup(onednn_fixup kind, const torc_op *op);
 // Finds or builds the plan for op. Returns 0 and sets *plan, or TORC_ERR_NOT_SUPPORTED (the
 // decline is cached too, with its message) or another error (not cached).
 int onednn__cache_get(const torc_op *op, const onednn_plan **plan);
+// The size of an op: the largest operand's element count, batch*M*N*K for matmul.
+int64_t onednn__work(const torc_op *op);
 void onednn__cache_clear(void);
 
 // ---- device description (device.c) ----
