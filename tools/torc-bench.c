@@ -643,7 +643,7 @@ int main(int argc, char **argv) {
 
     // ---- matmul ----
     say("\nmatmul C = A @ B (n x n; median of timed runs after 2 warm-ups, each synchronized):\n");
-    say("%-6s %6s %6s %12s %12s %14s %14s\n", "dtype", "n", "runs", "median ms", "GFLOP/s", "MFU promised", "of FMA peak");
+    say("%-6s %6s %6s %12s %12s %14s %14s\n", "dtype", "n", "runs", "median ms", "GFLOP/s", "MFU promised", "x f32 FMA peak");
     for (int di = 0; di < g_opt.n_dtypes; di++) {
         const torc_dtype dt = g_opt.dtypes[di];
         const char *dn = torc_dtype_short_name(dt);
