@@ -27,7 +27,7 @@ static const torc_backend_vtable *load(const char *name, void **lib, char *why, 
     torc_backend_entry_fn entry = (torc_backend_entry_fn)dlsym(*lib, TORC_BACKEND_ENTRY_SYMBOL);
     const torc_backend_vtable *v = entry ? entry(TORC_BACKEND_ABI_VERSION) : NULL;
     if (!v) {
-        snprintf(why, n, "%s: no usable %s", path, TORC_BACKEND_ENTRY_SYMBOL);
+        snprintf(why, n, "%.400s: no usable %s", path, TORC_BACKEND_ENTRY_SYMBOL);
         return NULL;
     }
     if (v->init() != TORC_OK) {
