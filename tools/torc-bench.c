@@ -209,6 +209,8 @@ static torc_device *g_dev;
 static void sync_dev(void) { check(torc_device_synchronize(g_dev) == TORC_OK, "synchronize"); }
 
 // Whether the device's backend runs a 2-D matmul of dtype itself (else the reference does).
+// The probe is 64 x 64: backends may leave tiny ops to the reference (oneDNN's
+// TORC_ONEDNN_MIN_WORK), and supports() reads shapes, never data.
 static bool native_matmul(torc_dtype dt) {
     static unsigned char buf[3][64];
     torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2};
@@ -217,8 +219,8 @@ static bool native_matmul(torc_dtype dt) {
         ops[i]->data = buf[i];
         ops[i]->dtype = dt;
         ops[i]->ndim = 2;
-        ops[i]->shape[0] = ops[i]->shape[1] = 2;
-        ops[i]->stride[0] = 2, ops[i]->stride[1] = 1;
+        ops[i]->shape[0] = ops[i]->shape[1] = 64;
+        ops[i]->stride[0] = 64, ops[i]->stride[1] = 1;
     }
     const torc_backend_vtable *vt = torc_device_vtable(g_dev);
     return vt->supports(torc_device_index(g_dev), &op);
