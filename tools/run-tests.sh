@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/run-tests.sh — README's second command (and CI's): install what is missing, build and
-# run the whole Check suite through ctest, then again under AddressSanitizer + UBSan.
+# run the whole Check suite through ctest, check the core suites under valgrind, then run the
+# suite again under AddressSanitizer + UBSan (its ctest summary closes the output).
 # GPU tests carry the ctest label "gpu" and skip (exit 77) when no CUDA device exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,11 +11,6 @@ echo "== build (RelWithDebInfo) and test"
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-test -j"$jobs"
 (cd build-test && ctest --output-on-failure -j"$jobs")
-echo "== build with AddressSanitizer + UBSan and test (the register-spill check ran above)"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTORC_SANITIZE=ON >/dev/null
-cmake --build build-asan -j"$jobs"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j"$jobs" -LE "gpu|bench|build")
 echo "== valgrind: the core suites leak nothing (reference backend, no fork)"
 for t in tensor view; do
   CK_FORK=no TORC_BACKEND=reference TORC_TEST_PLUGIN_DIR="$PWD/build-test/tests/plugins" \
@@ -23,3 +19,8 @@ for t in tensor view; do
     "build-test/bin/test_$t" >/dev/null
 done
 echo "valgrind: no leaks in the core suites"
+echo "== build with AddressSanitizer + UBSan and test (the register-spill check ran above)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTORC_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j"$jobs" -LE "gpu|bench|build")
