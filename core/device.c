@@ -285,12 +285,14 @@ torc_device *torc_device_get(const char *name) {
 }
 
 torc_device *torc__reference_device(void) {
-    static torc_device *ref;  // set once under the lock
-    if (ref) return ref;
+    // Read on every fallback without the lock: an atomic published once under it.
+    static _Atomic(torc_device *) ref;
+    torc_device *r = atomic_load_explicit(&ref, memory_order_acquire);
+    if (r) return r;
     pthread_mutex_lock(&g_lock);
     torc_backend_lib *lib = load_backend_locked("reference");
     torc_device *d = lib ? lib_device_locked(lib, 0) : NULL;
-    if (d) ref = d;
+    if (d) atomic_store_explicit(&ref, d, memory_order_release);
     pthread_mutex_unlock(&g_lock);
     return d;
 }
