@@ -82,6 +82,11 @@ static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, tor
     return out ? torc__register(out) : NULL;
 }
 
+torc_tensor *torc__binary_as(const torc_tensor *a, const torc_tensor *b, torc_opcode code, torc_dtype dtype) {
+    if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    return binary_typed(a, b, code, 1.0, dtype, a->dtype, b->dtype);
+}
+
 static torc_tensor *binary(const torc_tensor *a, const torc_tensor *b, torc_opcode code, double alpha) {
     if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
     const torc_tensor *ts[2] = {a, b};

@@ -281,7 +281,8 @@ static torc_tensor *host_div_scalar(const torc_tensor *a, double s) { return tor
 // self + (value * a) * b rounded once, as PyTorch's addcmul kernel (fmadd(value * a, b, self)):
 // the product of two floats is exact in double, so for f32 / f16 / bf16 the multiply-add runs in
 // f64 and only the final cast rounds (a double rounding that equals the fused one but for
-// ties too rare to meet). A new tensor of self's dtype, owned by the caller's scope.
+// ties too rare to meet). Returns the f64 sum for those dtypes (the caller casts it once), or
+// the result in self's dtype for f64; owned by the caller's scope.
 static torc_tensor *addcmul_value(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
     torc_tensor *t = torc_mul_scalar(a, torc_s(v));
     if (!t) return NULL;
@@ -289,15 +290,14 @@ static torc_tensor *addcmul_value(const torc_tensor *self, const torc_tensor *a,
         torc_tensor *p = torc_mul(t, b);
         return p ? torc_add(self, p) : NULL;
     }
-    torc_tensor *t64 = torc_to_dtype(t, TORC_DTYPE_F64), *b64 = torc_to_dtype((torc_tensor *)b, TORC_DTYPE_F64);
-    torc_tensor *s64 = torc_to_dtype((torc_tensor *)self, TORC_DTYPE_F64);
-    torc_tensor *p = t64 && b64 ? torc_mul(t64, b64) : NULL;
-    torc_tensor *r = p && s64 ? torc_add(s64, p) : NULL;
-    return r ? torc_to_dtype(r, self->dtype) : NULL;
+    // Two passes in f64 that read the f32 operands directly (no f64 copies of them).
+    torc_tensor *p = torc__binary_as(t, b, TORC_OP_MUL, TORC_DTYPE_F64);
+    return p ? torc__binary_as(self, p, TORC_OP_ADD, TORC_DTYPE_F64) : NULL;
 }
 static torc_tensor *host_addcmul(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
     torc_scope_push();
     torc_tensor *r = addcmul_value(self, a, b, v);
+    if (r) r = torc_to_dtype(r, self->dtype);
     if (r) torc_keep(r);
     torc_scope_pop();
     return r;
