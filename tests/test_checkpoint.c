@@ -10,28 +10,9 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tmpdir.h"
 
-static char g_dir[512];
 
-static const char *tmp_path(const char *name) {
-    static char paths[8][1024];  // a few live at once
-    static int next;
-    char *path = paths[next++ % 8];
-    if (!g_dir[0]) {
-        snprintf(g_dir, sizeof g_dir, "%s/tests/ckpt_tmp_XXXXXX", getenv("TORC_BUILD_DIR"));
-        ck_assert_ptr_nonnull(mkdtemp(g_dir));
-    }
-    snprintf(path, sizeof paths[0], "%s/%s", g_dir, name);
-    return path;
-}
-
-static void cleanup(void) {
-    if (!g_dir[0]) return;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
-    g_dir[0] = '\0';
-}
 
 static unsigned char *read_all(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
@@ -125,7 +106,7 @@ START_TEST(save_is_atomic) {
     ck_assert_int_eq(torc_save(sd, path), TORC_OK);
     ck_assert_int_eq(torc_save(sd, path), TORC_OK);  // replaces
     // No temporary file is left behind.
-    DIR *d = opendir(g_dir);
+    DIR *d = opendir(tmp_dir);
     struct dirent *e;
     int files = 0;
     while ((e = readdir(d)))
@@ -143,7 +124,7 @@ START_TEST(save_is_atomic) {
     struct stat st;
     ck_assert_int_eq(stat(dir, &st), 0);
     ck_assert(S_ISDIR(st.st_mode));
-    d = opendir(g_dir);
+    d = opendir(tmp_dir);
     while ((e = readdir(d))) ck_assert_msg(!strstr(e->d_name, ".tmp."), "left behind: %s", e->d_name);
     closedir(d);
     ck_assert_int_eq(torc_save(sd, "/nonexistent/dir/x.safetensors"), TORC_ERR_IO);

@@ -11,21 +11,9 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tmpdir.h"
 #include "torc/philox.h"
 
-static char g_dir[512];
-
-static const char *tmp_path(const char *name) {
-    static char paths[8][1024];  // a few live at once
-    static int next;
-    char *path = paths[next++ % 8];
-    if (!g_dir[0]) {
-        snprintf(g_dir, sizeof g_dir, "%s/tests/data_tmp_XXXXXX", getenv("TORC_BUILD_DIR"));
-        ck_assert_ptr_nonnull(mkdtemp(g_dir));
-    }
-    snprintf(path, sizeof paths[0], "%s/%s", g_dir, name);
-    return path;
-}
 
 static void write_file(const char *path, const void *a, size_t na, const void *b, size_t nb) {
     FILE *f = fopen(path, "wb");
@@ -144,7 +132,7 @@ START_TEST(raw_errors) {
     write_file(path, NULL, 0, NULL, 0);
     ck_assert_ptr_null(torc_dataset_open(path, "uint8"));
     tu_assert_error(TORC_ERR_IO, "is empty");
-    ck_assert_ptr_null(torc_dataset_open(g_dir, "uint8"));
+    ck_assert_ptr_null(torc_dataset_open(tmp_dir, "uint8"));
     tu_assert_error(TORC_ERR_IO, "not a regular file");
 }
 END_TEST
@@ -319,13 +307,6 @@ START_TEST(device_batches_are_pinned_and_async) {
 }
 END_TEST
 
-static void cleanup(void) {
-    if (!g_dir[0]) return;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
-    g_dir[0] = '\0';
-}
 
 static Suite *make_suite(void) {
     Suite *s = suite_create("data");
