@@ -92,12 +92,7 @@ static inline void og_free(og_file *f) {
 
 // Reads $TORC_TEST_DATA/name; fails the running test on a missing or malformed file.
 static inline og_file *og_load(const char *name) {
-    const char *dir = getenv("TORC_TEST_DATA");
-    ck_assert_msg(dir != NULL, "TORC_TEST_DATA is not set");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *fp = fopen(path, "r");
-    ck_assert_msg(fp != NULL, "cannot open %s: %s", path, strerror(errno));
+    FILE *fp = tu_open_golden(name, "r");
     og_file *f = calloc(1, sizeof *f);
     int cap = 0, lineno = 0;
     og_case *c = NULL;

@@ -13,7 +13,6 @@
 #include "tmpdir.h"
 
 
-
 static unsigned char *read_all(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     ck_assert_ptr_nonnull(f);

@@ -10,6 +10,7 @@
 
 #include "torc/convert.h"
 #include "torc/torc.h"
+#include "testutil.h"
 
 // ---- golden files (tests/golden, written by tools/golden/gen_dtype_golden.py) ----
 typedef struct blob {
@@ -18,12 +19,7 @@ typedef struct blob {
 } blob;
 
 static blob read_golden(const char *name) {
-    const char *dir = getenv("TORC_TEST_DATA");
-    ck_assert_msg(dir != NULL, "TORC_TEST_DATA is not set (run the suite through ctest)");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
+    FILE *f = tu_open_golden(name, "rb");
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);

@@ -296,12 +296,7 @@ static golden_tensor g_gold[64];
 static int g_ngold;
 
 static void load_golden(void) {
-    const char *dir = getenv("TORC_TEST_DATA");
-    ck_assert_msg(dir != NULL, "TORC_TEST_DATA is not set (run the suite through ctest)");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/autograd_mlp.txt", dir);
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
+    FILE *f = tu_open_golden("autograd_mlp.txt", "r");
     g_ngold = 0;
     char dt[8];
     int c;

@@ -25,10 +25,7 @@ static int read_floats(const char *s, float *out, int max) {
 }
 
 static golden *golden_load(void) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/optim_trajectories.txt", getenv("TORC_TEST_DATA"));
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
+    FILE *f = tu_open_golden("optim_trajectories.txt", "rb");
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
     fseek(f, 0, SEEK_SET);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "torc/torc.h"
+#include "testutil.h"
 
 // ---- golden tables (tests/golden/promotion_*.txt, from tools/golden/gen_dtype_golden.py) ----
 // A line is "OPERAND... -> RESULT" or "OPERAND... -> error MESSAGE"; '#' starts a comment line.
@@ -25,12 +26,7 @@ typedef struct golden_table {
 } golden_table;
 
 static golden_table read_table(const char *name) {
-    const char *dir = getenv("TORC_TEST_DATA");
-    ck_assert_msg(dir != NULL, "TORC_TEST_DATA is not set (run the suite through ctest)");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
+    FILE *f = tu_open_golden(name, "r");
     golden_table t = {NULL, 0};
     int cap = 0, lineno = 0;
     char buf[512];

@@ -33,12 +33,7 @@ typedef struct cast_case {
 } cast_case;
 
 static FILE *open_golden(void) {
-    const char *dir = getenv("TORC_TEST_DATA");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/scaled_mm.txt", dir ? dir : "tests/golden");
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    return f;
+    return tu_open_golden("scaled_mm.txt", "r");
 }
 
 static torc_dtype dt_of(const char *s) {

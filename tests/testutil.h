@@ -5,6 +5,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,17 @@ static inline void tu_assert_dims_at(const char *file, int line, const char *wha
                       torc_status_name(status), torc_last_error()); \
         ck_assert_msg(strstr(torc_last_error(), (substr)) != NULL, "message '%s' lacks '%s'", torc_last_error(), (substr)); \
     } while (0)
+
+// Opens tests/golden/<name> (the directory comes from TORC_TEST_DATA, set by ctest).
+static inline FILE *tu_open_golden(const char *name, const char *mode) {
+    const char *dir = getenv("TORC_TEST_DATA");
+    ck_assert_msg(dir != NULL, "TORC_TEST_DATA is not set (run the suite through ctest)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, mode);
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    return f;
+}
 
 // Runs a suite built by make_suite and returns the process exit status.
 static inline int tu_run(Suite *s) {
