@@ -12,14 +12,6 @@ bool torc__check_no_partial_overlap(const torc_tensor *out, const torc_tensor *i
 static bool is_comparison(torc_opcode c) { return c >= TORC_OP_EQ && c <= TORC_OP_GE; }
 static bool is_logical(torc_opcode c) { return c == TORC_OP_LOGICAL_AND || c == TORC_OP_LOGICAL_OR; }
 
-static bool same_device(const torc_tensor *a, const torc_tensor *b) {
-    if (a->device == b->device) return true;
-    torc__error(TORC_ERR_INVALID_ARG,
-                "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                a->device->name, b->device->name);
-    return false;
-}
-
 // The dtype an op writes (out) from the promoted dtype (common); da and db are the operands'
 // own dtypes (a scalar's kind for a scalar operand), which PyTorch's refusals look at.
 static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_dtype db, torc_dtype *out) {
@@ -64,7 +56,7 @@ static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc
 static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, torc_opcode code, double alpha,
                                  torc_dtype common, torc_dtype da, torc_dtype db) {
     torc_dtype out_dtype;
-    if (!same_device(a, b) || !op_dtypes(code, common, da, db, &out_dtype)) return NULL;
+    if (!torc__same_device(a, b) || !op_dtypes(code, common, da, db, &out_dtype)) return NULL;
     int ndim;
     int64_t shape[TORC_MAX_DIMS];
     if (torc__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim, shape)) return NULL;
@@ -142,7 +134,7 @@ torc_tensor *torc_rdiv_scalar(const torc_tensor *a, torc_scalar s) { return bina
 static torc_status binary_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha,
                            torc_dtype common, torc_dtype dother, const char *grad_fn) {
     torc_dtype out_dtype;
-    if (!same_device(self, other) || !op_dtypes(code, common, self->dtype, dother, &out_dtype) ||
+    if (!torc__same_device(self, other) || !op_dtypes(code, common, self->dtype, dother, &out_dtype) ||
         !torc__check_can_cast(out_dtype, self->dtype) || !torc__check_inplace_shape(self, other) ||
         !torc__check_no_internal_overlap(self) || !torc__check_no_partial_overlap(self, other))
         return torc_last_status();
@@ -232,7 +224,7 @@ torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, const tor
     if (cond->dtype != TORC_DTYPE_BOOL)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
                               torc__dtype_c10_name(cond->dtype));
-    if (!same_device(cond, a) || !same_device(a, b)) return NULL;
+    if (!torc__same_device(cond, a) || !torc__same_device(a, b)) return NULL;
     const torc_tensor *ts[2] = {a, b};
     torc_dtype common;
     if (torc_result_type(2, ts, 0, NULL, &common)) return NULL;

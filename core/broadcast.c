@@ -48,6 +48,14 @@ torc_status torc__broadcast_operand(const torc_tensor *t, int ndim, const int64_
     return TORC_OK;
 }
 
+bool torc__same_device(const torc_tensor *a, const torc_tensor *b) {
+    if (a->device == b->device) return true;
+    torc__error(TORC_ERR_INVALID_ARG,
+                "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                a->device->name, b->device->name);
+    return false;
+}
+
 torc_status torc__fill(torc_tensor *t, double value) {
     torc_op op = {.code = TORC_OP_FILL, .n_in = 0};
     torc__operand(t, &op.out);

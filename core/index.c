@@ -146,9 +146,7 @@ torc_tensor *torc_cat(int n, torc_tensor *const *ts, int dim) {
         if (t->ndim != first->ndim)
             return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Tensors must have same number of dimensions: got %d and %d",
                                   first->ndim, t->ndim);
-        if (t->device != first->device)
-            return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "Expected all tensors to be on the same device, but found at "
-                                                        "least two devices, %s and %s!", first->device->name, t->device->name);
+        if (!torc__same_device(first, t)) return NULL;
         for (int d = 0; d < t->ndim; d++)
             if (d != dim && t->shape[d] != first->shape[d])
                 return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Sizes of tensors must match except in dimension %d. Expected size "

@@ -17,10 +17,7 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
     if (a->ndim == 0 || b->ndim == 0)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
                               a->ndim, b->ndim);
-    if (a->device != b->device)
-        return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG,
-                              "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                              a->device->name, b->device->name);
+    if (!torc__same_device(a, b)) return NULL;
     // torch.matmul runs one of four kernels, and its errors are theirs: dot (1-D @ 1-D), mv
     // (N-D @ 1-D, batch dims folded into rows), mm (1-D or N-D @ 2-D, folded likewise) and bmm
     // (anything @ a batched operand, after broadcasting the batch dims).

@@ -44,9 +44,7 @@ torc_tensor *torc_scaled_mm(const torc_tensor *a, const torc_tensor *b, const to
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "_scaled_mm: out_dtype must be Float, BFloat16, Half, Float8_e4m3fn or "
                                               "Float8_e5m2, got %s",
                               torc__dtype_valid(out_dtype) ? torc__dtype_c10_name(out_dtype) : "an invalid dtype");
-    if (b->device != a->device)
-        return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "Expected all tensors to be on the same device, but found at least "
-                                                    "two devices, %s and %s!", a->device->name, b->device->name);
+    if (!torc__same_device(a, b)) return NULL;
     if (!check_scale(scale_a, "scale_a", a->device) || !check_scale(scale_b, "scale_b", a->device)) return NULL;
     if (scale_out && !check_scale(scale_out, "scale_result", a->device)) return NULL;
     if (amax_out && !check_scale(amax_out, "amax", a->device)) return NULL;

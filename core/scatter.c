@@ -23,14 +23,6 @@ static bool same_dtype(const torc_tensor *self, const torc_tensor *src, const ch
     return false;
 }
 
-static bool same_device(const torc_tensor *a, const torc_tensor *b) {
-    if (a->device == b->device) return true;
-    torc__error(TORC_ERR_INVALID_ARG,
-                "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                a->device->name, b->device->name);
-    return false;
-}
-
 // Copies self, runs the in-place op on the copy and records the node.
 static torc_tensor *run_into_copy(const torc_tensor *self, torc_op *op, uint64_t flops, int n_in,
                                   const torc_tensor *const *ins) {
@@ -48,7 +40,7 @@ static torc_tensor *run_into_copy(const torc_tensor *self, torc_op *op, uint64_t
 torc_tensor *torc_index_add(const torc_tensor *self, int dim, const torc_tensor *index, const torc_tensor *source) {
     if (!self || !source) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
     if (!check_index(index, "index_add") || !same_dtype(self, source, "index_add_", "source") ||
-        !same_device(self, source) || !same_device(self, index) || !torc__wrap_dim(&dim, self->ndim))
+        !torc__same_device(self, source) || !torc__same_device(self, index) || !torc__wrap_dim(&dim, self->ndim))
         return NULL;
     char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
     if (index->ndim > 1)
@@ -83,7 +75,7 @@ torc_tensor *torc_scatter_add(const torc_tensor *self, int dim, const torc_tenso
     if (!check_index(index, "scatter_add")) return NULL;
     if (self->dtype != src->dtype)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "scatter(): Expected self.dtype to be equal to src.dtype");
-    if (!same_device(self, src) || !same_device(self, index) || !torc__wrap_dim(&dim, self->ndim)) return NULL;
+    if (!torc__same_device(self, src) || !torc__same_device(self, index) || !torc__wrap_dim(&dim, self->ndim)) return NULL;
     if (index->ndim != self->ndim || src->ndim != self->ndim)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Index tensor must have the same number of dimensions as self tensor");
     for (int d = 0; d < self->ndim; d++)
@@ -112,7 +104,7 @@ torc_tensor *torc_masked_scatter(const torc_tensor *self, const torc_tensor *mas
     if (self->dtype != source->dtype)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "masked_scatter: expected self and source to have same dtypes but got %s and %s",
                               torc__dtype_c10_name(self->dtype), torc__dtype_c10_name(source->dtype));
-    if (!same_device(self, source) || !same_device(self, mask)) return NULL;
+    if (!torc__same_device(self, source) || !torc__same_device(self, mask)) return NULL;
     int64_t count = 0;
     torc_scope_push();  // the number of true entries (a sync on devices), which source must cover
     torc_tensor *m = torc_expand((torc_tensor *)mask, self->ndim, self->shape);

@@ -148,6 +148,8 @@ torc_status torc__broadcast_shapes(int na, const int64_t *a, int nb, const int64
 // A view of t expanded to (ndim, shape) as an operand (stride 0 on broadcast dims).
 torc_status torc__broadcast_operand(const torc_tensor *t, int ndim, const int64_t *shape,
                                     torc_operand *op);
+// PyTorch's "Expected all tensors to be on the same device" check (sets the error if not).
+bool torc__same_device(const torc_tensor *a, const torc_tensor *b);
 // Fills out's storage (whole tensor, strided) with value.
 torc_status torc__fill(torc_tensor *t, double value);
 // Strided copy with cast: dst[...] = src[...], src already of dst's shape or broadcastable.
