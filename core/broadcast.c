@@ -43,7 +43,7 @@ torc_status torc__broadcast_operand(const torc_tensor *t, int ndim, const int64_
                                torc__shape_str(ndim, shape, bs, sizeof bs));
         }
         op->shape[i] = shape[i];
-        op->stride[i] = s == shape[i] && shape[i] != 1 ? st : (s == shape[i] ? st : 0);
+        op->stride[i] = s == shape[i] ? st : 0;  // a broadcast dim reads one element
     }
     return TORC_OK;
 }
