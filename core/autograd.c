@@ -29,7 +29,7 @@ static _Atomic uint64_t g_seq;  // node creation order
 static _Atomic uint64_t g_run;  // engine runs (visit marks)
 
 static torc_node *node_new(int code, const char *name, int n_in) {
-    torc_node *n = calloc(1, sizeof *n);
+    torc_node *n = torc__pool_alloc(TORC__POOL_NODE, sizeof *n);
     if (!n) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for an autograd node");
     if (n_in > TORC__NODE_INLINE) {
         n->next = calloc((size_t)n_in, sizeof *n->next);
@@ -37,7 +37,7 @@ static torc_node *node_new(int code, const char *name, int n_in) {
         if (!n->next || !n->in) {
             free(n->next);
             free(n->in);
-            free(n);
+            torc__pool_free(TORC__POOL_NODE, n, sizeof *n);
             return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for an autograd node");
         }
     } else {
@@ -118,7 +118,7 @@ static void node_release(torc_node *n) {
             free(d->next);
             free(d->in);
         }
-        free(d);
+        torc__pool_free(TORC__POOL_NODE, d, sizeof *d);
     }
     if (stack != local) free(stack);
 }

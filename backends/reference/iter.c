@@ -35,6 +35,15 @@ int ref_check_operand(const torc_operand *t, const char *what) {
     return TORC_OK;
 }
 
+bool ref_is_dense(const torc_operand *t) {
+    int64_t expect = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->stride[d] != expect) return false;
+        expect *= t->shape[d];
+    }
+    return true;
+}
+
 static void format_shape(const torc_operand *t, char *buf, size_t cap) {
     size_t len = (size_t)snprintf(buf, cap, "[");
     for (int d = 0; d < t->ndim && len < cap; d++)

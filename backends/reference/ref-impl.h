@@ -180,6 +180,8 @@ int64_t ref_numel(const torc_operand *t);
 // Validates an operand's structure: dtype, 0 <= ndim <= TORC_MAX_DIMS, shape >= 0,
 // stride >= 0, data non-NULL when numel > 0. `what` names it in the message ("in0", "out").
 int ref_check_operand(const torc_operand *t, const char *what);
+// True when t is row-major contiguous (size-1 dims may have any stride): a flat loop walks it.
+bool ref_is_dense(const torc_operand *t);
 // Fails unless a and b have the same ndim and shape.
 int ref_check_same_shape(const torc_operand *a, const char *an, const torc_operand *b, const char *bn);
 // Address of the element at multi-index idx (length t->ndim).
