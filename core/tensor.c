@@ -21,131 +21,122 @@
 // autograd nodes and small host data buffers instead; anything freed on a thread goes to that
 // thread's lists, so memory released on another thread than the one that allocated it is fine.
 // Bounds: POOL_OBJ_CAP objects per kind and POOL_DATA_CAP buffers per 64-byte size class up to
-// POOL_DATA_MAX bytes (about 200 KiB per thread at most). A thread's lists are freed when it exits
-// (a pthread key destructor); the main thread's stay reachable from a global registry until the
-// process ends, so leak checkers see them as reachable, never lost.
+// POOL_DATA_MAX bytes (about 120 KiB per thread at most). A thread's cache is freed when the
+// thread exits (a pthread key destructor); the main thread's stays reachable from a global
+// registry until the process ends, so leak checkers see it as reachable, never lost.
 // Accounting: a pooled data buffer is not in use by any tensor, so it is subtracted from the
 // device's in_use when its storage dies, exactly as a freed one (PyTorch's memory_allocated does
 // not count its caching allocator's free blocks either); it is counted again when reused.
-// Only host-memory devices pool data: the free list is threaded through the buffers themselves.
-// Under AddressSanitizer a pooled object is poisoned, so a use after release is still reported.
-#define POOL_OBJ_CAP 128
+// Only host-memory devices pool data. The lists are arrays in the cache, not links through the
+// blocks, so under AddressSanitizer a pooled block is poisoned whole (a use after release is
+// still reported) and LeakSanitizer still sees every pooled block.
+#define POOL_OBJ_CAP 64
 #define POOL_DATA_MAX 1024
 #define POOL_DATA_CAP 16
 #define POOL_DATA_CLASSES (POOL_DATA_MAX / 64)
 
-typedef struct pool_list {
-    void *head;          // first free block; its first word links to the next
-    int n;
-    torc_device *dev;    // data lists: the device the buffers belong to
-} pool_list;
-
 typedef struct pool_cache {
-    pool_list obj[TORC__POOL_KINDS];
-    pool_list data[POOL_DATA_CLASSES];  // class c holds buffers of (c + 1) * 64 bytes
-    bool registered, dead;
-    struct pool_cache *prev, *next;     // the registry of live threads' caches
+    int n_obj[TORC__POOL_KINDS];
+    void *obj[TORC__POOL_KINDS][POOL_OBJ_CAP];
+    int n_data[POOL_DATA_CLASSES];               // class c holds buffers of (c + 1) * 64 bytes
+    torc_device *data_dev[POOL_DATA_CLASSES];    // the device a class's buffers belong to
+    void *data[POOL_DATA_CLASSES][POOL_DATA_CAP];
+    struct pool_cache *prev, *next;              // the registry of live threads' caches
 } pool_cache;
 
-static _Thread_local pool_cache tls_pool;
-static pool_cache *g_pools;  // registry: keeps every live cache reachable
+static _Thread_local pool_cache *tls_pool;
+static _Thread_local bool tls_pool_dead;  // the thread is exiting: no new cache
+static pool_cache *g_pools;               // registry: keeps every live cache reachable
 static pthread_mutex_t g_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t g_pool_key;
 static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
+static bool g_pool_key_ok;
 
-static void pool_drain(void *arg) {
+static void pool_destroy(void *arg) {
     pool_cache *c = arg;
     for (int k = 0; k < TORC__POOL_KINDS; k++)
-        while (c->obj[k].head) {
-            void *p = c->obj[k].head;
-            POOL_UNPOISON(p, sizeof(void *));
-            c->obj[k].head = *(void **)p;
-            free(p);
-        }
+        for (int i = 0; i < c->n_obj[k]; i++) free(c->obj[k][i]);  // ASan's free takes poisoned blocks
     for (int k = 0; k < POOL_DATA_CLASSES; k++)
-        while (c->data[k].head) {
-            void *p = c->data[k].head;
-            POOL_UNPOISON(p, sizeof(void *));
-            c->data[k].head = *(void **)p;
-            torc__dev_free(c->data[k].dev, p);
+        for (int i = 0; i < c->n_data[k]; i++) {
+            POOL_UNPOISON(c->data[k][i], (size_t)(k + 1) * 64);
+            torc__dev_free(c->data_dev[k], c->data[k][i]);
         }
-    memset(c->obj, 0, sizeof c->obj);
-    memset(c->data, 0, sizeof c->data);
     pthread_mutex_lock(&g_pools_lock);
     if (c->prev) c->prev->next = c->next;
     else g_pools = c->next;
     if (c->next) c->next->prev = c->prev;
     pthread_mutex_unlock(&g_pools_lock);
-    c->dead = true;  // a release later in this thread's exit frees directly
+    free(c);
+    tls_pool = NULL;
+    tls_pool_dead = true;
 }
 
-static void pool_key_create(void) { pthread_key_create(&g_pool_key, pool_drain); }
+static void pool_key_create(void) { g_pool_key_ok = pthread_key_create(&g_pool_key, pool_destroy) == 0; }
 
-// The calling thread's cache, registered on first use; NULL while the thread is exiting.
-static pool_cache *pool_put_cache(void) {
-    pool_cache *c = &tls_pool;
-    if (c->registered) return c->dead ? NULL : c;
+// The calling thread's cache, made on first use; NULL if it cannot be (the callers then use
+// malloc and free directly). Callers fetch it once per operation: each thread-local access from
+// a shared library is a call.
+static pool_cache *pool_get(void) {
+    pool_cache *c = tls_pool;
+    if (c || tls_pool_dead) return c;
     pthread_once(&g_pool_once, pool_key_create);
-    if (pthread_setspecific(g_pool_key, c) != 0) return NULL;
+    if (!g_pool_key_ok || !(c = calloc(1, sizeof *c))) return NULL;
+    if (pthread_setspecific(g_pool_key, c) != 0) {
+        free(c);
+        return NULL;
+    }
     pthread_mutex_lock(&g_pools_lock);
     c->next = g_pools;
     if (g_pools) g_pools->prev = c;
     g_pools = c;
     pthread_mutex_unlock(&g_pools_lock);
-    c->registered = true;
-    return c;
+    return tls_pool = c;
 }
 
-static void *pool_pop(pool_list *l, size_t size) {
-    void *p = l->head;
+static inline void *obj_alloc(pool_cache *c, torc__pool_kind kind, size_t size) {
+    if (!c || c->n_obj[kind] == 0) return calloc(1, size);
+    void *p = c->obj[kind][--c->n_obj[kind]];
     POOL_UNPOISON(p, size);
-    l->head = *(void **)p;
-    l->n--;
-    return p;
-}
-
-static void pool_push(pool_list *l, void *p, size_t size) {
-    *(void **)p = l->head;
-    POOL_POISON(p, size);
-    l->head = p;
-    l->n++;
-}
-
-void *torc__pool_alloc(torc__pool_kind kind, size_t size) {
-    pool_list *l = &tls_pool.obj[kind];
-    if (!l->head) return calloc(1, size);
-    void *p = pool_pop(l, size);
     memset(p, 0, size);
     return p;
 }
 
-void torc__pool_free(torc__pool_kind kind, void *p, size_t size) {
+static inline void obj_free(pool_cache *c, torc__pool_kind kind, void *p, size_t size) {
     if (!p) return;
-    pool_cache *c = pool_put_cache();
-    if (c && c->obj[kind].n < POOL_OBJ_CAP) pool_push(&c->obj[kind], p, size);
-    else free(p);
+    if (!c || c->n_obj[kind] == POOL_OBJ_CAP) {
+        free(p);
+        return;
+    }
+    POOL_POISON(p, size);
+    c->obj[kind][c->n_obj[kind]++] = p;
 }
+
+void *torc__pool_alloc(torc__pool_kind kind, size_t size) { return obj_alloc(pool_get(), kind, size); }
+void torc__pool_free(torc__pool_kind kind, void *p, size_t size) { obj_free(pool_get(), kind, p, size); }
 
 // Data for nbytes on dev: a pooled buffer of its size class when there is one, else the device's.
-static void *data_alloc(torc_device *dev, size_t nbytes) {
-    if (nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory) return torc__dev_alloc(dev, nbytes);
-    const size_t cls = (nbytes - 1) / 64;
-    pool_list *l = &tls_pool.data[cls];
-    if (l->head && l->dev == dev) return pool_pop(l, (cls + 1) * 64);
-    return torc__dev_alloc(dev, (cls + 1) * 64);  // the class size, so the buffer can be pooled
+static void *data_alloc(pool_cache *c, torc_device *dev, size_t nbytes) {
+    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory) return torc__dev_alloc(dev, nbytes);
+    const size_t k = (nbytes - 1) / 64, size = (k + 1) * 64;
+    if (c->n_data[k] == 0 || c->data_dev[k] != dev) return torc__dev_alloc(dev, size);  // poolable later
+    void *p = c->data[k][--c->n_data[k]];
+    POOL_UNPOISON(p, size);
+    return p;
 }
 
-static void data_free(torc_device *dev, void *p, size_t nbytes) {
-    if (nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory) {
+static void data_free(pool_cache *c, torc_device *dev, void *p, size_t nbytes) {
+    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory) {
         torc__dev_free(dev, p);
         return;
     }
-    const size_t cls = (nbytes - 1) / 64;
-    pool_cache *c = pool_put_cache();
-    pool_list *l = c ? &c->data[cls] : NULL;
-    if (l && l->n == 0) l->dev = dev;
-    if (l && l->dev == dev && l->n < POOL_DATA_CAP) pool_push(l, p, (cls + 1) * 64);
-    else torc__dev_free(dev, p);
+    const size_t k = (nbytes - 1) / 64;
+    if (c->n_data[k] == 0) c->data_dev[k] = dev;
+    if (c->data_dev[k] != dev || c->n_data[k] == POOL_DATA_CAP) {
+        torc__dev_free(dev, p);
+        return;
+    }
+    POOL_POISON(p, (k + 1) * 64);
+    c->data[k][c->n_data[k]++] = p;
 }
 
 // ---- shapes ----
@@ -261,12 +252,12 @@ torc_tensor *torc_keep(torc_tensor *t) {
 }
 
 // ---- storage ----
-static torc_storage *storage_new(torc_device *dev, size_t nbytes) {
-    torc_storage *s = torc__pool_alloc(TORC__POOL_STORAGE, sizeof *s);
+static torc_storage *storage_new(pool_cache *c, torc_device *dev, size_t nbytes) {
+    torc_storage *s = obj_alloc(c, TORC__POOL_STORAGE, sizeof *s);
     if (!s) return NULL;
-    s->data = data_alloc(dev, nbytes);
+    s->data = data_alloc(c, dev, nbytes);
     if (!s->data) {
-        torc__pool_free(TORC__POOL_STORAGE, s, sizeof *s);
+        obj_free(c, TORC__POOL_STORAGE, s, sizeof *s);
         return NULL;
     }
     atomic_init(&s->refcount, 1);
@@ -277,11 +268,11 @@ static torc_storage *storage_new(torc_device *dev, size_t nbytes) {
     return s;
 }
 
-static void storage_release(torc_storage *s) {
+static void storage_release(pool_cache *c, torc_storage *s) {
     if (atomic_fetch_sub(&s->refcount, 1) != 1) return;
     torc__mem_sub(s->alloc_device, s->tag, s->nbytes);
-    data_free(s->alloc_device, s->data, s->nbytes);
-    torc__pool_free(TORC__POOL_STORAGE, s, sizeof *s);
+    data_free(c, s->alloc_device, s->data, s->nbytes);
+    obj_free(c, TORC__POOL_STORAGE, s, sizeof *s);
 }
 
 // ---- tensors ----
@@ -303,11 +294,12 @@ torc_tensor *torc__new(torc_device *dev, torc_dtype dtype, int ndim, const int64
     const size_t esize = torc_dtype_size(dtype);
     if (numel > 0 && (uint64_t)numel > SIZE_MAX / esize)
         return TORC_FAIL_NULL(TORC_ERR_OOM, "tensor of %lld elements is too large", (long long)numel);
-    torc_tensor *t = torc__pool_alloc(TORC__POOL_TENSOR, sizeof *t);
+    pool_cache *c = pool_get();
+    torc_tensor *t = obj_alloc(c, TORC__POOL_TENSOR, sizeof *t);
     if (!t) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for a tensor header");
-    t->storage = storage_new(dev, (size_t)numel * esize);
+    t->storage = storage_new(c, dev, (size_t)numel * esize);
     if (!t->storage) {
-        torc__pool_free(TORC__POOL_TENSOR, t, sizeof *t);
+        obj_free(c, TORC__POOL_TENSOR, t, sizeof *t);
         if (torc_last_status() == TORC_OK || torc_last_status() != TORC_ERR_OOM)
             torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu bytes", dev->name,
                         (size_t)numel * esize);
@@ -351,21 +343,21 @@ void torc_release(torc_tensor *t) {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     torc__autograd_release(t);
     torc__fp8_meta_free(t->fp8_meta);
-    storage_release(t->storage);
-    torc__pool_free(TORC__POOL_TENSOR, t, sizeof *t);
+    pool_cache *c = pool_get();
+    storage_release(c, t->storage);
+    obj_free(c, TORC__POOL_TENSOR, t, sizeof *t);
 }
 
 void torc__bump_version(torc_tensor *t) { atomic_fetch_add(&t->storage->version, 1); }
 
 void torc__operand(const torc_tensor *t, torc_operand *op) {
-    memset(op, 0, sizeof *op);
     op->data = (char *)t->storage->data + (size_t)t->offset * torc_dtype_size(t->dtype);
     op->dtype = t->dtype;
     op->ndim = t->ndim;
-    for (int i = 0; i < t->ndim; i++) {
-        op->shape[i] = t->shape[i];
-        op->stride[i] = t->stride[i];
-    }
+    // Whole arrays (fixed-size copies), then the dims past ndim zeroed: backends may hash them.
+    memcpy(op->shape, t->shape, sizeof op->shape);
+    memcpy(op->stride, t->stride, sizeof op->stride);
+    for (int i = t->ndim; i < TORC_MAX_DIMS; i++) op->shape[i] = op->stride[i] = 0;
 }
 
 torc_status torc_set_mem_tag(torc_tensor *t, torc_mem_tag tag) {

@@ -127,43 +127,63 @@ static void compare_loop(char *const *ptr, const int64_t *step, int64_t n, void 
     }
 }
 
-// Dense f32 or f64 arithmetic (the common case, and most of the time of a tiny op): one flat
-// loop, computing exactly what float_loop computes (in double, rounded once to out's dtype).
-#define DENSE_LOOP(T, expr) \
+// f32 or f64 operands of one dtype, each contiguous or a broadcast scalar (the common case, and
+// most of the time of a tiny op): one flat loop computing exactly what float_loop and
+// compare_loop compute (arithmetic in double rounded once to out's dtype; comparisons of the
+// values, NaN unordered).
+#define FLAT_LOOP(T, O, expr) \
     do { \
-        T *o = op->out.data; \
+        O *o = op->out.data; \
         const T *a = op->in[0].data, *b = op->in[1].data; \
         for (int64_t i = 0; i < n; i++) { \
-            const double x = a[i], y = b[i]; \
-            o[i] = (T)(expr); \
+            const double x = a[i * sa], y = b[i * sb]; \
+            o[i] = (O)(expr); \
         } \
     } while (0)
-#define DENSE_OPS(T) \
+#define FLAT_OPS(T) \
     switch (op->code) { \
-    case TORC_OP_ADD: DENSE_LOOP(T, x + alpha * y); return true; \
-    case TORC_OP_SUB: DENSE_LOOP(T, x - alpha * y); return true; \
-    case TORC_OP_MUL: DENSE_LOOP(T, x * y); return true; \
-    case TORC_OP_DIV: DENSE_LOOP(T, x / y); return true; \
-    default: return false; \
+    case TORC_OP_ADD: FLAT_LOOP(T, T, x + alpha * y); return; \
+    case TORC_OP_SUB: FLAT_LOOP(T, T, x - alpha * y); return; \
+    case TORC_OP_MUL: FLAT_LOOP(T, T, x * y); return; \
+    case TORC_OP_DIV: FLAT_LOOP(T, T, x / y); return; \
+    case TORC_OP_EQ: FLAT_LOOP(T, bool, x == y); return; \
+    case TORC_OP_NE: FLAT_LOOP(T, bool, x != y); return; \
+    case TORC_OP_LT: FLAT_LOOP(T, bool, x < y); return; \
+    case TORC_OP_LE: FLAT_LOOP(T, bool, x <= y); return; \
+    case TORC_OP_GT: FLAT_LOOP(T, bool, x > y); return; \
+    case TORC_OP_GE: FLAT_LOOP(T, bool, x >= y); return; \
+    default: return; \
     }
-static bool dense_float(const torc_op *op) {
-    const torc_dtype dt = op->out.dtype;
-    if ((dt != TORC_DTYPE_F32 && dt != TORC_DTYPE_F64) || op->in[0].dtype != dt || op->in[1].dtype != dt ||
-        !ref_is_dense(&op->out) || !ref_is_dense(&op->in[0]) || !ref_is_dense(&op->in[1]))
-        return false;
-    const int64_t n = ref_numel(&op->out);
+// Inlined twice: with unit steps (which the compiler vectorizes) and with any.
+static inline __attribute__((always_inline)) void flat_loops(const torc_op *op, int64_t n, int64_t sa, int64_t sb) {
     const double alpha = op->params.scalar.value;
-    if (dt == TORC_DTYPE_F32) DENSE_OPS(float)
-    DENSE_OPS(double)
+    if (op->in[0].dtype == TORC_DTYPE_F32) FLAT_OPS(float)
+    FLAT_OPS(double)
 }
-#undef DENSE_OPS
-#undef DENSE_LOOP
+#undef FLAT_OPS
+#undef FLAT_LOOP
+
+static bool flat_float(const torc_op *op) {
+    const torc_dtype dt = op->in[0].dtype;
+    const bool cmp = op->code >= TORC_OP_EQ && op->code <= TORC_OP_GE;
+    int64_t so, sa, sb;
+    if ((dt != TORC_DTYPE_F32 && dt != TORC_DTYPE_F64) || op->in[1].dtype != dt ||
+        !(cmp || (op->code >= TORC_OP_ADD && op->code <= TORC_OP_DIV)) ||
+        op->out.dtype != (cmp ? TORC_DTYPE_BOOL : dt) || !ref_flat_step(&op->out, &so) || so != 1 ||
+        !ref_flat_step(&op->in[0], &sa) || !ref_flat_step(&op->in[1], &sb))
+        return false;
+    _Static_assert(sizeof(bool) == 1, "bool tensors hold one byte per element");
+    const int64_t n = ref_numel(&op->out);
+    if (sa == 1 && sb == 1) flat_loops(op, n, 1, 1);
+    else flat_loops(op, n, sa, sb);
+    return true;
+}
 
 int ref_binary_run(const torc_op *op) {
     int st = ref_check_same_shape(&op->in[0], "in0", &op->out, "out");
     if (!st) st = ref_check_same_shape(&op->in[1], "in1", &op->out, "out");
     if (st) return st;
-    if (dense_float(op)) return TORC_OK;
+    if (flat_float(op)) return TORC_OK;
     binary_ctx c = {op->code, op->out.dtype, op->in[0].dtype, op->in[1].dtype, 1.0, 1};
     ref_loop_fn loop;
     if (op->code >= TORC_OP_EQ && op->code <= TORC_OP_LOGICAL_OR) {

@@ -97,7 +97,9 @@ int ref_matmul_run(const torc_op *op) {
     if (NB < 16) NB = 16;
     if (NB > N) NB = N;
     const size_t elems = (size_t)(K * NB + K + NB);
-    void *scratch = malloc(elems * 8);  // double and int64 are both 8 bytes
+    // double and int64 are both 8 bytes; small products (most calls) use the stack
+    _Alignas(8) unsigned char small[4096];
+    void *scratch = elems * 8 <= sizeof small ? (void *)small : malloc(elems * 8);
     if (scratch == NULL)
         return ref_error(TORC_ERR_OOM, "reference backend: matmul: out of memory for a %zu-byte panel", elems * 8);
 
@@ -131,6 +133,6 @@ int ref_matmul_run(const torc_op *op) {
             idx[d] = 0;
         }
     }
-    free(scratch);
+    if (scratch != small) free(scratch);
     return TORC_OK;
 }
