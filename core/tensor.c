@@ -15,6 +15,32 @@
 #define POOL_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
+// The thread's scope stack (scopes section below). Its arrays stay allocated between
+// outermost scopes (a training loop pushes and pops one per step) when the thread has a pool
+// cache, whose destructor frees them at thread exit; otherwise they go at the outermost pop.
+typedef struct scope {
+    torc_tensor **owned;   // references the scope releases at pop
+    int n_owned, cap_owned;
+    torc_tensor **kept;    // references torc_keep took out; they pass to the enclosing scope
+    int n_kept, cap_kept;
+} scope;
+
+typedef struct scope_stack {
+    scope *s;
+    int depth, cap;
+} scope_stack;
+
+static _Thread_local scope_stack tls_sc;
+
+static void scope_stack_free(scope_stack *st) {
+    for (int i = 0; i < st->cap; i++) {
+        free(st->s[i].owned);
+        free(st->s[i].kept);
+    }
+    free(st->s);
+    *st = (scope_stack){0};
+}
+
 // ---- pools ----
 // A tiny op's result used to cost three mallocs and three frees (tensor header, storage object,
 // data), about a third of its time. Each thread keeps free lists of headers, storage objects,
@@ -69,6 +95,7 @@ static void pool_destroy(void *arg) {
     free(c);
     tls_pool = NULL;
     tls_pool_dead = true;
+    if (tls_sc.depth == 0) scope_stack_free(&tls_sc);
 }
 
 static void pool_key_create(void) { g_pool_key_ok = pthread_key_create(&g_pool_key, pool_destroy) == 0; }
@@ -175,15 +202,6 @@ bool torc__wrap_dim(int *dim, int ndim) {
 }
 
 // ---- scopes ----
-typedef struct scope {
-    torc_tensor **owned;   // references the scope releases at pop
-    int n_owned, cap_owned;
-    torc_tensor **kept;    // references torc_keep took out; they pass to the enclosing scope
-    int n_kept, cap_kept;
-} scope;
-
-static _Thread_local scope *tls_scopes;
-static _Thread_local int tls_depth, tls_cap;
 
 static bool push_ref(torc_tensor ***arr, int *n, int *cap, torc_tensor *t) {
     if (*n == *cap) {
@@ -198,8 +216,9 @@ static bool push_ref(torc_tensor ***arr, int *n, int *cap, torc_tensor *t) {
 }
 
 torc_tensor *torc__register(torc_tensor *t) {
-    if (t && tls_depth > 0) {
-        scope *s = &tls_scopes[tls_depth - 1];
+    scope_stack *st = &tls_sc;
+    if (t && st->depth > 0) {
+        scope *s = &st->s[st->depth - 1];
         if (!push_ref(&s->owned, &s->n_owned, &s->cap_owned, t)) {
             // Out of memory for bookkeeping: the caller still gets a valid tensor, and it is
             // leaked rather than freed early (the safe failure).
@@ -210,42 +229,37 @@ torc_tensor *torc__register(torc_tensor *t) {
 }
 
 void torc_scope_push(void) {
-    if (tls_depth == tls_cap) {
-        int nc = tls_cap ? tls_cap * 2 : 8;
-        scope *ns = realloc(tls_scopes, (size_t)nc * sizeof *ns);
+    scope_stack *st = &tls_sc;
+    if (st->depth == st->cap) {
+        int nc = st->cap ? st->cap * 2 : 8;
+        scope *ns = realloc(st->s, (size_t)nc * sizeof *ns);
         if (!ns) return;  // cannot happen in practice; pop then ignores the unmatched call
-        memset(ns + tls_cap, 0, (size_t)(nc - tls_cap) * sizeof *ns);
-        tls_scopes = ns;
-        tls_cap = nc;
+        memset(ns + st->cap, 0, (size_t)(nc - st->cap) * sizeof *ns);
+        st->s = ns;
+        st->cap = nc;
     }
-    scope *s = &tls_scopes[tls_depth++];
+    scope *s = &st->s[st->depth++];
     s->n_owned = 0;
     s->n_kept = 0;
 }
 
 void torc_scope_pop(void) {
-    if (tls_depth == 0) return;
-    scope *s = &tls_scopes[--tls_depth];
+    scope_stack *st = &tls_sc;
+    if (st->depth == 0) return;
+    scope *s = &st->s[--st->depth];
     // Kept references move out first, so a tensor both owned and kept survives.
     for (int i = 0; i < s->n_kept; i++) torc__register(s->kept[i]);
     for (int i = 0; i < s->n_owned; i++) torc_release(s->owned[i]);
     s->n_owned = s->n_kept = 0;
-    if (tls_depth == 0) {
-        for (int i = 0; i < tls_cap; i++) {
-            free(tls_scopes[i].owned);
-            free(tls_scopes[i].kept);
-        }
-        free(tls_scopes);
-        tls_scopes = NULL;
-        tls_cap = 0;
-    }
+    if (st->depth == 0 && !pool_get()) scope_stack_free(st);
 }
 
 torc_tensor *torc_keep(torc_tensor *t) {
     if (!t) return NULL;
     torc_retain(t);
-    if (tls_depth > 0) {
-        scope *s = &tls_scopes[tls_depth - 1];
+    scope_stack *st = &tls_sc;
+    if (st->depth > 0) {
+        scope *s = &st->s[st->depth - 1];
         push_ref(&s->kept, &s->n_kept, &s->cap_kept, t);
     }
     return t;
