@@ -67,9 +67,10 @@ static int add_matmul(onednn_plan *p, const onednn_view *a, int a_buf, const one
 }
 
 // ---- f32 on dnnl_sgemm ----
-// Why sgemm and not the primitive: oneDNN 2.6's f32 matmul primitive reaches 150-170 GFLOP/s
-// at 2048^3 on two Sapphire Rapids cores, dnnl_sgemm 180-240 (the primitive's own threading
-// and packing around the same kernels costs the difference).
+// Why sgemm and not the primitive: on two Sapphire Rapids cores oneDNN 2.6's f32 matmul
+// primitive reaches 150-170 GFLOP/s at 2048^3, dnnl_sgemm 180-240; on one core, side by side,
+// sgemm is 5-40% faster on 2048^3 and the Cruncher shapes (512x1024x1024 and its transposed
+// backward GEMMs), and about even on 64x256x256.
 
 // How sgemm reads one matrix view (R x C): row-major ('N', ld = row stride) or column-major
 // ('T', ld = column stride). False when neither fits (both strides non-unit, or an ld below
