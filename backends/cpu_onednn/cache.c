@@ -11,10 +11,6 @@
 #include "onednn-impl.h"
 
 #define ONEDNN_CACHE_CAPACITY 512
-// Ops touching fewer elements (matmul: M*N*K) run on the calling thread alone: oneDNN opens a
-// parallel region for any size, and waking the team costs more than such an op (milliseconds
-// on a loaded machine, where the other thread waits for a core).
-#define ONEDNN_SMALL_WORK (INT64_C(1) << 20)
 
 // The key: a flat record compared with memcmp, zero-filled so padding and unused dims match.
 typedef struct onednn_key {

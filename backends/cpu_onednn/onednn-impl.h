@@ -164,6 +164,17 @@ int onednn__cache_get(const torc_op *op, const onednn_plan **plan);
 int64_t onednn__work(const torc_op *op);
 void onednn__cache_clear(void);
 
+// Ops touching fewer elements (matmul: M*N*K) run on the calling thread alone: oneDNN opens a
+// parallel region for any size, and waking the team costs more than such an op (milliseconds
+// on a loaded machine, where the other thread waits for a core).
+#define ONEDNN_SMALL_WORK (INT64_C(1) << 20)
+
+// ---- fused pointwise ops (pointwise.c): OpenMP loops, not primitives, outside the lock ----
+bool onednn__pointwise_op(torc_opcode code);  // ADDCMUL, ADDCDIV, LERP
+// 0 when the op is one the loops run (dense float32 operands); else the error says why.
+int onednn__pointwise_check(const torc_op *op);
+int onednn__pointwise_run(const torc_op *op);
+
 // ---- device description (device.c) ----
 int onednn__device_info(torc_device_info *info);
 
