@@ -35,6 +35,19 @@ int ref_check_operand(const torc_operand *t, const char *what) {
     return TORC_OK;
 }
 
+bool ref_flat_step(const torc_operand *t, int64_t *step) {
+    int64_t expect = 1;
+    bool dense = true, zero = true;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] == 1) continue;
+        dense = dense && t->stride[d] == expect;
+        zero = zero && t->stride[d] == 0;
+        expect *= t->shape[d];
+    }
+    *step = dense ? 1 : 0;
+    return dense || zero;
+}
+
 static void format_shape(const torc_operand *t, char *buf, size_t cap) {
     size_t len = (size_t)snprintf(buf, cap, "[");
     for (int d = 0; d < t->ndim && len < cap; d++)
