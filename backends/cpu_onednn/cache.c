@@ -155,7 +155,7 @@ int onednn__cache_get(const torc_op *op, const onednn_plan **plan) {
     e->hash = h;
     e->key = key;
     // Kernels sized for one thread from the start: some size their parallel split at creation.
-    const bool single = onednn__work(op) < ONEDNN_SMALL_WORK;
+    const bool single = onednn__single_thread(op->code, onednn__work(op));
     const int nthr = omp_get_max_threads();
     if (single) omp_set_num_threads(1);
     st = build(op, &e->plan);

@@ -82,7 +82,7 @@ static loop_fn pick(torc_opcode code) {
 }
 
 // Splits the elements into one contiguous chunk per thread (64-byte aligned boundaries, so no
-// two threads write one cache line); ops under ONEDNN_SMALL_WORK run on the calling thread.
+// two threads write one cache line); small ops run on the calling thread (onednn__single_thread).
 int onednn__pointwise_run(const torc_op *op) {
     int st = onednn__pointwise_check(op);
     if (st) return st;
@@ -92,7 +92,7 @@ int onednn__pointwise_run(const torc_op *op) {
     float *out = op->out.data;
     const float *s = op->in[0].data, *a = op->in[1].data, *b = op->n_in > 2 ? op->in[2].data : NULL;
     const float v = (float)op->params.scalar.value;  // PyTorch's opmath: the scalar as a float
-    const int nthr = n < ONEDNN_SMALL_WORK ? 1 : omp_get_max_threads();
+    const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
     if (nthr <= 1) {
         fn(out, s, a, b, v, 0, n);
         return 0;
