@@ -90,18 +90,22 @@ static void mm_int(const mm_mat *A, const mm_mat *B, char *out, torc_dtype odt, 
     do { \
         const T *A = a->data, *B = b->data; \
         T *O = o->data; \
-        for (int64_t i = 0; i < M; i++) \
-            for (int64_t j = 0; j < N; j++) { \
-                double acc = 0.0; \
-                for (int64_t k = 0; k < K; k++) acc += (double)A[i * ars + k * acs] * (double)B[k * brs + j * bcs]; \
-                O[i * ors + j * ocs] = (T)acc; \
+        double acc[64]; \
+        for (int64_t i = 0; i < M; i++) { \
+            for (int64_t j = 0; j < N; j++) acc[j] = 0.0; \
+            for (int64_t k = 0; k < K; k++) { \
+                const double x = A[i * ars + k * acs]; \
+                const T *brow = B + k * brs; \
+                for (int64_t j = 0; j < N; j++) acc[j] += x * (double)brow[j * bcs]; \
             } \
+            for (int64_t j = 0; j < N; j++) O[i * ors + j * ocs] = (T)acc[j]; \
+        } \
     } while (0)
 static bool small_float(const torc_operand *a, const torc_operand *b, const torc_operand *o, int64_t M, int64_t K,
                         int64_t N) {
     const torc_dtype dt = o->dtype;
     if (o->ndim != 2 || (dt != TORC_DTYPE_F32 && dt != TORC_DTYPE_F64) || a->dtype != dt || b->dtype != dt ||
-        M * N * K > 4096)
+        M * N * K > 4096 || N > 64)
         return false;
     const int64_t ars = a->stride[0], acs = a->stride[1], brs = b->stride[0], bcs = b->stride[1], ors = o->stride[0],
                   ocs = o->stride[1];
