@@ -472,6 +472,22 @@ START_TEST(test_matmul) {
 }
 END_TEST
 
+// f32 GEMMs of 8M multiply-adds and more are split into one block of rows (or columns, when
+// N > M) per thread: odd sizes, transposed and sliced operands, a broadcast batch.
+START_TEST(test_matmul_large) {
+    static const mm_case cases[] = {
+        {2, {257, 129}, {129, 255}, 0, 0},
+        {2, {129, 257}, {257, 255}, 0, 0},
+        {3, {2, 129, 257}, {2, 257, 255}, 0, 0x1},
+    };
+    const enum layout ls[][3] = {{L_CONTIG, L_CONTIG, L_CONTIG}, {L_T2, L_T2, L_CONTIG},
+                                 {L_ROWSLICE, L_T2, L_ROWSLICE}, {L_CONTIG, L_ROWSLICE, L_T2}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++)
+            check_matmul(TORC_DTYPE_F32, TORC_DTYPE_F32, &cases[c], ls[l][0], ls[l][1], ls[l][2]);
+}
+END_TEST
+
 // K = 0: out is all zeros, whatever it held (NaN here), also batched with a broadcast operand.
 static void check_matmul_k0(torc_dtype dt, int nd, const int64_t *a, const int64_t *b,
                             uint32_t abcast, enum layout lc) {
@@ -1212,6 +1228,7 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_num_threads);
     tcase_add_loop_test(tc, test_matmul, 0, (int)(sizeof mm_dtypes / sizeof mm_dtypes[0]));
     tcase_add_test(tc, test_matmul_edges);
+    tcase_add_test(tc, test_matmul_large);
     tcase_add_loop_test(tc, test_unary, 0, (int)(sizeof unary_cases / sizeof unary_cases[0]));
     tcase_add_test(tc, test_unary_int_input);
     tcase_add_test(tc, test_unary_specials);
