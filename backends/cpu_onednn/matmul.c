@@ -92,6 +92,9 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul with K = 0 is left to the "
                              "reference backend");
 
+    // bf16 on AMX: torc's own tile GEMM (matmul_amx.c); oneDNN 2.6's brgemm reaches ~12% of peak.
+    if (dt == TORC_DTYPE_BF16 && onednn__amx_usable()) return onednn__plan_amx_matmul(p, op);
+
     onednn_view a, b, c;
     onednn__view(&a, x, onednn__dt(dt));
     onednn__view(&b, w, onednn__dt(dt));
