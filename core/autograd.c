@@ -29,7 +29,7 @@ static _Atomic uint64_t g_seq;  // node creation order
 static _Atomic uint64_t g_run;  // engine runs (visit marks)
 
 static torc_node *node_new(int code, const char *name, int n_in) {
-    torc_node *n = calloc(1, sizeof *n);
+    torc_node *n = torc__pool_alloc(TORC__POOL_NODE, sizeof *n);
     if (!n) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for an autograd node");
     if (n_in > TORC__NODE_INLINE) {
         n->next = calloc((size_t)n_in, sizeof *n->next);
@@ -37,7 +37,7 @@ static torc_node *node_new(int code, const char *name, int n_in) {
         if (!n->next || !n->in) {
             free(n->next);
             free(n->in);
-            free(n);
+            torc__pool_free(TORC__POOL_NODE, n, sizeof *n);
             return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for an autograd node");
         }
     } else {
@@ -118,7 +118,7 @@ static void node_release(torc_node *n) {
             free(d->next);
             free(d->in);
         }
-        free(d);
+        torc__pool_free(TORC__POOL_NODE, d, sizeof *d);
     }
     if (stack != local) free(stack);
 }
@@ -475,6 +475,7 @@ torc_status torc_retain_grad(torc_tensor *t) {
 }
 
 // ---- the engine ----
+#define ENGINE_LOCAL 32
 typedef struct engine {
     uint64_t run;
     bool accumulate;   // backward: write .grad; autograd.grad: capture into out[]
@@ -486,21 +487,30 @@ typedef struct engine {
     int n_nodes, cap_nodes;
     torc_node **heap;   // ready nodes, highest seq first
     int n_heap, cap_heap;
+    // first storage of nodes and heap, so a small graph's backward allocates nothing for them
+    torc_node *nodes_local[ENGINE_LOCAL], *heap_local[ENGINE_LOCAL];
 } engine;
 
-static bool grow(void *arr, int *cap, int need, size_t elem) {
+// Grows *arr (which starts as local, a stack array of ENGINE_LOCAL entries) to hold need entries.
+static bool grow(torc_node ***arr, int *cap, int need, torc_node **local) {
     if (need <= *cap) return true;
-    int nc = *cap ? *cap * 2 : 64;
+    if (!*arr) {
+        *arr = local;
+        *cap = ENGINE_LOCAL;
+        if (need <= *cap) return true;
+    }
+    int nc = *cap * 2;
     while (nc < need) nc *= 2;
-    void *na = realloc(*(void **)arr, (size_t)nc * elem);
+    torc_node **na = *arr == local ? malloc((size_t)nc * sizeof *na) : realloc(*arr, (size_t)nc * sizeof *na);
     if (!na) return false;
-    *(void **)arr = na;
+    if (*arr == local) memcpy(na, local, (size_t)*cap * sizeof *na);
+    *arr = na;
     *cap = nc;
     return true;
 }
 
 static bool heap_push(engine *e, torc_node *n) {
-    if (!grow(&e->heap, &e->cap_heap, e->n_heap + 1, sizeof *e->heap)) return false;
+    if (!grow(&e->heap, &e->cap_heap, e->n_heap + 1, e->heap_local)) return false;
     int i = e->n_heap++;
     while (i > 0) {
         int p = (i - 1) / 2;
@@ -561,7 +571,7 @@ static torc_status collect(engine *e, torc_node *root) {
         n->deps = 0;
         n->needed = false;
         n->grad = NULL;
-        if (!grow(&e->nodes, &e->cap_nodes, e->n_nodes + 1, sizeof *e->nodes)) {
+        if (!grow(&e->nodes, &e->cap_nodes, e->n_nodes + 1, e->nodes_local)) {
             status = torc__error(TORC_ERR_OOM, "out of host memory walking the autograd graph");
             break;
         }
@@ -794,7 +804,8 @@ static torc_status run_engine(engine *e, int n_roots, torc_tensor *const *roots,
     e->run = atomic_fetch_add(&g_run, 1) + 1;
     const torc_phase saved_phase = torc__phase();
     torc__set_phase(TORC_PHASE_BACKWARD);
-    torc_tensor **rg = calloc((size_t)n_roots, sizeof *rg);  // the roots' gradients (owned)
+    torc_tensor *rg_local[4] = {NULL};  // the roots' gradients (owned)
+    torc_tensor **rg = n_roots <= 4 ? rg_local : calloc((size_t)n_roots, sizeof *rg);
     if (!rg) st = torc__error(TORC_ERR_OOM, "out of host memory running backward");
 
     // Root gradients: given ones are checked and cast, missing ones are ones for scalars.
@@ -869,9 +880,9 @@ static torc_status run_engine(engine *e, int n_roots, torc_tensor *const *roots,
     }
     if (rg)
         for (int i = 0; i < n_roots; i++) torc_release(rg[i]);
-    free(rg);
-    free(e->nodes);
-    free(e->heap);
+    if (rg != rg_local) free(rg);
+    if (e->nodes != e->nodes_local) free(e->nodes);
+    if (e->heap != e->heap_local) free(e->heap);
     torc__set_phase(saved_phase);
     return st;
 }

@@ -48,14 +48,22 @@ torc_tensor *torc__zeros_on(torc_device *dev, torc_dtype dtype, int ndim, const 
     return z ? torc__register(z) : NULL;
 }
 
+// t reshaped to (ndim, shape), or t itself (a new registered reference) when it has that shape
+// already: a gradient that is no view of a temporary can become a leaf's .grad without a copy.
+static torc_tensor *reshape_to(const torc_tensor *t, int ndim, const int64_t *shape) {
+    if (t && t->ndim == ndim && !memcmp(t->shape, shape, (size_t)ndim * sizeof *shape))
+        return torc__register(torc_retain(T(t)));
+    return t ? torc_reshape(T(t), ndim, shape) : NULL;
+}
+
 torc_tensor *torc__sum_to(const torc_tensor *g, int ndim, const int64_t *shape) {
     const int lead = g->ndim - ndim;
     int dims[TORC_MAX_DIMS], nd = 0;
     for (int i = 0; i < g->ndim; i++)
         if (i < lead || (shape[i - lead] == 1 && g->shape[i] != 1)) dims[nd++] = i;
-    if (nd == 0) return torc_reshape(T(g), ndim, shape);
+    if (nd == 0) return reshape_to(g, ndim, shape);
     torc_tensor *s = torc_sum(g, nd, dims, true);
-    return s ? torc_reshape(s, ndim, shape) : NULL;
+    return reshape_to(s, ndim, shape);
 }
 
 static int mask_dims(uint32_t mask, int ndim, int *dims) {
@@ -328,7 +336,7 @@ BW(bw_matmul) {
         torc_tensor *da = torc_matmul_out_dtype(gg, torc_transpose(b2, -1, -2), wide);
         TRY(da);
         TRY(da = torc__sum_to(da, a2->ndim, a2->shape));
-        TRY(gin[0] = torc_reshape(da, a->ndim, a->shape));
+        TRY(gin[0] = reshape_to(da, a->ndim, a->shape));
     }
     if (need[1]) {
         torc_tensor *db;
@@ -343,7 +351,7 @@ BW(bw_matmul) {
         }
         TRY(db);
         TRY(db = torc__sum_to(db, b2->ndim, b2->shape));
-        TRY(gin[1] = torc_reshape(db, b->ndim, b->shape));
+        TRY(gin[1] = reshape_to(db, b->ndim, b->shape));
     }
     return TORC_OK;
 }
@@ -423,7 +431,7 @@ BW(bw_cat) {
 }
 
 // ---- views ----
-BW(bw_view) { TRY(gin[0] = torc_reshape(T(g), n->in[0].ndim, n->in[0].shape)); return TORC_OK; }
+BW(bw_view) { TRY(gin[0] = reshape_to(g, n->in[0].ndim, n->in[0].shape)); return TORC_OK; }
 BW(bw_transpose) { TRY(gin[0] = torc_transpose(T(g), (int)n->args[0], (int)n->args[1])); return TORC_OK; }
 BW(bw_permute) {
     int inv[TORC_MAX_DIMS];

@@ -1,6 +1,7 @@
 // core/binary.c — elementwise binary ops with broadcasting and PyTorch's type promotion:
 // arithmetic, maximum/minimum, comparisons, logical ops, their scalar and in-place forms, where.
 #include <math.h>
+#include <string.h>
 
 #include "torc-impl.h"
 
@@ -36,12 +37,21 @@ static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_d
 }
 
 // Runs out = a (op) b with a and b broadcast to out's shape.
+static bool same_shape(const torc_tensor *a, const torc_tensor *b) {
+    return a->ndim == b->ndim && !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape);
+}
+
 static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc_tensor *b, torc_opcode code,
                               double alpha) {
     torc_op op = {.code = code, .n_in = 2};
     torc__operand(out, &op.out);
-    torc_status st = torc__broadcast_operand(a, out->ndim, out->shape, &op.in[0]);
-    if (!st) st = torc__broadcast_operand(b, out->ndim, out->shape, &op.in[1]);
+    torc_status st = TORC_OK;
+    // Operands of out's own shape need no broadcasting (the common case, and most of a tiny op).
+    if (same_shape(a, out)) torc__operand(a, &op.in[0]);
+    else st = torc__broadcast_operand(a, out->ndim, out->shape, &op.in[0]);
+    if (st) return st;
+    if (same_shape(b, out)) torc__operand(b, &op.in[1]);
+    else st = torc__broadcast_operand(b, out->ndim, out->shape, &op.in[1]);
     if (st) return st;
     // PyTorch casts alpha to the op's dtype: for bool that is `alpha != 0` (so True + -1*True is
     // True); a fractional alpha stays as it is for the backend's integral-alpha error.
@@ -57,10 +67,14 @@ static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, tor
                                  torc_dtype common, torc_dtype da, torc_dtype db) {
     torc_dtype out_dtype;
     if (!torc__same_device(a, b) || !op_dtypes(code, common, da, db, &out_dtype)) return NULL;
-    int ndim;
+    int ndim = a->ndim;
     int64_t shape[TORC_MAX_DIMS];
-    if (torc__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim, shape)) return NULL;
-    torc_tensor *out = torc__new(a->device, out_dtype, ndim, shape);
+    const int64_t *oshape = a->shape;
+    if (!same_shape(a, b)) {
+        if (torc__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim, shape)) return NULL;
+        oshape = shape;
+    }
+    torc_tensor *out = torc__new(a->device, out_dtype, ndim, oshape);
     if (!out) return NULL;
     if (run_binary(out, a, b, code, alpha)) {
         torc_release(out);
@@ -82,8 +96,8 @@ torc_tensor *torc__binary_as(const torc_tensor *a, const torc_tensor *b, torc_op
 static torc_tensor *binary(const torc_tensor *a, const torc_tensor *b, torc_opcode code, double alpha) {
     if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
     const torc_tensor *ts[2] = {a, b};
-    torc_dtype common;
-    if (torc_result_type(2, ts, 0, NULL, &common)) return NULL;
+    torc_dtype common = a->dtype;  // two tensors of one dtype promote to it
+    if (a->dtype != b->dtype && torc_result_type(2, ts, 0, NULL, &common)) return NULL;
     return binary_typed(a, b, code, alpha, common, a->dtype, b->dtype);
 }
 

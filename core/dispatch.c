@@ -12,6 +12,7 @@ static const char *backend_msg(const torc_device *dev) {
 
 torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     torc_device *runner = dev;
+    int rc;
     if (!dev->vt->supports(dev->index, op)) {
         if (!dev->host_memory)
             return torc__error(TORC_ERR_NOT_SUPPORTED,
@@ -21,12 +22,16 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
         // Host memory: the reference backend runs it on the same pointers, no copies.
         runner = torc__reference_device();
         if (!runner) return torc_last_status();
-        // The reference refuses only what PyTorch refuses; its reason is worded for the user.
-        if (runner != dev && !runner->vt->supports(runner->index, op))
-            return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", backend_msg(runner));
         if (runner == dev) return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", backend_msg(dev));
+        // The reference's run() makes exactly the checks its supports() makes before it touches
+        // memory, so it is asked first and supports() only on failure, to tell a refusal (only
+        // what PyTorch refuses; its reason is worded for the user) from a failed kernel.
+        rc = runner->vt->run(runner->index, op);
+        if (rc != 0 && !runner->vt->supports(runner->index, op))
+            return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", backend_msg(runner));
+    } else {
+        rc = runner->vt->run(runner->index, op);
     }
-    const int rc = runner->vt->run(runner->index, op);
     if (rc != 0) {
         // A backend's status and message stand as they are (e.g. TORC_ERR_INDEX, "index 5 is
         // out of bounds for dimension 0 with size 3"); unknown codes become TORC_ERR_BACKEND.

@@ -1,9 +1,170 @@
 // core/tensor.c — storage and tensor lifetimes: allocation, refcounts, views over shared
 // storage, version counters, and the per-thread scopes (autorelease pools).
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "torc-impl.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POOL_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POOL_POISON(p, n) ((void)(p), (void)(n))
+#define POOL_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+// The thread's scope stack (scopes section below). Its arrays stay allocated between
+// outermost scopes (a training loop pushes and pops one per step) when the thread has a pool
+// cache, whose destructor frees them at thread exit; otherwise they go at the outermost pop.
+typedef struct scope {
+    torc_tensor **owned;   // references the scope releases at pop
+    int n_owned, cap_owned;
+    torc_tensor **kept;    // references torc_keep took out; they pass to the enclosing scope
+    int n_kept, cap_kept;
+} scope;
+
+typedef struct scope_stack {
+    scope *s;
+    int depth, cap;
+} scope_stack;
+
+static _Thread_local scope_stack tls_sc;
+
+static void scope_stack_free(scope_stack *st) {
+    for (int i = 0; i < st->cap; i++) {
+        free(st->s[i].owned);
+        free(st->s[i].kept);
+    }
+    free(st->s);
+    *st = (scope_stack){0};
+}
+
+// ---- pools ----
+// A tiny op's result used to cost three mallocs and three frees (tensor header, storage object,
+// data), about a third of its time. Each thread keeps free lists of headers, storage objects,
+// autograd nodes and small host data buffers instead; anything freed on a thread goes to that
+// thread's lists, so memory released on another thread than the one that allocated it is fine.
+// Bounds: POOL_OBJ_CAP objects per kind and POOL_DATA_CAP buffers per 64-byte size class up to
+// POOL_DATA_MAX bytes (about 120 KiB per thread at most). A thread's cache is freed when the
+// thread exits (a pthread key destructor); the main thread's stays reachable from a global
+// registry until the process ends, so leak checkers see it as reachable, never lost.
+// Accounting: a pooled data buffer is not in use by any tensor, so it is subtracted from the
+// device's in_use when its storage dies, exactly as a freed one (PyTorch's memory_allocated does
+// not count its caching allocator's free blocks either); it is counted again when reused.
+// Only host-memory devices pool data. The lists are arrays in the cache, not links through the
+// blocks, so under AddressSanitizer a pooled block is poisoned whole (a use after release is
+// still reported) and LeakSanitizer still sees every pooled block.
+#define POOL_OBJ_CAP 64
+#define POOL_DATA_MAX 1024
+#define POOL_DATA_CAP 16
+#define POOL_DATA_CLASSES (POOL_DATA_MAX / 64)
+
+typedef struct pool_cache {
+    int n_obj[TORC__POOL_KINDS];
+    void *obj[TORC__POOL_KINDS][POOL_OBJ_CAP];
+    int n_data[POOL_DATA_CLASSES];               // class c holds buffers of (c + 1) * 64 bytes
+    torc_device *data_dev[POOL_DATA_CLASSES];    // the device a class's buffers belong to
+    void *data[POOL_DATA_CLASSES][POOL_DATA_CAP];
+    struct pool_cache *prev, *next;              // the registry of live threads' caches
+} pool_cache;
+
+static _Thread_local pool_cache *tls_pool;
+static _Thread_local bool tls_pool_dead;  // the thread is exiting: no new cache
+static pool_cache *g_pools;               // registry: keeps every live cache reachable
+static pthread_mutex_t g_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t g_pool_key;
+static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
+static bool g_pool_key_ok;
+
+static void pool_destroy(void *arg) {
+    pool_cache *c = arg;
+    for (int k = 0; k < TORC__POOL_KINDS; k++)
+        for (int i = 0; i < c->n_obj[k]; i++) free(c->obj[k][i]);  // ASan's free takes poisoned blocks
+    for (int k = 0; k < POOL_DATA_CLASSES; k++)
+        for (int i = 0; i < c->n_data[k]; i++) {
+            POOL_UNPOISON(c->data[k][i], (size_t)(k + 1) * 64);
+            torc__dev_free(c->data_dev[k], c->data[k][i]);
+        }
+    pthread_mutex_lock(&g_pools_lock);
+    if (c->prev) c->prev->next = c->next;
+    else g_pools = c->next;
+    if (c->next) c->next->prev = c->prev;
+    pthread_mutex_unlock(&g_pools_lock);
+    free(c);
+    tls_pool = NULL;
+    tls_pool_dead = true;
+    if (tls_sc.depth == 0) scope_stack_free(&tls_sc);
+}
+
+static void pool_key_create(void) { g_pool_key_ok = pthread_key_create(&g_pool_key, pool_destroy) == 0; }
+
+// The calling thread's cache, made on first use; NULL if it cannot be (the callers then use
+// malloc and free directly). Callers fetch it once per operation: each thread-local access from
+// a shared library is a call.
+static pool_cache *pool_get(void) {
+    pool_cache *c = tls_pool;
+    if (c || tls_pool_dead) return c;
+    pthread_once(&g_pool_once, pool_key_create);
+    if (!g_pool_key_ok || !(c = calloc(1, sizeof *c))) return NULL;
+    if (pthread_setspecific(g_pool_key, c) != 0) {
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_lock(&g_pools_lock);
+    c->next = g_pools;
+    if (g_pools) g_pools->prev = c;
+    g_pools = c;
+    pthread_mutex_unlock(&g_pools_lock);
+    return tls_pool = c;
+}
+
+static inline void *obj_alloc(pool_cache *c, torc__pool_kind kind, size_t size) {
+    if (!c || c->n_obj[kind] == 0) return calloc(1, size);
+    void *p = c->obj[kind][--c->n_obj[kind]];
+    POOL_UNPOISON(p, size);
+    memset(p, 0, size);
+    return p;
+}
+
+static inline void obj_free(pool_cache *c, torc__pool_kind kind, void *p, size_t size) {
+    if (!p) return;
+    if (!c || c->n_obj[kind] == POOL_OBJ_CAP) {
+        free(p);
+        return;
+    }
+    POOL_POISON(p, size);
+    c->obj[kind][c->n_obj[kind]++] = p;
+}
+
+void *torc__pool_alloc(torc__pool_kind kind, size_t size) { return obj_alloc(pool_get(), kind, size); }
+void torc__pool_free(torc__pool_kind kind, void *p, size_t size) { obj_free(pool_get(), kind, p, size); }
+
+// Data for nbytes on dev: a pooled buffer of its size class when there is one, else the device's.
+static void *data_alloc(pool_cache *c, torc_device *dev, size_t nbytes) {
+    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory) return torc__dev_alloc(dev, nbytes);
+    const size_t k = (nbytes - 1) / 64, size = (k + 1) * 64;
+    if (c->n_data[k] == 0 || c->data_dev[k] != dev) return torc__dev_alloc(dev, size);  // poolable later
+    void *p = c->data[k][--c->n_data[k]];
+    POOL_UNPOISON(p, size);
+    return p;
+}
+
+static void data_free(pool_cache *c, torc_device *dev, void *p, size_t nbytes) {
+    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory) {
+        torc__dev_free(dev, p);
+        return;
+    }
+    const size_t k = (nbytes - 1) / 64;
+    if (c->n_data[k] == 0) c->data_dev[k] = dev;
+    if (c->data_dev[k] != dev || c->n_data[k] == POOL_DATA_CAP) {
+        torc__dev_free(dev, p);
+        return;
+    }
+    POOL_POISON(p, (k + 1) * 64);
+    c->data[k][c->n_data[k]++] = p;
+}
 
 // ---- shapes ----
 int64_t torc__numel(int ndim, const int64_t *shape) {
@@ -41,15 +202,6 @@ bool torc__wrap_dim(int *dim, int ndim) {
 }
 
 // ---- scopes ----
-typedef struct scope {
-    torc_tensor **owned;   // references the scope releases at pop
-    int n_owned, cap_owned;
-    torc_tensor **kept;    // references torc_keep took out; they pass to the enclosing scope
-    int n_kept, cap_kept;
-} scope;
-
-static _Thread_local scope *tls_scopes;
-static _Thread_local int tls_depth, tls_cap;
 
 static bool push_ref(torc_tensor ***arr, int *n, int *cap, torc_tensor *t) {
     if (*n == *cap) {
@@ -64,8 +216,9 @@ static bool push_ref(torc_tensor ***arr, int *n, int *cap, torc_tensor *t) {
 }
 
 torc_tensor *torc__register(torc_tensor *t) {
-    if (t && tls_depth > 0) {
-        scope *s = &tls_scopes[tls_depth - 1];
+    scope_stack *st = &tls_sc;
+    if (t && st->depth > 0) {
+        scope *s = &st->s[st->depth - 1];
         if (!push_ref(&s->owned, &s->n_owned, &s->cap_owned, t)) {
             // Out of memory for bookkeeping: the caller still gets a valid tensor, and it is
             // leaked rather than freed early (the safe failure).
@@ -76,54 +229,49 @@ torc_tensor *torc__register(torc_tensor *t) {
 }
 
 void torc_scope_push(void) {
-    if (tls_depth == tls_cap) {
-        int nc = tls_cap ? tls_cap * 2 : 8;
-        scope *ns = realloc(tls_scopes, (size_t)nc * sizeof *ns);
+    scope_stack *st = &tls_sc;
+    if (st->depth == st->cap) {
+        int nc = st->cap ? st->cap * 2 : 8;
+        scope *ns = realloc(st->s, (size_t)nc * sizeof *ns);
         if (!ns) return;  // cannot happen in practice; pop then ignores the unmatched call
-        memset(ns + tls_cap, 0, (size_t)(nc - tls_cap) * sizeof *ns);
-        tls_scopes = ns;
-        tls_cap = nc;
+        memset(ns + st->cap, 0, (size_t)(nc - st->cap) * sizeof *ns);
+        st->s = ns;
+        st->cap = nc;
     }
-    scope *s = &tls_scopes[tls_depth++];
+    scope *s = &st->s[st->depth++];
     s->n_owned = 0;
     s->n_kept = 0;
 }
 
 void torc_scope_pop(void) {
-    if (tls_depth == 0) return;
-    scope *s = &tls_scopes[--tls_depth];
+    scope_stack *st = &tls_sc;
+    if (st->depth == 0) return;
+    scope *s = &st->s[--st->depth];
     // Kept references move out first, so a tensor both owned and kept survives.
     for (int i = 0; i < s->n_kept; i++) torc__register(s->kept[i]);
     for (int i = 0; i < s->n_owned; i++) torc_release(s->owned[i]);
     s->n_owned = s->n_kept = 0;
-    if (tls_depth == 0) {
-        for (int i = 0; i < tls_cap; i++) {
-            free(tls_scopes[i].owned);
-            free(tls_scopes[i].kept);
-        }
-        free(tls_scopes);
-        tls_scopes = NULL;
-        tls_cap = 0;
-    }
+    if (st->depth == 0 && !pool_get()) scope_stack_free(st);
 }
 
 torc_tensor *torc_keep(torc_tensor *t) {
     if (!t) return NULL;
     torc_retain(t);
-    if (tls_depth > 0) {
-        scope *s = &tls_scopes[tls_depth - 1];
+    scope_stack *st = &tls_sc;
+    if (st->depth > 0) {
+        scope *s = &st->s[st->depth - 1];
         push_ref(&s->kept, &s->n_kept, &s->cap_kept, t);
     }
     return t;
 }
 
 // ---- storage ----
-static torc_storage *storage_new(torc_device *dev, size_t nbytes) {
-    torc_storage *s = calloc(1, sizeof *s);
+static torc_storage *storage_new(pool_cache *c, torc_device *dev, size_t nbytes) {
+    torc_storage *s = obj_alloc(c, TORC__POOL_STORAGE, sizeof *s);
     if (!s) return NULL;
-    s->data = torc__dev_alloc(dev, nbytes);
+    s->data = data_alloc(c, dev, nbytes);
     if (!s->data) {
-        free(s);
+        obj_free(c, TORC__POOL_STORAGE, s, sizeof *s);
         return NULL;
     }
     atomic_init(&s->refcount, 1);
@@ -134,11 +282,11 @@ static torc_storage *storage_new(torc_device *dev, size_t nbytes) {
     return s;
 }
 
-static void storage_release(torc_storage *s) {
+static void storage_release(pool_cache *c, torc_storage *s) {
     if (atomic_fetch_sub(&s->refcount, 1) != 1) return;
     torc__mem_sub(s->alloc_device, s->tag, s->nbytes);
-    torc__dev_free(s->alloc_device, s->data);
-    free(s);
+    data_free(c, s->alloc_device, s->data, s->nbytes);
+    obj_free(c, TORC__POOL_STORAGE, s, sizeof *s);
 }
 
 // ---- tensors ----
@@ -158,13 +306,15 @@ torc_tensor *torc__new(torc_device *dev, torc_dtype dtype, int ndim, const int64
         }
     const int64_t numel = torc__numel(ndim, shape);
     const size_t esize = torc_dtype_size(dtype);
-    if (numel > 0 && (uint64_t)numel > SIZE_MAX / esize)
+    size_t nbytes;  // (an overflow-checked multiply, not a ~40-cycle division)
+    if (numel > 0 && __builtin_mul_overflow((size_t)numel, esize, &nbytes))
         return TORC_FAIL_NULL(TORC_ERR_OOM, "tensor of %lld elements is too large", (long long)numel);
-    torc_tensor *t = calloc(1, sizeof *t);
+    pool_cache *c = pool_get();
+    torc_tensor *t = obj_alloc(c, TORC__POOL_TENSOR, sizeof *t);
     if (!t) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for a tensor header");
-    t->storage = storage_new(dev, (size_t)numel * esize);
+    t->storage = storage_new(c, dev, (size_t)numel * esize);
     if (!t->storage) {
-        free(t);
+        obj_free(c, TORC__POOL_TENSOR, t, sizeof *t);
         if (torc_last_status() == TORC_OK || torc_last_status() != TORC_ERR_OOM)
             torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu bytes", dev->name,
                         (size_t)numel * esize);
@@ -181,7 +331,7 @@ torc_tensor *torc__new(torc_device *dev, torc_dtype dtype, int ndim, const int64
 
 torc_tensor *torc__make_view(const torc_tensor *base, int ndim, const int64_t *shape,
                              const int64_t *stride, int64_t offset) {
-    torc_tensor *t = calloc(1, sizeof *t);
+    torc_tensor *t = torc__pool_alloc(TORC__POOL_TENSOR, sizeof *t);
     if (!t) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for a tensor header");
     atomic_init(&t->refcount, 1);
     t->storage = base->storage;
@@ -208,21 +358,21 @@ void torc_release(torc_tensor *t) {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     torc__autograd_release(t);
     torc__fp8_meta_free(t->fp8_meta);
-    storage_release(t->storage);
-    free(t);
+    pool_cache *c = pool_get();
+    storage_release(c, t->storage);
+    obj_free(c, TORC__POOL_TENSOR, t, sizeof *t);
 }
 
 void torc__bump_version(torc_tensor *t) { atomic_fetch_add(&t->storage->version, 1); }
 
 void torc__operand(const torc_tensor *t, torc_operand *op) {
-    memset(op, 0, sizeof *op);
     op->data = (char *)t->storage->data + (size_t)t->offset * torc_dtype_size(t->dtype);
     op->dtype = t->dtype;
     op->ndim = t->ndim;
-    for (int i = 0; i < t->ndim; i++) {
-        op->shape[i] = t->shape[i];
-        op->stride[i] = t->stride[i];
-    }
+    // Whole arrays (fixed-size copies), then the dims past ndim zeroed: backends may hash them.
+    memcpy(op->shape, t->shape, sizeof op->shape);
+    memcpy(op->stride, t->stride, sizeof op->stride);
+    for (int i = t->ndim; i < TORC_MAX_DIMS; i++) op->shape[i] = op->stride[i] = 0;
 }
 
 torc_status torc_set_mem_tag(torc_tensor *t, torc_mem_tag tag) {

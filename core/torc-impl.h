@@ -82,6 +82,12 @@ struct torc_tensor {
     _Atomic(struct torc__ident *) ident; // owned: how saved copies of this tensor name its grad_fn
 };
 
+// Free lists of fixed-size objects (tensor.c): per thread, bounded, zeroed on allocation. An
+// object may be freed on any thread; size is the object's sizeof, the same for a kind.
+typedef enum torc__pool_kind { TORC__POOL_TENSOR, TORC__POOL_STORAGE, TORC__POOL_NODE, TORC__POOL_KINDS } torc__pool_kind;
+void *torc__pool_alloc(torc__pool_kind kind, size_t size);
+void torc__pool_free(torc__pool_kind kind, void *p, size_t size);
+
 // Ownership inside the core: torc__new / torc__make_view return an UNREGISTERED reference that
 // the caller owns (release it on error paths); a public function hands its result to the
 // caller's scope with `return torc__register(t)`. Composite functions that call public

@@ -29,8 +29,13 @@ dnnl_engine_t onednn__engine(void) { return g.engine; }
 
 // ---- errors ----
 static _Thread_local char t_error[512];
+// supports() declines every tiny op (TORC_ONEDNN_MIN_WORK) and the core usually never reads why:
+// the decline is kept as its numbers and formatted only when last_error() is asked for it.
+static _Thread_local struct { bool pending; torc_opcode code; int64_t work, min; } t_decline;
+static void format_decline(void);
 
 int onednn__error(int status, const char *fmt, ...) {
+    t_decline.pending = false;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(t_error, sizeof t_error, fmt, ap);
@@ -38,7 +43,10 @@ int onednn__error(int status, const char *fmt, ...) {
     return status;
 }
 
-const char *onednn__last_error_text(void) { return t_error; }
+const char *onednn__last_error_text(void) {
+    if (t_decline.pending) format_decline();
+    return t_error;
+}
 
 const char *onednn__status_name(dnnl_status_t s) {
     switch (s) {
@@ -100,7 +108,7 @@ const char *onednn__op_name(torc_opcode code) {
     }
 }
 
-static const char *onednn_last_error(void) { return t_error; }
+static const char *onednn_last_error(void) { return onednn__last_error_text(); }
 
 // ---- init / shutdown ----
 // TORC_NUM_THREADS: a positive integer, or unset for OpenMP's default.
@@ -266,12 +274,18 @@ static int64_t min_work(void) {
     return v;
 }
 
+static void format_decline(void) {
+    t_decline.pending = false;
+    onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s of %lld elements is smaller than TORC_ONEDNN_MIN_WORK "
+                  "(%lld): the reference backend runs it faster", onednn__op_name(t_decline.code),
+                  (long long)t_decline.work, (long long)t_decline.min);
+}
+
 static bool onednn_supports(int device, const torc_op *op) {
     if (device != 0 || !op) return false;
-    if (onednn__work(op) < min_work()) {
-        onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s of %lld elements is smaller than TORC_ONEDNN_MIN_WORK "
-                      "(%lld): the reference backend runs it faster", onednn__op_name(op->code),
-                      (long long)onednn__work(op), (long long)min_work());
+    const int64_t work = onednn__work(op), min = min_work();
+    if (work < min) {
+        t_decline.code = op->code, t_decline.work = work, t_decline.min = min, t_decline.pending = true;
         return false;
     }
     bool ok = false;

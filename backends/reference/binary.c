@@ -127,10 +127,79 @@ static void compare_loop(char *const *ptr, const int64_t *step, int64_t n, void 
     }
 }
 
+#define FLAT_LOOP(TA, TB, O, expr) \
+    do { \
+        O *o = op->out.data; \
+        const TA *a = op->in[0].data; \
+        const TB *b = op->in[1].data; \
+        for (int64_t i = 0; i < n; i++) { \
+            const double x = FLAT_LOAD(TA, a[i * sa]), y = FLAT_LOAD(TB, b[i * sb]); \
+            o[i] = (O)(expr); \
+        } \
+    } while (0)
+// A bool element is any nonzero byte (as ref_load_f reads it).
+#define FLAT_LOAD(T, v) _Generic((T)0, uint8_t: (double)((v) != 0), default: (double)(v))
+#define FLAT_OPS(TA, TB, T) \
+    switch (op->code) { \
+    case TORC_OP_ADD: FLAT_LOOP(TA, TB, T, x + alpha * y); return; \
+    case TORC_OP_SUB: FLAT_LOOP(TA, TB, T, x - alpha * y); return; \
+    case TORC_OP_MUL: FLAT_LOOP(TA, TB, T, x * y); return; \
+    case TORC_OP_DIV: FLAT_LOOP(TA, TB, T, x / y); return; \
+    case TORC_OP_EQ: FLAT_LOOP(TA, TB, bool, x == y); return; \
+    case TORC_OP_NE: FLAT_LOOP(TA, TB, bool, x != y); return; \
+    case TORC_OP_LT: FLAT_LOOP(TA, TB, bool, x < y); return; \
+    case TORC_OP_LE: FLAT_LOOP(TA, TB, bool, x <= y); return; \
+    case TORC_OP_GT: FLAT_LOOP(TA, TB, bool, x > y); return; \
+    case TORC_OP_GE: FLAT_LOOP(TA, TB, bool, x >= y); return; \
+    default: return; \
+    }
+// Inlined twice: with unit steps (which the compiler vectorizes) and with any.
+static inline __attribute__((always_inline)) void flat_loops(const torc_op *op, int64_t n, int64_t sa, int64_t sb) {
+    const double alpha = op->params.scalar.value;
+    const torc_dtype da = op->in[0].dtype, db = op->in[1].dtype;
+    if (da == TORC_DTYPE_F32 && db == TORC_DTYPE_F32) FLAT_OPS(float, float, float)
+    if (da == TORC_DTYPE_F64 && db == TORC_DTYPE_F64) FLAT_OPS(double, double, double)
+    // arithmetic with a mask (relu's backward multiplies by one): out has the float's dtype
+    if (da == TORC_DTYPE_F32) FLAT_OPS(float, uint8_t, float)
+    if (db == TORC_DTYPE_F32) FLAT_OPS(uint8_t, float, float)
+    if (da == TORC_DTYPE_F64) FLAT_OPS(double, uint8_t, double)
+    FLAT_OPS(uint8_t, double, double)
+}
+#undef FLAT_OPS
+#undef FLAT_LOAD
+#undef FLAT_LOOP
+
+// f32 or f64 operands of one dtype, or one of them bool in arithmetic, each contiguous or a
+// broadcast scalar (the common cases, and most of the time of a tiny op): one flat loop
+// computing exactly what float_loop and compare_loop compute (arithmetic in double rounded once
+// to out's dtype, a bool read as 0 or 1; comparisons of the values, NaN unordered).
+static bool flat_float(const torc_op *op) {
+    const torc_dtype da = op->in[0].dtype, db = op->in[1].dtype, dout = op->out.dtype;
+    const bool cmp = op->code >= TORC_OP_EQ && op->code <= TORC_OP_GE;
+    const bool arith = op->code >= TORC_OP_ADD && op->code <= TORC_OP_DIV;
+    const bool fa = da == TORC_DTYPE_F32 || da == TORC_DTYPE_F64, fb = db == TORC_DTYPE_F32 || db == TORC_DTYPE_F64;
+    bool ok;
+    if (cmp) ok = fa && da == db && dout == TORC_DTYPE_BOOL;
+    else if (arith && fa && fb) ok = da == db && dout == da;
+    else if (arith && fa) ok = db == TORC_DTYPE_BOOL && dout == da;
+    else if (arith && fb) ok = da == TORC_DTYPE_BOOL && dout == db;
+    else ok = false;
+    int64_t so, sa, sb;
+    if (!ok || !ref_flat_step(&op->out, &so) || so != 1 || !ref_flat_step(&op->in[0], &sa) ||
+        !ref_flat_step(&op->in[1], &sb))
+        return false;
+    _Static_assert(sizeof(bool) == 1, "bool tensors hold one byte per element");
+    const int64_t n = ref_numel(&op->out);
+    if (sa == 1 && sb == 1) flat_loops(op, n, 1, 1);
+    else flat_loops(op, n, sa, sb);
+    return true;
+}
+
 int ref_binary_run(const torc_op *op) {
     int st = ref_check_same_shape(&op->in[0], "in0", &op->out, "out");
     if (!st) st = ref_check_same_shape(&op->in[1], "in1", &op->out, "out");
     if (st) return st;
+    if (flat_float(op)) return TORC_OK;
     binary_ctx c = {op->code, op->out.dtype, op->in[0].dtype, op->in[1].dtype, 1.0, 1};
     ref_loop_fn loop;
     if (op->code >= TORC_OP_EQ && op->code <= TORC_OP_LOGICAL_OR) {

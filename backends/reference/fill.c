@@ -16,6 +16,11 @@ int ref_fill_run(const torc_op *op) {
     // The scalar is converted once; the loop only copies its bytes.
     fill_ctx c = {{0}, ref_dtype_size(op->out.dtype)};
     ref_store_f(c.value, op->out.dtype, op->params.scalar.value);
+    int64_t step;
+    if (ref_flat_step(&op->out, &step) && step == 1) {  // contiguous: one flat loop
+        fill_loop((char *const[]){op->out.data}, (const int64_t[]){(int64_t)c.size}, ref_numel(&op->out), &c);
+        return TORC_OK;
+    }
     const torc_operand *ops[1] = {&op->out};
     ref_iter it;
     ref_iter_ops(&it, op->out.ndim, op->out.shape, 1, ops);
@@ -47,6 +52,12 @@ int ref_copy_run(const torc_op *op) {
     int st = ref_check_same_shape(&op->in[0], "in0", &op->out, "out");
     if (st) return st;
     copy_ctx c = {op->in[0].dtype, op->out.dtype, ref_dtype_size(op->out.dtype)};
+    int64_t so, si;
+    if (ref_flat_step(&op->out, &so) && so == 1 && ref_flat_step(&op->in[0], &si)) {  // one flat loop
+        const int64_t steps[2] = {(int64_t)c.size, si * (int64_t)ref_dtype_size(c.src)}, n = ref_numel(&op->out);
+        if (n > 0) copy_loop((char *const[]){op->out.data, op->in[0].data}, steps, n, &c);
+        return TORC_OK;
+    }
     const torc_operand *ops[2] = {&op->out, &op->in[0]};
     ref_iter it;
     ref_iter_ops(&it, op->out.ndim, op->out.shape, 2, ops);

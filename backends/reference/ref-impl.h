@@ -180,6 +180,10 @@ int64_t ref_numel(const torc_operand *t);
 // Validates an operand's structure: dtype, 0 <= ndim <= TORC_MAX_DIMS, shape >= 0,
 // stride >= 0, data non-NULL when numel > 0. `what` names it in the message ("in0", "out").
 int ref_check_operand(const torc_operand *t, const char *what);
+// True when a flat loop over t's elements in row-major order can walk it with one step: 1 when
+// t is contiguous (size-1 dims may have any stride), 0 when it repeats one element (a broadcast
+// scalar). The fast paths of the elementwise kernels use it.
+bool ref_flat_step(const torc_operand *t, int64_t *step);
 // Fails unless a and b have the same ndim and shape.
 int ref_check_same_shape(const torc_operand *a, const char *an, const torc_operand *b, const char *bn);
 // Address of the element at multi-index idx (length t->ndim).

@@ -143,9 +143,30 @@ static void not_loop(char *const *ptr, const int64_t *step, int64_t n, void *vct
         ref_store_i(ptr[0] + i * step[0], c->out, !ref_load_b(ptr[1] + i * step[1], c->in));
 }
 
+// Contiguous f32 or f64 in and out of one dtype: one flat loop computing what float_loop does.
+static bool flat_float(const torc_op *op) {
+    const torc_dtype dt = op->out.dtype;
+    int64_t so, si;
+    if ((dt != TORC_DTYPE_F32 && dt != TORC_DTYPE_F64) || op->in[0].dtype != dt || op->code == TORC_OP_LOGICAL_NOT ||
+        !ref_flat_step(&op->out, &so) || so != 1 || !ref_flat_step(&op->in[0], &si) || si != 1)
+        return false;
+    const int64_t n = ref_numel(&op->out);
+    if (dt == TORC_DTYPE_F32) {
+        float *o = op->out.data;
+        const float *a = op->in[0].data;
+        for (int64_t i = 0; i < n; i++) o[i] = (float)unary_f(op->code, a[i], &op->params);
+    } else {
+        double *o = op->out.data;
+        const double *a = op->in[0].data;
+        for (int64_t i = 0; i < n; i++) o[i] = unary_f(op->code, a[i], &op->params);
+    }
+    return true;
+}
+
 int ref_unary_run(const torc_op *op) {
     int st = ref_check_same_shape(&op->in[0], "in0", &op->out, "out");
     if (st) return st;
+    if (flat_float(op)) return TORC_OK;
     unary_ctx c = {op->code, op->out.dtype, op->in[0].dtype, &op->params, 0};
     ref_loop_fn loop = float_loop;
     if (op->code == TORC_OP_LOGICAL_NOT) {
