@@ -1,7 +1,7 @@
 // backends/cpu_onednn/matmul.c — TORC_OP_MATMUL: f32 on oneDNN's dnnl_sgemm (row-major BLAS,
-// looped over the batch), bf16 on oneDNN's matmul primitive (AMX where the CPU has it), f16
-// through f32 (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders are too slow to convert
-// with, so the host converts: f16.c).
+// looped over the batch), bf16 on torc's AMX tile GEMM (matmul_amx.c) where the CPU has AMX,
+// else on oneDNN's matmul primitive, f16 through f32 (oneDNN 2.6 has no f16 matmul on CPU and
+// its f16 reorders are too slow to convert with, so the host converts: f16.c).
 // Operands keep their strides: transposed and row-sliced views become sgemm's trans flags and
 // leading dims, stride-0 batch dims a zero batch stride (oneDNN's size-1 broadcast dims for the
 // primitive). An f32 layout sgemm cannot express goes to the primitive; one only oneDNN's
@@ -234,6 +234,9 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     static const char k0[] = "onednn: matmul with K = 0 is left to the reference backend";
     if (K == 0 && dt != TORC_DTYPE_F32)  // out is all zeros; f32 writes them in the GEMM step
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "%s", k0);
+
+    // bf16 on AMX: torc's own tile GEMM (matmul_amx.c); oneDNN 2.6's brgemm reaches ~12% of peak.
+    if (dt == TORC_DTYPE_BF16 && onednn__amx_usable()) return onednn__plan_amx_matmul(p, op);
 
     onednn_view a, b, c;
     onednn__view(&a, x, onednn__dt(dt));
