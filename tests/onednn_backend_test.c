@@ -446,6 +446,10 @@ static const mm_case mm_cases[] = {
     {2, {1, 7}, {7, 9}, 0, 0},
     {2, {9, 7}, {7, 1}, 0, 0},
     {2, {64, 128}, {128, 96}, 0, 0},
+    // Many small matrices, more work than one thread should do alone: f32 runs one matrix per
+    // thread (sgemm's batch-parallel loop).
+    {3, {64, 32, 40}, {64, 40, 24}, 0, 0},
+    {3, {8, 33, 17}, {8, 17, 9}, 0x1, 0},          // a broadcast along the batch
 };
 
 static const struct { torc_dtype in, out; } mm_dtypes[] = {
@@ -461,12 +465,40 @@ START_TEST(test_matmul) {
             for (int j = 0; j < 3; j++) check_matmul(mm_dtypes[t].in, mm_dtypes[t].out, &mm_cases[c], ls[i], ls[j], L_CONTIG);
         check_matmul(mm_dtypes[t].in, mm_dtypes[t].out, &mm_cases[c], L_CONTIG, L_CONTIG, L_T2);
         check_matmul(mm_dtypes[t].in, mm_dtypes[t].out, &mm_cases[c], L_T2, L_T2, L_T2);
+        // Row-sliced out (leading dim > N), also under transposed operands.
+        check_matmul(mm_dtypes[t].in, mm_dtypes[t].out, &mm_cases[c], L_CONTIG, L_CONTIG, L_ROWSLICE);
+        check_matmul(mm_dtypes[t].in, mm_dtypes[t].out, &mm_cases[c], L_T2, L_ROWSLICE, L_ROWSLICE);
     }
 }
 END_TEST
 
+// K = 0: out is all zeros, whatever it held (NaN here), also batched with a broadcast operand.
+static void check_matmul_k0(torc_dtype dt, int nd, const int64_t *a, const int64_t *b,
+                            uint32_t abcast, enum layout lc) {
+    int64_t oshape[4];
+    for (int d = 0; d < nd - 2; d++) oshape[d] = a[d] > b[d] ? a[d] : b[d];
+    oshape[nd - 2] = a[nd - 2];
+    oshape[nd - 1] = b[nd - 1];
+    int64_t ashape[4], bshape[4];
+    memcpy(ashape, a, sizeof(int64_t) * (size_t)nd);
+    memcpy(bshape, b, sizeof(int64_t) * (size_t)nd);
+    for (int d = 0; d < nd - 2; d++) ashape[d] = bshape[d] = oshape[d];
+    tensor in[2], out;
+    tensor_make(&in[0], dt, nd, ashape, abcast ? L_BCAST : L_CONTIG, abcast, -1, 1);
+    tensor_make(&in[1], dt, nd, bshape, L_CONTIG, 0, -1, 1);
+    tensor_make(&out, dt, nd, oshape, lc, 0, NAN, NAN);
+    torc_op op = make_op(TORC_OP_MATMUL, 2, in, &out);
+    run_ok(&op, "matmul K = 0");
+    int64_t idx[TORC_MAX_DIMS] = {0};
+    do ck_assert_msg(get(&out.op, idx) == 0.0, "matmul K = 0: out is not zero");
+    while (next_idx(nd, oshape, idx));
+    for (int i = 0; i < 2; i++) tensor_free(&in[i]);
+    tensor_free(&out);
+}
+
 START_TEST(test_matmul_edges) {
-    // Zero-size out: claimed, nothing to do. K = 0 (out is zeros): left to the reference.
+    // Zero-size out: claimed, nothing to do. K = 0 (out is zeros): f32 writes the zeros, the
+    // narrow dtypes leave it to the reference.
     const int64_t a0[2] = {0, 33}, b0[2] = {33, 5}, c0[2] = {0, 5};
     tensor in[2], out;
     tensor_make(&in[0], TORC_DTYPE_F32, 2, a0, L_CONTIG, 0, -1, 1);
@@ -481,11 +513,17 @@ START_TEST(test_matmul_edges) {
     tensor_make(&in[1], TORC_DTYPE_F32, 2, b1, L_CONTIG, 0, -1, 1);
     tensor_make(&out, TORC_DTYPE_F32, 2, c1, L_CONTIG, 0, -1, 1);
     op = make_op(TORC_OP_MATMUL, 2, in, &out);
+    op.in[0].dtype = op.in[1].dtype = op.out.dtype = TORC_DTYPE_F16;
     ck_assert(!vt->supports(0, &op));
     ck_assert_ptr_nonnull(strstr(vt->last_error(), "K = 0"));
     ck_assert_int_eq(vt->run(0, &op), TORC_ERR_NOT_SUPPORTED);
     for (int i = 0; i < 2; i++) tensor_free(&in[i]);
     tensor_free(&out);
+    const int64_t ka[3] = {4, 17, 0}, kb[3] = {4, 0, 5};
+    check_matmul_k0(TORC_DTYPE_F32, 2, a1, b1, 0, L_CONTIG);
+    check_matmul_k0(TORC_DTYPE_F32, 2, a1, b1, 0, L_ROWSLICE);
+    check_matmul_k0(TORC_DTYPE_F32, 3, ka, kb, 0x1, L_CONTIG);
+    check_matmul_k0(TORC_DTYPE_F32, 3, ka, kb, 0, L_T2);  // column-major out
 
     // Non-unit strides in both last dims: not expressible for oneDNN's kernels.
     const int64_t a2[2] = {17, 33}, b2[2] = {33, 5}, c2[2] = {17, 5};
@@ -495,6 +533,12 @@ START_TEST(test_matmul_edges) {
     op = make_op(TORC_OP_MATMUL, 2, in, &out);
     ck_assert(!vt->supports(0, &op));
     ck_assert_ptr_nonnull(strstr(vt->last_error(), "reference"));
+    // A's rows expanded (stride 0): no leading dim for sgemm, only oneDNN's reference kernel.
+    op.in[0].stride[0] = 0;
+    op.in[0].stride[1] = 1;
+    ck_assert(!vt->supports(0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(), "reference"));
+    op.in[0] = in[0].op;
     // Dtypes it does not run: f64, mixed inputs, int.
     op.in[0].dtype = op.in[1].dtype = op.out.dtype = TORC_DTYPE_F64;
     ck_assert(!vt->supports(0, &op));

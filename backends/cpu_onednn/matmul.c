@@ -1,9 +1,12 @@
-// backends/cpu_onednn/matmul.c — TORC_OP_MATMUL on oneDNN's matmul primitive: f32, bf16 (AMX
-// where the CPU has it) and f16 (through f32: oneDNN 2.6 has no f16 matmul on CPU, and its f16
-// reorders are too slow to convert with, so the host converts: f16.c).
-// Operands keep their strides (transposed and sliced views are not copied); stride-0 batch dims
-// become oneDNN's size-1 broadcast dims. A layout only oneDNN's reference code accepts (both
-// last strides non-unit) is declined, so the core falls back to the reference backend.
+// backends/cpu_onednn/matmul.c — TORC_OP_MATMUL: f32 on oneDNN's dnnl_sgemm (row-major BLAS,
+// looped over the batch), bf16 on oneDNN's matmul primitive (AMX where the CPU has it), f16
+// through f32 (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders are too slow to convert
+// with, so the host converts: f16.c).
+// Operands keep their strides: transposed and row-sliced views become sgemm's trans flags and
+// leading dims, stride-0 batch dims a zero batch stride (oneDNN's size-1 broadcast dims for the
+// primitive). An f32 layout sgemm cannot express goes to the primitive; one only oneDNN's
+// reference code accepts (both last strides non-unit) is declined, so the core falls back to
+// the reference backend.
 #include <string.h>
 
 #include "onednn-impl.h"
@@ -63,6 +66,98 @@ static int add_matmul(onednn_plan *p, const onednn_view *a, int a_buf, const one
     return st;
 }
 
+// ---- f32 on dnnl_sgemm ----
+// Why sgemm and not the primitive: on two Sapphire Rapids cores oneDNN 2.6's f32 matmul
+// primitive reaches 150-170 GFLOP/s at 2048^3, dnnl_sgemm 180-240; on one core, side by side,
+// sgemm is 5-40% faster on 2048^3 and the Cruncher shapes (512x1024x1024 and its transposed
+// backward GEMMs), and about even on 64x256x256.
+
+// How sgemm reads one matrix view (R x C): row-major ('N', ld = row stride) or column-major
+// ('T', ld = column stride). False when neither fits (both strides non-unit, or an ld below
+// what BLAS accepts, as a stride-0 row dim).
+static bool gemm_layout(const onednn_view *v, char *trans, int64_t *ld) {
+    const int r = v->ndim - 2, c = v->ndim - 1;
+    const int64_t R = v->dims[r], C = v->dims[c], sr = v->strides[r], sc = v->strides[c];
+    if (sc == 1 && sr >= (C > 1 ? C : 1)) {
+        *trans = 'N';
+        *ld = sr;
+        return true;
+    }
+    if (sr == 1 && sc >= (R > 1 ? R : 1)) {
+        *trans = 'T';
+        *ld = sc;
+        return true;
+    }
+    return false;
+}
+
+// Fills g for C = A B on views a (.., M, K), b (.., K, N), c (.., M, N) whose batch dims are
+// c's or size-1 (broadcast). False when sgemm cannot express a layout or C is not row-major.
+static bool gemm_plan(const onednn_view *a, const onednn_view *b, const onednn_view *c,
+                      onednn_gemm *g) {
+    const int nd = c->ndim;
+    memset(g, 0, sizeof *g);
+    g->M = c->dims[nd - 2];
+    g->N = c->dims[nd - 1];
+    g->K = a->dims[nd - 1];
+    char tc;
+    if (!gemm_layout(c, &tc, &g->ldc) || tc != 'N') return false;
+    if (g->K > 0 && (!gemm_layout(a, &g->transa, &g->lda) || !gemm_layout(b, &g->transb, &g->ldb)))
+        return false;
+    g->nbatch = nd - 2;
+    int64_t batch = 1;
+    for (int d = 0; d < nd - 2; d++) {
+        g->bdims[d] = c->dims[d];
+        g->sa[d] = a->dims[d] == 1 ? 0 : a->strides[d];
+        g->sb[d] = b->dims[d] == 1 ? 0 : b->strides[d];
+        g->sc[d] = c->strides[d];
+        batch *= c->dims[d];
+    }
+    // Small matrices in a batch: each thread multiplies whole matrices (sgemm runs on one
+    // thread inside a parallel region) instead of the team splitting every small one.
+    g->batch_parallel = batch > 1 && g->M * g->N * g->K < (INT64_C(1) << 20);
+    return true;
+}
+
+// C[b] = 0 for K = 0 (BLAS leaves C alone there).
+static void gemm_zero(const onednn_gemm *g, float *c) {
+    for (int64_t i = 0; i < g->M; i++) memset(c + i * g->ldc, 0, (size_t)g->N * sizeof(float));
+}
+
+static dnnl_status_t gemm_one(const onednn_gemm *g, const float *a, const float *b, float *c) {
+    if (g->K == 0) {
+        gemm_zero(g, c);
+        return dnnl_success;
+    }
+    return dnnl_sgemm(g->transa, g->transb, g->M, g->N, g->K, 1.0f, a, g->lda, b, g->ldb, 0.0f,
+                      c, g->ldc);
+}
+
+int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float *c) {
+    int64_t batch = 1;
+    for (int d = 0; d < g->nbatch; d++) batch *= g->bdims[d];
+    // The error is set on this thread, after the loop (the message is thread-local).
+    dnnl_status_t bad = dnnl_success;
+#pragma omp parallel for schedule(static) if (g->batch_parallel)
+    for (int64_t i = 0; i < batch; i++) {
+        int64_t oa = 0, ob = 0, oc = 0, rest = i;
+        for (int d = g->nbatch - 1; d >= 0; d--) {
+            const int64_t j = rest % g->bdims[d];
+            rest /= g->bdims[d];
+            oa += j * g->sa[d];
+            ob += j * g->sb[d];
+            oc += j * g->sc[d];
+        }
+        const dnnl_status_t s = gemm_one(g, a + oa, b + ob, c + oc);
+        if (s != dnnl_success) {
+#pragma omp atomic write
+            bad = s;
+        }
+    }
+    return bad == dnnl_success ? 0 : onednn__dnnl_error(bad, "dnnl_sgemm(");
+}
+
+// ---- the primitive (bf16, and f32 layouts sgemm cannot express) ----
 int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out;
     if (op->n_in != 2)
@@ -88,9 +183,9 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
                              onednn__dtype_name(x->dtype), onednn__dtype_name(w->dtype),
                              onednn__dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
-    if (K == 0)  // out is all zeros: oneDNN has nothing to multiply
-        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul with K = 0 is left to the "
-                             "reference backend");
+    static const char k0[] = "onednn: matmul with K = 0 is left to the reference backend";
+    if (K == 0 && dt != TORC_DTYPE_F32)  // out is all zeros; f32 writes them in the GEMM step
+        return onednn__error(TORC_ERR_NOT_SUPPORTED, "%s", k0);
 
     onednn_view a, b, c;
     onednn__view(&a, x, onednn__dt(dt));
@@ -113,7 +208,15 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         a_buf = ONEDNN_BUF_IN0 + 1;
         b_buf = ONEDNN_BUF_IN0;
     }
-    if (!f16) return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
+    // bf16 (in, out bf16 or f32): the primitive.
+    if (dt == TORC_DTYPE_BF16) return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
+
+    onednn_gemm g;
+    if (!f16) {  // f32
+        if (gemm_plan(&a, &b, &c, &g)) return onednn__plan_gemm(p, &g, a_buf, b_buf, ONEDNN_BUF_OUT);
+        if (K == 0) return onednn__error(TORC_ERR_NOT_SUPPORTED, "%s", k0);
+        return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
+    }
 
     // f16: convert both operands to dense f32, multiply in f32, round once into out.
     onednn_view ta, tb, tc;
@@ -125,10 +228,14 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         (st = onednn__plan_convert(p, &a, a_buf, &ta, ta_buf)) ||
         (st = onednn__plan_convert(p, &b, b_buf, &tb, tb_buf)))
         return st;
-    if (c.dt == dnnl_f32) return add_matmul(p, &ta, ta_buf, &tb, tb_buf, &c, ONEDNN_BUF_OUT);
+    if (c.dt == dnnl_f32) {
+        if (gemm_plan(&ta, &tb, &c, &g)) return onednn__plan_gemm(p, &g, ta_buf, tb_buf, ONEDNN_BUF_OUT);
+        return add_matmul(p, &ta, ta_buf, &tb, tb_buf, &c, ONEDNN_BUF_OUT);
+    }
     dense_f32(&tc, &c);
-    if ((st = onednn__plan_tmp(p, view_bytes(&tc), &tc_buf)) ||
-        (st = add_matmul(p, &ta, ta_buf, &tb, tb_buf, &tc, tc_buf)))
-        return st;
+    if ((st = onednn__plan_tmp(p, view_bytes(&tc), &tc_buf))) return st;
+    if (!gemm_plan(&ta, &tb, &tc, &g))  // dense temporaries always fit
+        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: f16 matmul temporaries do not fit sgemm");
+    if ((st = onednn__plan_gemm(p, &g, ta_buf, tb_buf, tc_buf))) return st;
     return onednn__plan_convert(p, &tc, tc_buf, &c, ONEDNN_BUF_OUT);
 }

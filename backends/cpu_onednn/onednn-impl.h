@@ -79,11 +79,30 @@ typedef struct onednn_arg {
     dnnl_memory_t mem;  // created without a handle; the handle is set on every run
 } onednn_arg;
 
+// An f32 GEMM on oneDNN's dnnl_sgemm (row-major BLAS), looped over the batch dims:
+// C[b] = op(A[b]) op(B[b]), op(A) M x K, op(B) K x N, C row-major M x N with ldc.
+typedef struct onednn_gemm {
+    char transa, transb;        // 'N' or 'T' (A or B stored transposed: column-major)
+    int64_t M, N, K, lda, ldb, ldc;
+    int nbatch;                 // batch dims (C's leading dims)
+    int64_t bdims[TORC_MAX_DIMS];
+    int64_t sa[TORC_MAX_DIMS], sb[TORC_MAX_DIMS], sc[TORC_MAX_DIMS];  // batch strides (0: broadcast)
+    bool batch_parallel;        // one thread per matrix: matrices too small to share
+} onednn_gemm;
+
+typedef enum onednn_step_kind {
+    ONEDNN_STEP_PRIM = 0,  // a oneDNN primitive
+    ONEDNN_STEP_CONVERT,   // a host f16 <-> f32 conversion (f16.c)
+    ONEDNN_STEP_GEMM,      // an f32 GEMM on dnnl_sgemm (matmul.c)
+} onednn_step_kind;
+
 typedef struct onednn_step {
-    dnnl_primitive_t prim;  // NULL: a host conversion step (f16 <-> f32, see f16.c)
+    onednn_step_kind kind;
+    dnnl_primitive_t prim;  // ONEDNN_STEP_PRIM only
     int n_args;
     onednn_arg args[ONEDNN_MAX_ARGS + 1];  // + the scratchpad
     onednn_view from, to;   // a conversion step: strided views of args[0] (from), args[1] (to)
+    onednn_gemm gemm;       // a GEMM step: args[0] is A, args[1] B, args[2] C
 } onednn_step;
 
 // Results where oneDNN deviates from PyTorch on special values (its max/relu/exp drop or
@@ -130,6 +149,8 @@ int onednn__plan_reorder(onednn_plan *p, const onednn_view *from, int from_buf,
 // Adds an f16 <-> f32 conversion run on the host (oneDNN 2.6 converts f16 at ~60 ns/element).
 int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
                          const onednn_view *to, int to_buf);
+// Adds an f32 GEMM step on dnnl_sgemm reading buffers a_buf, b_buf and writing c_buf.
+int onednn__plan_gemm(onednn_plan *p, const onednn_gemm *g, int a_buf, int b_buf, int c_buf);
 // Runs the steps with the op's pointers; workspace holds tmp_bytes + scratch_bytes.
 int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
                      dnnl_stream_t stream);
@@ -140,6 +161,8 @@ void onednn__plan_destroy(onednn_plan *p);
 // when the op (dtype, layout) is not one this backend runs (the core falls back), or another
 // status on a real failure; the error says why in every case.
 int onednn__build_matmul(const torc_op *op, onednn_plan *p);     // matmul.c
+// Runs a GEMM step (matmul.c); 0 or the dnnl error.
+int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float *c);
 int onednn__build_unary(const torc_op *op, onednn_plan *p);      // elementwise.c
 int onednn__build_binary(const torc_op *op, onednn_plan *p);     // elementwise.c
 int onednn__build_reduce(const torc_op *op, onednn_plan *p);     // reduce.c

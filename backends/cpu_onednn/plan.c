@@ -128,11 +128,26 @@ int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
         return onednn__error(TORC_ERR_BACKEND, "onednn: internal: plan step limit exceeded");
     onednn_step *s = &p->steps[p->n_steps++];
     memset(s, 0, sizeof *s);
+    s->kind = ONEDNN_STEP_CONVERT;
     s->n_args = 2;
     s->args[0].buf = from_buf;
     s->args[1].buf = to_buf;
     s->from = *from;
     s->to = *to;
+    return 0;
+}
+
+int onednn__plan_gemm(onednn_plan *p, const onednn_gemm *g, int a_buf, int b_buf, int c_buf) {
+    if (p->n_steps >= ONEDNN_MAX_STEPS)
+        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: plan step limit exceeded");
+    onednn_step *s = &p->steps[p->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->kind = ONEDNN_STEP_GEMM;
+    s->n_args = 3;
+    s->args[0].buf = a_buf;
+    s->args[1].buf = b_buf;
+    s->args[2].buf = c_buf;
+    s->gemm = *g;
     return 0;
 }
 
@@ -149,10 +164,17 @@ int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
     char *work = workspace;
     for (int i = 0; i < p->n_steps; i++) {
         const onednn_step *s = &p->steps[i];
-        if (!s->prim) {  // a host conversion: the primitives before it must have finished
+        if (s->kind != ONEDNN_STEP_PRIM) {  // on the host: the primitives before it must have finished
             if (i > 0) ONEDNN_CHECK(dnnl_stream_wait(stream));
-            onednn__convert_f16(&s->from, buf_ptr(p, &s->args[0], op, work), &s->to,
-                                buf_ptr(p, &s->args[1], op, work));
+            if (s->kind == ONEDNN_STEP_CONVERT) {
+                onednn__convert_f16(&s->from, buf_ptr(p, &s->args[0], op, work), &s->to,
+                                    buf_ptr(p, &s->args[1], op, work));
+                continue;
+            }
+            int st = onednn__gemm_run(&s->gemm, buf_ptr(p, &s->args[0], op, work),
+                                      buf_ptr(p, &s->args[1], op, work),
+                                      buf_ptr(p, &s->args[2], op, work));
+            if (st) return st;
             continue;
         }
         dnnl_exec_arg_t args[ONEDNN_MAX_ARGS + 1];
