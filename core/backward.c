@@ -30,7 +30,7 @@
 W1(neg) W1(sign) W1(square) W1(exp) W1(log) W1(sin) W1(cos) W1(tanh) W1(erf) W1(abs) W1(logical_not)
 W2(mul) W2(div) W2(add) W2(sub) W2(pow) W2(eq) W2(gt) W2(lt) W2(logical_and)
 WS(mul_scalar) WS(div_scalar) WS(add_scalar) WS(sub_scalar) WS(rsub_scalar) WS(pow_scalar) WS(eq_scalar)
-WS(ne_scalar) WS(ge_scalar) WS(gt_scalar)
+WS(ne_scalar) WS(ge_scalar) WS(gt_scalar) WS(rdiv_scalar)
 static torc_tensor *op_where(const torc_tensor *c, const torc_tensor *a, const torc_tensor *b) {
     return c && a && b ? torc_where(c, a, b) : NULL;
 }
@@ -217,6 +217,28 @@ BW(bw_minimum) { return bw_extremum(n, g, need, gin, false); }
 BW(bw_where) {  // inputs: cond, a, b
     if (need[1]) TRY(gin[1] = zero_where(op_logical_not(IN(0)), g));
     if (need[2]) TRY(gin[2] = zero_where(IN(0), g));
+    return TORC_OK;
+}
+
+// ---- fused pointwise (inputs: self, tensor1, tensor2; value / weight in params.scalar) ----
+BW(bw_addcmul) {
+    const double v = n->params.scalar.value;
+    if (need[0]) TRY(gin[0] = torc__register(torc_retain(T(g))));
+    if (need[1]) TRY(gin[1] = op_mul(g, op_mul_scalar(IN(2), v)));
+    if (need[2]) TRY(gin[2] = op_mul(g, op_mul_scalar(IN(1), v)));
+    return TORC_OK;
+}
+BW(bw_addcdiv) {  // tensor1: g * (value / t2); tensor2: -g * value * t1 / (t2 * t2)
+    const double v = n->params.scalar.value;
+    if (need[0]) TRY(gin[0] = torc__register(torc_retain(T(g))));
+    if (need[1]) TRY(gin[1] = op_mul(g, op_rdiv_scalar(IN(2), v)));
+    if (need[2]) TRY(gin[2] = op_div(op_mul(op_mul_scalar(op_neg(g), v), IN(1)), op_mul(IN(2), IN(2))));
+    return TORC_OK;
+}
+BW(bw_lerp) {  // scalar weight: self gets g * (1 - w), end g * w
+    const double w = n->params.scalar.value;
+    if (need[0]) TRY(gin[0] = op_mul_scalar(g, 1.0 - w));
+    if (need[1]) TRY(gin[1] = op_mul_scalar(g, w));
     return TORC_OK;
 }
 
@@ -591,6 +613,9 @@ RULE(R_POW, "PowBackward1", bw_pow, TORC__SAVE_IN(0) | TORC__SAVE_IN(1) | TORC__
 RULE(R_MAXIMUM, "MaximumBackward0", bw_maximum, TORC__SAVE_IN(0) | TORC__SAVE_IN(1));
 RULE(R_MINIMUM, "MinimumBackward0", bw_minimum, TORC__SAVE_IN(0) | TORC__SAVE_IN(1));
 RULE(R_WHERE, "WhereBackward0", bw_where, TORC__SAVE_IN(0));
+RULE(R_ADDCMUL, "AddcmulBackward0", bw_addcmul, TORC__SAVE_IN(1) | TORC__SAVE_IN(2));
+RULE(R_ADDCDIV, "AddcdivBackward0", bw_addcdiv, TORC__SAVE_IN(1) | TORC__SAVE_IN(2));
+RULE(R_LERP, "LerpBackward0", bw_lerp, 0);
 RULE(R_SUM, "SumBackward1", bw_sum, 0);
 RULE(R_MEAN, "MeanBackward1", bw_mean, 0);
 RULE(R_PROD, "ProdBackward1", bw_prod, TORC__SAVE_IN(0) | TORC__SAVE_OUT);
@@ -693,6 +718,9 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_MASKED_SCATTER: return &R_MASKED_SCATTER;
     case TORC_OP_TRIU: return &R_TRIU;
     case TORC_OP_TRIL: return &R_TRIL;
+    case TORC_OP_ADDCMUL: return &R_ADDCMUL;
+    case TORC_OP_ADDCDIV: return &R_ADDCDIV;
+    case TORC_OP_LERP: return &R_LERP;
     case TORC_OP_SCALED_MM: return &R_SCALED_MM;  // recorded by fp8 autocast only (torc_scaled_mm has no derivative)
     }
     return NULL;

@@ -90,11 +90,6 @@ static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, tor
     return out ? torc__register(out) : NULL;
 }
 
-torc_tensor *torc__binary_as(const torc_tensor *a, const torc_tensor *b, torc_opcode code, torc_dtype dtype) {
-    if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
-    return binary_typed(a, b, code, 1.0, dtype, a->dtype, b->dtype);
-}
-
 static torc_tensor *binary(const torc_tensor *a, const torc_tensor *b, torc_opcode code, double alpha) {
     if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
     const torc_tensor *ts[2] = {a, b};
@@ -204,35 +199,6 @@ torc_status torc_add_scalar_(torc_tensor *self, torc_scalar s) { return binary_s
 torc_status torc_sub_scalar_(torc_tensor *self, torc_scalar s) { return binary_s_(self, s, TORC_OP_SUB); }
 torc_status torc_mul_scalar_(torc_tensor *self, torc_scalar s) { return binary_s_(self, s, TORC_OP_MUL); }
 torc_status torc_div_scalar_(torc_tensor *self, torc_scalar s) { return binary_s_(self, s, TORC_OP_DIV); }
-
-// self += value * (a * b) and self += value * (a / b), as two ops (no temporaries kept); the
-// in-place add records under torch's grad_fn name for the whole op.
-static torc_status addc_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value,
-                         torc_opcode code) {
-    if (!self || !a || !b) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
-    if (!torc__check_no_partial_overlap(self, a) || !torc__check_no_partial_overlap(self, b)) return torc_last_status();
-    if (code == TORC_OP_DIV && torc_dtype_is_integral(a->dtype) && torc_dtype_is_integral(b->dtype))
-        return torc__error(TORC_ERR_DTYPE,
-                           "Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
-                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
-                           "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
-                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
-                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
-                           "for all dtypes.");
-    torc_scope_push();
-    torc_tensor *t = code == TORC_OP_MUL ? torc_mul(a, b) : torc_div(a, b);
-    torc_status st = t ? binary_named_(self, t, TORC_OP_ADD, value.f,
-                                       code == TORC_OP_MUL ? "AddcmulBackward0" : "AddcdivBackward0")
-                       : torc_last_status();
-    torc_scope_pop();
-    return st;
-}
-torc_status torc_addcmul_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value) {
-    return addc_(self, a, b, value, TORC_OP_MUL);
-}
-torc_status torc_addcdiv_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value) {
-    return addc_(self, a, b, value, TORC_OP_DIV);
-}
 
 // ---- where ----
 torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, const torc_tensor *b) {

@@ -13,12 +13,14 @@ static const char *backend_msg(const torc_device *dev) {
 torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     torc_device *runner = dev;
     int rc;
-    if (!dev->vt->supports(dev->index, op)) {
+    // A plugin built before an opcode was appended (an older ABI minor) is never asked about it.
+    const bool known = op->code < TORC_OP_FIRST_V1_2 || (dev->vt->abi_version & 0xFFFF) >= 2;
+    if (!known || !dev->vt->supports(dev->index, op)) {
         if (!dev->host_memory)
             return torc__error(TORC_ERR_NOT_SUPPORTED,
                                "backend '%s' cannot run op '%s' for dtype %s and has no fallback (%s)",
-                               torc_device_backend_name(dev), torc_op_name(op->code),
-                               torc_dtype_name(op->out.dtype), backend_msg(dev));
+                               torc_device_backend_name(dev), torc_op_name(op->code), torc_dtype_name(op->out.dtype),
+                               known ? backend_msg(dev) : "the plugin predates this op, added in backend ABI 1.2");
         // Host memory: the reference backend runs it on the same pointers, no copies.
         runner = torc__reference_device();
         if (!runner) return torc_last_status();

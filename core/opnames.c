@@ -25,7 +25,8 @@ static const char *const g_op_names[] = {
     [TORC_OP_GATHER] = "gather", [TORC_OP_MASKED_SELECT] = "masked_select",
     [TORC_OP_INDEX_ADD] = "index_add", [TORC_OP_SCATTER_ADD] = "scatter_add",
     [TORC_OP_MASKED_SCATTER] = "masked_scatter", [TORC_OP_TRIU] = "triu", [TORC_OP_TRIL] = "tril",
-    [TORC_OP_SCALED_MM] = "scaled_mm",
+    [TORC_OP_SCALED_MM] = "scaled_mm", [TORC_OP_ADDCMUL] = "addcmul", [TORC_OP_ADDCDIV] = "addcdiv",
+    [TORC_OP_LERP] = "lerp",
 };
 _Static_assert(sizeof g_op_names / sizeof g_op_names[0] == TORC_OP_COUNT, "an opcode without a name");
 

@@ -278,29 +278,11 @@ static torc_tensor *host_add_scaled(const torc_tensor *a, const torc_tensor *b, 
 static torc_tensor *host_add_scalar(const torc_tensor *a, double s) { return torc_add_scalar(a, torc_s(s)); }
 static torc_tensor *host_mul_scalar(const torc_tensor *a, double s) { return torc_mul_scalar(a, torc_s(s)); }
 static torc_tensor *host_div_scalar(const torc_tensor *a, double s) { return torc_div_scalar(a, torc_s(s)); }
-// self + (value * a) * b rounded once, as PyTorch's addcmul kernel (fmadd(value * a, b, self)):
-// the product of two floats is exact in double, so for f32 / f16 / bf16 the multiply-add runs in
-// f64 and only the final cast rounds (a double rounding that equals the fused one but for
-// ties too rare to meet). Returns the f64 sum for those dtypes (the caller casts it once), or
-// the result in self's dtype for f64; owned by the caller's scope.
-static torc_tensor *addcmul_value(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
-    torc_tensor *t = torc_mul_scalar(a, torc_s(v));
-    if (!t) return NULL;
-    if (self->dtype == TORC_DTYPE_F64) {
-        torc_tensor *p = torc_mul(t, b);
-        return p ? torc_add(self, p) : NULL;
-    }
-    // Two passes in f64 that read the f32 operands directly (no f64 copies of them).
-    torc_tensor *p = torc__binary_as(t, b, TORC_OP_MUL, TORC_DTYPE_F64);
-    return p ? torc__binary_as(self, p, TORC_OP_ADD, TORC_DTYPE_F64) : NULL;
-}
+// addcmul, addcdiv and lerp are one fused op each (core/pointwise.c), rounded as PyTorch's CPU
+// kernels round them: fma(value * a, b, self), self + (value * a) / b, and lerp's two-sided fma,
+// with value and weight taken in the opmath type (float for f32 / f16 / bf16, double for f64).
 static torc_tensor *host_addcmul(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
-    torc_scope_push();
-    torc_tensor *r = addcmul_value(self, a, b, v);
-    if (r) r = torc_to_dtype(r, self->dtype);
-    if (r) torc_keep(r);
-    torc_scope_pop();
-    return r;
+    return torc_addcmul(self, a, b, torc_s(v));
 }
 static torc_status host_fill_(torc_tensor *self, double v) { return torc_fill_(self, torc_s(v)); }
 static torc_status host_add_scaled_(torc_tensor *self, const torc_tensor *o, double alpha) {
@@ -309,41 +291,14 @@ static torc_status host_add_scaled_(torc_tensor *self, const torc_tensor *o, dou
 static torc_status host_add_scalar_(torc_tensor *self, double s) { return torc_add_scalar_(self, torc_s(s)); }
 static torc_status host_mul_scalar_(torc_tensor *self, double s) { return torc_mul_scalar_(self, torc_s(s)); }
 static torc_status host_div_scalar_(torc_tensor *self, double s) { return torc_div_scalar_(self, torc_s(s)); }
-// self += (value * a) * b, rounded once (addcmul_value); self += (value * a) / b, rounded twice:
-// the orders of PyTorch's addcmul_ and addcdiv_ kernels.
 static torc_status host_addcmul_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
-    torc_scope_push();
-    torc_tensor *r = addcmul_value(self, a, b, v);
-    torc_status st = r ? torc_copy_(self, r) : torc_last_status();
-    torc_scope_pop();
-    return st;
+    return torc_addcmul_(self, a, b, torc_s(v));
 }
 static torc_status host_addcdiv_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double v) {
-    torc_scope_push();
-    torc_tensor *t = torc_mul_scalar(a, torc_s(v));
-    if (t) t = torc_div(t, b);
-    torc_status st = t ? torc_add_(self, t) : torc_last_status();
-    torc_scope_pop();
-    return st;
+    return torc_addcdiv_(self, a, b, torc_s(v));
 }
-// torch.lerp_ with a scalar weight: w < 0.5 ? self + w*(end - self) : end - (end - self)*(1 - w),
-// the second written as PyTorch's kernel does, end + (w - 1)*(end - self).
 static torc_status host_lerp_(torc_tensor *self, const torc_tensor *end, double weight) {
-    const double w = opmath(self, weight);
-    torc_scope_push();
-    torc_tensor *d = torc_sub(end, self);
-    torc_status st;
-    if (!d) {
-        st = torc_last_status();
-    } else if (fabs(w) < 0.5) {
-        st = torc_add_scaled_(self, d, torc_s(w));
-    } else {
-        const double c = self->dtype == TORC_DTYPE_F64 ? w - 1.0 : (double)((float)w - 1.0f);
-        torc_tensor *r = torc_add_scaled(end, d, torc_s(c));
-        st = r ? torc_copy_(self, r) : torc_last_status();
-    }
-    torc_scope_pop();
-    return st;
+    return torc_lerp_(self, end, torc_s(weight));
 }
 static double host_pow(double x, double y) { return pow(x, y); }
 static double host_sqrt_d(double x) { return sqrt(x); }

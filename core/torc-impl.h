@@ -172,9 +172,6 @@ bool torc__same_device(const torc_tensor *a, const torc_tensor *b);
 torc_status torc__fill(torc_tensor *t, double value);
 // Strided copy with cast: dst[...] = src[...], src already of dst's shape or broadcastable.
 torc_status torc__copy(torc_tensor *dst, const torc_tensor *src);
-// a (op) b computed in and written as dtype (a registered result): the operands are read in
-// dtype, so f32 x f32 -> f64 is an exact product (the optimizers' rounded-once addcmul).
-torc_tensor *torc__binary_as(const torc_tensor *a, const torc_tensor *b, torc_opcode code, torc_dtype dtype);
 // A contiguous copy of t on t's device in dtype, without autograd history (unregistered).
 torc_tensor *torc__copy_as(const torc_tensor *t, torc_dtype dtype);
 // A tensor holding one scalar, on dev, in dtype, zero-dim (unregistered).

@@ -259,6 +259,50 @@ static int cases_binary(case_check_fn check) {
     return failures;
 }
 
+// The fused pointwise ops: every dtype each takes (integers for addcmul), a mixed-dtype input,
+// every layout, values that exercise both lerp branches.
+static int cases_fused(case_check_fn check) {
+    const torc_dtype dts[] = {TORC_DTYPE_F64, TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_BF16, TORC_DTYPE_I64,
+                              TORC_DTYPE_I32, TORC_DTYPE_U8};
+    const double values[] = {0.3, -1.7, 2};
+    const int codes[] = {TORC_OP_ADDCMUL, TORC_OP_ADDCDIV, TORC_OP_LERP};
+    int failures = 0;
+    for (int c = 0; c < 3; c++)
+        for (int di = 0; di < 7; di++)
+            for (int s = 0; s < N_SHAPES; s++)
+                for (int lay = 0; lay < L_COUNT; lay++)
+                    for (int v = 0; v < 3; v++) {
+                        const int code = codes[c];
+                        const torc_dtype dt = dts[di];
+                        if (!tcu_dtype_is_float(dt) && code != TORC_OP_ADDCMUL) continue;
+                        const double lo = dt == TORC_DTYPE_U8 ? 0 : -3, hi = dt == TORC_DTYPE_U8 ? 3 : 3;
+                        const shape_case *sc = &SHAPES[s];
+                        // in1 of another dtype where promotion allows it (f32 into f64, f16 into f32)
+                        const torc_dtype d1 = dt == TORC_DTYPE_F64 ? TORC_DTYPE_F32 : dt == TORC_DTYPE_F32 ? TORC_DTYPE_F16 : dt;
+                        tview x = tv_new(dt, sc->ndim, sc->shape, lay, lo, hi);
+                        tview y = tv_new(d1, sc->ndim, sc->shape, (lay + 1) % L_COUNT, lo, hi);
+                        tview z = tv_new(dt, sc->ndim, sc->shape, (lay + 2) % L_COUNT, code == TORC_OP_ADDCDIV ? 0.5 : lo, hi);
+                        tview out = tv_new(dt, sc->ndim, sc->shape, lay == L_BCAST ? L_STEP : L_CONTIG, 0, 0);
+                        torc_op op;
+                        memset(&op, 0, sizeof op);
+                        op.code = code;
+                        op.n_in = code == TORC_OP_LERP ? 2 : 3;
+                        op.in[0] = x.op;
+                        op.in[1] = y.op;
+                        op.in[2] = z.op;
+                        op.out = out.op;
+                        op.params.scalar.value = code == TORC_OP_LERP ? values[v] / 4 : values[v];
+                        snprintf(g_case, sizeof g_case, "fused op %d dtype %d shape %d %s value %g", code, dt, s,
+                                 LAYOUT_NAMES[lay], op.params.scalar.value);
+                        failures += !check(&op, (tview *[]){&x, &y, &z}, &out, 1.0);
+                        tv_free(&x);
+                        tv_free(&y);
+                        tv_free(&z);
+                        tv_free(&out);
+                    }
+    return failures;
+}
+
 static int cases_where_copy_fill(case_check_fn check) {
     int failures = 0;
     for (int s = 0; s < N_SHAPES; s++)

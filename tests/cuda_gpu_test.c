@@ -118,6 +118,8 @@ START_TEST(binary_ops_match_reference) { ck_assert_int_eq(cases_binary(check_dev
 END_TEST
 START_TEST(where_copy_fill_match_reference) { ck_assert_int_eq(cases_where_copy_fill(check_device), 0); }
 END_TEST
+START_TEST(fused_ops_match_reference) { ck_assert_int_eq(cases_fused(check_device), 0); }
+END_TEST
 START_TEST(ranges_and_rng_match_reference) { ck_assert_int_eq(cases_ranges_rng(check_device), 0); }
 END_TEST
 START_TEST(reductions_match_reference) { ck_assert_int_eq(cases_reductions(check_device), 0); }
@@ -437,6 +439,7 @@ int main(void) {
     tcase_add_test(ops, unary_ops_match_reference);
     tcase_add_test(ops, binary_ops_match_reference);
     tcase_add_test(ops, where_copy_fill_match_reference);
+    tcase_add_test(ops, fused_ops_match_reference);
     tcase_add_test(ops, ranges_and_rng_match_reference);
     tcase_add_test(ops, reductions_match_reference);
     tcase_add_test(ops, softmax_matches_reference);

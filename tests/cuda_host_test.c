@@ -95,6 +95,10 @@ int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaSt
     for (int64_t i = 0; i < it->numel; i++) {
         int64_t off[TCU_MAX_OPS];
         offs(it, use32, i, off);
+        if (tcu_op_is_fused(a->op)) {  // their own kernels (elementwise.cu)
+            tcu_ew_fused(a, off, a->ct);
+            continue;
+        }
         switch (a->ct) {
         case TCU_CT_F32: tcu_ew_f32(a, off, i); break;
         case TCU_CT_F64: tcu_ew_f64(a, off, i); break;
@@ -523,6 +527,8 @@ START_TEST(contiguous_float_ops_take_the_vector_path) {
 END_TEST
 
 START_TEST(where_copy_fill_match_reference) { ck_assert_int_eq(cases_where_copy_fill(check_emulated), 0); }
+END_TEST
+START_TEST(fused_ops_match_reference) { ck_assert_int_eq(cases_fused(check_emulated), 0); }
 END_TEST
 
 START_TEST(ranges_and_rng_match_reference) { ck_assert_int_eq(cases_ranges_rng(check_emulated), 0); }
@@ -1368,6 +1374,7 @@ int main(void) {
     tcase_add_test(emu, binary_ops_match_reference);
     tcase_add_test(emu, contiguous_float_ops_take_the_vector_path);
     tcase_add_test(emu, where_copy_fill_match_reference);
+    tcase_add_test(emu, fused_ops_match_reference);
     tcase_add_test(emu, ranges_and_rng_match_reference);
     tcase_add_test(emu, reductions_match_reference);
     tcase_add_test(emu, softmax_matches_reference);

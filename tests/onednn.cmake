@@ -20,6 +20,15 @@ if(TORC_WITH_ONEDNN)
   add_test(NAME onednn_small_ops COMMAND onednn_small_ops_test)
   set_tests_properties(onednn_small_ops PROPERTIES LABELS "unit")
 
+  # The fused pointwise loops and Adam's other passes: native on large float32, exact as the reference.
+  add_executable(onednn_pointwise_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_pointwise_test.c)
+  target_include_directories(onednn_pointwise_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(onednn_pointwise_test PRIVATE torc PkgConfig::CHECK m)
+  target_compile_options(onednn_pointwise_test PRIVATE ${TORC_WARNINGS})
+  add_dependencies(onednn_pointwise_test torc_plugins)
+  add_test(NAME onednn_pointwise COMMAND onednn_pointwise_test)
+  set_tests_properties(onednn_pointwise PROPERTIES LABELS "unit")
+
   # The matmul timing tool and the AMX proof built on it (tools/onednn_amx_check.sh passes
   # trivially on a CPU without AMX-BF16).
   add_executable(onednn_matmul_bench ${PROJECT_SOURCE_DIR}/tools/onednn_matmul_bench.c)

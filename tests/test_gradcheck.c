@@ -194,6 +194,23 @@ F1(f_scalars, torc_rdiv_scalar(torc_rsub_scalar(torc_mul_scalar(torc_add_scalar(
                                                 torc_s(40.0)), torc_s(2.0)))
 F1(f_where, torc_where(torc_gt_scalar(X2, torc_s(0.0)), X0, X1))
 F1(f_inputs_twice, torc_mul(torc_add(X0, X0), torc_exp(X0)))
+// fused pointwise, out of place (broadcast, transposed) and in place on a non-leaf
+F1(f_addcmul, torc_addcmul(X0, tr(X1), X2, torc_s(-1.5)))
+F1(f_addcdiv, torc_addcdiv(X0, X1, X2, torc_s(0.75)))
+F1(f_lerp_small, torc_lerp(tr(X0), X1, torc_s(0.3)))
+F1(f_lerp_large, torc_lerp(X0, X1, torc_s(0.8)))
+static torc_tensor *f_addcmul_(torc_tensor **x) {
+    torc_tensor *t = torc_mul_scalar(X0, torc_s(2.0));
+    return t && torc_addcmul_(t, X1, X2, torc_s(0.5)) == TORC_OK ? t : NULL;
+}
+static torc_tensor *f_addcdiv_(torc_tensor **x) {
+    torc_tensor *t = torc_add_scalar(X0, torc_s(1.0));
+    return t && torc_addcdiv_(t, X1, X2, torc_s(-2.0)) == TORC_OK ? t : NULL;
+}
+static torc_tensor *f_lerp_(torc_tensor **x) {
+    torc_tensor *t = torc_square(X0);
+    return t && torc_lerp_(t, X1, torc_s(0.7)) == TORC_OK ? t : NULL;
+}
 // reductions
 F1(f_sum_all, torc_sum(tr(X0), TORC_ALL_DIMS, false))
 F1(f_sum_dim, torc_sum(X0, TORC_DIMS(0, 2), false))
@@ -318,6 +335,13 @@ static const gc_case g_cases[] = {
     {"maximum", "2x3 3", -2, 2, false, f_maximum},
     {"minimum", "3x2 2x3", -2, 2, false, f_minimum},
     {"zero_dim", "2x3 s", -2, 2, false, f_zero_dim},
+    {"addcmul", "2x3 3x2 3", -2, 2, false, f_addcmul},
+    {"addcdiv", "2x3 2x1 3", 0.5, 2, true, f_addcdiv},
+    {"lerp_small", "3x2 2x3", -2, 2, false, f_lerp_small},
+    {"lerp_large", "2x3 3", -2, 2, false, f_lerp_large},
+    {"addcmul_inplace", "2x3 3 2x1", -2, 2, false, f_addcmul_},
+    {"addcdiv_inplace", "2x3 3 2x3", 0.5, 2, true, f_addcdiv_},
+    {"lerp_inplace", "2x3 2x3", -2, 2, false, f_lerp_},
     {"scalar_ops", "2x3", 0.5, 2, false, f_scalars},
     {"where", "2x3 3 2x3", -2, 2, false, f_where},
     {"input_used_twice", "4", -1, 1, false, f_inputs_twice},

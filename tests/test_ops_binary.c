@@ -125,10 +125,10 @@ START_TEST(add_scaled_inplace_matches_pytorch) { og_run_inplace_cases(FILE_, "ad
 END_TEST
 START_TEST(zero_inplace_matches_pytorch) { og_run_inplace_cases(FILE_, "zero_", run_zero_, OG_EXACT); }
 END_TEST
-// addcmul/addcdiv: PyTorch fuses value*a*b into one rounding, torc runs two ops (tolerance).
+// addcmul/addcdiv: one fused op each, rounded as PyTorch's kernels (tests/test_pointwise.c has more).
 START_TEST(addcmul_addcdiv_match_pytorch) {
-    og_run_inplace_cases(FILE_, "addcmul_", run_addcmul_, OG_CLOSE);
-    og_run_inplace_cases(FILE_, "addcdiv_", run_addcdiv_, OG_CLOSE);
+    og_run_inplace_cases(FILE_, "addcmul_", run_addcmul_, OG_EXACT);
+    og_run_inplace_cases(FILE_, "addcdiv_", run_addcdiv_, OG_EXACT);
 }
 END_TEST
 

@@ -445,6 +445,7 @@ static tolspec tol_for(const xcase *c) {
         break;
     case TORC_OP_SIGN: case TORC_OP_RELU: case TORC_OP_MAXIMUM: case TORC_OP_MINIMUM: case TORC_OP_MAX:
     case TORC_OP_MIN: case TORC_OP_RAND_INT:
+    case TORC_OP_ADDCMUL: case TORC_OP_ADDCDIV: case TORC_OP_LERP:  // PyTorch's rounding steps, the contract
         t.exact = true;
         break;
     case TORC_OP_ADD: case TORC_OP_SUB:
@@ -838,6 +839,9 @@ static torc_tensor *frontend_apply(const xcase *c, torc_tensor *const *v, torc_t
         case TORC_OP_SIGMOID: st = torc_sigmoid_(s); break;
         case TORC_OP_POW_SCALAR: st = torc_pow_scalar_(s, is_float(od) ? torc_scalar_f(p->scalar.value) : torc_scalar_i((int64_t)p->scalar.value)); break;
         case TORC_OP_COPY: st = torc_copy_(s, v[0]); break;
+        case TORC_OP_ADDCMUL: st = torc_addcmul_(s, v[1], v[2], scalar_like(od, p->scalar.value)); break;
+        case TORC_OP_ADDCDIV: st = torc_addcdiv_(s, v[1], v[2], scalar_like(od, p->scalar.value)); break;
+        case TORC_OP_LERP: st = torc_lerp_(s, v[1], torc_scalar_f(p->scalar.value)); break;
         default: *inexpressible = true; return NULL;
         }
         return st ? NULL : s;
@@ -892,6 +896,9 @@ static torc_tensor *frontend_apply(const xcase *c, torc_tensor *const *v, torc_t
     case TORC_OP_LOGICAL_AND: return torc_logical_and(v[0], v[1]);
     case TORC_OP_LOGICAL_OR: return torc_logical_or(v[0], v[1]);
     case TORC_OP_WHERE: return torc_where(v[0], v[1], v[2]);
+    case TORC_OP_ADDCMUL: return torc_addcmul(v[0], v[1], v[2], scalar_like(od, p->scalar.value));
+    case TORC_OP_ADDCDIV: return torc_addcdiv(v[0], v[1], v[2], scalar_like(od, p->scalar.value));
+    case TORC_OP_LERP: return torc_lerp(v[0], v[1], torc_scalar_f(p->scalar.value));
     case TORC_OP_SUM: case TORC_OP_MEAN: case TORC_OP_PROD: case TORC_OP_MAX: case TORC_OP_MIN: case TORC_OP_VAR:
     case TORC_OP_STD: case TORC_OP_NORM: case TORC_OP_LOGSUMEXP: {
         const int n = mask_dims(p->reduce.mask, c->in[0].ndim, dims);
@@ -1419,6 +1426,24 @@ static void build_where(builder *b) {
     emit_ew(b, &e);
 }
 
+// The fused pointwise ops: every dtype PyTorch's kernels take (integers for addcmul only), a
+// divisor away from 0, both lerp branches.
+static void build_fused(builder *b) {
+    const torc_dtype d = b->dt;
+    const bool fl = d == TORC_DTYPE_F64 || d == TORC_DTYPE_F32 || d == TORC_DTYPE_F16 || d == TORC_DTYPE_BF16;
+    if (!fl && !(b->code == TORC_OP_ADDCMUL && !is_float(d) && d != TORC_DTYPE_BOOL)) return;
+    ew e = {.n_in = b->code == TORC_OP_LERP ? 2 : 3, .in_dt = {d, d, d}, .dom = {DOM(D_REAL), DOM(D_REAL), DOM(D_REAL)},
+            .out_dt = d, .alias_ok = true, .bcast_ok = true};
+    if (b->code == TORC_OP_ADDCDIV) e.dom[2] = DOM(D_AWAY0);
+    e.params.scalar.value = b->code == TORC_OP_LERP ? 0.3 : fl ? -0.7 : 2;
+    emit_ew(b, &e);
+    if (b->mode != EMIT_CHECK || b->code != TORC_OP_LERP) return;
+    e.params.scalar.value = 0.8;  // the other branch: fma(w - 1, end - self, end)
+    ew_case(b, &e, "weight_large", 2, S_713, L_C, L_C, NULL, false, false);
+    ew_case(b, &e, "weight_large_big", 2, S_LARGE, L_C, L_C, NULL, false, false);
+    ew_case(b, &e, "weight_large_inplace", 2, S_LARGE, L_C, L_C, NULL, false, true);
+}
+
 // COPY: b->dt is the source dtype, b->odt the destination's.
 static void build_copy(builder *b) {
     const torc_dtype s = b->dt, d = b->odt;
@@ -1887,6 +1912,7 @@ static void build_op(builder *b) {
     case TORC_OP_ARANGE: case TORC_OP_LINSPACE: build_range(b); return;
     case TORC_OP_RAND_UNIFORM: case TORC_OP_RAND_NORMAL: case TORC_OP_RAND_INT: build_random(b); return;
     case TORC_OP_WHERE: build_where(b); return;
+    case TORC_OP_ADDCMUL: case TORC_OP_ADDCDIV: case TORC_OP_LERP: build_fused(b); return;
     case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX: build_softmax(b); return;
     case TORC_OP_MATMUL: build_matmul(b); return;
     case TORC_OP_SCALED_MM: build_scaled_mm(b); return;
@@ -1923,7 +1949,8 @@ static bool differentiable(torc_opcode c) {
     if (c >= TORC_OP_SUM && c <= TORC_OP_LOGSUMEXP) return c != TORC_OP_ARGMAX && c != TORC_OP_ARGMIN;
     switch (c) {
     case TORC_OP_WHERE: case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX: case TORC_OP_MATMUL: case TORC_OP_INDEX_SELECT:
-    case TORC_OP_GATHER: case TORC_OP_MASKED_SELECT: case TORC_OP_TRIU: case TORC_OP_TRIL: return true;
+    case TORC_OP_GATHER: case TORC_OP_MASKED_SELECT: case TORC_OP_TRIU: case TORC_OP_TRIL: case TORC_OP_ADDCMUL:
+    case TORC_OP_ADDCDIV: case TORC_OP_LERP: return true;
     default: return false;
     }
 }
@@ -2165,6 +2192,13 @@ static void build_grad(builder *b, torc_dtype G, run_mode mode) {
     }
     gcase g;
     switch (code) {
+    case TORC_OP_ADDCMUL: case TORC_OP_ADDCDIV: case TORC_OP_LERP:
+        g = gc1("broadcast", G, 2, s34, DOM(D_REAL));
+        gc_add(&g, 2, s14, G, DOM(D_REAL), true);
+        if (code != TORC_OP_LERP) gc_add(&g, 2, s31, G, code == TORC_OP_ADDCDIV ? DOM(D_AWAY0) : DOM(D_REAL), true);
+        g.params.scalar.value = code == TORC_OP_LERP ? 0.3 : -0.7;
+        grad_case(b, code, &g, mode);
+        break;
     case TORC_OP_WHERE:
         g = gc1("contig", TORC_DTYPE_BOOL, 2, s34, DOM(D_REAL));
         g.diff[0] = false;

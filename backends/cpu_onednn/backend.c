@@ -100,6 +100,9 @@ const char *onednn__op_name(torc_opcode code) {
     case TORC_OP_SOFTMAX: return "softmax";
     case TORC_OP_LOG_SOFTMAX: return "log_softmax";
     case TORC_OP_MATMUL: return "matmul";
+    case TORC_OP_ADDCMUL: return "addcmul";
+    case TORC_OP_ADDCDIV: return "addcdiv";
+    case TORC_OP_LERP: return "lerp";
     default: {
         static _Thread_local char buf[32];
         snprintf(buf, sizeof buf, "op #%d", (int)code);
@@ -288,6 +291,7 @@ static bool onednn_supports(int device, const torc_op *op) {
         t_decline.code = op->code, t_decline.work = work, t_decline.min = min, t_decline.pending = true;
         return false;
     }
+    if (onednn__pointwise_op(op->code)) return onednn__pointwise_check(op) == 0;
     bool ok = false;
     pthread_mutex_lock(&g.lock);
     if (g.refs > 0) {
@@ -337,6 +341,10 @@ static int onednn_run(int device, const torc_op *op) {
     int st = check_device(device);
     if (st) return st;
     if (!op) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: run: op is NULL");
+    if (onednn__pointwise_op(op->code)) {  // plain loops: no oneDNN state, so no lock
+        apply_threads();
+        return onednn__pointwise_run(op);
+    }
     onednn_fixup fixup = ONEDNN_FIXUP_NONE;
     torc_op local = *op;  // op with aliased inputs moved aside, when the fixup needs them
     void *saved[TORC_OP_MAX_INPUTS] = {NULL};

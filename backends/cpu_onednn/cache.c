@@ -11,10 +11,6 @@
 #include "onednn-impl.h"
 
 #define ONEDNN_CACHE_CAPACITY 512
-// Ops touching fewer elements (matmul: M*N*K) run on the calling thread alone: oneDNN opens a
-// parallel region for any size, and waking the team costs more than such an op (milliseconds
-// on a loaded machine, where the other thread waits for a core).
-#define ONEDNN_SMALL_WORK (INT64_C(1) << 20)
 
 // The key: a flat record compared with memcmp, zero-filled so padding and unused dims match.
 typedef struct onednn_key {
@@ -159,7 +155,7 @@ int onednn__cache_get(const torc_op *op, const onednn_plan **plan) {
     e->hash = h;
     e->key = key;
     // Kernels sized for one thread from the start: some size their parallel split at creation.
-    const bool single = onednn__work(op) < ONEDNN_SMALL_WORK;
+    const bool single = onednn__single_thread(op->code, onednn__work(op));
     const int nthr = omp_get_max_threads();
     if (single) omp_set_num_threads(1);
     st = build(op, &e->plan);

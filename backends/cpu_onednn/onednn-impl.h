@@ -187,6 +187,26 @@ int onednn__cache_get(const torc_op *op, const onednn_plan **plan);
 int64_t onednn__work(const torc_op *op);
 void onednn__cache_clear(void);
 
+// Ops touching fewer elements (matmul: M*N*K) run on the calling thread alone: oneDNN opens a
+// parallel region for any size, and waking the team costs more than such an op (milliseconds
+// on a loaded machine, where the other thread waits for a core).
+#define ONEDNN_SMALL_WORK (INT64_C(1) << 20)
+// Elementwise ops, reductions and softmax stream memory: one core moves a 1M-float operand set in
+// well under a millisecond, which a second thread can at best halve, while on a loaded machine
+// each parallel region costs milliseconds (measured: mul_ of 1M floats 0.2 ms on one thread,
+// 8 ms on two with the other core busy). They go parallel from 4M elements.
+#define ONEDNN_SMALL_STREAM (INT64_C(1) << 22)
+// Whether op runs on the calling thread alone.
+static inline bool onednn__single_thread(torc_opcode code, int64_t work) {
+    return work < (code == TORC_OP_MATMUL ? ONEDNN_SMALL_WORK : ONEDNN_SMALL_STREAM);
+}
+
+// ---- fused pointwise ops (pointwise.c): OpenMP loops, not primitives, outside the lock ----
+bool onednn__pointwise_op(torc_opcode code);  // ADDCMUL, ADDCDIV, LERP
+// 0 when the op is one the loops run (dense float32 operands); else the error says why.
+int onednn__pointwise_check(const torc_op *op);
+int onednn__pointwise_run(const torc_op *op);
+
 // ---- device description (device.c) ----
 int onednn__device_info(torc_device_info *info);
 

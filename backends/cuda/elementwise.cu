@@ -35,6 +35,28 @@ __global__ void __launch_bounds__(TCU_THREADS, 1) ew_kernel64(tcu_ew_args a, tcu
     }
 }
 
+// The fused pointwise ops (ADDCMUL, ADDCDIV, LERP): kernels of their own (see tcu_ew_fused).
+template <int CT>
+__global__ void __launch_bounds__(TCU_THREADS) fused_kernel32(tcu_ew_args a, tcu_iter32 it) {
+    const uint32_t step = gridDim.x * blockDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += step) {
+        uint32_t o[TCU_MAX_OPS];
+        tcu_offsets32(&it, i, o);
+        const int64_t off[TCU_MAX_OPS] = {o[0], o[1], o[2], o[3]};
+        tcu_ew_fused(&a, off, CT);
+    }
+}
+
+template <int CT>
+__global__ void __launch_bounds__(TCU_THREADS, 1) fused_kernel64(tcu_ew_args a, tcu_iter it) {
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += step) {
+        int64_t off[TCU_MAX_OPS];
+        tcu_offsets64(&it, i, off);
+        tcu_ew_fused(&a, off, CT);
+    }
+}
+
 // ---- contiguous fast path ----
 template <int DT> struct Elem;
 template <> struct Elem<TORC_DTYPE_F32> {
@@ -108,6 +130,24 @@ extern "C" int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_co
         return (int)cudaGetLastError();
     }
     const tcu_launch l = tcu_launch_1d(it->numel, sm_count, 1);
+    if (tcu_op_is_fused(a->op)) {
+        if (tcu_iter_fits32(it)) {
+            tcu_iter32 it32;
+            tcu_iter_to32(it, &it32);
+            switch (a->ct) {
+            case TCU_CT_F32: fused_kernel32<TCU_CT_F32><<<l.blocks, l.threads, 0, s>>>(*a, it32); break;
+            case TCU_CT_F64: fused_kernel32<TCU_CT_F64><<<l.blocks, l.threads, 0, s>>>(*a, it32); break;
+            default: fused_kernel32<TCU_CT_I64><<<l.blocks, l.threads, 0, s>>>(*a, it32); break;
+            }
+        } else {
+            switch (a->ct) {
+            case TCU_CT_F32: fused_kernel64<TCU_CT_F32><<<l.blocks, l.threads, 0, s>>>(*a, *it); break;
+            case TCU_CT_F64: fused_kernel64<TCU_CT_F64><<<l.blocks, l.threads, 0, s>>>(*a, *it); break;
+            default: fused_kernel64<TCU_CT_I64><<<l.blocks, l.threads, 0, s>>>(*a, *it); break;
+            }
+        }
+        return (int)cudaGetLastError();
+    }
     if (tcu_iter_fits32(it)) {
         tcu_iter32 it32;
         tcu_iter_to32(it, &it32);

@@ -54,6 +54,23 @@ TORC_HD static inline TCU_T TCU_F(tcu_binary)(int op, TCU_T x, TCU_T y, const tc
     }
 }
 
+// The fused ops in PyTorch's CPU rounding (backend.h): s is self, x and y the tensors (x is end
+// for LERP), the scalar s0 rounded to TCU_T. Explicit fma where PyTorch fuses; the other steps
+// are single operations nvcc cannot contract (a division, a subtraction).
+TORC_HD static inline TCU_T TCU_F(tcu_fused)(int op, TCU_T s, TCU_T x, TCU_T y, const tcu_ew_args *a) {
+    const TCU_T v = (TCU_T)a->s0;
+    switch (op) {
+    case TORC_OP_ADDCMUL: return TCU_M(fma)(v * x, y, s);
+    case TORC_OP_ADDCDIV: {
+        const TCU_T q = v * x / y;
+        return s + q;
+    }
+    case TORC_OP_LERP:
+        return TCU_M(fabs)(v) < (TCU_T)0.5 ? TCU_M(fma)(v, x - s, s) : TCU_M(fma)(v - (TCU_T)1, x - s, x);
+    default: return s;
+    }
+}
+
 TORC_HD static inline bool TCU_F(tcu_compare)(int op, TCU_T x, TCU_T y) {
     switch (op) {
     case TORC_OP_EQ: return x == y;

@@ -36,15 +36,19 @@ TORC_HD static inline bool tcu_op_is_unary(int op) { return op >= TORC_OP_NEG &&
 TORC_HD static inline bool tcu_op_is_binary(int op) { return op >= TORC_OP_ADD && op <= TORC_OP_LOGICAL_OR; }
 TORC_HD static inline bool tcu_op_is_compare(int op) { return op >= TORC_OP_EQ && op <= TORC_OP_GE; }
 TORC_HD static inline bool tcu_op_is_generator(int op) { return op >= TORC_OP_FILL && op <= TORC_OP_RAND_INT && op != TORC_OP_COPY; }
+// The fused pointwise ops: ADDCMUL, ADDCDIV (self, t1, t2) and LERP (self, end), scalar in s0.
+TORC_HD static inline bool tcu_op_is_fused(int op) {
+    return op == TORC_OP_ADDCMUL || op == TORC_OP_ADDCDIV || op == TORC_OP_LERP;
+}
 TORC_HD static inline bool tcu_op_is_elementwise(int op) {
-    return op <= TORC_OP_WHERE;  // fills, copy, generators, unary, binary, where
+    return op <= TORC_OP_WHERE || tcu_op_is_fused(op);  // fills, copy, generators, unary, binary, where, fused
 }
 // Ops that have integer semantics (everything else needs a floating compute type).
 TORC_HD static inline bool tcu_op_has_int_form(int op) {
     switch (op) {
     case TORC_OP_NEG: case TORC_OP_ABS: case TORC_OP_SIGN: case TORC_OP_SQUARE: case TORC_OP_RELU:
     case TORC_OP_POW_SCALAR: case TORC_OP_ADD: case TORC_OP_SUB: case TORC_OP_MUL: case TORC_OP_POW:
-    case TORC_OP_MAXIMUM: case TORC_OP_MINIMUM:
+    case TORC_OP_MAXIMUM: case TORC_OP_MINIMUM: case TORC_OP_ADDCMUL:
         return true;
     default:
         return false;
@@ -275,6 +279,31 @@ TCU_HDI void tcu_ew_where(const tcu_ew_args *a, const int64_t *off) {
     const bool c = tcu_load_bool(a->data[1], off[1], a->dt[1]);
     tcu_cast(a->data[0], off[0], a->dt[0], c ? a->data[2] : a->data[3], c ? off[2] : off[3],
              c ? a->dt[2] : a->dt[3]);
+}
+
+// The fused pointwise ops (ADDCMUL, ADDCDIV, LERP) in compute type ct (a constant in each
+// kernel): inputs loaded and rounded to the common dtype, then PyTorch's steps (tcu_fused_f32 /
+// _f64). They run in kernels of their own: inlined into the generic bodies, their extra loads
+// would push those kernels past their register budget.
+TCU_HDI void tcu_ew_fused(const tcu_ew_args *a, const int64_t *off, int ct) {
+    const int op = a->op;
+    const bool three = a->n_in > 2;
+    if (ct == TCU_CT_F64) {
+        const double s = tcu_load_f64(a->data[1], off[1], a->dt[1]), x = tcu_load_f64(a->data[2], off[2], a->dt[2]);
+        const double y = three ? tcu_load_f64(a->data[3], off[3], a->dt[3]) : 0.0;
+        tcu_store_f64(a->data[0], off[0], a->dt[0], tcu_fused_f64(op, s, x, y, a));
+    } else if (ct == TCU_CT_F32) {
+        float s = tcu_load_f32(a->data[1], off[1], a->dt[1]), x = tcu_load_f32(a->data[2], off[2], a->dt[2]);
+        float y = three ? tcu_load_f32(a->data[3], off[3], a->dt[3]) : 0.0f;
+        if (a->dt[1] != a->common) s = tcu_round_to(s, a->common);
+        if (a->dt[2] != a->common) x = tcu_round_to(x, a->common);
+        if (three && a->dt[3] != a->common) y = tcu_round_to(y, a->common);
+        tcu_store_f32(a->data[0], off[0], a->dt[0], tcu_fused_f32(op, s, x, y, a));
+    } else {  // ADDCMUL on integers: wrapping, the value truncated toward zero
+        const int64_t s = tcu_load_i64(a->data[1], off[1], a->dt[1]), x = tcu_load_i64(a->data[2], off[2], a->dt[2]),
+                      y = tcu_load_i64(a->data[3], off[3], a->dt[3]);
+        tcu_store_i64(a->data[0], off[0], a->dt[0], tcu_wrap_add(s, tcu_wrap_mul(tcu_wrap_mul(tcu_f64_to_i64(a->s0), x), y)));
+    }
 }
 
 // ---- the per-element bodies (one per compute type; kernels pick one at compile time) ----

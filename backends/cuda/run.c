@@ -16,7 +16,7 @@ static const char *const OP_NAMES[] = {
     "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "norm", "logsumexp",
     "softmax", "log_softmax", "matmul",
     "index_select", "gather", "masked_select", "index_add", "scatter_add", "masked_scatter",
-    "triu", "tril", "_scaled_mm",
+    "triu", "tril", "_scaled_mm", "addcmul", "addcdiv", "lerp",
 };
 _Static_assert(sizeof OP_NAMES / sizeof OP_NAMES[0] == TORC_OP_COUNT, "one name per opcode");
 
@@ -34,6 +34,8 @@ static int op_arity(int code) {
     if (code <= TORC_OP_LOG_SOFTMAX) return 1;
     if (code == TORC_OP_TRIU || code == TORC_OP_TRIL) return 1;
     if (code == TORC_OP_SCALED_MM) return 4;  // a, b, scale_a, scale_b
+    if (code == TORC_OP_ADDCMUL || code == TORC_OP_ADDCDIV) return 3;  // self, tensor1, tensor2
+    if (code == TORC_OP_LERP) return 2;                                  // self, end
     return 2;  // matmul, index ops
 }
 
@@ -73,6 +75,7 @@ static void ew_args_from(tcu_ew_args *a, const torc_op *op) {
     }
     switch (op->code) {
     case TORC_OP_FILL: case TORC_OP_POW_SCALAR: case TORC_OP_ADD: case TORC_OP_SUB:
+    case TORC_OP_ADDCMUL: case TORC_OP_ADDCDIV: case TORC_OP_LERP:
         a->s0 = op->params.scalar.value;
         break;
     case TORC_OP_ARANGE:
@@ -123,6 +126,11 @@ static bool dtypes_ok(const torc_op *op) {
     case TORC_OP_INDEX_SELECT: case TORC_OP_GATHER: case TORC_OP_INDEX_ADD: case TORC_OP_SCATTER_ADD:
         return b == TORC_DTYPE_I64;
     case TORC_OP_MASKED_SELECT: case TORC_OP_MASKED_SCATTER: return b == TORC_DTYPE_BOOL;
+    case TORC_OP_ADDCMUL:  // PyTorch's kernels: the floating dtypes but fp8, and integers
+        if (o == TORC_DTYPE_BOOL || tcu_is_fp8(o)) return false;
+        return true;
+    case TORC_OP_ADDCDIV: case TORC_OP_LERP:
+        return o == TORC_DTYPE_F64 || o == TORC_DTYPE_F32 || o == TORC_DTYPE_F16 || o == TORC_DTYPE_BF16;
     case TORC_OP_SCALED_MM:
         if (!tcu_is_fp8(a) || !tcu_is_fp8(b) || (a == TORC_DTYPE_F8_E5M2 && b == TORC_DTYPE_F8_E5M2)) return false;
         if (op->in[2].dtype != TORC_DTYPE_F32 || op->in[3].dtype != TORC_DTYPE_F32) return false;
@@ -278,6 +286,10 @@ static int check_params(const torc_op *op) {
         if (int_mode(op) && !integral(p->scalar.value))
             return tcu_error(TORC_ERR_INVALID_ARG,
                              "For integral input tensors, argument alpha must not be a floating point number.");
+        return TORC_OK;
+    case TORC_OP_ADDCMUL:
+        if (int_mode(op) && !(fabs(p->scalar.value) < 0x1p63))
+            return tcu_error(TORC_ERR_INVALID_ARG, "cuda: addcmul: value %g does not fit int64", p->scalar.value);
         return TORC_OK;
     case TORC_OP_POW_SCALAR:
         if (int_mode(op)) {

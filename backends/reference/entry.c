@@ -115,6 +115,9 @@ static const ref_kernel kernels[] = {
     [TORC_OP_TRIU] = {"triu", 1, ref_index_dtypes, ref_index_run},
     [TORC_OP_TRIL] = {"tril", 1, ref_index_dtypes, ref_index_run},
     [TORC_OP_SCALED_MM] = {"_scaled_mm", 4, ref_scaled_mm_dtypes, ref_scaled_mm_run},
+    [TORC_OP_ADDCMUL] = {"addcmul_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
+    [TORC_OP_ADDCDIV] = {"addcdiv_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
+    [TORC_OP_LERP] = {"lerp_kernel_scalar", 2, ref_pointwise_dtypes, ref_pointwise_run},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,
                "every opcode needs a reference kernel (backends/reference/entry.c)");

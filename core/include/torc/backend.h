@@ -11,9 +11,11 @@ extern "C" {
 
 // ---- versions ----
 // abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its
-// own, or whose struct_size is smaller than the v1 vtable. Minor versions only append members.
+// own, or whose struct_size is smaller than the v1 vtable. Minor versions only append members
+// and opcodes; the core never sends a plugin an opcode appended after the minor it was built
+// with (see TORC_OP_FIRST_V1_2).
 #define TORC_BACKEND_ABI_MAJOR 1
-#define TORC_BACKEND_ABI_MINOR 1
+#define TORC_BACKEND_ABI_MINOR 2
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
 // ---- ops ----
@@ -21,12 +23,13 @@ extern "C" {
 // are the contract every backend implements and the reference backend defines.
 // Conventions:
 //  - in[i] and out are strided views (see torc_operand); out never overlaps an input unless the
-//    op says "in place", with one exception: an elementwise op (unary, binary, WHERE, COPY)
-//    may get out identical to an input (same data, dtype and strides), which is how in-place
+//    op says "in place", with one exception: an elementwise op (unary, binary, WHERE, COPY,
+//    ADDCMUL, ADDCDIV, LERP) may get out identical to an input (same data, dtype and strides), which is how in-place
 //    ops such as add_ run; reading element i before writing element i makes that safe. Shapes are already broadcast by the frontend: every input of an
 //    elementwise op has out's ndim and shape, broadcast dims having stride 0.
 //  - Elementwise ops compute in the output dtype's natural precision or better (the reference
-//    uses double for floating and int64 for integer dtypes) and round once to out's dtype.
+//    uses double for floating and int64 for integer dtypes) and round once to out's dtype,
+//    except where an op states PyTorch's own rounding steps (the fused pointwise ops).
 //    Inputs may have a dtype different from out (e.g. comparisons write bool); a backend
 //    converts on load.
 //  - Reductions: out has in[0]'s ndim with each reduced dim of size 1 (params.reduce.mask has
@@ -116,8 +119,21 @@ typedef enum torc_opcode {
                           // (1 when NULL) cast with saturation to the finite range. When
                           // params.scaled_mm.amax_out is set, one f32 there receives max |r|
                           // (before scale_out; NaN if any r is NaN).
+    // fused pointwise (added in ABI 1.2). Inputs are broadcast to out's shape and may differ in
+    // dtype from out (converted on load, then rounded to out's dtype); out may be identical to in0
+    // (the in-place forms). The math is PyTorch's CPU kernels', in the "opmath" type: float for
+    // f32/f16/bf16 outs, double for f64, with v = params.scalar.value rounded to that type:
+    TORC_OP_ADDCMUL,      // out = fma(v * in1, in2, in0): the product v*in1 rounded, then one fused
+                          //   multiply-add (PyTorch's vec::fmadd(scalar * t1, t2, self)). Integer
+                          //   outs too: in0 + v*in1*in2 wrapping, v truncated toward zero.
+    TORC_OP_ADDCDIV,      // out = in0 + (v * in1) / in2, each step rounded (floating outs only)
+    TORC_OP_LERP,         // n_in 2, scalar weight w = params.scalar.value (floating outs only):
+                          //   |w| < 0.5 ? fma(w, in1 - in0, in0) : fma(w - 1, in1 - in0, in1)
     TORC_OP_COUNT
 } torc_opcode;
+
+// The first opcode of ABI 1.2: a plugin whose abi_version minor is below 2 never gets these.
+#define TORC_OP_FIRST_V1_2 TORC_OP_ADDCMUL
 
 // A strided view of device memory. data points at element [0, 0, ...] (the storage offset is
 // already applied). Strides are in elements and may be 0 (broadcast) or negative never.
@@ -132,7 +148,8 @@ typedef struct torc_operand {
 #define TORC_OP_MAX_INPUTS 4
 
 typedef union torc_op_params {
-    struct { double value; } scalar;                     // FILL, POW_SCALAR, ADD/SUB alpha
+    struct { double value; } scalar;                     // FILL, POW_SCALAR, ADD/SUB alpha,
+                                                         // ADDCMUL/ADDCDIV value, LERP weight
     struct { double start, step, end; int64_t count; } range;
     struct { uint64_t seed, offset; double a, b; } rng;  // RAND_*: Philox key and counter base
     struct { uint32_t mask; double correction, p; } reduce;

@@ -73,7 +73,7 @@ typedef struct torc_optim_host {
     torc_tensor *(*neg)(const torc_tensor *a);
     torc_tensor *(*sqrt)(const torc_tensor *a);
     torc_tensor *(*square)(const torc_tensor *a);
-    // self + value * a * b, evaluated as PyTorch's addcmul: ((value * a) * b) + self
+    // self + value * a * b, evaluated as PyTorch's addcmul: fma(value * a, b, self), one pass
     torc_tensor *(*addcmul)(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b,
                             double value);
 
@@ -92,8 +92,8 @@ typedef struct torc_optim_host {
     torc_status (*div_scalar_)(torc_tensor *self, double s);
     torc_status (*sqrt_)(torc_tensor *self);
     // torch.addcmul_ / addcdiv_ / lerp_ with PyTorch's evaluation order:
-    // self += (value * a) * b ; self += (value * a) / b ;
-    // self = w < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w)
+    // self = fma(value * a, b, self) ; self += (value * a) / b ;
+    // self = |w| < 0.5 ? fma(w, end - self, self) : fma(w - 1, end - self, end) (one pass each)
     torc_status (*addcmul_)(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double value);
     torc_status (*addcdiv_)(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, double value);
     torc_status (*lerp_)(torc_tensor *self, const torc_tensor *end, double weight);

@@ -280,6 +280,21 @@ TORC_API torc_tensor *torc_ge_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_maximum_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_minimum_scalar(const torc_tensor *a, torc_scalar s);
 
+// ---- fused pointwise ops (one pass each, rounded as PyTorch's CPU kernels round them) ----
+// torch.addcmul: self + value * a * b, and torch.addcdiv: self + value * a / b. The three tensors
+// broadcast; the result dtype is torc_result_type of the three (value takes no part). addcdiv
+// refuses integer a and b together (TORC_ERR_DTYPE, PyTorch's "Integer division with addcdiv is
+// no longer supported..."); a bool or fp8 result is TORC_ERR_DTYPE ('"addcmul_cpu_out" not
+// implemented for 'Bool''). Differentiable: AddcmulBackward0 / AddcdivBackward0.
+TORC_API torc_tensor *torc_addcmul(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b,
+                                   torc_scalar value);
+TORC_API torc_tensor *torc_addcdiv(const torc_tensor *self, const torc_tensor *a, const torc_tensor *b,
+                                   torc_scalar value);
+// torch.lerp with a scalar weight: self + weight * (end - self), broadcast. self and end must have
+// the same floating dtype (TORC_ERR_DTYPE: "expected dtype float for `end` but got dtype
+// c10::Half"). Differentiable: LerpBackward0.
+TORC_API torc_tensor *torc_lerp(const torc_tensor *self, const torc_tensor *end, torc_scalar weight);
+
 // ---- in-place ops (bump the version counter; the result must fit self's dtype and shape,
 //      as PyTorch: "result type Float can't be cast to the desired output type Long"; in grad
 //      mode they record history as PyTorch does, see "autograd" below) ----
@@ -302,9 +317,11 @@ TORC_API torc_status torc_exp_(torc_tensor *self);
 TORC_API torc_status torc_relu_(torc_tensor *self);
 TORC_API torc_status torc_sigmoid_(torc_tensor *self);
 TORC_API torc_status torc_maximum_(torc_tensor *self, const torc_tensor *other);
-// self += value * a * b ; self += value * a / b (torch.addcmul_ / addcdiv_)
+// self += value * a * b ; self += value * a / b ; self += weight * (end - self)
+// (torch.addcmul_ / addcdiv_ / lerp_, one fused pass each, as the out-of-place forms above)
 TORC_API torc_status torc_addcmul_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value);
 TORC_API torc_status torc_addcdiv_(torc_tensor *self, const torc_tensor *a, const torc_tensor *b, torc_scalar value);
+TORC_API torc_status torc_lerp_(torc_tensor *self, const torc_tensor *end, torc_scalar weight);
 
 // ---- reductions (dims: n_dims entries, or TORC_ALL_DIMS) ----
 TORC_API torc_tensor *torc_sum(const torc_tensor *t, int n_dims, const int *dims, bool keepdim);

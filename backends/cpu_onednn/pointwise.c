@@ -1,0 +1,108 @@
+// backends/cpu_onednn/pointwise.c — the fused pointwise ops (ADDCMUL, ADDCDIV, LERP) on dense
+// float32 operands: OpenMP loops that round exactly as PyTorch's CPU kernels (and the reference).
+// oneDNN has no ternary primitive, and a chain of binary ones would round between its steps.
+// Each statement below is one IEEE float operation (ISO C, no -ffast-math, so nothing is
+// contracted or reassociated); fmaf is the one fused step PyTorch's kernels take too.
+#include <math.h>
+#include <omp.h>
+
+#include "onednn-impl.h"
+
+bool onednn__pointwise_op(torc_opcode code) {
+    return code == TORC_OP_ADDCMUL || code == TORC_OP_ADDCDIV || code == TORC_OP_LERP;
+}
+
+// Row-major contiguous (size-1 dims may have any stride).
+static bool dense(const torc_operand *x) {
+    int64_t want = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        if (x->shape[d] != 1 && x->stride[d] != want) return false;
+        want *= x->shape[d];
+    }
+    return true;
+}
+
+int onednn__pointwise_check(const torc_op *op) {
+    const char *name = onednn__op_name(op->code);
+    const int want = op->code == TORC_OP_LERP ? 2 : 3;
+    if (op->n_in != want)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes %d inputs, got %d", name, want, op->n_in);
+    int st = onednn__check_operand(&op->out, "out");
+    if (st) return st;
+    bool ok = op->out.dtype == TORC_DTYPE_F32 && dense(&op->out);
+    for (int i = 0; i < op->n_in; i++) {
+        if ((st = onednn__check_operand(&op->in[i], "in"))) return st;
+        if (!onednn__same_shape(&op->in[i], &op->out))
+            return onednn__error(TORC_ERR_SHAPE, "onednn: %s: inputs must arrive broadcast to out's shape", name);
+        ok = ok && op->in[i].dtype == TORC_DTYPE_F32 && dense(&op->in[i]);
+    }
+    if (!ok)
+        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs contiguous float32 operands only (other "
+                             "dtypes, broadcasts and strided views go to the reference backend)", name);
+    return 0;
+}
+
+// The loops, written once and compiled twice: for AVX2+FMA (fmaf becomes vfmadd, the loop
+// vectorizes) and for any x86-64 (fmaf is libm's, exact but slow); run() picks by the CPU.
+// Elements [i0, i1) of out = op(s, a, b); out may be s (in place): element i is read first.
+#define POINTWISE_LOOPS(suffix, attr)                                                                   \
+    attr static void addcmul_##suffix(float *out, const float *s, const float *a, const float *b,      \
+                                      float v, int64_t i0, int64_t i1) {                               \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = fmaf(v * a[i], b[i], s[i]);      \
+    }                                                                                                   \
+    attr static void addcdiv_##suffix(float *out, const float *s, const float *a, const float *b,      \
+                                      float v, int64_t i0, int64_t i1) {                               \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                         \
+            const float q = v * a[i] / b[i];                                                            \
+            out[i] = s[i] + q;                                                                          \
+        }                                                                                               \
+    }                                                                                                   \
+    attr static void lerp_##suffix(float *out, const float *s, const float *e, const float *unused,    \
+                                   float w, int64_t i0, int64_t i1) {                                   \
+        (void)unused;                                                                                   \
+        if (fabsf(w) < 0.5f) {                                                                          \
+            _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = fmaf(w, e[i] - s[i], s[i]);  \
+        } else {                                                                                        \
+            const float c = w - 1.0f;                                                                   \
+            _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = fmaf(c, e[i] - s[i], e[i]);  \
+        }                                                                                               \
+    }
+POINTWISE_LOOPS(fma, __attribute__((target("avx2,fma"))))
+POINTWISE_LOOPS(any, )
+
+typedef void (*loop_fn)(float *, const float *, const float *, const float *, float, int64_t, int64_t);
+
+static loop_fn pick(torc_opcode code) {
+    const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    switch (code) {
+    case TORC_OP_ADDCMUL: return fma ? addcmul_fma : addcmul_any;
+    case TORC_OP_ADDCDIV: return fma ? addcdiv_fma : addcdiv_any;
+    default: return fma ? lerp_fma : lerp_any;
+    }
+}
+
+// Splits the elements into one contiguous chunk per thread (64-byte aligned boundaries, so no
+// two threads write one cache line); small ops run on the calling thread (onednn__single_thread).
+int onednn__pointwise_run(const torc_op *op) {
+    int st = onednn__pointwise_check(op);
+    if (st) return st;
+    const int64_t n = onednn__numel(&op->out);
+    if (n == 0) return 0;
+    const loop_fn fn = pick(op->code);
+    float *out = op->out.data;
+    const float *s = op->in[0].data, *a = op->in[1].data, *b = op->n_in > 2 ? op->in[2].data : NULL;
+    const float v = (float)op->params.scalar.value;  // PyTorch's opmath: the scalar as a float
+    const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
+    if (nthr <= 1) {
+        fn(out, s, a, b, v, 0, n);
+        return 0;
+    }
+#pragma omp parallel num_threads(nthr)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int64_t chunk = (n + nt - 1) / nt, per = (chunk + 15) / 16 * 16;
+        const int64_t i0 = (int64_t)t * per < n ? (int64_t)t * per : n, i1 = i0 + per < n ? i0 + per : n;
+        fn(out, s, a, b, v, i0, i1);
+    }
+    return 0;
+}
