@@ -1,12 +1,13 @@
 // backends/cpu_onednn/matmul.c — TORC_OP_MATMUL: f32 on oneDNN's dnnl_sgemm (row-major BLAS,
-// looped over the batch), bf16 on oneDNN's matmul primitive (AMX where the CPU has it), f16
-// through f32 (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders are too slow to convert
-// with, so the host converts: f16.c).
+// looped over the batch), bf16 on torc's AMX tile GEMM (matmul_amx.c) where the CPU has AMX,
+// else on oneDNN's matmul primitive, f16 through f32 (oneDNN 2.6 has no f16 matmul on CPU and
+// its f16 reorders are too slow to convert with, so the host converts: f16.c).
 // Operands keep their strides: transposed and row-sliced views become sgemm's trans flags and
 // leading dims, stride-0 batch dims a zero batch stride (oneDNN's size-1 broadcast dims for the
 // primitive). An f32 layout sgemm cannot express goes to the primitive; one only oneDNN's
 // reference code accepts (both last strides non-unit) is declined, so the core falls back to
 // the reference backend.
+#include <omp.h>
 #include <string.h>
 
 #include "onednn-impl.h"
@@ -72,6 +73,12 @@ static int add_matmul(onednn_plan *p, const onednn_view *a, int a_buf, const one
 // sgemm is 5-40% faster on 2048^3 and the Cruncher shapes (512x1024x1024 and its transposed
 // backward GEMMs), and about even on 64x256x256.
 
+// GEMMs below this many multiply-adds (M*N*K over the batch; 64x256x256 is 4M) run on the
+// calling thread: one core does them in ~100 us, a second core saves at most half of that, and
+// on a loaded machine the team's join waits for a descheduled thread for milliseconds (the
+// Cruncher D=256 step took 20 ms with two threads and 1-2 ms with one, PyTorch 1 ms).
+#define ONEDNN_GEMM_SERIAL_WORK (INT64_C(1) << 23)
+
 // How sgemm reads one matrix view (R x C): row-major ('N', ld = row stride) or column-major
 // ('T', ld = column stride). False when neither fits (both strides non-unit, or an ld below
 // what BLAS accepts, as a stride-0 row dim).
@@ -116,6 +123,7 @@ static bool gemm_plan(const onednn_view *a, const onednn_view *b, const onednn_v
     // Small matrices in a batch: each thread multiplies whole matrices (sgemm runs on one
     // thread inside a parallel region) instead of the team splitting every small one.
     g->batch_parallel = batch > 1 && g->M * g->N * g->K < (INT64_C(1) << 20);
+    g->serial = batch * g->M * g->N * g->K < ONEDNN_GEMM_SERIAL_WORK;
     return true;
 }
 
@@ -138,7 +146,9 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
     for (int d = 0; d < g->nbatch; d++) batch *= g->bdims[d];
     // The error is set on this thread, after the loop (the message is thread-local).
     dnnl_status_t bad = dnnl_success;
-#pragma omp parallel for schedule(static) if (g->batch_parallel)
+    const int nthr = omp_get_max_threads();
+    if (g->serial && nthr > 1) omp_set_num_threads(1);  // sgemm sizes its team by this
+#pragma omp parallel for schedule(static) if (g->batch_parallel && !g->serial)
     for (int64_t i = 0; i < batch; i++) {
         int64_t oa = 0, ob = 0, oc = 0, rest = i;
         for (int d = g->nbatch - 1; d >= 0; d--) {
@@ -154,6 +164,7 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
             bad = s;
         }
     }
+    if (g->serial && nthr > 1) omp_set_num_threads(nthr);
     return bad == dnnl_success ? 0 : onednn__dnnl_error(bad, "dnnl_sgemm(");
 }
 
@@ -186,6 +197,9 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     static const char k0[] = "onednn: matmul with K = 0 is left to the reference backend";
     if (K == 0 && dt != TORC_DTYPE_F32)  // out is all zeros; f32 writes them in the GEMM step
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "%s", k0);
+
+    // bf16 on AMX: torc's own tile GEMM (matmul_amx.c); oneDNN 2.6's brgemm reaches ~12% of peak.
+    if (dt == TORC_DTYPE_BF16 && onednn__amx_usable()) return onednn__plan_amx_matmul(p, op);
 
     onednn_view a, b, c;
     onednn__view(&a, x, onednn__dt(dt));

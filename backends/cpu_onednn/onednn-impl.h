@@ -88,12 +88,14 @@ typedef struct onednn_gemm {
     int64_t bdims[TORC_MAX_DIMS];
     int64_t sa[TORC_MAX_DIMS], sb[TORC_MAX_DIMS], sc[TORC_MAX_DIMS];  // batch strides (0: broadcast)
     bool batch_parallel;        // one thread per matrix: matrices too small to share
+    bool serial;                // the whole GEMM on the calling thread
 } onednn_gemm;
 
 typedef enum onednn_step_kind {
     ONEDNN_STEP_PRIM = 0,  // a oneDNN primitive
     ONEDNN_STEP_CONVERT,   // a host f16 <-> f32 conversion (f16.c)
     ONEDNN_STEP_GEMM,      // an f32 GEMM on dnnl_sgemm (matmul.c)
+    ONEDNN_STEP_AMX_MATMUL,  // a bf16 matmul on the AMX GEMM (matmul_amx.c)
 } onednn_step_kind;
 
 typedef struct onednn_step {
@@ -103,6 +105,12 @@ typedef struct onednn_step {
     onednn_arg args[ONEDNN_MAX_ARGS + 1];  // + the scratchpad
     onednn_view from, to;   // a conversion step: strided views of args[0] (from), args[1] (to)
     onednn_gemm gemm;       // a GEMM step: args[0] is A, args[1] B, args[2] C
+    // An AMX bf16 matmul step: args[2] = args[0] x args[1], args[3] its packing scratch
+    // (matmul_amx.c). The views keep stride-0 batch dims (broadcast).
+    struct {
+        int nthreads;  // the most threads its scratch holds
+        onednn_view a, b, c;
+    } amx;
 } onednn_step;
 
 // Results where oneDNN deviates from PyTorch on special values (its max/relu/exp drop or
@@ -151,6 +159,10 @@ int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
                          const onednn_view *to, int to_buf);
 // Adds an f32 GEMM step on dnnl_sgemm reading buffers a_buf, b_buf and writing c_buf.
 int onednn__plan_gemm(onednn_plan *p, const onednn_gemm *g, int a_buf, int b_buf, int c_buf);
+// Adds a step computing out = in[0] @ in[1] of a matmul op (bf16 inputs, bf16 or f32 out, batch
+// dims broadcast by stride 0) with the AMX GEMM (matmul_amx.c), its packing scratch a plan
+// temporary. Only after onednn__amx_usable() returned true.
+int onednn__plan_amx_matmul(onednn_plan *p, const torc_op *op);
 // Runs the steps with the op's pointers; workspace holds tmp_bytes + scratch_bytes.
 int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
                      dnnl_stream_t stream);
@@ -172,6 +184,29 @@ int onednn__build_copy(const torc_op *op, onednn_plan *p);       // copy.c
 // ---- f16 conversion (f16.c) ----
 // Converts every element of `from` (f16 or f32) into `to` (f32 or f16), same dims, any strides.
 void onednn__convert_f16(const onednn_view *from, const void *src, const onednn_view *to, void *dst);
+
+// ---- bf16 GEMM on AMX tiles (matmul_amx.c) ----
+// C = A x B for one matrix: bf16 A (M x K) and B (K x N) of any (non-negative) strides, C (M x N)
+// f32 or bf16 (rounded to nearest even once, after f32 accumulation over all of K).
+typedef struct onednn_amx_gemm {
+    int64_t M, N, K;               // M, N, K >= 1
+    const uint16_t *a;             // (M, K) bf16, strides a_rs, a_cs in elements
+    int64_t a_rs, a_cs;
+    const uint16_t *b;             // (K, N) bf16
+    int64_t b_rs, b_cs;
+    void *c;                       // (M, N), f32 if c_f32 else bf16
+    int64_t c_rs, c_cs;
+    bool c_f32;
+} onednn_amx_gemm;
+// Whether bf16 matmul runs on the AMX GEMM: this CPU has AMX-BF16 (cpuid, XCR0), Linux granted
+// this process the tile data state, and TORC_ONEDNN_AMX_GEMM is not "0" (which leaves bf16 to
+// oneDNN's matmul primitive). Checked once (call under the backend's lock); runs no AMX code.
+bool onednn__amx_usable(void);
+// Workspace onednn__amx_gemm needs for these sizes and up to nthreads threads.
+size_t onednn__amx_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
+// Runs g on up to nthreads OpenMP threads; scratch holds onednn__amx_scratch_bytes(), 64-byte
+// aligned. Only after onednn__amx_usable() returned true.
+void onednn__amx_gemm(const onednn_amx_gemm *g, void *scratch, int nthreads);
 
 // ---- special values (fixup.c) ----
 // Whether op's inputs hold a value the fixup must handle (a parallel scan of the inputs).

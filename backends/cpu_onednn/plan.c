@@ -1,5 +1,6 @@
 // backends/cpu_onednn/plan.c — plans: the primitives one op compiles to, their argument
 // bindings, the workspace layout (temporaries + user scratchpad), and running them.
+#include <omp.h>
 #include <string.h>
 
 #include "onednn-impl.h"
@@ -151,6 +152,62 @@ int onednn__plan_gemm(onednn_plan *p, const onednn_gemm *g, int a_buf, int b_buf
     return 0;
 }
 
+int onednn__plan_amx_matmul(onednn_plan *p, const torc_op *op) {
+    if (p->n_steps >= ONEDNN_MAX_STEPS)
+        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: plan step limit exceeded");
+    const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out;
+    const int nd = y->ndim;
+    const int nthreads = omp_get_max_threads();  // the cache builds small ops for one thread
+    int buf = 0, st;
+    if ((st = onednn__plan_tmp(p, onednn__amx_scratch_bytes(y->shape[nd - 2], y->shape[nd - 1],
+                                                             x->shape[nd - 1], nthreads), &buf)))
+        return st;
+    onednn_step *s = &p->steps[p->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->n_args = 4;
+    s->args[0].buf = ONEDNN_BUF_IN0;
+    s->args[1].buf = ONEDNN_BUF_IN0 + 1;
+    s->args[2].buf = ONEDNN_BUF_OUT;
+    s->args[3].buf = buf;
+    s->kind = ONEDNN_STEP_AMX_MATMUL;
+    s->amx.nthreads = nthreads;
+    onednn__view(&s->amx.a, x, dnnl_bf16);
+    onednn__view(&s->amx.b, w, dnnl_bf16);
+    onednn__view(&s->amx.c, y, onednn__dt(y->dtype));
+    return 0;
+}
+
+// An AMX matmul step: the matrices of the batch one after another, each on every thread.
+static void run_amx(const onednn_step *s, const void *a, const void *b, void *c, void *scratch) {
+    const onednn_view *va = &s->amx.a, *vb = &s->amx.b, *vc = &s->amx.c;
+    const int nd = vc->ndim, r = nd - 2, k = nd - 1;
+    const bool f32 = vc->dt == dnnl_f32;
+    int nthreads = omp_get_max_threads();
+    if (nthreads > s->amx.nthreads) nthreads = s->amx.nthreads;
+    onednn_amx_gemm g = {
+        .M = vc->dims[r], .N = vc->dims[k], .K = va->dims[k],
+        .a_rs = va->strides[r], .a_cs = va->strides[k],
+        .b_rs = vb->strides[r], .b_cs = vb->strides[k],
+        .c_rs = vc->strides[r], .c_cs = vc->strides[k], .c_f32 = f32,
+    };
+    int64_t batch = 1;
+    for (int d = 0; d < r; d++) batch *= vc->dims[d];
+    for (int64_t i = 0; i < batch; i++) {
+        int64_t rem = i, oa = 0, ob = 0, oc = 0;
+        for (int d = r - 1; d >= 0; d--) {  // batch index -> element offsets (stride 0: broadcast)
+            const int64_t idx = rem % vc->dims[d];
+            rem /= vc->dims[d];
+            oa += idx * va->strides[d];
+            ob += idx * vb->strides[d];
+            oc += idx * vc->strides[d];
+        }
+        g.a = (const uint16_t *)a + oa;
+        g.b = (const uint16_t *)b + ob;
+        g.c = f32 ? (void *)((float *)c + oc) : (void *)((uint16_t *)c + oc);
+        onednn__amx_gemm(&g, scratch, nthreads);
+    }
+}
+
 static void *buf_ptr(const onednn_plan *p, const onednn_arg *a, const torc_op *op, char *work) {
     if (a->buf < TORC_OP_MAX_INPUTS) return op->in[a->buf].data;
     if (a->buf == ONEDNN_BUF_OUT) return op->out.data;
@@ -169,6 +226,11 @@ int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
             if (s->kind == ONEDNN_STEP_CONVERT) {
                 onednn__convert_f16(&s->from, buf_ptr(p, &s->args[0], op, work), &s->to,
                                     buf_ptr(p, &s->args[1], op, work));
+                continue;
+            }
+            if (s->kind == ONEDNN_STEP_AMX_MATMUL) {
+                run_amx(s, buf_ptr(p, &s->args[0], op, work), buf_ptr(p, &s->args[1], op, work),
+                        buf_ptr(p, &s->args[2], op, work), buf_ptr(p, &s->args[3], op, work));
                 continue;
             }
             int st = onednn__gemm_run(&s->gemm, buf_ptr(p, &s->args[0], op, work),
