@@ -207,6 +207,23 @@ START_TEST(test_nan_inf) {
 }
 END_TEST
 
+START_TEST(test_subnormal_results_flush) {
+    if (!onednn__amx_usable()) return;
+    // AMX flushes a subnormal result to zero (as oneDNN's bf16 matmul does); the bf16 rounding of
+    // the output relies on it (vcvtne2ps2bf16 would flush a subnormal accumulator as well).
+    uint16_t a[2] = {torc_f32_to_bf16(1e-20f), torc_f32_to_bf16(1.0f)}, b[4] = {0};
+    b[0] = torc_f32_to_bf16(1e-20f);  // row 0 of A x column 0 of B: 1e-40, subnormal in f32
+    b[1] = torc_f32_to_bf16(3.0f);    // column 1: 1e-20 * 3 + 1 * 0, normal
+    float c[2];
+    void *scratch = scratch_for(1, 2, 2, 1);
+    onednn_amx_gemm g = {1, 2, 2, a, 2, 1, b, 2, 1, c, 2, 1, true};
+    onednn__amx_gemm(&g, scratch, 1);
+    ck_assert_float_eq(c[0], 0.0f);
+    ck_assert_float_eq_tol(c[1], 3e-20f, 1e-22f);
+    free(scratch);
+}
+END_TEST
+
 static Suite *amx_suite(void) {
     Suite *s = suite_create("onednn_amx");
     TCase *tc = tcase_create("gemm");
@@ -215,6 +232,7 @@ static Suite *amx_suite(void) {
     tcase_add_loop_test(tc, test_shapes, 0, (int)(sizeof sizes / sizeof sizes[0]));
     tcase_add_test(tc, test_exact_rounding);
     tcase_add_test(tc, test_nan_inf);
+    tcase_add_test(tc, test_subnormal_results_flush);
     suite_add_tcase(s, tc);
     return s;
 }

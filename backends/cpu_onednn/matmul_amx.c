@@ -1,5 +1,6 @@
 // backends/cpu_onednn/matmul_amx.c — a bf16 GEMM on AMX tiles: C (f32 or bf16) = A x B with
 // bf16 A, B of any strides, f32 accumulation over all of K, one rounding at the end.
+// Like oneDNN's bf16 matmul, AMX treats subnormal bf16 inputs and f32 results as zero.
 // Built with -mamx-tile -mamx-bf16 -mavx512*; nothing here runs before onednn__amx_usable()
 // has checked the CPU (cpuid) and asked the kernel for the tile state, so the backend still
 // loads on CPUs without AMX.
@@ -197,16 +198,18 @@ static void pack_b_tile(uint16_t *dst, const uint16_t *b, int64_t rs, int64_t cs
 }
 
 // ---- output ----
-// f32 -> bf16, round to nearest even, NaN -> 0x7FC0 (torc_f32_to_bf16, PyTorch), subnormals kept.
-static inline __m256i to_bf16(__m512 v) {
-    const __m512i u = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7fc0));
-    return _mm512_cvtepi32_epi16(r);
+// 32 f32 -> bf16 (lo = elements 0..15): round to nearest even, NaN -> 0x7FC0 (torc_f32_to_bf16,
+// PyTorch). vcvtne2ps2bf16 treats subnormal inputs as zero, which changes nothing here: the
+// accumulators hold AMX results, and AMX flushes subnormal results to zero.
+static inline __m512i to_bf16x32(__m512 lo, __m512 hi) {
+    const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+    const __mmask32 nan = _mm512_kunpackw(_mm512_cmp_ps_mask(hi, hi, _CMP_UNORD_Q),
+                                          _mm512_cmp_ps_mask(lo, lo, _CMP_UNORD_Q));
+    return _mm512_mask_mov_epi16(r, nan, _mm512_set1_epi16(0x7fc0));
 }
 
-// Rows [0, mn) x columns [0, nn) of the f32 block acc (row stride lda floats) into C at (m0, n0).
+// Rows [0, mn) x columns [0, nn) (nn <= 32) of the f32 block acc (row stride lda floats) into C
+// at (m0, n0).
 static void write_out(const onednn_amx_gemm *g, const float *acc, int64_t lda, int64_t m0,
                       int64_t n0, int64_t mn, int64_t nn) {
     for (int64_t i = 0; i < mn; i++) {
@@ -221,15 +224,13 @@ static void write_out(const onednn_amx_gemm *g, const float *acc, int64_t lda, i
             }
         } else {
             uint16_t *dst = (uint16_t *)g->c + (m0 + i) * g->c_rs + n0 * g->c_cs;
-            for (int64_t j = 0; j < nn; j += 16) {
-                const __m256i h = to_bf16(_mm512_loadu_ps(src + j));
-                if (g->c_cs == 1) {
-                    _mm256_mask_storeu_epi16(dst + j, mask16(nn - j), h);
-                } else {
-                    uint16_t v[16];
-                    _mm256_storeu_si256((__m256i *)v, h);
-                    for (int64_t e = 0; e < 16 && j + e < nn; e++) dst[(j + e) * g->c_cs] = v[e];
-                }
+            const __m512i h = to_bf16x32(_mm512_loadu_ps(src), _mm512_loadu_ps(src + 16));
+            if (g->c_cs == 1) {
+                _mm512_mask_storeu_epi16(dst, mask32(nn), h);
+            } else {
+                uint16_t v[32];
+                _mm512_storeu_si512(v, h);
+                for (int64_t j = 0; j < nn; j++) dst[j * g->c_cs] = v[j];
             }
         }
     }
