@@ -46,7 +46,7 @@ void torc_memory_reset_peak(const torc_device *dev) {
 
 // Process-wide counters (ops may run on any thread); relaxed atomics are enough for sums.
 static _Atomic uint64_t g_flops[2][TORC_OP_COUNT][TORC_DTYPE_COUNT];
-static _Thread_local torc_phase tls_phase;
+static TORC__TLS_HOT _Thread_local torc_phase tls_phase;
 
 torc_phase torc__phase(void) { return tls_phase; }
 void torc__set_phase(torc_phase p) { tls_phase = p; }

@@ -7,7 +7,7 @@
 #include "autograd-impl.h"
 
 // ---- grad mode ----
-static _Thread_local int tls_no_grad;
+static TORC__TLS_HOT _Thread_local int tls_no_grad;
 
 void torc_no_grad_begin(void) { tls_no_grad++; }
 void torc_no_grad_end(void) {
@@ -90,7 +90,7 @@ static void release_saved(torc_node *n) {
 
 // Drops one reference; frees dead nodes with an explicit stack (graphs can be long chains).
 static void node_release(torc_node *n) {
-    if (!n || atomic_fetch_sub(&n->refcount, 1) != 1) return;
+    if (!n || !torc__unref(&n->refcount)) return;
     torc_node *local[32], **stack = local;
     int depth = 0, cap = 32;
     stack[depth++] = n;
@@ -103,7 +103,7 @@ static void node_release(torc_node *n) {
             // A leaf has no grad_fn; if it is a view, its base's graph is released by a nested
             // call (one level: a base is never a view).
             if (i >= 0) torc_release(d->next[i].leaf);
-            if (!c || atomic_fetch_sub(&c->refcount, 1) != 1) continue;
+            if (!c || !torc__unref(&c->refcount)) continue;
             if (depth == cap) {
                 torc_node **ns = malloc((size_t)cap * 2 * sizeof *ns);
                 if (!ns) continue;  // cannot grow: leak the rest rather than corrupt memory

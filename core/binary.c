@@ -1,7 +1,6 @@
 // core/binary.c — elementwise binary ops with broadcasting and PyTorch's type promotion:
 // arithmetic, maximum/minimum, comparisons, logical ops, their scalar and in-place forms, where.
 #include <math.h>
-#include <string.h>
 
 #include "torc-impl.h"
 
@@ -38,7 +37,10 @@ static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_d
 
 // Runs out = a (op) b with a and b broadcast to out's shape.
 static bool same_shape(const torc_tensor *a, const torc_tensor *b) {
-    return a->ndim == b->ndim && !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape);
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
 }
 
 static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc_tensor *b, torc_opcode code,

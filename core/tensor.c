@@ -30,7 +30,7 @@ typedef struct scope_stack {
     int depth, cap;
 } scope_stack;
 
-static _Thread_local scope_stack tls_sc;
+static TORC__TLS_HOT _Thread_local scope_stack tls_sc;
 
 static void scope_stack_free(scope_stack *st) {
     for (int i = 0; i < st->cap; i++) {
@@ -70,8 +70,8 @@ typedef struct pool_cache {
     struct pool_cache *prev, *next;              // the registry of live threads' caches
 } pool_cache;
 
-static _Thread_local pool_cache *tls_pool;
-static _Thread_local bool tls_pool_dead;  // the thread is exiting: no new cache
+static TORC__TLS_HOT _Thread_local pool_cache *tls_pool;
+static TORC__TLS_HOT _Thread_local bool tls_pool_dead;  // the thread is exiting: no new cache
 static pool_cache *g_pools;               // registry: keeps every live cache reachable
 static pthread_mutex_t g_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t g_pool_key;
@@ -283,7 +283,7 @@ static torc_storage *storage_new(pool_cache *c, torc_device *dev, size_t nbytes)
 }
 
 static void storage_release(pool_cache *c, torc_storage *s) {
-    if (atomic_fetch_sub(&s->refcount, 1) != 1) return;
+    if (!torc__unref(&s->refcount)) return;
     torc__mem_sub(s->alloc_device, s->tag, s->nbytes);
     data_free(c, s->alloc_device, s->data, s->nbytes);
     obj_free(c, TORC__POOL_STORAGE, s, sizeof *s);
@@ -355,7 +355,7 @@ torc_tensor *torc_retain(torc_tensor *t) {
 void torc__autograd_release(torc_tensor *t);  // autograd.c: drops grad, grad_fn
 
 void torc_release(torc_tensor *t) {
-    if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
+    if (!t || !torc__unref(&t->refcount)) return;
     torc__autograd_release(t);
     torc__fp8_meta_free(t->fp8_meta);
     pool_cache *c = pool_get();
@@ -369,10 +369,10 @@ void torc__operand(const torc_tensor *t, torc_operand *op) {
     op->data = (char *)t->storage->data + (size_t)t->offset * torc_dtype_size(t->dtype);
     op->dtype = t->dtype;
     op->ndim = t->ndim;
-    // Whole arrays (fixed-size copies), then the dims past ndim zeroed: backends may hash them.
+    // Whole arrays: a header's dims past ndim are zero (headers start zeroed and only torc__new
+    // and torc__make_view write shapes, ndim entries each), as backends that hash operands expect.
     memcpy(op->shape, t->shape, sizeof op->shape);
     memcpy(op->stride, t->stride, sizeof op->stride);
-    for (int i = t->ndim; i < TORC_MAX_DIMS; i++) op->shape[i] = op->stride[i] = 0;
 }
 
 torc_status torc_set_mem_tag(torc_tensor *t, torc_mem_tag tag) {

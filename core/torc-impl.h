@@ -82,6 +82,18 @@ struct torc_tensor {
     _Atomic(struct torc__ident *) ident; // owned: how saved copies of this tensor name its grad_fn
 };
 
+// Thread-locals read on every op (the scope stack, the pools, grad mode, the phase): the
+// initial-exec model makes each read a plain load instead of a __tls_get_addr call. They total
+// under 64 bytes, which fits the static TLS glibc reserves even when libtorc is dlopen'ed.
+#define TORC__TLS_HOT __attribute__((tls_model("initial-exec")))
+
+// Drops one reference of a refcount and says whether it was the last. When the count reads 1 the
+// caller holds the only reference, so no other thread can take one meanwhile: the common unique
+// case then costs a load instead of a locked read-modify-write.
+static inline bool torc__unref(_Atomic int *refcount) {
+    return atomic_load_explicit(refcount, memory_order_acquire) == 1 || atomic_fetch_sub(refcount, 1) == 1;
+}
+
 // Free lists of fixed-size objects (tensor.c): per thread, bounded, zeroed on allocation. An
 // object may be freed on any thread; size is the object's sizeof, the same for a kind.
 typedef enum torc__pool_kind { TORC__POOL_TENSOR, TORC__POOL_STORAGE, TORC__POOL_NODE, TORC__POOL_KINDS } torc__pool_kind;

@@ -86,7 +86,7 @@ static void mm_int(const mm_mat *A, const mm_mat *B, char *out, torc_dtype odt, 
 
 // Small 2-D f32 or f64 products (every dtype the same): the same sums as mm_float (in double,
 // k ascending from 0.0, rounded once) read straight through the strides, without the panel.
-#define SMALL_MM(T) \
+#define SMALL_MM_LOOP(T, bcs) \
     do { \
         const T *A = a->data, *B = b->data; \
         T *O = o->data; \
@@ -96,10 +96,16 @@ static void mm_int(const mm_mat *A, const mm_mat *B, char *out, torc_dtype odt, 
             for (int64_t k = 0; k < K; k++) { \
                 const double x = A[i * ars + k * acs]; \
                 const T *brow = B + k * brs; \
-                for (int64_t j = 0; j < N; j++) acc[j] += x * (double)brow[j * bcs]; \
+                for (int64_t j = 0; j < N; j++) acc[j] += x * (double)brow[j * (bcs)]; \
             } \
             for (int64_t j = 0; j < N; j++) O[i * ors + j * ocs] = (T)acc[j]; \
         } \
+    } while (0)
+// Rows of B are contiguous in most calls: a literal unit step lets the compiler vectorize.
+#define SMALL_MM(T) \
+    do { \
+        if (bcs == 1) SMALL_MM_LOOP(T, 1); \
+        else SMALL_MM_LOOP(T, bcs); \
     } while (0)
 static bool small_float(const torc_operand *a, const torc_operand *b, const torc_operand *o, int64_t M, int64_t K,
                         int64_t N) {
@@ -114,6 +120,7 @@ static bool small_float(const torc_operand *a, const torc_operand *b, const torc
     return true;
 }
 #undef SMALL_MM
+#undef SMALL_MM_LOOP
 
 int ref_matmul_run(const torc_op *op) {
     int st = check_shapes(op);
