@@ -352,37 +352,57 @@ static void pack_b_cols(const onednn_amx_gemm *g, const dims *d, uint16_t *bp, i
     }
 }
 
-void onednn__amx_gemm(const onednn_amx_gemm *g, void *scratch, int nthreads) {
-    const dims d = tile_dims(g->M, g->N, g->K, g->a_cs == 1);
-    const int64_t Mp = d.MT * 16, Np = d.NT * 16;
-    const int64_t bm = (Mp + AMX_MC - 1) / AMX_MC, bn = (Np + AMX_NC - 1) / AMX_NC;
-    uint16_t *ap = scratch, *bp = ap + (size_t)d.MT * d.KT * TILE_ELEMS;
-    float *accs = (float *)(bp + (size_t)d.NT * d.KT * TILE_ELEMS);
-    panel_state *rows = (panel_state *)(accs + (size_t)nthreads * AMX_MC * AMX_NC), *cols = rows + bm;
-    for (int64_t i = 0; i < bm + bn; i++) atomic_init(&rows[i].v, 0);
-    int nt = nthreads;
-    if (nt > bm * bn) nt = (int)(bm * bn);
-    if (nt < 1) nt = 1;
-#pragma omp parallel num_threads(nt)
-    {
-        config_tiles();
-        float *acc = accs + (size_t)omp_get_thread_num() * AMX_MC * AMX_NC;
+typedef struct gemm_run {
+    const onednn_amx_gemm *g;
+    dims d;
+    int64_t Mp, Np, bm, bn;
+    uint16_t *ap, *bp;
+    float *accs;
+    panel_state *rows, *cols;
+} gemm_run;
+
+// One thread's share: blocks taken in turn (by the dynamic loop when inside a parallel region).
+static void gemm_thread(const gemm_run *r, int tid) {
+    config_tiles();
+    float *acc = r->accs + (size_t)tid * AMX_MC * AMX_NC;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t blk = 0; blk < bm * bn; blk++) {
-            const int64_t i = blk / bn, j = blk % bn, m0 = i * AMX_MC, n0 = j * AMX_NC;
-            const int64_t m1 = m0 + AMX_MC < Mp ? m0 + AMX_MC : Mp, n1 = n0 + AMX_NC < Np ? n0 + AMX_NC : Np;
-            if (claim(&rows[i])) {
-                pack_a_rows(g, &d, ap, m0 / 16, m1 / 16);
-                atomic_store_explicit(&rows[i].v, 2, memory_order_release);
-            }
-            if (claim(&cols[j])) {
-                pack_b_cols(g, &d, bp, n0 / 16, n1 / 16);
-                atomic_store_explicit(&cols[j].v, 2, memory_order_release);
-            }
-            wait_packed(&rows[i]);
-            wait_packed(&cols[j]);
-            run_block(g, &d, ap, bp, acc, m0, m1, n0, n1);
+    for (int64_t blk = 0; blk < r->bm * r->bn; blk++) {
+        const int64_t i = blk / r->bn, j = blk % r->bn, m0 = i * AMX_MC, n0 = j * AMX_NC;
+        const int64_t m1 = m0 + AMX_MC < r->Mp ? m0 + AMX_MC : r->Mp;
+        const int64_t n1 = n0 + AMX_NC < r->Np ? n0 + AMX_NC : r->Np;
+        if (claim(&r->rows[i])) {
+            pack_a_rows(r->g, &r->d, r->ap, m0 / 16, m1 / 16);
+            atomic_store_explicit(&r->rows[i].v, 2, memory_order_release);
         }
-        _tile_release();
+        if (claim(&r->cols[j])) {
+            pack_b_cols(r->g, &r->d, r->bp, n0 / 16, n1 / 16);
+            atomic_store_explicit(&r->cols[j].v, 2, memory_order_release);
+        }
+        wait_packed(&r->rows[i]);
+        wait_packed(&r->cols[j]);
+        run_block(r->g, &r->d, r->ap, r->bp, acc, m0, m1, n0, n1);
     }
+    _tile_release();
+}
+
+void onednn__amx_gemm(const onednn_amx_gemm *g, void *scratch, int nthreads) {
+    gemm_run r = {.g = g, .d = tile_dims(g->M, g->N, g->K, g->a_cs == 1)};
+    r.Mp = r.d.MT * 16;
+    r.Np = r.d.NT * 16;
+    r.bm = (r.Mp + AMX_MC - 1) / AMX_MC;
+    r.bn = (r.Np + AMX_NC - 1) / AMX_NC;
+    r.ap = scratch;
+    r.bp = r.ap + (size_t)r.d.MT * r.d.KT * TILE_ELEMS;
+    r.accs = (float *)(r.bp + (size_t)r.d.NT * r.d.KT * TILE_ELEMS);
+    r.rows = (panel_state *)(r.accs + (size_t)nthreads * AMX_MC * AMX_NC);
+    r.cols = r.rows + r.bm;
+    for (int64_t i = 0; i < r.bm + r.bn; i++) atomic_init(&r.rows[i].v, 0);
+    int nt = nthreads;
+    if (nt > r.bm * r.bn) nt = (int)(r.bm * r.bn);
+    if (nt <= 1) {  // no parallel region: one block leaves OpenMP's team as it is
+        gemm_thread(&r, 0);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    gemm_thread(&r, omp_get_thread_num());
 }
