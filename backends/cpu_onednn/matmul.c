@@ -141,49 +141,16 @@ static dnnl_status_t gemm_one(const onednn_gemm *g, const float *a, const float 
                       c, g->ldc);
 }
 
-// The part of C = A B in rows [m0, m1) and columns [n0, n1), on the calling thread when
-// called inside a parallel region (oneDNN does not nest).
-static dnnl_status_t gemm_block(const onednn_gemm *g, const float *a, const float *b, float *c,
-                                int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-    a += g->transa == 'N' ? m0 * g->lda : m0;  // 'T': A is stored K x M
-    b += g->transb == 'N' ? n0 : n0 * g->ldb;  // 'T': B is stored N x K
-    return dnnl_sgemm(g->transa, g->transb, m1 - m0, n1 - n0, g->K, 1.0f, a, g->lda, b, g->ldb,
-                      0.0f, c + m0 * g->ldc + n0, g->ldc);
-}
-
-// One large GEMM split into one block of rows (or columns, when N > M) per thread, each a
-// single-threaded sgemm: the team meets once, at the end. sgemm's own threading meets inside
-// its loops, and on a loaded machine every meeting waits for a descheduled thread (median
-// 20-60% slower there for 512..2048, the same when the machine is quiet).
-static dnnl_status_t gemm_split(const onednn_gemm *g, const float *a, const float *b, float *c) {
-    dnnl_status_t bad = dnnl_success;
-#pragma omp parallel
-    {
-        const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const bool rows = g->M >= g->N;
-        const int64_t D = rows ? g->M : g->N;
-        const int64_t chunk = ((D + nt - 1) / nt + 15) / 16 * 16;  // whole 16-float vectors
-        const int64_t lo = t * chunk < D ? t * chunk : D, hi = lo + chunk < D ? lo + chunk : D;
-        if (lo < hi) {
-            const dnnl_status_t s = rows ? gemm_block(g, a, b, c, lo, hi, 0, g->N)
-                                         : gemm_block(g, a, b, c, 0, g->M, lo, hi);
-            if (s != dnnl_success) {
-#pragma omp atomic write
-                bad = s;
-            }
-        }
-    }
-    return bad;
-}
-
+// A large GEMM uses sgemm's own threading. Splitting it into one single-threaded sgemm block per
+// thread looked better on a machine loaded 5-8 but measured 1.5-2x slower at 2048 on a quiet
+// one (105-140 vs 200-230 GFLOP/s, alternating in one session), so it was taken out.
 int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float *c) {
     int64_t batch = 1;
     for (int d = 0; d < g->nbatch; d++) batch *= g->bdims[d];
     // The error is set on this thread, after the loop (the message is thread-local).
     dnnl_status_t bad = dnnl_success;
     const int nthr = omp_get_max_threads();
-    const bool split = !g->serial && !g->batch_parallel && g->K > 0 && nthr > 1;
-    if (g->serial && nthr > 1) omp_set_num_threads(1);
+    if (g->serial && nthr > 1) omp_set_num_threads(1);  // sgemm sizes its team by this
 #pragma omp parallel for schedule(static) if (g->batch_parallel && !g->serial)
     for (int64_t i = 0; i < batch; i++) {
         int64_t oa = 0, ob = 0, oc = 0, rest = i;
@@ -194,8 +161,7 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
             ob += j * g->sb[d];
             oc += j * g->sc[d];
         }
-        const dnnl_status_t s = split ? gemm_split(g, a + oa, b + ob, c + oc)
-                                      : gemm_one(g, a + oa, b + ob, c + oc);
+        const dnnl_status_t s = gemm_one(g, a + oa, b + ob, c + oc);
         if (s != dnnl_success) {
 #pragma omp atomic write
             bad = s;
