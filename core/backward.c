@@ -30,7 +30,7 @@
 W1(neg) W1(sign) W1(square) W1(exp) W1(log) W1(sin) W1(cos) W1(tanh) W1(erf) W1(abs) W1(logical_not)
 W2(mul) W2(div) W2(add) W2(sub) W2(pow) W2(eq) W2(gt) W2(lt) W2(logical_and)
 WS(mul_scalar) WS(div_scalar) WS(add_scalar) WS(sub_scalar) WS(rsub_scalar) WS(pow_scalar) WS(eq_scalar)
-WS(ne_scalar) WS(ge_scalar) WS(gt_scalar) WS(rdiv_scalar)
+WS(ne_scalar) WS(ge_scalar) WS(le_scalar) WS(rdiv_scalar)
 static torc_tensor *op_where(const torc_tensor *c, const torc_tensor *a, const torc_tensor *b) {
     return c && a && b ? torc_where(c, a, b) : NULL;
 }
@@ -127,7 +127,8 @@ BW(bw_sigmoid) {
     TRY(gin[0] = op_mul(g, op_mul(OUT, op_rsub_scalar(OUT, 1.0))));
     return TORC_OK;
 }
-BW(bw_relu) { TRY(gin[0] = op_mul(g, op_gt_scalar(OUT, 0.0))); return TORC_OK; }
+// PyTorch's threshold_backward: out <= 0 ? 0 : g (a NaN output passes g; an inf g meets no 0*inf).
+BW(bw_relu) { TRY(gin[0] = zero_where(op_le_scalar(OUT, 0.0), g)); return TORC_OK; }
 BW(bw_gelu) {
     torc_tensor *x = IN(0), *d;
     if (n->params.gelu.approximate) {

@@ -28,6 +28,17 @@ START_TEST(course_w_grad_is_x) {
 }
 END_TEST
 
+START_TEST(relu_backward_is_threshold_backward) {
+    // PyTorch: out <= 0 ? 0 : g. relu(NaN) = NaN passes its gradient; an inf gradient where the
+    // output is 0 gives 0 (not inf * 0 = NaN).
+    torc_scope_push();
+    torc_tensor *x = leaf(VEC(NAN, -1, 2, 0));
+    ok(torc_backward(torc_relu(x), VEC(1, INFINITY, 3, INFINITY), false));
+    tu_assert_values(torc_grad(x), TU_ARR(1, 0, 3, 0), 0);
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(course_functional_grad_leaves_dot_grad_alone) {
     // y = a^2 x + b x + c at a = 1, x = 1: dy/da = 2ax = 2, dy/db = x = 1, dy/dc = 1.
     torc_scope_push();
@@ -478,6 +489,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, course_w_grad_is_x);
     tcase_add_test(tc, course_functional_grad_leaves_dot_grad_alone);
     tcase_add_test(tc, course_retain_grad);
+    tcase_add_test(tc, relu_backward_is_threshold_backward);
     tcase_add_test(tc, course_two_layer_gradient_shapes);
     tcase_add_test(tc, course_inplace_after_sigmoid_fails_backward);
     tcase_add_test(tc, course_second_backward_fails);
