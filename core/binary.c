@@ -4,11 +4,6 @@
 
 #include "torc-impl.h"
 
-bool torc__check_can_cast(torc_dtype result, torc_dtype out);                    // move.c
-bool torc__check_no_internal_overlap(const torc_tensor *t);                        // move.c
-bool torc__check_inplace_shape(const torc_tensor *self, const torc_tensor *other); // move.c
-bool torc__check_no_partial_overlap(const torc_tensor *out, const torc_tensor *in); // move.c
-
 static bool is_comparison(torc_opcode c) { return c >= TORC_OP_EQ && c <= TORC_OP_GE; }
 static bool is_logical(torc_opcode c) { return c == TORC_OP_LOGICAL_AND || c == TORC_OP_LOGICAL_OR; }
 

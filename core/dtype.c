@@ -54,6 +54,13 @@ const char *torc__dtype_c10_name(torc_dtype d) {
     return torc__dtype_valid(d) ? dtype_table[d].c10_name : "Undefined";
 }
 
+const char *torc__dtype_typemeta_name(torc_dtype d) {
+    static const char *const n[TORC_DTYPE_COUNT] = {"double", "float", "c10::Half", "c10::BFloat16",
+                                                    "c10::Float8_e4m3fn", "c10::Float8_e5m2", "long int", "int",
+                                                    "short int", "signed char", "unsigned char", "bool"};
+    return torc__dtype_valid(d) ? n[d] : "unknown";
+}
+
 static torc_status invalid_dtype(torc_dtype d) {
     return torc__error(TORC_ERR_INVALID_ARG, "invalid dtype %d (expected 0..%d)", (int)d,
                        TORC_DTYPE_COUNT - 1);

@@ -4,13 +4,6 @@
 
 #include "torc-impl.h"
 
-static const char *torch_type_name(torc_dtype d) {
-    static const char *const n[TORC_DTYPE_COUNT] = {"double", "float", "c10::Half", "c10::BFloat16",
-                                                    "c10::Float8_e4m3fn", "c10::Float8_e5m2", "long int", "int",
-                                                    "short int", "signed char", "unsigned char", "bool"};
-    return (unsigned)d < TORC_DTYPE_COUNT ? n[d] : "?";
-}
-
 torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype) {
     if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
     if (torc__autocast_matmul_applies(a, b)) return torc__autocast_matmul(a, b, out_dtype);  // autocast.c
@@ -31,7 +24,7 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
                                   da, db);
         if (path == BMM) return TORC_FAIL_NULL(TORC_ERR_DTYPE, "expected scalar type %s but found %s", da, db);
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "expected m1 and m2 to have the same dtype, but got: %s != %s",
-                              torch_type_name(a->dtype), torch_type_name(b->dtype));
+                              torc__dtype_typemeta_name(a->dtype), torc__dtype_typemeta_name(b->dtype));
     }
     if (torc_dtype_is_fp8(a->dtype))
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"addmm_impl_cpu_\" not implemented for '%s' (fp8 matmuls go through "

@@ -4,32 +4,9 @@
 
 #include "torc-impl.h"
 
-bool torc__check_can_cast(torc_dtype result, torc_dtype out);                     // move.c
-bool torc__check_no_internal_overlap(const torc_tensor *t);                         // move.c
-bool torc__check_no_partial_overlap(const torc_tensor *out, const torc_tensor *in); // move.c
-
 // The kernel names PyTorch's "not implemented for" messages print.
 static const char *kernel_name(torc_opcode code) {
     return code == TORC_OP_ADDCMUL ? "addcmul_cpu_out" : code == TORC_OP_ADDCDIV ? "addcdiv_cpu_out" : "lerp_kernel_scalar";
-}
-
-// caffe2's TypeMeta names, which lerp's dtype message prints ("expected dtype float ...").
-static const char *typemeta_name(torc_dtype d) {
-    switch (d) {
-    case TORC_DTYPE_F64: return "double";
-    case TORC_DTYPE_F32: return "float";
-    case TORC_DTYPE_F16: return "c10::Half";
-    case TORC_DTYPE_BF16: return "c10::BFloat16";
-    case TORC_DTYPE_F8_E4M3FN: return "c10::Float8_e4m3fn";
-    case TORC_DTYPE_F8_E5M2: return "c10::Float8_e5m2";
-    case TORC_DTYPE_I64: return "long int";
-    case TORC_DTYPE_I32: return "int";
-    case TORC_DTYPE_I16: return "short int";
-    case TORC_DTYPE_I8: return "signed char";
-    case TORC_DTYPE_U8: return "unsigned char";
-    case TORC_DTYPE_BOOL: return "bool";
-    default: return "unknown";
-    }
 }
 
 // The dtype checks PyTorch makes before it computes anything (its argument checks), and the
@@ -38,8 +15,8 @@ static bool check_args(torc_opcode code, int n, const torc_tensor *const *ts, to
     for (int i = 1; i < n; i++)
         if (!torc__same_device(ts[0], ts[i])) return false;
     if (code == TORC_OP_LERP && ts[0]->dtype != ts[1]->dtype) {
-        torc__error(TORC_ERR_DTYPE, "expected dtype %s for `end` but got dtype %s", typemeta_name(ts[0]->dtype),
-                    typemeta_name(ts[1]->dtype));
+        torc__error(TORC_ERR_DTYPE, "expected dtype %s for `end` but got dtype %s", torc__dtype_typemeta_name(ts[0]->dtype),
+                    torc__dtype_typemeta_name(ts[1]->dtype));
         return false;
     }
     if (code == TORC_OP_ADDCDIV && torc_dtype_is_integral(ts[1]->dtype) && torc_dtype_is_integral(ts[2]->dtype)) {

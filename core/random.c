@@ -102,8 +102,6 @@ torc_tensor *torc_randint(int64_t low, int64_t high, int ndim, const int64_t *sh
     return random_new(ndim, shape, dtype, TORC_OP_RAND_INT, (double)low, (double)high, gen);
 }
 
-bool torc__check_no_internal_overlap(const torc_tensor *t);  // move.c
-
 // uniform_ / normal_ into an existing tensor: an in-place write whose gradient to t is zero.
 static torc_status fill_random_(torc_tensor *t, torc_opcode code, double a, double b, torc_generator *gen) {
     if (!torc__check_no_internal_overlap(t)) return torc_last_status();  // as torch (fill_ has no such check)

@@ -158,6 +158,15 @@ bool torc__dtype_valid(torc_dtype d);
 // c10::ScalarType's name ("Float", "Long", "Float8_e4m3fn"): PyTorch's error messages print
 // dtypes this way ("result type Float can't be cast to the desired output type Long").
 const char *torc__dtype_c10_name(torc_dtype d);
+// caffe2::TypeMeta's name ("float", "c10::Half", "long int"): what matmul's and lerp's dtype
+// messages print ("expected m1 and m2 to have the same dtype, but got: float != double").
+const char *torc__dtype_typemeta_name(torc_dtype d);
+
+// ---- in-place and out= argument checks (move.c), with PyTorch's messages ----
+bool torc__check_can_cast(torc_dtype result, torc_dtype out);
+bool torc__check_no_internal_overlap(const torc_tensor *t);
+bool torc__check_inplace_shape(const torc_tensor *self, const torc_tensor *other);
+bool torc__check_no_partial_overlap(const torc_tensor *out, const torc_tensor *in);
 
 // ---- ops (op helpers shared by unary.c, binary.c, reduce.c, ...) ----
 // Broadcasts shapes a and b (PyTorch's rules, right to left); error names both shapes.

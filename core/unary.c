@@ -2,9 +2,6 @@
 // in-place forms. One table says which dtypes an op takes and what dtype it returns.
 #include "torc-impl.h"
 
-bool torc__check_can_cast(torc_dtype result, torc_dtype out);  // move.c
-bool torc__check_no_internal_overlap(const torc_tensor *t);     // move.c
-
 typedef enum { KEEP, FLOATING, FLOAT_ONLY, TO_BOOL } out_rule;
 // KEEP: same dtype (bool allowed unless no_bool); FLOATING: integers promote to the default
 // float dtype (torch.sqrt(int) is float); FLOAT_ONLY: integers are an error (gelu); TO_BOOL.
