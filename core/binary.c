@@ -31,24 +31,12 @@ static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_d
 }
 
 // Runs out = a (op) b with a and b broadcast to out's shape.
-static bool same_shape(const torc_tensor *a, const torc_tensor *b) {
-    if (a->ndim != b->ndim) return false;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->shape[i] != b->shape[i]) return false;
-    return true;
-}
-
 static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc_tensor *b, torc_opcode code,
                               double alpha) {
     torc_op op = {.code = code, .n_in = 2};
     torc__operand(out, &op.out);
-    torc_status st = TORC_OK;
-    // Operands of out's own shape need no broadcasting (the common case, and most of a tiny op).
-    if (same_shape(a, out)) torc__operand(a, &op.in[0]);
-    else st = torc__broadcast_operand(a, out->ndim, out->shape, &op.in[0]);
-    if (st) return st;
-    if (same_shape(b, out)) torc__operand(b, &op.in[1]);
-    else st = torc__broadcast_operand(b, out->ndim, out->shape, &op.in[1]);
+    torc_status st = torc__broadcast_operand(a, out->ndim, out->shape, &op.in[0]);
+    if (!st) st = torc__broadcast_operand(b, out->ndim, out->shape, &op.in[1]);
     if (st) return st;
     // PyTorch casts alpha to the op's dtype: for bool that is `alpha != 0` (so True + -1*True is
     // True); a fractional alpha stays as it is for the backend's integral-alpha error.
@@ -64,14 +52,10 @@ static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, tor
                                  torc_dtype common, torc_dtype da, torc_dtype db) {
     torc_dtype out_dtype;
     if (!torc__same_device(a, b) || !op_dtypes(code, common, da, db, &out_dtype)) return NULL;
-    int ndim = a->ndim;
+    int ndim;
     int64_t shape[TORC_MAX_DIMS];
-    const int64_t *oshape = a->shape;
-    if (!same_shape(a, b)) {
-        if (torc__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim, shape)) return NULL;
-        oshape = shape;
-    }
-    torc_tensor *out = torc__new(a->device, out_dtype, ndim, oshape);
+    if (torc__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim, shape)) return NULL;
+    torc_tensor *out = torc__new(a->device, out_dtype, ndim, shape);
     if (!out) return NULL;
     if (run_binary(out, a, b, code, alpha)) {
         torc_release(out);
