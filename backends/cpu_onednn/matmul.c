@@ -153,15 +153,9 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
     if (g->serial && nthr > 1) omp_set_num_threads(1);  // sgemm sizes its team by this
 #pragma omp parallel for schedule(static) if (g->batch_parallel && !g->serial)
     for (int64_t i = 0; i < batch; i++) {
-        int64_t oa = 0, ob = 0, oc = 0, rest = i;
-        for (int d = g->nbatch - 1; d >= 0; d--) {
-            const int64_t j = rest % g->bdims[d];
-            rest /= g->bdims[d];
-            oa += j * g->sa[d];
-            ob += j * g->sb[d];
-            oc += j * g->sc[d];
-        }
-        const dnnl_status_t s = gemm_one(g, a + oa, b + ob, c + oc);
+        int64_t o[3];
+        onednn__batch_offsets(g->nbatch, g->bdims, g->sa, g->sb, g->sc, i, o);
+        const dnnl_status_t s = gemm_one(g, a + o[0], b + o[1], c + o[2]);
         if (s != dnnl_success) {
 #pragma omp atomic write
             bad = s;

@@ -91,6 +91,11 @@ typedef struct onednn_gemm {
     bool serial;                // the whole GEMM on the calling thread
 } onednn_gemm;
 
+// The element offsets of matrix i of a batch in A, B and C (row-major batch index over
+// dims[0..nbatch); a stride 0 broadcasts): off[0], off[1], off[2]. plan.c.
+void onednn__batch_offsets(int nbatch, const int64_t *dims, const int64_t *sa, const int64_t *sb,
+                           const int64_t *sc, int64_t i, int64_t off[3]);
+
 typedef enum onednn_step_kind {
     ONEDNN_STEP_PRIM = 0,  // a oneDNN primitive
     ONEDNN_STEP_CONVERT,   // a host f16 <-> f32 conversion (f16.c)

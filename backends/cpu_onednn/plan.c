@@ -123,13 +123,22 @@ int onednn__plan_reorder(onednn_plan *p, const onednn_view *from, int from_buf,
     return onednn__plan_add_pd(p, pd, 2, b);
 }
 
-int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
-                         const onednn_view *to, int to_buf) {
-    if (p->n_steps >= ONEDNN_MAX_STEPS)
-        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: plan step limit exceeded");
+// A new zeroed host step of this kind at the end of the plan, or NULL with the error set.
+static onednn_step *host_step(onednn_plan *p, onednn_step_kind kind) {
+    if (p->n_steps >= ONEDNN_MAX_STEPS) {
+        onednn__error(TORC_ERR_BACKEND, "onednn: internal: plan step limit exceeded");
+        return NULL;
+    }
     onednn_step *s = &p->steps[p->n_steps++];
     memset(s, 0, sizeof *s);
-    s->kind = ONEDNN_STEP_CONVERT;
+    s->kind = kind;
+    return s;
+}
+
+int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
+                         const onednn_view *to, int to_buf) {
+    onednn_step *s = host_step(p, ONEDNN_STEP_CONVERT);
+    if (!s) return TORC_ERR_BACKEND;
     s->n_args = 2;
     s->args[0].buf = from_buf;
     s->args[1].buf = to_buf;
@@ -139,11 +148,8 @@ int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
 }
 
 int onednn__plan_gemm(onednn_plan *p, const onednn_gemm *g, int a_buf, int b_buf, int c_buf) {
-    if (p->n_steps >= ONEDNN_MAX_STEPS)
-        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: plan step limit exceeded");
-    onednn_step *s = &p->steps[p->n_steps++];
-    memset(s, 0, sizeof *s);
-    s->kind = ONEDNN_STEP_GEMM;
+    onednn_step *s = host_step(p, ONEDNN_STEP_GEMM);
+    if (!s) return TORC_ERR_BACKEND;
     s->n_args = 3;
     s->args[0].buf = a_buf;
     s->args[1].buf = b_buf;
@@ -153,8 +159,6 @@ int onednn__plan_gemm(onednn_plan *p, const onednn_gemm *g, int a_buf, int b_buf
 }
 
 int onednn__plan_amx_matmul(onednn_plan *p, const torc_op *op) {
-    if (p->n_steps >= ONEDNN_MAX_STEPS)
-        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: plan step limit exceeded");
     const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out;
     const int nd = y->ndim;
     const int nthreads = omp_get_max_threads();  // the cache builds small ops for one thread
@@ -162,19 +166,30 @@ int onednn__plan_amx_matmul(onednn_plan *p, const torc_op *op) {
     if ((st = onednn__plan_tmp(p, onednn__amx_scratch_bytes(y->shape[nd - 2], y->shape[nd - 1],
                                                              x->shape[nd - 1], nthreads), &buf)))
         return st;
-    onednn_step *s = &p->steps[p->n_steps++];
-    memset(s, 0, sizeof *s);
+    onednn_step *s = host_step(p, ONEDNN_STEP_AMX_MATMUL);
+    if (!s) return TORC_ERR_BACKEND;
     s->n_args = 4;
     s->args[0].buf = ONEDNN_BUF_IN0;
     s->args[1].buf = ONEDNN_BUF_IN0 + 1;
     s->args[2].buf = ONEDNN_BUF_OUT;
     s->args[3].buf = buf;
-    s->kind = ONEDNN_STEP_AMX_MATMUL;
     s->amx.nthreads = nthreads;
     onednn__view(&s->amx.a, x, dnnl_bf16);
     onednn__view(&s->amx.b, w, dnnl_bf16);
     onednn__view(&s->amx.c, y, onednn__dt(y->dtype));
     return 0;
+}
+
+void onednn__batch_offsets(int nbatch, const int64_t *dims, const int64_t *sa, const int64_t *sb,
+                           const int64_t *sc, int64_t i, int64_t off[3]) {
+    off[0] = off[1] = off[2] = 0;
+    for (int d = nbatch - 1; d >= 0; d--) {
+        const int64_t j = i % dims[d];
+        i /= dims[d];
+        off[0] += j * sa[d];
+        off[1] += j * sb[d];
+        off[2] += j * sc[d];
+    }
 }
 
 // An AMX matmul step: the matrices of the batch one after another, each on every thread.
@@ -193,17 +208,11 @@ static void run_amx(const onednn_step *s, const void *a, const void *b, void *c,
     int64_t batch = 1;
     for (int d = 0; d < r; d++) batch *= vc->dims[d];
     for (int64_t i = 0; i < batch; i++) {
-        int64_t rem = i, oa = 0, ob = 0, oc = 0;
-        for (int d = r - 1; d >= 0; d--) {  // batch index -> element offsets (stride 0: broadcast)
-            const int64_t idx = rem % vc->dims[d];
-            rem /= vc->dims[d];
-            oa += idx * va->strides[d];
-            ob += idx * vb->strides[d];
-            oc += idx * vc->strides[d];
-        }
-        g.a = (const uint16_t *)a + oa;
-        g.b = (const uint16_t *)b + ob;
-        g.c = f32 ? (void *)((float *)c + oc) : (void *)((uint16_t *)c + oc);
+        int64_t o[3];
+        onednn__batch_offsets(r, vc->dims, va->strides, vb->strides, vc->strides, i, o);
+        g.a = (const uint16_t *)a + o[0];
+        g.b = (const uint16_t *)b + o[1];
+        g.c = f32 ? (void *)((float *)c + o[2]) : (void *)((uint16_t *)c + o[2]);
         onednn__amx_gemm(&g, scratch, nthreads);
     }
 }
