@@ -959,6 +959,49 @@ START_TEST(test_copy) {
 END_TEST
 #define N_COPY_CASTS 23
 
+// Dense f32 <-> bf16 casts (cast.c) bit for bit against torc_f32_to_bf16 (c10's rounding): ties
+// to even, rounding up into inf, NaN payloads of either sign -> 0x7FC0, subnormals kept, -0.
+// 4M + 13 elements: the parallel split (from 4M elements) and every vector tail.
+START_TEST(test_cast_bits) {
+    static const uint32_t specials[] = {0x3f808000u, 0x3f818000u, 0x3f808001u, 0xbf818000u, 0x7f7fffffu,
+                                        0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7f800001u, 0xffc00001u,
+                                        0x7fbfffffu, 0x00000001u, 0x80008000u, 0x00018000u, 0x007fffffu,
+                                        0x80000000u, 0x00000000u, 0x3f800000u};
+    const int64_t n = (INT64_C(1) << 22) + 13, ns = (int64_t)(sizeof specials / sizeof specials[0]);
+    uint32_t *f = malloc((size_t)n * 4), *back = malloc((size_t)n * 4);
+    uint16_t *h = malloc((size_t)n * 2);
+    ck_assert(f && back && h);
+    uint64_t r = 88172645463325252u;
+    for (int64_t i = 0; i < n; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;  // xorshift: every bit pattern is fair game
+        f[i] = i % 97 < ns ? specials[i % 97] : (uint32_t)r;
+    }
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_COPY;
+    op.n_in = 1;
+    op.in[0] = (torc_operand){.data = f, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n}, .stride = {1}};
+    op.out = (torc_operand){.data = h, .dtype = TORC_DTYPE_BF16, .ndim = 1, .shape = {n}, .stride = {1}};
+    run_ok(&op, "f32 -> bf16");
+    for (int64_t i = 0; i < n; i++) {
+        const uint16_t want = torc_f32_to_bf16(torc_f32_from_bits(f[i]));
+        if (h[i] != want) ck_abort_msg("f32 0x%08x -> bf16: got 0x%04x, want 0x%04x", f[i], h[i], want);
+    }
+    op.in[0] = op.out;
+    op.in[0].data = h;
+    op.in[0].ndim = 2;  // (n, 1) views: a size-1 dim's stride is free
+    op.in[0].shape[1] = 1;
+    op.in[0].stride[1] = 3;
+    op.out = (torc_operand){.data = back, .dtype = TORC_DTYPE_F32, .ndim = 2, .shape = {n, 1}, .stride = {1, 7}};
+    run_ok(&op, "bf16 -> f32");
+    for (int64_t i = 0; i < n; i++)
+        if (back[i] != (uint32_t)h[i] << 16) ck_abort_msg("bf16 0x%04x -> f32: got 0x%08x", h[i], back[i]);
+    free(f);
+    free(back);
+    free(h);
+}
+END_TEST
+
 START_TEST(test_copy_declined) {
     // oneDNN saturates and rounds where PyTorch truncates or wraps; its f16 conversions are slow.
     static const torc_dtype pairs[][2] = {
@@ -1241,6 +1284,7 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_bf16_subnormals);
     tcase_add_test(tc, test_in_place);
     tcase_add_loop_test(tc, test_copy, 0, N_COPY_CASTS);
+    tcase_add_test(tc, test_cast_bits);
     tcase_add_test(tc, test_copy_declined);
     tcase_add_test(tc, test_declines);
     tcase_add_test(tc, test_bad_descriptors);

@@ -292,6 +292,7 @@ static bool onednn_supports(int device, const torc_op *op) {
         return false;
     }
     if (onednn__pointwise_op(op->code)) return onednn__pointwise_check(op) == 0;
+    if (onednn__cast_op(op)) return true;
     bool ok = false;
     pthread_mutex_lock(&g.lock);
     if (g.refs > 0) {
@@ -344,6 +345,10 @@ static int onednn_run(int device, const torc_op *op) {
     if (onednn__pointwise_op(op->code)) {  // plain loops: no oneDNN state, so no lock
         apply_threads();
         return onednn__pointwise_run(op);
+    }
+    if (onednn__cast_op(op)) {
+        apply_threads();
+        return onednn__cast_run(op);
     }
     onednn_fixup fixup = ONEDNN_FIXUP_NONE;
     torc_op local = *op;  // op with aliased inputs moved aside, when the fixup needs them

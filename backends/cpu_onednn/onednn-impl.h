@@ -247,6 +247,10 @@ bool onednn__pointwise_op(torc_opcode code);  // ADDCMUL, ADDCDIV, LERP
 int onednn__pointwise_check(const torc_op *op);
 int onednn__pointwise_run(const torc_op *op);
 
+// ---- dense float32 <-> bfloat16 casts (cast.c): host loops, outside the lock ----
+bool onednn__cast_op(const torc_op *op);  // a COPY the loops run: dense f32 -> bf16 or bf16 -> f32
+int onednn__cast_run(const torc_op *op);
+
 // ---- device description (device.c) ----
 int onednn__device_info(torc_device_info *info);
 

@@ -1,0 +1,73 @@
+// backends/cpu_onednn/cast.c — dense float32 <-> bfloat16 casts (TORC_OP_COPY) as host loops, the
+// casts autocast makes every step: c10's rounding (nearest even, subnormals kept, NaN -> 0x7FC0).
+// oneDNN's reorder converts with vcvtneps2bf16, which flushes subnormals, so through it every
+// f32 -> bf16 cast paid a second pass scanning its input for them (fixup.c); this is one pass.
+// Strided casts and every other dtype pair stay on the reorder (copy.c).
+#include <omp.h>
+
+#include "onednn-impl.h"
+
+// Row-major contiguous (size-1 dims may have any stride).
+static bool dense(const torc_operand *x) {
+    int64_t want = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        if (x->shape[d] != 1 && x->stride[d] != want) return false;
+        want *= x->shape[d];
+    }
+    return true;
+}
+
+bool onednn__cast_op(const torc_op *op) {
+    if (op->code != TORC_OP_COPY || op->n_in != 1) return false;
+    const torc_dtype s = op->in[0].dtype, d = op->out.dtype;
+    return ((s == TORC_DTYPE_F32 && d == TORC_DTYPE_BF16) || (s == TORC_DTYPE_BF16 && d == TORC_DTYPE_F32)) &&
+           onednn__same_shape(&op->in[0], &op->out) && dense(&op->in[0]) && dense(&op->out);
+}
+
+// The loops, compiled for AVX-512 (16 elements a step) and for any x86-64; run() picks by the CPU.
+// The rounding is torc_f32_to_bf16's (convert.h), written on the bits so that it vectorizes.
+#define CAST_LOOPS(suffix, attr)                                                                   \
+    attr static void to_bf16_##suffix(uint16_t *out, const uint32_t *in, int64_t i0, int64_t i1) {  \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
+            const uint32_t u = in[i];                                                              \
+            const uint16_t r = (uint16_t)((u + ((u >> 16) & 1) + UINT32_C(0x7FFF)) >> 16);         \
+            out[i] = (u & UINT32_C(0x7FFFFFFF)) > UINT32_C(0x7F800000) ? UINT16_C(0x7FC0) : r;     \
+        }                                                                                          \
+    }                                                                                              \
+    attr static void to_f32_##suffix(uint32_t *out, const uint16_t *in, int64_t i0, int64_t i1) {  \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = (uint32_t)in[i] << 16;      \
+    }
+CAST_LOOPS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+CAST_LOOPS(any, )
+
+static void run_range(const torc_op *op, bool avx512, int64_t i0, int64_t i1) {
+    if (op->out.dtype == TORC_DTYPE_BF16) {
+        (avx512 ? to_bf16_avx512 : to_bf16_any)(op->out.data, op->in[0].data, i0, i1);
+    } else {
+        (avx512 ? to_f32_avx512 : to_f32_any)(op->out.data, op->in[0].data, i0, i1);
+    }
+}
+
+// One contiguous chunk per thread (boundaries on 32 elements: no two threads write one cache
+// line); small casts on the calling thread (onednn__single_thread).
+int onednn__cast_run(const torc_op *op) {
+    const int64_t n = onednn__numel(&op->out);
+    if (n == 0) return 0;
+    if (!op->in[0].data || !op->out.data)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: copy: %s.data is NULL", op->out.data ? "in[0]" : "out");
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl");
+    const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
+    if (nthr <= 1) {
+        run_range(op, avx512, 0, n);
+        return 0;
+    }
+#pragma omp parallel num_threads(nthr)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int64_t chunk = (n + nt - 1) / nt, per = (chunk + 31) / 32 * 32;
+        const int64_t i0 = (int64_t)t * per < n ? (int64_t)t * per : n, i1 = i0 + per < n ? i0 + per : n;
+        run_range(op, avx512, i0, i1);
+    }
+    return 0;
+}
