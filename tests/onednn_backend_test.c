@@ -321,6 +321,41 @@ START_TEST(test_alloc_copy) {
 }
 END_TEST
 
+// Freed large blocks are kept for the next allocation of about their size (memory.c): a training
+// step gets last step's pages back instead of faulting new ones in; empty_cache releases them.
+START_TEST(test_alloc_reuse) {
+    const size_t mib = (size_t)1 << 20;
+    char *a = vt->alloc(0, mib);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_uint_eq((uintptr_t)a % 64, 0);
+    memset(a, 7, mib);
+    vt->free(0, a);
+    char *b = vt->alloc(0, mib - 100);  // within a quarter: the kept block
+    ck_assert_ptr_eq(b, a);
+    memset(b, 1, mib - 100);            // all of it usable
+    char *c = vt->alloc(0, mib / 2);    // nothing kept fits that closely: a new block
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_ne(c, b);
+    vt->free(0, c);
+    vt->free(0, b);
+    char *d = vt->alloc(0, 2 * mib);    // larger than every kept block: a new one
+    ck_assert_ptr_nonnull(d);
+    ck_assert_ptr_ne(d, a);
+    memset(d, 2, 2 * mib);
+    vt->free(0, d);
+    ck_assert_int_eq(vt->empty_cache(0), 0);
+    char *small[4];
+    for (int i = 0; i < 4; i++) {  // small blocks are glibc's: aligned, distinct, usable
+        small[i] = vt->alloc(0, (size_t)(i * 1000 + 1));
+        ck_assert_ptr_nonnull(small[i]);
+        ck_assert_uint_eq((uintptr_t)small[i] % 64, 0);
+        memset(small[i], i, (size_t)(i * 1000 + 1));
+    }
+    for (int i = 0; i < 4; i++) vt->free(0, small[i]);
+    vt->free(0, NULL);
+}
+END_TEST
+
 START_TEST(test_device_info) {
     torc_device_info info;
     ck_assert_int_eq(vt->device_info(0, &info), 0);
@@ -1267,6 +1302,7 @@ static Suite *onednn_suite(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_vtable);
     tcase_add_test(tc, test_alloc_copy);
+    tcase_add_test(tc, test_alloc_reuse);
     tcase_add_test(tc, test_device_info);
     tcase_add_test(tc, test_num_threads);
     tcase_add_loop_test(tc, test_matmul, 0, (int)(sizeof mm_dtypes / sizeof mm_dtypes[0]));

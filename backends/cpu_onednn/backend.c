@@ -184,6 +184,7 @@ static void onednn_shutdown(void) {
         // freeing them, this keeps LeakSanitizer alive at exit: GCC 12's LSan crashes scanning
         // the dynamic TLS (libdnnl's, loaded by dlopen) of idle workers on glibc 2.36.
         omp_pause_resource_all(omp_pause_hard);
+        onednn__mem_release_cache();
     }
     pthread_mutex_unlock(&g.lock);
 }
@@ -205,23 +206,17 @@ static int onednn_device_info(int device, torc_device_info *info) {
     return onednn__device_info(info);
 }
 
-#define ONEDNN_ALLOC_ALIGN 64
-
 static void *onednn_alloc(int device, size_t nbytes) {
     if (check_device(device)) return NULL;
-    if (nbytes > SIZE_MAX - ONEDNN_ALLOC_ALIGN) {
-        onednn__error(TORC_ERR_OOM, "onednn: cannot allocate %zu bytes", nbytes);
-        return NULL;
-    }
-    // aligned_alloc wants a multiple of the alignment; size 0 still gets a valid pointer.
-    size_t n = nbytes == 0 ? ONEDNN_ALLOC_ALIGN
-                           : (nbytes + ONEDNN_ALLOC_ALIGN - 1) / ONEDNN_ALLOC_ALIGN * ONEDNN_ALLOC_ALIGN;
-    void *p = aligned_alloc(ONEDNN_ALLOC_ALIGN, n);
+    void *p = onednn__mem_alloc(nbytes);
     if (!p) onednn__error(TORC_ERR_OOM, "onednn: cannot allocate %zu bytes", nbytes);
     return p;
 }
 
-static void onednn_free(int device, void *ptr) { free(ptr); }
+static void onednn_free(int device, void *ptr) {
+    (void)device;
+    onednn__mem_free(ptr);
+}
 
 static int onednn_copy(int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
                        bool async) {
@@ -254,6 +249,7 @@ static int onednn_empty_cache(int device) {
     onednn__cache_clear();
     release_workspace();
     pthread_mutex_unlock(&g.lock);
+    onednn__mem_release_cache();
     return 0;
 }
 
@@ -319,8 +315,8 @@ static int check_pointers(const torc_op *op) {
 
 static int ensure_workspace(size_t nbytes) {
     if (nbytes <= g.work_bytes) return 0;
-    size_t n = (nbytes + ONEDNN_ALLOC_ALIGN - 1) / ONEDNN_ALLOC_ALIGN * ONEDNN_ALLOC_ALIGN;
-    void *p = aligned_alloc(ONEDNN_ALLOC_ALIGN, n);
+    const size_t n = (nbytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, n);
     if (!p) return onednn__error(TORC_ERR_OOM, "onednn: cannot allocate a %zu-byte workspace", n);
     free(g.work);
     g.work = p;

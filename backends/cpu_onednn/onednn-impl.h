@@ -251,6 +251,11 @@ int onednn__pointwise_run(const torc_op *op);
 bool onednn__cast_op(const torc_op *op);  // a COPY the loops run: dense f32 -> bf16 or bf16 -> f32
 int onednn__cast_run(const torc_op *op);
 
+// ---- tensor memory (memory.c): 64-byte aligned, freed large blocks kept for reuse ----
+void *onednn__mem_alloc(size_t nbytes);  // NULL when the system has no memory
+void onednn__mem_free(void *ptr);
+void onednn__mem_release_cache(void);    // returns the kept blocks to the system
+
 // ---- device description (device.c) ----
 int onednn__device_info(torc_device_info *info);
 
