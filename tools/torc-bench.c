@@ -36,6 +36,7 @@ typedef struct options {
     torc_dtype dtypes[4];
     int n_dtypes;
     int threads;                // FMA-loop threads (default: online CPUs)
+    int rounds;                 // measurement rounds (each: torc's figures, then the peer's)
     const char *python, *peer_script;
 } options;
 static options g_opt;
@@ -88,6 +89,17 @@ static bool get(const result *r, int n, const char *key, double *v) {
         }
     return false;
 }
+
+// One round: torc's figures, then the peer's (when --peer), taken back to back. Each ratio is
+// taken within a round and the rounds' ratios are summarized by their median: on a shared
+// machine whose speed drifts over minutes, a ratio of figures taken far apart measures the drift.
+#define MAX_ROUNDS 9
+typedef struct round_res {
+    result torc[MAX_RESULTS], peer[MAX_RESULTS];
+    int nt, np;
+} round_res;
+static round_res g_rounds[MAX_ROUNDS];
+static int g_n_rounds;
 
 #define say(...) (g_opt.json ? 0 : printf(__VA_ARGS__))
 
@@ -467,35 +479,66 @@ static const char *unit_of(const char *key) {
     return strstr(key, "gflops") ? "GFLOP/s" : strstr(key, "_us") ? "us" : "ms";
 }
 
-// Fills ratio and met for target i; false when a figure is missing.
-static bool target_eval(int i, const result *peer, int np, double *tv, double *pv, double *ratio, bool *met) {
+// Target i in round r: torc's figure, the peer's (or torc's own second figure) and their ratio;
+// false when a figure is missing.
+static bool target_round(int i, const round_res *rr, double *tv, double *pv, double *ratio) {
     const target *t = &g_targets[i];
-    if (!get(g_res, g_n_res, t->torc_key, tv)) return false;
-    if (t->peer_key ? !get(peer, np, t->peer_key, pv) : !get(g_res, g_n_res, t->torc2_key, pv)) return false;
+    if (!get(rr->torc, rr->nt, t->torc_key, tv)) return false;
+    if (t->peer_key ? !get(rr->peer, rr->np, t->peer_key, pv) : !get(rr->torc, rr->nt, t->torc2_key, pv)) return false;
     if (!(*pv > 0)) return false;
     *ratio = *tv / *pv;
-    *met = t->goal == 0 || (t->higher_better ? *ratio >= t->goal : *ratio <= t->goal);
     return true;
 }
 
-static void print_targets(const result *peer, int np) {
-    printf("\nside by side with the peer (same machine, same run; ratio = torc / peer):\n");
+// Target i over the rounds: the median of each column and of the per-round ratios (each in
+// r[0..n), in round order); false when no round has both figures.
+typedef struct target_sum {
+    double torc, peer, ratio, r[MAX_ROUNDS];
+    int n;
+    bool met;
+} target_sum;
+
+static bool target_eval(int i, target_sum *ts) {
+    double tv[MAX_ROUNDS], pv[MAX_ROUNDS], ratio[MAX_ROUNDS];
+    ts->n = 0;
+    for (int r = 0; r < g_n_rounds; r++)
+        if (target_round(i, &g_rounds[r], &tv[ts->n], &pv[ts->n], &ratio[ts->n])) {
+            ts->r[ts->n] = ratio[ts->n];
+            ts->n++;
+        }
+    if (ts->n == 0) return false;
+    ts->torc = median(tv, ts->n);
+    ts->peer = median(pv, ts->n);
+    ts->ratio = median(ratio, ts->n);
+    const target *t = &g_targets[i];
+    ts->met = t->goal == 0 || (t->higher_better ? ts->ratio >= t->goal : ts->ratio <= t->goal);
+    return true;
+}
+
+static void print_targets(void) {
+    printf("\nside by side with the peer (same machine; ratio = torc / peer, taken within a round");
+    if (g_n_rounds > 1) printf(";\nwith %d rounds each column is the rounds' median, the ratio the median of the rounds' ratios", g_n_rounds);
+    printf("):\n");
     printf("%-44s %14s %20s %8s %8s  %s\n", "comparison", "torc", "peer", "ratio", "goal", "status");
     for (int i = 0; i < N_TARGETS; i++) {
         const target *t = &g_targets[i];
-        double tv, pv, ratio;
-        bool met;
-        if (!target_eval(i, peer, np, &tv, &pv, &ratio, &met)) {
+        target_sum ts;
+        if (!target_eval(i, &ts)) {
             printf("%-44s %14s %20s %8s %8s  %s\n", t->what, "-", "-", "-", "-", "not measured");
             continue;
         }
         char tb[32], pb[40], gb[16] = "-";
-        snprintf(tb, sizeof tb, "%.4g %s", tv, unit_of(t->torc_key));
+        snprintf(tb, sizeof tb, "%.4g %s", ts.torc, unit_of(t->torc_key));
         snprintf(pb, sizeof pb, "%s%.4g %s", t->peer_key ? "" : (strstr(t->torc2_key, "fma") ? "FMA peak " : "torc f32 "),
-                 pv, unit_of(t->torc_key));
+                 ts.peer, unit_of(t->torc_key));
         if (t->goal > 0) snprintf(gb, sizeof gb, "%s %.3g", t->higher_better ? ">=" : "<=", t->goal);
-        printf("%-44s %14s %20s %8.3g %8s  %s\n", t->what, tb, pb, ratio, gb, t->goal == 0 ? "-" : met ? "met" : "NOT MET");
-        printf("    %s\n", t->meaning);
+        printf("%-44s %14s %20s %8.3g %8s  %s\n", t->what, tb, pb, ts.ratio, gb, t->goal == 0 ? "-" : ts.met ? "met" : "NOT MET");
+        printf("    %s", t->meaning);
+        if (ts.n > 1) {
+            printf("; rounds:");
+            for (int k = 0; k < ts.n; k++) printf(" %.3g", ts.r[k]);
+        }
+        printf("\n");
     }
 }
 
@@ -509,7 +552,13 @@ static void json_str(const char *s) {
     putchar('"');
 }
 
-static void print_json(const torc_device_info *info, const char *isa, int threads, const result *peer, int np) {
+static void json_results(const result *r, int n) {
+    printf("{");
+    for (int i = 0; i < n; i++) printf("%s\n   \"%s\": %.6g", i ? "," : "", r[i].key, r[i].value);
+    printf("}");
+}
+
+static void print_json(const torc_device_info *info, const char *isa, int threads) {
     printf("{\n \"backend\": ");
     json_str(torc_device_backend_name(g_dev));
     printf(",\n \"device\": ");
@@ -521,22 +570,29 @@ static void print_json(const torc_device_info *info, const char *isa, int thread
     printf(",\n \"threads\": %d,\n \"promised_peak_flops\": {", threads);
     for (int d = 0, first = 1; d < TORC_DTYPE_COUNT; d++)
         if (info->peak_flops[d] > 0) printf("%s\"%s\": %.6g", first ? "" : ", ", torc_dtype_short_name((torc_dtype)d), info->peak_flops[d]), first = 0;
-    printf("},\n \"results\": {");
-    for (int i = 0; i < g_n_res; i++) printf("%s\n  \"%s\": %.6g", i ? "," : "", g_res[i].key, g_res[i].value);
-    printf("\n }");
-    if (peer) {
-        printf(",\n \"peer\": {");
-        for (int i = 0; i < np; i++) printf("%s\n  \"%s\": %.6g", i ? "," : "", peer[i].key, peer[i].value);
-        printf("\n },\n \"targets\": [");
+    printf("},\n \"rounds\": [");
+    for (int r = 0; r < g_n_rounds; r++) {
+        printf("%s\n  {\"results\": ", r ? "," : "");
+        json_results(g_rounds[r].torc, g_rounds[r].nt);
+        if (g_opt.peer) {
+            printf(",\n   \"peer\": ");
+            json_results(g_rounds[r].peer, g_rounds[r].np);
+        }
+        printf("}");
+    }
+    printf("\n ]");
+    if (g_opt.peer) {
+        printf(",\n \"targets\": [");
         for (int i = 0, first = 1; i < N_TARGETS; i++) {
-            double tv, pv, ratio;
-            bool met;
-            if (!target_eval(i, peer, np, &tv, &pv, &ratio, &met)) continue;
+            target_sum ts;
+            if (!target_eval(i, &ts)) continue;
             printf("%s\n  {\"comparison\": ", first ? "" : ",");
             json_str(g_targets[i].what);
-            printf(", \"torc\": %.6g, \"peer\": %.6g, \"ratio\": %.6g", tv, pv, ratio);
+            printf(", \"torc\": %.6g, \"peer\": %.6g, \"ratio\": %.6g, \"round_ratios\": [", ts.torc, ts.peer, ts.ratio);
+            for (int k = 0; k < ts.n; k++) printf("%s%.6g", k ? ", " : "", ts.r[k]);
+            printf("]");
             if (g_targets[i].goal > 0) printf(", \"goal\": \"%s %.3g\", \"met\": %s", g_targets[i].higher_better ? ">=" : "<=",
-                                              g_targets[i].goal, met ? "true" : "false");
+                                              g_targets[i].goal, ts.met ? "true" : "false");
             printf("}");
             first = 0;
         }
@@ -550,7 +606,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: torc-bench [--backend NAME] [--quick | --tiny] [--sizes N,N,...] [--dtypes f32,bf16,f16]\n"
             "                  [--no-train] [--json] [--peer] [--python PYTHON] [--peer-script PATH]\n"
-            "                  [--threads N]\n"
+            "                  [--threads N] [--rounds N]\n"
             "Measures matmul GFLOP/s and MFU per dtype and size (median of timed runs after warm-up,\n"
             "each followed by a synchronize), a practical peak from an FMA loop in the widest ISA the\n"
             "CPU has, per-op dispatch overhead (x + y on 4x4), a tiny forward+backward and Cruncher\n"
@@ -560,7 +616,9 @@ static void usage(FILE *f) {
             "  --peer         also run tools/bench_peer.py (PyTorch timed the same way) and print each\n"
             "                 ratio with the peer's figure beside it and the targets met / not met\n"
             "  --json         print the results as JSON instead of tables\n"
-            "  --threads N    threads of the FMA-peak loop (default TORC_NUM_THREADS, else all CPUs)\n");
+            "  --threads N    threads of the FMA-peak loop (default TORC_NUM_THREADS, else all CPUs)\n"
+            "  --rounds N     measure N times, each round torc then the peer back to back, and report\n"
+            "                 the median of the rounds' ratios (default 3 with --peer, else 1; at most 9)\n");
 }
 
 static void parse_sizes(const char *s) {
@@ -596,51 +654,14 @@ static bool have_size(int64_t n) {
     return false;
 }
 
-int main(int argc, char **argv) {
-    g_opt.train = true;
-    g_opt.python = "python3";
-    const char *sizes = NULL, *dtypes = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--backend")) g_opt.backend = arg_value(argc, argv, &i);
-        else if (!strcmp(a, "--quick")) g_opt.quick = true;
-        else if (!strcmp(a, "--tiny")) g_opt.tiny = true;
-        else if (!strcmp(a, "--sizes")) sizes = arg_value(argc, argv, &i);
-        else if (!strcmp(a, "--dtypes")) dtypes = arg_value(argc, argv, &i);
-        else if (!strcmp(a, "--no-train")) g_opt.train = false;
-        else if (!strcmp(a, "--json")) g_opt.json = true;
-        else if (!strcmp(a, "--peer")) g_opt.peer = true;
-        else if (!strcmp(a, "--python")) g_opt.python = arg_value(argc, argv, &i);
-        else if (!strcmp(a, "--peer-script")) g_opt.peer_script = arg_value(argc, argv, &i);
-        else if (!strcmp(a, "--threads")) g_opt.threads = atoi(arg_value(argc, argv, &i));
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
-        else return usage(stderr), 2;
-    }
-    parse_sizes(sizes ? sizes : g_opt.tiny ? "64,128" : g_opt.quick ? "512,1024,2048" : "512,1024,2048,4096");
-    parse_dtypes(dtypes ? dtypes : "f32,bf16,f16");
-    if (g_opt.threads <= 0) {
-        const char *env = getenv("TORC_NUM_THREADS");
-        g_opt.threads = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    }
-    if (g_opt.threads < 1) g_opt.threads = 1;
-    if (g_opt.threads > 256) g_opt.threads = 256;
-
-    g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
-    if (!g_dev) bench_die("cannot load backend '%s': %s", g_opt.backend ? g_opt.backend : "(default)", torc_last_error());
-    torc_set_default_device(g_dev);
-    torc_device_info info;
-    torc_device_info_get(g_dev, &info);
-    say("torc-bench: backend '%s' (device %s: %s)\n", torc_device_backend_name(g_dev), torc_device_name(g_dev), info.name);
-    say("promised peak (the device table):");
-    for (int d = 0; d < TORC_DTYPE_COUNT; d++)
-        if (info.peak_flops[d] > 0) say(" %s %.4g GFLOP/s;", torc_dtype_short_name((torc_dtype)d), info.peak_flops[d] * 1e-9);
-    say("\n  derived as: %s\n", info.peak_source[0] ? info.peak_source : "(not given)");
-
+// ---- one round ----
+// torc's figures into g_res.
+static void measure_round(const torc_device_info *info, const fma_isa *isa) {
+    g_n_res = 0;
     // ---- practical peak ----
-    const fma_isa isa = pick_isa();
-    const double peak = fma_peak(&isa, g_opt.threads);
+    const double peak = fma_peak(isa, g_opt.threads);
     put("fma_peak_f32_gflops", peak * 1e-9);
-    say("practical peak: FMA loop in %s on %d thread(s): %.4g GFLOP/s f32 (best of 3)\n", isa.name, g_opt.threads,
+    say("practical peak: FMA loop in %s on %d thread(s): %.4g GFLOP/s f32 (best of 3)\n", isa->name, g_opt.threads,
         peak * 1e-9);
 
     // ---- matmul ----
@@ -665,7 +686,7 @@ int main(int argc, char **argv) {
             char key[64], mfu[24] = "-", ofpeak[24];
             snprintf(key, sizeof key, "matmul_%s_%lld_gflops", dn, (long long)n);
             put(key, gf * 1e-9);
-            if (info.peak_flops[dt] > 0) snprintf(mfu, sizeof mfu, "%.1f%%", 100 * gf / info.peak_flops[dt]);
+            if (info->peak_flops[dt] > 0) snprintf(mfu, sizeof mfu, "%.1f%%", 100 * gf / info->peak_flops[dt]);
             snprintf(ofpeak, sizeof ofpeak, "%.2fx", gf / peak);
             say("%-6s %6lld %6d %12.4g %12.4g %14s %14s\n", dn, (long long)n, reps, t * 1e3, gf * 1e-9, mfu, ofpeak);
         }
@@ -715,34 +736,92 @@ int main(int argc, char **argv) {
         }
     }
 
-    // ---- the peer ----
-    result peer[MAX_RESULTS];
-    int np = 0;
-    bool have_peer = false;
-    if (g_opt.peer) {
-        const char *script = find_peer_script();
-        say("\nrunning the peer: %s %s (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for it)...\n", g_opt.python, script);
-        char *out = run_peer(script);
-        if (out) {
-            np = parse_flat_json(out, peer, MAX_RESULTS);
-            double a = 0, b = 0;
-            get(peer, np, "matmul_f32_2048_gflops", &a);
-            get(peer, np, "numpy_matmul_f32_2048_gflops", &b);
-            if (np < MAX_RESULTS && (a > 0 || b > 0)) {
-                snprintf(peer[np].key, sizeof peer[np].key, "best_f32_2048_gflops");
-                peer[np++].value = fmax(a, b);
-            }
-            have_peer = np > 0;
-            if (!have_peer) fprintf(stderr, "torc-bench: could not read the peer's output:\n%s\n", out);
-            free(out);
-        }
-        if (have_peer && !g_opt.json) {
-            printf("peer figures:");
-            for (int i = 0; i < np; i++) printf("%s %s = %.4g", i ? ";" : "", peer[i].key, peer[i].value);
-            putchar('\n');
-            print_targets(peer, np);
+}
+
+// The peer's figures into rr (plus best_f32_2048_gflops, the faster of torch and numpy); false
+// when the peer did not run or printed nothing readable.
+static bool peer_round(round_res *rr) {
+    const char *script = find_peer_script();
+    say("\nrunning the peer: %s %s (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for it)...\n", g_opt.python, script);
+    char *out = run_peer(script);
+    if (!out) return false;
+    rr->np = parse_flat_json(out, rr->peer, MAX_RESULTS);
+    double a = 0, b = 0;
+    get(rr->peer, rr->np, "matmul_f32_2048_gflops", &a);
+    get(rr->peer, rr->np, "numpy_matmul_f32_2048_gflops", &b);
+    if (rr->np < MAX_RESULTS && (a > 0 || b > 0)) {
+        snprintf(rr->peer[rr->np].key, sizeof rr->peer[0].key, "best_f32_2048_gflops");
+        rr->peer[rr->np++].value = fmax(a, b);
+    }
+    if (rr->np == 0) fprintf(stderr, "torc-bench: could not read the peer's output:\n%s\n", out);
+    free(out);
+    if (rr->np > 0) {
+        say("peer figures:");
+        for (int i = 0; i < rr->np; i++) say("%s %s = %.4g", i ? ";" : "", rr->peer[i].key, rr->peer[i].value);
+        say("\n");
+    }
+    return rr->np > 0;
+}
+
+int main(int argc, char **argv) {
+    g_opt.train = true;
+    g_opt.python = "python3";
+    const char *sizes = NULL, *dtypes = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--backend")) g_opt.backend = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--quick")) g_opt.quick = true;
+        else if (!strcmp(a, "--tiny")) g_opt.tiny = true;
+        else if (!strcmp(a, "--sizes")) sizes = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--dtypes")) dtypes = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--no-train")) g_opt.train = false;
+        else if (!strcmp(a, "--json")) g_opt.json = true;
+        else if (!strcmp(a, "--peer")) g_opt.peer = true;
+        else if (!strcmp(a, "--python")) g_opt.python = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--peer-script")) g_opt.peer_script = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--threads")) g_opt.threads = atoi(arg_value(argc, argv, &i));
+        else if (!strcmp(a, "--rounds")) g_opt.rounds = atoi(arg_value(argc, argv, &i));
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
+        else return usage(stderr), 2;
+    }
+    parse_sizes(sizes ? sizes : g_opt.tiny ? "64,128" : g_opt.quick ? "512,1024,2048" : "512,1024,2048,4096");
+    parse_dtypes(dtypes ? dtypes : "f32,bf16,f16");
+    if (g_opt.threads <= 0) {
+        const char *env = getenv("TORC_NUM_THREADS");
+        g_opt.threads = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    if (g_opt.rounds == 0) g_opt.rounds = g_opt.peer && !g_opt.tiny ? 3 : 1;
+    if (g_opt.rounds < 1 || g_opt.rounds > MAX_ROUNDS) bench_die("--rounds takes 1..%d", MAX_ROUNDS);
+    if (g_opt.threads < 1) g_opt.threads = 1;
+    if (g_opt.threads > 256) g_opt.threads = 256;
+
+    g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
+    if (!g_dev) bench_die("cannot load backend '%s': %s", g_opt.backend ? g_opt.backend : "(default)", torc_last_error());
+    torc_set_default_device(g_dev);
+    torc_device_info info;
+    torc_device_info_get(g_dev, &info);
+    say("torc-bench: backend '%s' (device %s: %s)\n", torc_device_backend_name(g_dev), torc_device_name(g_dev), info.name);
+    say("promised peak (the device table):");
+    for (int d = 0; d < TORC_DTYPE_COUNT; d++)
+        if (info.peak_flops[d] > 0) say(" %s %.4g GFLOP/s;", torc_dtype_short_name((torc_dtype)d), info.peak_flops[d] * 1e-9);
+    say("\n  derived as: %s\n", info.peak_source[0] ? info.peak_source : "(not given)");
+
+    const fma_isa isa = pick_isa();
+    bool peer_ok = true;
+    for (int r = 0; r < g_opt.rounds; r++) {
+        if (g_opt.rounds > 1) say("\n==== round %d of %d ====\n", r + 1, g_opt.rounds);
+        measure_round(&info, &isa);
+        round_res *rr = &g_rounds[r];
+        memcpy(rr->torc, g_res, sizeof g_res);
+        rr->nt = g_n_res;
+        rr->np = 0;
+        g_n_rounds = r + 1;
+        if (g_opt.peer && !peer_round(rr)) {
+            peer_ok = false;
+            break;
         }
     }
-    if (g_opt.json) print_json(&info, isa.name, g_opt.threads, have_peer ? peer : NULL, np);
-    return g_opt.peer && !have_peer ? 1 : 0;
+    if (g_opt.peer && peer_ok && !g_opt.json) print_targets();
+    if (g_opt.json) print_json(&info, isa.name, g_opt.threads);
+    return g_opt.peer && !peer_ok ? 1 : 0;
 }
