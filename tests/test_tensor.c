@@ -139,6 +139,19 @@ START_TEST(memory_accounting_tracks_tags) {
     torc_memory_reset_peak(dev);
     ck_assert_int_eq(torc_memory_stats_get(dev, &s2), TORC_OK);
     ck_assert_uint_eq(s2.peak[TORC_MEM_PARAMETER], s2.in_use[TORC_MEM_PARAMETER]);
+    // Kept blocks go back to the system; live tensors stay intact.
+    torc_tensor *big = torc_full(TORC_SHAPE(1 << 16), 2.0, TORC_DTYPE_F32), *freed = torc_zeros(TORC_SHAPE(1 << 16), TORC_DTYPE_F32);
+    ck_assert(big && freed);
+    torc_release(freed);
+    ck_assert_int_eq(torc_empty_cache(dev), TORC_OK);
+    double v = 0;
+    torc_tensor *total = torc_sum(big, 0, NULL, false);
+    ck_assert_int_eq(torc_item(total, &v), TORC_OK);
+    ck_assert_double_eq(v, 131072.0);
+    torc_release(total);
+    torc_release(big);
+    ck_assert_int_eq(torc_empty_cache(NULL), TORC_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(torc_last_error(), "dev is NULL"));
 }
 END_TEST
 

@@ -640,6 +640,9 @@ typedef struct torc_memory_stats {
 } torc_memory_stats;
 TORC_API torc_status torc_memory_stats_get(const torc_device *dev, torc_memory_stats *out);
 TORC_API void torc_memory_reset_peak(const torc_device *dev);
+// Returns what dev's backend keeps for reuse (freed blocks of a caching allocator, cached
+// primitives, workspaces) to the system, as torch.cuda.empty_cache(); tensors are untouched.
+TORC_API torc_status torc_empty_cache(const torc_device *dev);
 // Moves t's storage to another tag (accounting only; the bytes stay where they are).
 TORC_API torc_status torc_set_mem_tag(torc_tensor *t, torc_mem_tag tag);
 
