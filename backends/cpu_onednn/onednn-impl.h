@@ -240,6 +240,11 @@ void onednn__cache_clear(void);
 static inline bool onednn__single_thread(torc_opcode code, int64_t work) {
     return work < (code == TORC_OP_MATMUL ? ONEDNN_SMALL_WORK : ONEDNN_SMALL_STREAM);
 }
+// Dense casts (cast.c) go parallel from 1M elements: a 1M-element f32 -> bf16 -> f32 round
+// trip took 0.55-0.68 ms on one core and 0.29-0.32 ms on two, side by side, and Cruncher's bf16
+// step casts 8M elements. (The 4M above stays for the rest: at 1M, the primitives made the f32
+// Cruncher step slower and the fused pointwise loops Adam's step, in the same runs.)
+#define ONEDNN_CAST_PARALLEL (INT64_C(1) << 20)
 
 // ---- fused pointwise ops (pointwise.c): OpenMP loops, not primitives, outside the lock ----
 bool onednn__pointwise_op(torc_opcode code);  // ADDCMUL, ADDCDIV, LERP
