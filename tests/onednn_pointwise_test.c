@@ -53,9 +53,9 @@ static bool backend_runs(torc_opcode code, int n_in, int64_t n, torc_dtype dt) {
     return vt->supports(torc_device_index(g_dnn), &op);
 }
 
-// The sizes: above TORC_ONEDNN_MIN_WORK on one thread, and past the parallel threshold (4M,
+// The sizes: above TORC_ONEDNN_MIN_WORK on one thread, and past the parallel threshold (1M,
 // ONEDNN_SMALL_STREAM) with a tail that no vector width divides.
-static const int64_t SIZES[] = {5000, (INT64_C(1) << 22) + 37};
+static const int64_t SIZES[] = {5000, (INT64_C(1) << 20) + 37};
 
 START_TEST(fused_ops_match_the_reference_bit_for_bit) {
     setup();

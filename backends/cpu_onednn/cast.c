@@ -49,7 +49,7 @@ static void run_range(const torc_op *op, bool avx512, int64_t i0, int64_t i1) {
 }
 
 // One contiguous chunk per thread (boundaries on 32 elements: no two threads write one cache
-// line); casts under ONEDNN_CAST_PARALLEL elements on the calling thread.
+// line); small casts on the calling thread (onednn__single_thread).
 int onednn__cast_run(const torc_op *op) {
     const int64_t n = onednn__numel(&op->out);
     if (n == 0) return 0;
@@ -57,7 +57,7 @@ int onednn__cast_run(const torc_op *op) {
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: copy: %s.data is NULL", op->out.data ? "in[0]" : "out");
     const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512vl");
-    const int nthr = n < ONEDNN_CAST_PARALLEL ? 1 : omp_get_max_threads();
+    const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
     if (nthr <= 1) {
         run_range(op, avx512, 0, n);
         return 0;

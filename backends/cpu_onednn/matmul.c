@@ -149,11 +149,25 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
     for (int d = 0; d < g->nbatch; d++) batch *= g->bdims[d];
     // The error is set on this thread, after the loop (the message is thread-local).
     dnnl_status_t bad = dnnl_success;
-    const int nthr = omp_get_max_threads();
-    if (g->serial && nthr > 1) omp_set_num_threads(1);  // sgemm sizes its team by this
-#pragma omp parallel for schedule(static) if (g->batch_parallel && !g->serial)
+    int64_t o[3];
+    if (!g->batch_parallel || g->serial) {
+        // No parallel region around sgemm: inside one (even an inactive if(0) one) sgemm's own
+        // region is nested, and libgomp gives a nested team threads of its own. Those spun
+        // beside the top-level team's (the AMX GEMM's, the casts', the NaN scans'), three
+        // threads on two cores: a 512x1024x1024 sgemm right after any other parallel region
+        // took 10-16 ms instead of 6-7.
+        const int nthr = omp_get_max_threads();
+        if (g->serial && nthr > 1) omp_set_num_threads(1);  // sgemm sizes its team by this
+        for (int64_t i = 0; i < batch && bad == dnnl_success; i++) {
+            onednn__batch_offsets(g->nbatch, g->bdims, g->sa, g->sb, g->sc, i, o);
+            bad = gemm_one(g, a + o[0], b + o[1], c + o[2]);
+        }
+        if (g->serial && nthr > 1) omp_set_num_threads(nthr);
+        return bad == dnnl_success ? 0 : onednn__dnnl_error(bad, "dnnl_sgemm(");
+    }
+    // Small matrices of a large batch: whole matrices per thread, sgemm single-threaded in each.
+#pragma omp parallel for schedule(static) private(o)
     for (int64_t i = 0; i < batch; i++) {
-        int64_t o[3];
         onednn__batch_offsets(g->nbatch, g->bdims, g->sa, g->sb, g->sc, i, o);
         const dnnl_status_t s = gemm_one(g, a + o[0], b + o[1], c + o[2]);
         if (s != dnnl_success) {
@@ -161,7 +175,6 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
             bad = s;
         }
     }
-    if (g->serial && nthr > 1) omp_set_num_threads(nthr);
     return bad == dnnl_success ? 0 : onednn__dnnl_error(bad, "dnnl_sgemm(");
 }
 

@@ -231,20 +231,18 @@ void onednn__cache_clear(void);
 // parallel region for any size, and waking the team costs more than such an op (milliseconds
 // on a loaded machine, where the other thread waits for a core).
 #define ONEDNN_SMALL_WORK (INT64_C(1) << 20)
-// Elementwise ops, reductions and softmax stream memory: one core moves a 1M-float operand set in
-// well under a millisecond, which a second thread can at best halve, while on a loaded machine
-// each parallel region costs milliseconds (measured: mul_ of 1M floats 0.2 ms on one thread,
-// 8 ms on two with the other core busy). They go parallel from 4M elements.
-#define ONEDNN_SMALL_STREAM (INT64_C(1) << 22)
+// Elementwise ops, reductions, softmax and torc's own loops (casts, fused pointwise ops) stream
+// memory; they go parallel from 1M elements, where two cores halve a pass (a 1M-element f32 ->
+// bf16 -> f32 round trip: 0.55-0.68 ms on one core, 0.29-0.32 ms on two). Side by side, 1M
+// instead of 4M took Cruncher 1024's steps from 60.0 to 57.6 ms (SGD f32), 72.6 to 65.6 (Adam
+// f32) and 23.1 to 20.2 (SGD bf16). The cost: on a machine whose other cores are busy, a
+// parallel region waits for a descheduled thread (mul_ of 1M floats took 8 ms instead of 0.2);
+// TORC_NUM_THREADS=1 is the remedy there, as OMP_NUM_THREADS is for PyTorch.
+#define ONEDNN_SMALL_STREAM (INT64_C(1) << 20)
 // Whether op runs on the calling thread alone.
 static inline bool onednn__single_thread(torc_opcode code, int64_t work) {
     return work < (code == TORC_OP_MATMUL ? ONEDNN_SMALL_WORK : ONEDNN_SMALL_STREAM);
 }
-// Dense casts (cast.c) go parallel from 1M elements: a 1M-element f32 -> bf16 -> f32 round
-// trip took 0.55-0.68 ms on one core and 0.29-0.32 ms on two, side by side, and Cruncher's bf16
-// step casts 8M elements. (The 4M above stays for the rest: at 1M, the primitives made the f32
-// Cruncher step slower and the fused pointwise loops Adam's step, in the same runs.)
-#define ONEDNN_CAST_PARALLEL (INT64_C(1) << 20)
 
 // ---- fused pointwise ops (pointwise.c): OpenMP loops, not primitives, outside the lock ----
 bool onednn__pointwise_op(torc_opcode code);  // ADDCMUL, ADDCDIV, LERP
