@@ -41,6 +41,7 @@ static struct {
     int n;
     size_t bytes;
     void *block[ONEDNN_CACHE_SLOTS];  // raw blocks (headers), unordered
+    size_t size[ONEDNN_CACHE_SLOTS];  // their sizes: the search reads no block's header
 } g_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static size_t size_of(void *raw) { return ((header *)raw)->size; }
@@ -50,14 +51,16 @@ static void *take(size_t n) {
     pthread_mutex_lock(&g_cache.lock);
     int best = -1;
     for (int i = 0; i < g_cache.n; i++) {
-        const size_t s = size_of(g_cache.block[i]);
-        if (s >= n && s - n <= n / 4 && (best < 0 || s < size_of(g_cache.block[best]))) best = i;
+        const size_t s = g_cache.size[i];
+        if (s >= n && s - n <= n / 4 && (best < 0 || s < g_cache.size[best])) best = i;
     }
     void *raw = NULL;
     if (best >= 0) {
         raw = g_cache.block[best];
-        g_cache.block[best] = g_cache.block[--g_cache.n];
-        g_cache.bytes -= size_of(raw);
+        g_cache.bytes -= g_cache.size[best];
+        g_cache.n--;
+        g_cache.block[best] = g_cache.block[g_cache.n];
+        g_cache.size[best] = g_cache.size[g_cache.n];
         KEPT_UNPOISON(raw);
     }
     pthread_mutex_unlock(&g_cache.lock);
@@ -102,6 +105,7 @@ void onednn__mem_free(void *ptr) {
         const bool keep = g_cache.n < ONEDNN_CACHE_SLOTS && g_cache.bytes + s <= ONEDNN_CACHE_MAX;
         if (keep) {
             KEPT_POISON(raw);
+            g_cache.size[g_cache.n] = s;
             g_cache.block[g_cache.n++] = raw;
             g_cache.bytes += s;
         }
