@@ -86,7 +86,7 @@ void *onednn__mem_alloc(size_t nbytes) {
     void *raw = n >= ONEDNN_CACHE_MIN ? take(n) : NULL;
     if (!raw) {
         raw = aligned_alloc(HEADER, HEADER + n);
-        if (!raw && g_cache.n > 0) {  // memory held for reuse is memory the system lacks now
+        if (!raw) {  // memory held for reuse is memory the system lacks now
             onednn__mem_release_cache();
             raw = aligned_alloc(HEADER, HEADER + n);
         }
