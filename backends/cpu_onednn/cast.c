@@ -7,21 +7,11 @@
 
 #include "onednn-impl.h"
 
-// Row-major contiguous (size-1 dims may have any stride).
-static bool dense(const torc_operand *x) {
-    int64_t want = 1;
-    for (int d = x->ndim - 1; d >= 0; d--) {
-        if (x->shape[d] != 1 && x->stride[d] != want) return false;
-        want *= x->shape[d];
-    }
-    return true;
-}
-
 bool onednn__cast_op(const torc_op *op) {
     if (op->code != TORC_OP_COPY || op->n_in != 1) return false;
     const torc_dtype s = op->in[0].dtype, d = op->out.dtype;
     return ((s == TORC_DTYPE_F32 && d == TORC_DTYPE_BF16) || (s == TORC_DTYPE_BF16 && d == TORC_DTYPE_F32)) &&
-           onednn__same_shape(&op->in[0], &op->out) && dense(&op->in[0]) && dense(&op->out);
+           onednn__same_shape(&op->in[0], &op->out) && onednn__dense(&op->in[0]) && onednn__dense(&op->out);
 }
 
 // The loops, compiled for AVX-512 (16 elements a step) and for any x86-64; run() picks by the CPU.

@@ -44,6 +44,7 @@ const char *onednn__dtype_name(torc_dtype d);   // PyTorch's name: "float32", "b
 int64_t onednn__numel(const torc_operand *x);
 bool onednn__same_shape(const torc_operand *a, const torc_operand *b);
 bool onednn__has_bcast(const torc_operand *x);  // a stride-0 dim of size > 1
+bool onednn__dense(const torc_operand *x);      // row-major contiguous (size-1 dims: any stride)
 // Checks what no builder may trust blindly: ndim in [0, TORC_MAX_DIMS], shapes and strides
 // non-negative, a known dtype. Returns 0 or TORC_ERR_INVALID_ARG with the error set.
 int onednn__check_operand(const torc_operand *x, const char *what);

@@ -12,16 +12,6 @@ bool onednn__pointwise_op(torc_opcode code) {
     return code == TORC_OP_ADDCMUL || code == TORC_OP_ADDCDIV || code == TORC_OP_LERP;
 }
 
-// Row-major contiguous (size-1 dims may have any stride).
-static bool dense(const torc_operand *x) {
-    int64_t want = 1;
-    for (int d = x->ndim - 1; d >= 0; d--) {
-        if (x->shape[d] != 1 && x->stride[d] != want) return false;
-        want *= x->shape[d];
-    }
-    return true;
-}
-
 int onednn__pointwise_check(const torc_op *op) {
     const char *name = onednn__op_name(op->code);
     const int want = op->code == TORC_OP_LERP ? 2 : 3;
@@ -29,12 +19,12 @@ int onednn__pointwise_check(const torc_op *op) {
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes %d inputs, got %d", name, want, op->n_in);
     int st = onednn__check_operand(&op->out, "out");
     if (st) return st;
-    bool ok = op->out.dtype == TORC_DTYPE_F32 && dense(&op->out);
+    bool ok = op->out.dtype == TORC_DTYPE_F32 && onednn__dense(&op->out);
     for (int i = 0; i < op->n_in; i++) {
         if ((st = onednn__check_operand(&op->in[i], "in"))) return st;
         if (!onednn__same_shape(&op->in[i], &op->out))
             return onednn__error(TORC_ERR_SHAPE, "onednn: %s: inputs must arrive broadcast to out's shape", name);
-        ok = ok && op->in[i].dtype == TORC_DTYPE_F32 && dense(&op->in[i]);
+        ok = ok && op->in[i].dtype == TORC_DTYPE_F32 && onednn__dense(&op->in[i]);
     }
     if (!ok)
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs contiguous float32 operands only (other "

@@ -40,6 +40,15 @@ bool onednn__same_shape(const torc_operand *a, const torc_operand *b) {
     return true;
 }
 
+bool onednn__dense(const torc_operand *x) {
+    int64_t want = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        if (x->shape[d] != 1 && x->stride[d] != want) return false;
+        want *= x->shape[d];
+    }
+    return true;
+}
+
 bool onednn__has_bcast(const torc_operand *x) {
     for (int d = 0; d < x->ndim; d++)
         if (x->stride[d] == 0 && x->shape[d] > 1) return true;
