@@ -44,13 +44,6 @@ void torc_memory_reset_peak(const torc_device *dev) {
     atomic_store(&d->total_peak, atomic_load(&d->total_in_use));
 }
 
-torc_status torc_empty_cache(const torc_device *dev) {
-    if (!dev) return torc__error(TORC_ERR_INVALID_ARG, "torc_empty_cache: dev is NULL");
-    if (!dev->vt->empty_cache || dev->vt->empty_cache(dev->index) == 0) return TORC_OK;
-    const char *msg = dev->vt->last_error ? dev->vt->last_error() : NULL;
-    return torc__error(TORC_ERR_BACKEND, "%s: empty_cache failed: %s", dev->name, msg && *msg ? msg : "(no message)");
-}
-
 // Process-wide counters (ops may run on any thread); relaxed atomics are enough for sums.
 static _Atomic uint64_t g_flops[2][TORC_OP_COUNT][TORC_DTYPE_COUNT];
 static TORC__TLS_HOT _Thread_local torc_phase tls_phase;

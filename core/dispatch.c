@@ -54,6 +54,12 @@ void *torc__dev_alloc(torc_device *dev, size_t nbytes) {
 
 void torc__dev_free(torc_device *dev, void *ptr) { dev->vt->free(dev->index, ptr); }
 
+torc_status torc_empty_cache(const torc_device *dev) {
+    if (!dev) return torc__error(TORC_ERR_INVALID_ARG, "torc_empty_cache: dev is NULL");
+    if (!dev->vt->empty_cache || dev->vt->empty_cache(dev->index) == 0) return TORC_OK;
+    return torc__error(TORC_ERR_BACKEND, "%s: empty_cache failed: %s", dev->name, backend_msg(dev));
+}
+
 torc_status torc__dev_copy(torc_device *dev, void *dst, const void *src, size_t n,
                            torc_copy_kind kind) {
     if (n == 0) return TORC_OK;

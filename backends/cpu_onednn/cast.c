@@ -38,8 +38,7 @@ static void run_range(const torc_op *op, bool avx512, int64_t i0, int64_t i1) {
     }
 }
 
-// One contiguous chunk per thread (boundaries on 32 elements: no two threads write one cache
-// line); small casts on the calling thread (onednn__single_thread).
+// One chunk per thread (onednn__thread_range); small casts on the calling thread.
 int onednn__cast_run(const torc_op *op) {
     const int64_t n = onednn__numel(&op->out);
     if (n == 0) return 0;
@@ -54,9 +53,8 @@ int onednn__cast_run(const torc_op *op) {
     }
 #pragma omp parallel num_threads(nthr)
     {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        const int64_t chunk = (n + nt - 1) / nt, per = (chunk + 31) / 32 * 32;
-        const int64_t i0 = (int64_t)t * per < n ? (int64_t)t * per : n, i1 = i0 + per < n ? i0 + per : n;
+        int64_t i0, i1;
+        onednn__thread_range(n, &i0, &i1);
         run_range(op, avx512, i0, i1);
     }
     return 0;

@@ -5,6 +5,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include <omp.h>
+
 #include "torc/backend.h"
 
 // ---- errors (backend.c) ----
@@ -243,6 +245,15 @@ void onednn__cache_clear(void);
 // Whether op runs on the calling thread alone.
 static inline bool onednn__single_thread(torc_opcode code, int64_t work) {
     return work < (code == TORC_OP_MATMUL ? ONEDNN_SMALL_WORK : ONEDNN_SMALL_STREAM);
+}
+// This OpenMP thread's share [*i0, *i1) of n elements in a parallel loop of torc's own: one
+// contiguous chunk per thread, boundaries on 32 elements (64 bytes or more, so no two threads
+// write one cache line).
+static inline void onednn__thread_range(int64_t n, int64_t *i0, int64_t *i1) {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t per = ((n + nt - 1) / nt + 31) / 32 * 32;
+    *i0 = (int64_t)t * per < n ? (int64_t)t * per : n;
+    *i1 = *i0 + per < n ? *i0 + per : n;
 }
 
 // ---- fused pointwise ops (pointwise.c): OpenMP loops, not primitives, outside the lock ----

@@ -71,8 +71,7 @@ static loop_fn pick(torc_opcode code) {
     }
 }
 
-// Splits the elements into one contiguous chunk per thread (64-byte aligned boundaries, so no
-// two threads write one cache line); small ops run on the calling thread (onednn__single_thread).
+// One chunk per thread (onednn__thread_range); small ops on the calling thread.
 int onednn__pointwise_run(const torc_op *op) {
     int st = onednn__pointwise_check(op);
     if (st) return st;
@@ -89,9 +88,8 @@ int onednn__pointwise_run(const torc_op *op) {
     }
 #pragma omp parallel num_threads(nthr)
     {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        const int64_t chunk = (n + nt - 1) / nt, per = (chunk + 15) / 16 * 16;
-        const int64_t i0 = (int64_t)t * per < n ? (int64_t)t * per : n, i1 = i0 + per < n ? i0 + per : n;
+        int64_t i0, i1;
+        onednn__thread_range(n, &i0, &i1);
         fn(out, s, a, b, v, i0, i1);
     }
     return 0;
