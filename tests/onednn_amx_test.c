@@ -143,6 +143,7 @@ START_TEST(test_shapes) {
             check_case(M, N, K, col(M + 3), row(N + 5), col(M + 1), f32, false, threads);  // A^T B, out^T
             check_case(M, N, K, (layout){2 * K + 3, 2}, (layout){3, 3 * K + 1}, (layout){N + 2, 1}, f32,
                        false, threads);                                              // sliced with steps
+            check_case(M, N, K, row(2048), row(N), row(N), f32, false, threads);   // A rows 4 KiB apart: packed
         }
 }
 END_TEST

@@ -1,8 +1,11 @@
 // tools/torc-bench.c — the figures users quote: matmul GFLOP/s and MFU per dtype and size, a
-// practical FMA peak measured here, dispatch overhead, a tiny forward+backward and Cruncher
-// training steps; --peer times PyTorch (tools/bench_peer.py) and prints each ratio with the targets.
+// practical FMA peak (and AMX peak, where the CPU has AMX) measured here, dispatch overhead, a tiny
+// forward+backward and Cruncher training steps; --peer times PyTorch (tools/bench_peer.py) and
+// prints each ratio with the targets.
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE  // syscall()
 
+#include <cpuid.h>
 #include <errno.h>
 #include <immintrin.h>
 #include <math.h>
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +44,7 @@ typedef struct options {
     const char *python, *peer_script;
 } options;
 static options g_opt;
+static bool g_amx;  // the CPU has AMX-BF16 and this process may use it: torc-bench measures its peak
 
 static double now_s(void) {
     struct timespec ts;
@@ -146,10 +151,57 @@ static float fma_loop_scalar(int64_t iters) {
     return FMA_SUM(scalar_add);
 }
 
+// ---- the bf16 practical peak on AMX: back-to-back tile multiplies, no loads ----
+// Four accumulator tiles (16 x 16 f32) take tdpbf16ps from two A and two B tiles (16 x 32 bf16):
+// 16 x 16 x 32 multiply-adds each, independent enough to cover the instruction's latency. What a
+// GEMM on AMX can reach at most; a real one also loads a tile per multiply.
+#define AMX_FLOPS_PER_DP (16 * 16 * 32 * 2)
+typedef struct amx_tilecfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_tilecfg;
+
+__attribute__((target("amx-tile,amx-bf16"))) static float amx_loop(int64_t iters) {
+    amx_tilecfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) cfg.colsb[i] = 64, cfg.rows[i] = 16;
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    for (int64_t it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    float c[16 * 16];
+    _tile_stored(0, c, 64);
+    _tile_release();
+    return c[0];
+}
+
+// Whether this CPU has AMX-BF16 and Linux lets this process use the tile data (asked once).
+static bool amx_available(void) {
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, NULL) < 7) return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (!((d >> 22) & 1) || !((d >> 24) & 1)) return false;  // AMX-BF16, AMX-TILE
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
 typedef struct fma_isa {
     const char *name;
     float (*loop)(int64_t iters);
-    int flops_per_iter;  // FMA_ACC accumulators x lanes x 2
+    int flops_per_iter;  // FMA_ACC accumulators x lanes x 2 (AMX: 4 tile multiplies)
 } fma_isa;
 
 static fma_isa pick_isa(void) {
@@ -159,6 +211,8 @@ static fma_isa pick_isa(void) {
         return (fma_isa){"AVX2+FMA", fma_loop_avx2, FMA_ACC * 8 * 2};
     return (fma_isa){"scalar", fma_loop_scalar, FMA_ACC * 2};
 }
+
+static const fma_isa amx_isa = {"AMX-BF16", amx_loop, 4 * AMX_FLOPS_PER_DP};
 
 typedef struct fma_job {
     const fma_isa *isa;
@@ -453,6 +507,10 @@ static const target g_targets[] = {
      "torc's f32 GEMM against the faster of torch.mm and numpy's OpenBLAS"},
     {"bf16 matmul 2048 / torc f32 matmul 2048", "matmul_bf16_2048_gflops", NULL, "matmul_f32_2048_gflops", true, 8.0,
      "what AMX gives over f32 FMAs"},
+    {"bf16 AMX-loop peak / f32 FMA-loop peak", "amx_peak_bf16_gflops", NULL, "fma_peak_f32_gflops", true, 0,
+     "(no target) the ceiling of the line above: tile multiplies against FMAs, no loads"},
+    {"bf16 matmul 2048 / AMX-loop peak", "matmul_bf16_2048_gflops", NULL, "amx_peak_bf16_gflops", true, 0,
+     "(no target) torc's bf16 GEMM against the tile-multiply throughput reached in a loop"},
     {"bf16 matmul 2048 / PyTorch bf16", "matmul_bf16_2048_gflops", "matmul_bf16_2048_gflops", NULL, true, 1.5,
      "torc's bf16 GEMM against torch.mm (oneDNN AMX)"},
     {"x + y 4x4 per call", "add_4x4_us", "add_4x4_us", NULL, false, 0.2, "dispatch overhead of one tiny op"},
@@ -529,8 +587,11 @@ static void print_targets(void) {
         }
         char tb[32], pb[40], gb[16] = "-";
         snprintf(tb, sizeof tb, "%.4g %s", ts.torc, unit_of(t->torc_key));
-        snprintf(pb, sizeof pb, "%s%.4g %s", t->peer_key ? "" : (strstr(t->torc2_key, "fma") ? "FMA peak " : "torc f32 "),
-                 ts.peer, unit_of(t->torc_key));
+        const char *own = t->peer_key               ? ""
+                          : strstr(t->torc2_key, "fma") ? "FMA peak "
+                          : strstr(t->torc2_key, "amx") ? "AMX peak "
+                                                        : "torc f32 ";
+        snprintf(pb, sizeof pb, "%s%.4g %s", own, ts.peer, unit_of(t->torc_key));
         if (t->goal > 0) snprintf(gb, sizeof gb, "%s %.3g", t->higher_better ? ">=" : "<=", t->goal);
         printf("%-44s %14s %20s %8.3g %8s  %s\n", t->what, tb, pb, ts.ratio, gb, t->goal == 0 ? "-" : ts.met ? "met" : "NOT MET");
         printf("    %s", t->meaning);
@@ -663,10 +724,19 @@ static void measure_round(const torc_device_info *info, const fma_isa *isa) {
     put("fma_peak_f32_gflops", peak * 1e-9);
     say("practical peak: FMA loop in %s on %d thread(s): %.4g GFLOP/s f32 (best of 3)\n", isa->name, g_opt.threads,
         peak * 1e-9);
+    // bf16 has a peak of its own where matmuls run on AMX tiles; elsewhere the FMA loop's.
+    double peak_bf16 = peak;
+    if (g_amx) {
+        peak_bf16 = fma_peak(&amx_isa, g_opt.threads);
+        put("amx_peak_bf16_gflops", peak_bf16 * 1e-9);
+        say("practical peak: AMX tile-multiply loop on %d thread(s): %.4g GFLOP/s bf16 (best of 3), %.3gx the FMA "
+            "loop's\n", g_opt.threads, peak_bf16 * 1e-9, peak_bf16 / peak);
+    }
 
     // ---- matmul ----
     say("\nmatmul C = A @ B (n x n; median of timed runs after 2 warm-ups, each synchronized):\n");
-    say("%-6s %6s %6s %12s %12s %14s %14s\n", "dtype", "n", "runs", "median ms", "GFLOP/s", "MFU promised", "x f32 FMA peak");
+    say("%-6s %6s %6s %12s %12s %14s %16s\n", "dtype", "n", "runs", "median ms", "GFLOP/s", "MFU promised",
+        g_amx ? "of loop peak (*)" : "of FMA peak");
     for (int di = 0; di < g_opt.n_dtypes; di++) {
         const torc_dtype dt = g_opt.dtypes[di];
         const char *dn = torc_dtype_short_name(dt);
@@ -687,10 +757,12 @@ static void measure_round(const torc_device_info *info, const fma_isa *isa) {
             snprintf(key, sizeof key, "matmul_%s_%lld_gflops", dn, (long long)n);
             put(key, gf * 1e-9);
             if (info->peak_flops[dt] > 0) snprintf(mfu, sizeof mfu, "%.1f%%", 100 * gf / info->peak_flops[dt]);
-            snprintf(ofpeak, sizeof ofpeak, "%.2fx", gf / peak);
-            say("%-6s %6lld %6d %12.4g %12.4g %14s %14s\n", dn, (long long)n, reps, t * 1e3, gf * 1e-9, mfu, ofpeak);
+            snprintf(ofpeak, sizeof ofpeak, "%.1f%%", 100 * gf / (dt == TORC_DTYPE_BF16 ? peak_bf16 : peak));
+            say("%-6s %6lld %6d %12.4g %12.4g %14s %16s\n", dn, (long long)n, reps, t * 1e3, gf * 1e-9, mfu, ofpeak);
         }
     }
+
+    if (g_amx) say("  (*) bf16 against the AMX loop, the other dtypes against the FMA loop\n");
 
     // ---- dispatch overhead ----
     say("\ndispatch overhead (median per call over 5 batches):\n");
@@ -807,6 +879,7 @@ int main(int argc, char **argv) {
     say("\n  derived as: %s\n", info.peak_source[0] ? info.peak_source : "(not given)");
 
     const fma_isa isa = pick_isa();
+    g_amx = amx_available();
     bool peer_ok = true;
     for (int r = 0; r < g_opt.rounds; r++) {
         if (g_opt.rounds > 1) say("\n==== round %d of %d ====\n", r + 1, g_opt.rounds);
