@@ -255,6 +255,14 @@ static void config_tiles(void) {
     _tile_loadconfig(&cfg);
 }
 
+// K tile t of an A panel into tile register reg (a constant): for t < kdir read in place from src
+// (row stride sa bytes), else from the packed tiles at pk.
+#define LOAD_A(reg, src, pk, t, kdir, sa)                          \
+    do {                                                           \
+        if ((t) < (kdir)) _tile_loadd(reg, (src) + (t) * 32, sa);  \
+        else _tile_loadd(reg, (pk) + (t) * TILE_ELEMS, 64);        \
+    } while (0)
+
 // One MC x NC task of C: rows [m0, m1), columns [n0, n1) of the padded C (multiples of 32).
 static void run_block(const onednn_amx_gemm *g, const dims *d, const uint16_t *ap, const uint16_t *bp,
                       float *acc, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
@@ -284,20 +292,29 @@ static void run_block(const onednn_amx_gemm *g, const dims *d, const uint16_t *a
                     _tile_loadd(2, c + 16 * lda, ldb);
                     _tile_loadd(3, c + 16 * lda + 16, ldb);
                 }
-                // (Software prefetch of the next panel measured 15% slower: the tile loads queue
-                // behind it.)
-                for (int64_t t = 0; t < kn; t++) {
-                    if (t < kdir) _tile_loadd(4, s0 + t * 32, sa);
-                    else _tile_loadd(4, a0 + t * TILE_ELEMS, 64);
-                    _tile_loadd(6, b0 + t * TILE_ELEMS, 64);
+                // Tile loads do not overlap tile multiplies on this CPU (measured: four 1 KiB loads
+                // cost 0.8x the time of four multiplies, added to it), so the loads of step t + 1
+                // follow the multiply that last reads their register: 7-17% faster than loading each
+                // step's tiles before its multiplies. (Software prefetch of the next panel measured
+                // 15% slower: the tile loads queue behind it.)
+                LOAD_A(4, s0, a0, 0, kdir, sa);
+                LOAD_A(5, s1, a1, 0, kdir, sa);
+                _tile_loadd(6, b0, 64);
+                _tile_loadd(7, b1, 64);
+                for (int64_t t = 0; t + 1 < kn; t++) {
                     _tile_dpbf16ps(0, 4, 6);
-                    _tile_loadd(7, b1 + t * TILE_ELEMS, 64);
-                    _tile_dpbf16ps(1, 4, 7);
-                    if (t < kdir) _tile_loadd(5, s1 + t * 32, sa);
-                    else _tile_loadd(5, a1 + t * TILE_ELEMS, 64);
                     _tile_dpbf16ps(2, 5, 6);
+                    _tile_loadd(6, b0 + (t + 1) * TILE_ELEMS, 64);
+                    _tile_dpbf16ps(1, 4, 7);
+                    LOAD_A(4, s0, a0, t + 1, kdir, sa);
                     _tile_dpbf16ps(3, 5, 7);
+                    LOAD_A(5, s1, a1, t + 1, kdir, sa);
+                    _tile_loadd(7, b1 + (t + 1) * TILE_ELEMS, 64);
                 }
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_dpbf16ps(2, 5, 6);
+                _tile_dpbf16ps(1, 4, 7);
+                _tile_dpbf16ps(3, 5, 7);
                 _tile_stored(0, c, ldb);
                 _tile_stored(1, c + 16, ldb);
                 _tile_stored(2, c + 16 * lda, ldb);
