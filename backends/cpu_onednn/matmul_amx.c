@@ -257,10 +257,11 @@ static void config_tiles(void) {
     _tile_loadconfig(&cfg);
 }
 
-// Eight nops between groups of tile instructions. Issued back to back, the tile instructions run
-// slower on this CPU (cause unknown: a front-end or TMUL queue effect; loop alignment is not it):
-// side by side, with the gaps the GEMM is 11% faster at 2048^3 and 14-16% on Cruncher's shapes
-// (512x1024x1024, 1024x1024x512); 4 nops gain 2% less, 16 no more, 16 integer adds as much.
+// Eight nops after each tile instruction of the inner loop. Issued back to back, tile instructions
+// run slower on this CPU (cause unknown: a front-end or TMUL queue effect; loop alignment is not
+// it). Side by side: gaps after the multiplies alone made the GEMM 11% faster at 2048^3 and 14-16%
+// on Cruncher's shapes (512x1024x1024, 1024x1024x512); gaps after the loads too add 19-20% to
+// the inner loop; 4 nops are 8-10% slower than 8, 16 even, 32 4% slower; integer adds work as nops do.
 #define TILE_GAP() __asm__ volatile("nop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tnop")
 
 // K tile t of an A panel into tile register reg (a constant): for t < kdir read in place from src
@@ -313,13 +314,17 @@ static void run_block(const onednn_amx_gemm *g, const dims *d, const uint16_t *a
                     _tile_dpbf16ps(0, 4, 6);
                     TILE_GAP();
                     _tile_dpbf16ps(2, 5, 6);
+                    TILE_GAP();
                     _tile_loadd(6, b0 + (t + 1) * TILE_ELEMS, 64);
                     TILE_GAP();
                     _tile_dpbf16ps(1, 4, 7);
+                    TILE_GAP();
                     LOAD_A(4, s0, a0, t + 1, kdir, sa);
                     TILE_GAP();
                     _tile_dpbf16ps(3, 5, 7);
+                    TILE_GAP();
                     LOAD_A(5, s1, a1, t + 1, kdir, sa);
+                    TILE_GAP();
                     _tile_loadd(7, b1 + (t + 1) * TILE_ELEMS, 64);
                     TILE_GAP();
                 }
