@@ -206,45 +206,45 @@ static bool amx_available(void) {
     return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 
-typedef struct fma_isa {
+typedef struct peak_loop {
     const char *name;
     float (*loop)(int64_t iters);
     int flops_per_iter;  // FMA_ACC accumulators x lanes x 2 (AMX: 4 tile multiplies)
-} fma_isa;
+} peak_loop;
 
-static fma_isa pick_isa(void) {
+static peak_loop pick_isa(void) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return (fma_isa){"AVX-512", fma_loop_avx512, FMA_ACC * 16 * 2};
+    if (__builtin_cpu_supports("avx512f")) return (peak_loop){"AVX-512", fma_loop_avx512, FMA_ACC * 16 * 2};
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (fma_isa){"AVX2+FMA", fma_loop_avx2, FMA_ACC * 8 * 2};
-    return (fma_isa){"scalar", fma_loop_scalar, FMA_ACC * 2};
+        return (peak_loop){"AVX2+FMA", fma_loop_avx2, FMA_ACC * 8 * 2};
+    return (peak_loop){"scalar", fma_loop_scalar, FMA_ACC * 2};
 }
 
-static const fma_isa amx_isa = {"AMX-BF16", amx_loop, 4 * AMX_FLOPS_PER_DP};
+static const peak_loop amx_peak_loop = {"AMX-BF16", amx_loop, 4 * AMX_FLOPS_PER_DP};
 
-typedef struct fma_job {
-    const fma_isa *isa;
+typedef struct loop_job {
+    const peak_loop *isa;
     int64_t iters;
     pthread_barrier_t *barrier;
     volatile float sink;
-} fma_job;
+} loop_job;
 
-static void *fma_thread(void *arg) {
-    fma_job *j = arg;
+static void *loop_thread(void *arg) {
+    loop_job *j = arg;
     pthread_barrier_wait(j->barrier);
     j->sink = j->isa->loop(j->iters);
     return NULL;
 }
 
 // FLOP/s of `threads` threads each running iters iterations, from the common start to the last join.
-static double fma_run(const fma_isa *isa, int threads, int64_t iters) {
+static double loop_run(const peak_loop *isa, int threads, int64_t iters) {
     pthread_t tid[256];
-    fma_job jobs[256];
+    loop_job jobs[256];
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, (unsigned)threads + 1);
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (fma_job){isa, iters, &barrier, 0};
-        if (pthread_create(&tid[t], NULL, fma_thread, &jobs[t])) bench_die("pthread_create failed");
+        jobs[t] = (loop_job){isa, iters, &barrier, 0};
+        if (pthread_create(&tid[t], NULL, loop_thread, &jobs[t])) bench_die("pthread_create failed");
     }
     pthread_barrier_wait(&barrier);
     const double t0 = now_s();
@@ -254,7 +254,7 @@ static double fma_run(const fma_isa *isa, int threads, int64_t iters) {
     return (double)threads * (double)iters * isa->flops_per_iter / dt;
 }
 
-static double fma_peak(const fma_isa *isa, int threads) {
+static double loop_peak(const peak_loop *isa, int threads) {
     // Calibrate on one thread to about 0.3 s per trial (0.05 s in --tiny), keep the best of 3.
     int64_t iters = 1 << 16;
     double t;
@@ -267,7 +267,7 @@ static double fma_peak(const fma_isa *isa, int threads) {
     } while (t < 0.02);
     iters = (int64_t)((double)iters * (g_opt.tiny ? 0.05 : 0.3) / t) + 1;
     double best = 0;
-    for (int trial = 0; trial < 3; trial++) best = fmax(best, fma_run(isa, threads, iters));
+    for (int trial = 0; trial < 3; trial++) best = fmax(best, loop_run(isa, threads, iters));
     return best;
 }
 
@@ -725,17 +725,17 @@ static bool have_size(int64_t n) {
 
 // ---- one round ----
 // torc's figures into g_res.
-static void measure_round(const torc_device_info *info, const fma_isa *isa) {
+static void measure_round(const torc_device_info *info, const peak_loop *isa) {
     g_n_res = 0;
     // ---- practical peak ----
-    const double peak = fma_peak(isa, g_opt.threads);
+    const double peak = loop_peak(isa, g_opt.threads);
     put("fma_peak_f32_gflops", peak * 1e-9);
     say("practical peak: FMA loop in %s on %d thread(s): %.4g GFLOP/s f32 (best of 3)\n", isa->name, g_opt.threads,
         peak * 1e-9);
     // bf16 has a peak of its own where matmuls run on AMX tiles; elsewhere the FMA loop's.
     double peak_bf16 = peak;
     if (g_amx) {
-        peak_bf16 = fma_peak(&amx_isa, g_opt.threads);
+        peak_bf16 = loop_peak(&amx_peak_loop, g_opt.threads);
         put("amx_peak_bf16_gflops", peak_bf16 * 1e-9);
         say("practical peak: AMX tile-multiply loop on %d thread(s): %.4g GFLOP/s bf16 (best of 3), %.3gx the FMA "
             "loop's\n", g_opt.threads, peak_bf16 * 1e-9, peak_bf16 / peak);
@@ -886,7 +886,7 @@ int main(int argc, char **argv) {
         if (info.peak_flops[d] > 0) say(" %s %.4g GFLOP/s;", torc_dtype_short_name((torc_dtype)d), info.peak_flops[d] * 1e-9);
     say("\n  derived as: %s\n", info.peak_source[0] ? info.peak_source : "(not given)");
 
-    const fma_isa isa = pick_isa();
+    const peak_loop isa = pick_isa();
     g_amx = amx_available();
     bool peer_ok = true;
     for (int r = 0; r < g_opt.rounds; r++) {
