@@ -421,9 +421,9 @@ static void gemm_thread(const gemm_run *r, int tid) {
 
 void onednn__amx_gemm(const onednn_amx_gemm *g, void *scratch, int nthreads) {
     // A read in place needs unit k stride. Rows a multiple of 4 KiB apart are packed all the same:
-    // a tile's 16 rows would then share one L1 set (12 ways) and evict each other and the panel
-    // beside them (measured side by side: 2048^3 7-12% and 4096^3 24% faster packed; rows 2 KiB
-    // apart gain nothing from packing).
+    // a tile's 16 rows would then share one L1 set (12 ways) and lie on 16 pages (measured side
+    // by side: 2048^3 7-12% and 4096^3 24% faster packed; rows 2 KiB apart gain nothing from
+    // packing).
     const bool in_place = g->a_cs == 1 && g->a_rs * 2 % 4096 != 0;
     gemm_run r = {.g = g, .d = tile_dims(g->M, g->N, g->K, in_place)};
     r.Mp = r.d.MT * 16;
