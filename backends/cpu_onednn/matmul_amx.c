@@ -377,7 +377,35 @@ static void pack_a_rows(const onednn_amx_gemm *g, const dims *d, uint16_t *ap, i
     }
 }
 
+// Two whole VNNI tiles side by side (k0.., columns n0..n0+31 inside B) of a row-major B (K x N,
+// row stride rs): one 64-byte load per row, its pairs interleaved by a two-source permute.
+static void pack_b_tile_pair(uint16_t *dst0, uint16_t *dst1, const uint16_t *b, int64_t rs, int64_t k0,
+                             int64_t n0) {
+    static const uint16_t lo_idx[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                        8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i lo = _mm512_loadu_si512(lo_idx), hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    for (int q = 0; q < 16; q++) {
+        const uint16_t *r = b + (k0 + 2 * q) * rs + n0;
+        const __m512i r0 = _mm512_loadu_si512(r), r1 = _mm512_loadu_si512(r + rs);
+        _mm512_storeu_si512(dst0 + q * 32, _mm512_permutex2var_epi16(r0, lo, r1));
+        _mm512_storeu_si512(dst1 + q * 32, _mm512_permutex2var_epi16(r0, hi, r1));
+    }
+}
+
 static void pack_b_cols(const onednn_amx_gemm *g, const dims *d, uint16_t *bp, int64_t nt0, int64_t nt1) {
+    if (g->b_cs == 1 && g->b_rs != 1) {  // row-major: pairs of column tiles, k tile by k tile
+        for (int64_t kt = 0; kt < d->KT; kt++)
+            for (int64_t nt = nt0; nt < nt1; nt++) {
+                uint16_t *dst = bp + (nt * d->KT + kt) * TILE_ELEMS;
+                if (nt + 1 < nt1 && (kt + 1) * 32 <= g->K && (nt + 2) * 16 <= g->N) {
+                    pack_b_tile_pair(dst, dst + d->KT * TILE_ELEMS, g->b, g->b_rs, kt * 32, nt * 16);
+                    nt++;
+                } else {
+                    pack_b_tile(dst, g->b, g->b_rs, 1, g->K, g->N, kt * 32, nt * 16);
+                }
+            }
+        return;
+    }
     const bool kin = g->b_rs <= g->b_cs;
     const int64_t nn = nt1 - nt0, n = nn * d->KT;
     for (int64_t i = 0; i < n; i++) {
