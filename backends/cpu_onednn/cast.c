@@ -14,27 +14,40 @@ bool onednn__cast_op(const torc_op *op) {
            onednn__same_shape(&op->in[0], &op->out) && onednn__dense(&op->in[0]) && onednn__dense(&op->out);
 }
 
-// The loops, compiled for AVX-512 (16 elements a step) and for any x86-64; run() picks by the CPU.
+// The loops, compiled for AVX-512 (16 elements a step) and for any x86-64, picked by the CPU.
 // The rounding is torc_f32_to_bf16's (convert.h), written on the bits so that it vectorizes.
 #define CAST_LOOPS(suffix, attr)                                                                   \
-    attr static void to_bf16_##suffix(uint16_t *out, const uint32_t *in, int64_t i0, int64_t i1) {  \
-        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
+    attr static void to_bf16_##suffix(uint16_t *out, const uint32_t *in, int64_t n) {            \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                      \
             const uint32_t u = in[i];                                                              \
             const uint16_t r = (uint16_t)((u + ((u >> 16) & 1) + UINT32_C(0x7FFF)) >> 16);         \
             out[i] = (u & UINT32_C(0x7FFFFFFF)) > UINT32_C(0x7F800000) ? UINT16_C(0x7FC0) : r;     \
         }                                                                                          \
     }                                                                                              \
-    attr static void to_f32_##suffix(uint32_t *out, const uint16_t *in, int64_t i0, int64_t i1) {  \
-        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = (uint32_t)in[i] << 16;      \
+    attr static void to_f32_##suffix(uint32_t *out, const uint16_t *in, int64_t n) {             \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = (uint32_t)in[i] << 16;        \
     }
 CAST_LOOPS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
 CAST_LOOPS(any, )
 
-static void run_range(const torc_op *op, bool avx512, int64_t i0, int64_t i1) {
+static bool has_avx512(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
+
+void onednn__f32_to_bf16(uint16_t *out, const float *in, int64_t n) {
+    (has_avx512() ? to_bf16_avx512 : to_bf16_any)(out, (const uint32_t *)in, n);
+}
+
+void onednn__bf16_to_f32(float *out, const uint16_t *in, int64_t n) {
+    (has_avx512() ? to_f32_avx512 : to_f32_any)((uint32_t *)out, in, n);
+}
+
+static void run_range(const torc_op *op, int64_t i0, int64_t i1) {
     if (op->out.dtype == TORC_DTYPE_BF16) {
-        (avx512 ? to_bf16_avx512 : to_bf16_any)(op->out.data, op->in[0].data, i0, i1);
+        onednn__f32_to_bf16((uint16_t *)op->out.data + i0, (const float *)op->in[0].data + i0, i1 - i0);
     } else {
-        (avx512 ? to_f32_avx512 : to_f32_any)(op->out.data, op->in[0].data, i0, i1);
+        onednn__bf16_to_f32((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, i1 - i0);
     }
 }
 
@@ -44,18 +57,16 @@ int onednn__cast_run(const torc_op *op) {
     if (n == 0) return 0;
     if (!op->in[0].data || !op->out.data)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: copy: %s.data is NULL", op->out.data ? "in[0]" : "out");
-    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512vl");
     const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
     if (nthr <= 1) {
-        run_range(op, avx512, 0, n);
+        run_range(op, 0, n);
         return 0;
     }
 #pragma omp parallel num_threads(nthr)
     {
         int64_t i0, i1;
         onednn__thread_range(n, &i0, &i1);
-        run_range(op, avx512, i0, i1);
+        run_range(op, i0, i1);
     }
     return 0;
 }

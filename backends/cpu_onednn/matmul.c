@@ -1,7 +1,8 @@
 // backends/cpu_onednn/matmul.c — TORC_OP_MATMUL: f32 on oneDNN's dnnl_sgemm (row-major BLAS,
-// looped over the batch), bf16 on torc's AMX tile GEMM (matmul_amx.c) where the CPU has AMX,
-// else on oneDNN's matmul primitive, f16 through f32 (oneDNN 2.6 has no f16 matmul on CPU and
-// its f16 reorders are too slow to convert with, so the host converts: f16.c).
+// looped over the batch); bf16 on torc's AMX tile GEMM (matmul_amx.c) where the CPU has AMX, on
+// oneDNN's matmul primitive where bf16 dot products pay (device.c), else through f32 like f16
+// (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders are too slow to convert with, so the
+// host converts: convert.c).
 // Operands keep their strides: transposed and row-sliced views become sgemm's trans flags and
 // leading dims, stride-0 batch dims a zero batch stride (oneDNN's size-1 broadcast dims for the
 // primitive). An f32 layout sgemm cannot express goes to the primitive; one only oneDNN's
@@ -38,12 +39,18 @@ static size_t view_bytes(const onednn_view *v) {
     return n;
 }
 
-// A dense f32 view with v's dims (the f16 path's temporaries).
+// A dense f32 temporary for v (the through-f32 paths): each matrix column-major where v's is
+// (a transposed operand then converts with unit strides and reaches sgemm as 'T'), else
+// row-major; the batch dims outside, row-major. sgemm can read every such layout.
 static void dense_f32(onednn_view *t, const onednn_view *v) {
     *t = *v;
     t->dt = dnnl_f32;
-    dnnl_dim_t s = 1;
-    for (int d = v->ndim - 1; d >= 0; d--) {
+    const int r = v->ndim - 2, c = v->ndim - 1;
+    const bool col = v->dims[r] > 1 && v->dims[c] > 1 && v->strides[r] < v->strides[c];
+    t->strides[col ? r : c] = 1;
+    t->strides[col ? c : r] = col ? v->dims[r] : v->dims[c];
+    dnnl_dim_t s = v->dims[r] * v->dims[c];
+    for (int d = r - 1; d >= 0; d--) {
         t->strides[d] = s;
         s *= v->dims[d];
     }
@@ -196,7 +203,6 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
                              (long long)x->shape[nd - 2], (long long)K, (long long)w->shape[nd - 2],
                              (long long)w->shape[nd - 1], (long long)M, (long long)N);
     const torc_dtype dt = x->dtype;
-    const bool f16 = dt == TORC_DTYPE_F16;
     if (w->dtype != dt || !onednn__is_float(dt) ||
         !(y->dtype == dt || (dt != TORC_DTYPE_F32 && y->dtype == TORC_DTYPE_F32)))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul runs float32, bfloat16 and "
@@ -236,17 +242,22 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         a_buf = ONEDNN_BUF_IN0 + 1;
         b_buf = ONEDNN_BUF_IN0;
     }
-    // bf16 (in, out bf16 or f32): the primitive.
-    if (dt == TORC_DTYPE_BF16) return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
+    // bf16 (in, out bf16 or f32) where AMX or the CPU's bf16 dot products pay: the primitive.
+    // Elsewhere too below 8M multiply-adds, where sgemm would run on one thread while the
+    // primitive's dot products use every core (two cores, 64x256x256: 49 us against 57-73 us
+    // through f32; 512x1024x1024: 5.5-5.9 ms against 3.7 ms).
+    if (dt == TORC_DTYPE_BF16 && (onednn__bf16_matmul_native() || onednn__work(op) < ONEDNN_GEMM_SERIAL_WORK))
+        return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
 
     onednn_gemm g;
-    if (!f16) {  // f32
+    if (dt == TORC_DTYPE_F32) {
         if (gemm_plan(&a, &b, &c, &g)) return onednn__plan_gemm(p, &g, a_buf, b_buf, ONEDNN_BUF_OUT);
         if (K == 0) return onednn__error(TORC_ERR_NOT_SUPPORTED, "%s", k0);
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
     }
 
-    // f16: convert both operands to dense f32, multiply in f32, round once into out.
+    // f16, and bf16 elsewhere: convert both operands to f32 temporaries, multiply in f32 (the
+    // products of two f16 or bf16 values are exact in f32), round once into out.
     onednn_view ta, tb, tc;
     int ta_buf, tb_buf, tc_buf = ONEDNN_BUF_OUT, st;
     dense_f32(&ta, &a);
@@ -263,7 +274,7 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     dense_f32(&tc, &c);
     if ((st = onednn__plan_tmp(p, view_bytes(&tc), &tc_buf))) return st;
     if (!gemm_plan(&ta, &tb, &tc, &g))  // dense temporaries always fit
-        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: f16 matmul temporaries do not fit sgemm");
+        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: matmul temporaries do not fit sgemm");
     if ((st = onednn__plan_gemm(p, &g, ta_buf, tb_buf, tc_buf))) return st;
     return onednn__plan_convert(p, &tc, tc_buf, &c, ONEDNN_BUF_OUT);
 }

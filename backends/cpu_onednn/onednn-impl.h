@@ -101,7 +101,7 @@ void onednn__batch_offsets(int nbatch, const int64_t *dims, const int64_t *sa, c
 
 typedef enum onednn_step_kind {
     ONEDNN_STEP_PRIM = 0,  // a oneDNN primitive
-    ONEDNN_STEP_CONVERT,   // a host f16 <-> f32 conversion (f16.c)
+    ONEDNN_STEP_CONVERT,   // a host f16 / bf16 <-> f32 conversion (convert.c)
     ONEDNN_STEP_GEMM,      // an f32 GEMM on dnnl_sgemm (matmul.c)
     ONEDNN_STEP_AMX_MATMUL,  // a bf16 matmul on the AMX GEMM (matmul_amx.c)
 } onednn_step_kind;
@@ -162,7 +162,7 @@ int onednn__plan_add_pd(onednn_plan *p, dnnl_primitive_desc_t pd, int n, const o
 // Adds a reorder (strided copy with conversion) from one view to another.
 int onednn__plan_reorder(onednn_plan *p, const onednn_view *from, int from_buf,
                          const onednn_view *to, int to_buf);
-// Adds an f16 <-> f32 conversion run on the host (oneDNN 2.6 converts f16 at ~60 ns/element).
+// Adds an f16 / bf16 <-> f32 conversion run on the host (convert.c).
 int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
                          const onednn_view *to, int to_buf);
 // Adds an f32 GEMM step on dnnl_sgemm reading buffers a_buf, b_buf and writing c_buf.
@@ -189,9 +189,10 @@ int onednn__build_reduce(const torc_op *op, onednn_plan *p);     // reduce.c
 int onednn__build_softmax(const torc_op *op, onednn_plan *p);    // softmax.c
 int onednn__build_copy(const torc_op *op, onednn_plan *p);       // copy.c
 
-// ---- f16 conversion (f16.c) ----
-// Converts every element of `from` (f16 or f32) into `to` (f32 or f16), same dims, any strides.
-void onednn__convert_f16(const onednn_view *from, const void *src, const onednn_view *to, void *dst);
+// ---- f16 / bf16 <-> f32 conversion for matmuls computed in f32 (convert.c) ----
+// Converts every element of `from` into `to` (f16 or bf16 -> f32, or f32 -> f16 or bf16), same
+// dims, any strides; parallel from 64K elements.
+void onednn__convert(const onednn_view *from, const void *src, const onednn_view *to, void *dst);
 
 // ---- bf16 GEMM on AMX tiles (matmul_amx.c) ----
 // C = A x B for one matrix: bf16 A (M x K) and B (K x N) of any (non-negative) strides, C (M x N)
@@ -265,6 +266,9 @@ int onednn__pointwise_run(const torc_op *op);
 // ---- dense float32 <-> bfloat16 casts (cast.c): host loops, outside the lock ----
 bool onednn__cast_op(const torc_op *op);  // a COPY the loops run: dense f32 -> bf16 or bf16 -> f32
 int onednn__cast_run(const torc_op *op);
+// The loops themselves, n dense elements on the calling thread (also convert.c's).
+void onednn__f32_to_bf16(uint16_t *out, const float *in, int64_t n);
+void onednn__bf16_to_f32(float *out, const uint16_t *in, int64_t n);
 
 // ---- tensor memory (memory.c): 64-byte aligned, freed large blocks kept for reuse ----
 void *onednn__mem_alloc(size_t nbytes);  // NULL when the system has no memory
@@ -273,5 +277,9 @@ void onednn__mem_release_cache(void);    // returns the kept blocks to the syste
 
 // ---- device description (device.c) ----
 int onednn__device_info(torc_device_info *info);
+// Whether bf16 matmuls have a path faster than converting to f32 and running sgemm: AMX tiles,
+// or AVX512-BF16 dot products on a CPU where they issue at the FMA rate (not Intel's). cpuid only,
+// capped by the ISA oneDNN uses.
+bool onednn__bf16_matmul_native(void);
 
 #endif

@@ -233,7 +233,7 @@ int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
         if (s->kind != ONEDNN_STEP_PRIM) {  // on the host: the primitives before it must have finished
             if (i > 0) ONEDNN_CHECK(dnnl_stream_wait(stream));
             if (s->kind == ONEDNN_STEP_CONVERT) {
-                onednn__convert_f16(&s->from, buf_ptr(p, &s->args[0], op, work), &s->to,
+                onednn__convert(&s->from, buf_ptr(p, &s->args[0], op, work), &s->to,
                                     buf_ptr(p, &s->args[1], op, work));
                 continue;
             }
