@@ -136,7 +136,7 @@ static const int64_t sizes[][3] = {  // M, N, K
 };
 
 START_TEST(test_shapes) {
-    if (!onednn__amx_usable()) return;  // test_usable_matches_cpu says why
+    if (!onednn__amx_usable()) return;  // main() reports the suite as skipped
     const int64_t M = sizes[_i][0], N = sizes[_i][1], K = sizes[_i][2];
     for (int f32 = 0; f32 < 2; f32++)
         for (int threads = 1; threads <= 2; threads++) {
@@ -248,5 +248,11 @@ int main(void) {
     srunner_run_all(sr, CK_NORMAL);
     const int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    if (failed) return EXIT_FAILURE;
+    if (!onednn__amx_usable()) {  // ctest reports the GEMM's tests as skipped, not passed
+        printf("onednn_amx: skipped: this CPU has no AMX-BF16 or Linux refused the tile state (the "
+               "detection test passed; the GEMM's tests need AMX)\n");
+        return 77;
+    }
+    return EXIT_SUCCESS;
 }
