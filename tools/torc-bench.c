@@ -141,6 +141,19 @@ __attribute__((target("avx2,fma"))) static float fma_loop_avx2(int64_t iters) {
     return r;
 }
 
+// The bf16 dot-product loop (AVX512-BF16, no AMX): VDPBF16PS does 16 lanes x 2 pairs of
+// multiply-adds into f32. Where it runs at half the FMA loop's rate (Intel cores), the oneDNN
+// backend's bf16 matmuls go through f32 FMAs instead, and their peak is the FMA loop's.
+#define DPBF16(a, m, c) _mm512_dpbf16_ps(a, (__m512bh)(m), (__m512bh)(c))
+__attribute__((target("avx512f,avx512bf16"))) static float dpbf16_loop(int64_t iters) {
+    __m512 a0 = _mm512_set1_ps(1.00f), a1 = _mm512_set1_ps(1.01f), a2 = _mm512_set1_ps(1.02f), a3 = _mm512_set1_ps(1.03f),
+           a4 = _mm512_set1_ps(1.04f), a5 = _mm512_set1_ps(1.05f), a6 = _mm512_set1_ps(1.06f), a7 = _mm512_set1_ps(1.07f),
+           a8 = _mm512_set1_ps(1.08f), a9 = _mm512_set1_ps(1.09f), a10 = _mm512_set1_ps(1.10f), a11 = _mm512_set1_ps(1.11f);
+    const __m512i m = _mm512_set1_epi32(0x3f7f3f80), c = _mm512_set1_epi32(0x33d633d6);  // (1 - 2^-8, 1), (1e-7, 1e-7)
+    for (int64_t it = 0; it < iters; it++) FMA_STEP(DPBF16);
+    return _mm512_reduce_add_ps(FMA_SUM(_mm512_add_ps));
+}
+
 static float scalar_fma(float a, float m, float c) { return a * m + c; }
 static float scalar_add(float a, float b) { return a + b; }
 static float fma_loop_scalar(int64_t iters) {
@@ -221,6 +234,7 @@ static peak_loop pick_isa(void) {
 }
 
 static const peak_loop amx_peak_loop = {"AMX-BF16", amx_loop, 4 * AMX_FLOPS_PER_DP};
+static const peak_loop dpbf16_peak_loop = {"AVX512-BF16", dpbf16_loop, FMA_ACC * 16 * 2 * 2};
 
 typedef struct loop_job {
     const peak_loop *isa;
@@ -519,6 +533,8 @@ static const target g_targets[] = {
      "(no target) the ceiling of the line above: tile multiplies against FMAs, no loads"},
     {"bf16 matmul 2048 / AMX-loop peak", "matmul_bf16_2048_gflops", NULL, "amx_peak_bf16_gflops", true, 0,
      "(no target) torc's bf16 GEMM against the tile-multiply throughput reached in a loop"},
+    {"bf16 dot-product loop / f32 FMA-loop peak", "dpbf16_peak_bf16_gflops", NULL, "fma_peak_f32_gflops", true, 0,
+     "(no target; CPUs without AMX) the ceiling of bf16 / f32 on AVX512-BF16 dot products"},
     {"bf16 matmul 2048 / PyTorch bf16", "matmul_bf16_2048_gflops", "matmul_bf16_2048_gflops", NULL, true, 1.5,
      "torc's bf16 GEMM against torch.mm (oneDNN AMX)"},
     {"x + y 4x4 per call", "add_4x4_us", "add_4x4_us", NULL, false, 0.2, "dispatch overhead of one tiny op"},
@@ -739,6 +755,13 @@ static void measure_round(const torc_device_info *info, const peak_loop *isa) {
         put("amx_peak_bf16_gflops", peak_bf16 * 1e-9);
         say("practical peak: AMX tile-multiply loop on %d thread(s): %.4g GFLOP/s bf16 (best of 3), %.3gx the FMA "
             "loop's\n", g_opt.threads, peak_bf16 * 1e-9, peak_bf16 / peak);
+    } else if (__builtin_cpu_supports("avx512bf16")) {
+        const double dot = loop_peak(&dpbf16_peak_loop, g_opt.threads);
+        put("dpbf16_peak_bf16_gflops", dot * 1e-9);
+        say("bf16 dot-product loop (AVX512-BF16, no AMX) on %d thread(s): %.4g GFLOP/s (best of 3), %.3gx the FMA "
+            "loop's%s\n", g_opt.threads, dot * 1e-9, dot / peak,
+            dot < peak ? ": bf16 matmuls run on f32 FMAs here (bf16 against the FMA loop below)" : "");
+        if (dot > peak) peak_bf16 = dot;
     }
 
     // ---- matmul ----
