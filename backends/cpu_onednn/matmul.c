@@ -80,11 +80,17 @@ static int add_matmul(onednn_plan *p, const onednn_view *a, int a_buf, const one
 // sgemm is 5-40% faster on 2048^3 and the Cruncher shapes (512x1024x1024 and its transposed
 // backward GEMMs), and about even on 64x256x256.
 
-// GEMMs below this many multiply-adds (M*N*K over the batch; 64x256x256 is 4M) run on the
-// calling thread: one core does them in ~100 us, a second core saves at most half of that, and
-// on a loaded machine the team's join waits for a descheduled thread for milliseconds (the
-// Cruncher D=256 step took 20 ms with two threads and 1-2 ms with one, PyTorch 1 ms).
-#define ONEDNN_GEMM_SERIAL_WORK (INT64_C(1) << 23)
+// GEMMs of 1M multiply-adds and more (ONEDNN_SMALL_WORK) use every core, smaller ones the
+// calling thread (plans below it run single-threaded). An 8M floor here, set when two threads
+// measured slower on such sizes (before the nested OpenMP team in onednn__gemm_run was found),
+// measured 1.5-2x slower on 2M-4M GEMMs since (two cores, side by side: 64x256x256 27 against
+// 51-59 us, 128^3 14 against 23 us; the Cruncher D=256 SGD step 0.22-0.23 against 0.27-0.30 ms).
+
+// bf16 GEMMs below this many multiply-adds stay on oneDNN's primitive on CPUs where bf16 would
+// otherwise go through f32 (below): converting the operands costs more than the half-rate dot
+// products lose there (two cores, 64x256x256: 48-51 us against 63-64 through f32; 128^3 26
+// against 42 us; 256^3 even; 512x1024x1024 5.5-5.9 ms against 3.7 ms).
+#define ONEDNN_BF16_VIA_F32_WORK (INT64_C(1) << 23)
 
 // How sgemm reads one matrix view (R x C): row-major ('N', ld = row stride) or column-major
 // ('T', ld = column stride). False when neither fits (both strides non-unit, or an ld below
@@ -130,7 +136,6 @@ static bool gemm_plan(const onednn_view *a, const onednn_view *b, const onednn_v
     // Small matrices in a batch: each thread multiplies whole matrices (sgemm runs on one
     // thread inside a parallel region) instead of the team splitting every small one.
     g->batch_parallel = batch > 1 && g->M * g->N * g->K < (INT64_C(1) << 20);
-    g->serial = batch * g->M * g->N * g->K < ONEDNN_GEMM_SERIAL_WORK;
     return true;
 }
 
@@ -157,19 +162,16 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
     // The error is set on this thread, after the loop (the message is thread-local).
     dnnl_status_t bad = dnnl_success;
     int64_t o[3];
-    if (!g->batch_parallel || g->serial) {
+    if (!g->batch_parallel) {
         // No parallel region around sgemm: inside one (even an inactive if(0) one) sgemm's own
         // region is nested, and libgomp gives a nested team threads of its own. Those spun
         // beside the top-level team's (the AMX GEMM's, the casts', the NaN scans'), three
         // threads on two cores: a 512x1024x1024 sgemm right after any other parallel region
         // took 10-16 ms instead of 6-7.
-        const int nthr = omp_get_max_threads();
-        if (g->serial && nthr > 1) omp_set_num_threads(1);  // sgemm sizes its team by this
         for (int64_t i = 0; i < batch && bad == dnnl_success; i++) {
             onednn__batch_offsets(g->nbatch, g->bdims, g->sa, g->sb, g->sc, i, o);
             bad = gemm_one(g, a + o[0], b + o[1], c + o[2]);
         }
-        if (g->serial && nthr > 1) omp_set_num_threads(nthr);
         return bad == dnnl_success ? 0 : onednn__dnnl_error(bad, "dnnl_sgemm(");
     }
     // Small matrices of a large batch: whole matrices per thread, sgemm single-threaded in each.
@@ -242,11 +244,9 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         a_buf = ONEDNN_BUF_IN0 + 1;
         b_buf = ONEDNN_BUF_IN0;
     }
-    // bf16 (in, out bf16 or f32) where AMX or the CPU's bf16 dot products pay: the primitive.
-    // Elsewhere too below 8M multiply-adds, where sgemm would run on one thread while the
-    // primitive's dot products use every core (two cores, 64x256x256: 49 us against 57-73 us
-    // through f32; 512x1024x1024: 5.5-5.9 ms against 3.7 ms).
-    if (dt == TORC_DTYPE_BF16 && (onednn__bf16_matmul_native() || onednn__work(op) < ONEDNN_GEMM_SERIAL_WORK))
+    // bf16 (in, out bf16 or f32) where AMX or the CPU's bf16 dot products pay, and small bf16
+    // GEMMs everywhere: the primitive.
+    if (dt == TORC_DTYPE_BF16 && (onednn__bf16_matmul_native() || onednn__work(op) < ONEDNN_BF16_VIA_F32_WORK))
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
 
     onednn_gemm g;

@@ -91,7 +91,6 @@ typedef struct onednn_gemm {
     int64_t bdims[TORC_MAX_DIMS];
     int64_t sa[TORC_MAX_DIMS], sb[TORC_MAX_DIMS], sc[TORC_MAX_DIMS];  // batch strides (0: broadcast)
     bool batch_parallel;        // one thread per matrix: matrices too small to share
-    bool serial;                // the whole GEMM on the calling thread
 } onednn_gemm;
 
 // The element offsets of matrix i of a batch in A, B and C (row-major batch index over
