@@ -527,6 +527,18 @@ START_TEST(test_matmul_large) {
 }
 END_TEST
 
+// Without AVX512-BF16 (capped to AVX2 here) oneDNN has only reference code for bf16 matmul: the
+// backend runs bf16 matmuls of every size through f32 instead of declining them.
+START_TEST(test_matmul_bf16_isa_cap) {
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+    setup();
+    static const mm_case small = {2, {17, 33}, {33, 5}, 0, 0};
+    check_matmul(TORC_DTYPE_BF16, TORC_DTYPE_BF16, &small, L_CONTIG, L_T2, L_CONTIG);
+    check_matmul(TORC_DTYPE_BF16, TORC_DTYPE_F32, &small, L_T2, L_CONTIG, L_CONTIG);
+    teardown();
+}
+END_TEST
+
 // K = 0: out is all zeros, whatever it held (NaN here), also batched with a broadcast operand.
 static void check_matmul_k0(torc_dtype dt, int nd, const int64_t *a, const int64_t *b,
                             uint32_t abcast, enum layout lc) {
@@ -1333,6 +1345,7 @@ static Suite *onednn_suite(void) {
     suite_add_tcase(s, tc);
     TCase *isa = tcase_create("isa");
     tcase_add_test(isa, test_device_info_isa_cap);
+    tcase_add_test(isa, test_matmul_bf16_isa_cap);
     suite_add_tcase(s, isa);
     return s;
 }

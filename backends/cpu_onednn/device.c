@@ -119,6 +119,8 @@ bool onednn__bf16_matmul_native(void) {
     return x.amx_bf16 || bf16_dot_pays(&x);
 }
 
+bool onednn__bf16_dot(void) { return detect_isa().avx512_bf16; }
+
 int onednn__device_info(torc_device_info *info) {
     memset(info, 0, sizeof *info);
     double mhz;

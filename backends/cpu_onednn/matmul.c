@@ -86,9 +86,9 @@ static int add_matmul(onednn_plan *p, const onednn_view *a, int a_buf, const one
 // measured 1.5-2x slower on 2M-4M GEMMs since (two cores, side by side: 64x256x256 27 against
 // 51-59 us, 128^3 14 against 23 us; the Cruncher D=256 SGD step 0.22-0.23 against 0.27-0.30 ms).
 
-// bf16 GEMMs below this many multiply-adds stay on oneDNN's primitive on CPUs where bf16 would
-// otherwise go through f32 (below): converting the operands costs more than the half-rate dot
-// products lose there (two cores, 64x256x256: 48-51 us against 63-64 through f32; 128^3 26
+// bf16 GEMMs below this many multiply-adds stay on oneDNN's primitive on CPUs whose bf16 dot
+// products run at half the FMA rate (device.c): converting the operands to f32 costs more than
+// the dot products lose there (two cores, 64x256x256: 48-51 us against 63-64 through f32; 128^3 26
 // against 42 us; 256^3 even; 512x1024x1024 5.5-5.9 ms against 3.7 ms).
 #define ONEDNN_BF16_VIA_F32_WORK (INT64_C(1) << 23)
 
@@ -245,8 +245,9 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         b_buf = ONEDNN_BUF_IN0;
     }
     // bf16 (in, out bf16 or f32) where AMX or the CPU's bf16 dot products pay, and small bf16
-    // GEMMs everywhere: the primitive.
-    if (dt == TORC_DTYPE_BF16 && (onednn__bf16_matmul_native() || onednn__work(op) < ONEDNN_BF16_VIA_F32_WORK))
+    // GEMMs wherever it has them at all: the primitive. Elsewhere through f32 (below).
+    if (dt == TORC_DTYPE_BF16 && (onednn__bf16_matmul_native() ||
+                                  (onednn__bf16_dot() && onednn__work(op) < ONEDNN_BF16_VIA_F32_WORK)))
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
 
     onednn_gemm g;

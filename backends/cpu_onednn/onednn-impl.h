@@ -280,5 +280,8 @@ int onednn__device_info(torc_device_info *info);
 // or AVX512-BF16 dot products on a CPU where they issue at the FMA rate (not Intel's). cpuid only,
 // capped by the ISA oneDNN uses.
 bool onednn__bf16_matmul_native(void);
+// Whether oneDNN has bf16 dot-product kernels here (AVX512-BF16): without them its bf16 matmul
+// is its reference code, which the backend declines.
+bool onednn__bf16_dot(void);
 
 #endif
