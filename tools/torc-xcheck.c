@@ -1707,6 +1707,8 @@ static void build_matmul(builder *b) {
     mm_case(b, "odd", 0, NULL, 33, 65, 17, L_C, L_C, L_C, 0, 0, false);
     mm_case(b, "large", 0, NULL, 64, 96, 48, L_C, L_C, L_C, 0, 0, false);
     mm_case(b, "large_transposed", 0, NULL, 48, 80, 40, L_T, L_T, L_C, 0, 0, false);
+    // Over 8M multiply-adds: where backends change kernels (onednn: bf16 through f32 without AMX).
+    if (is_float(d)) mm_case(b, "over_8m", 0, NULL, 257, 129, 255, L_C, L_T, L_C, 0, 0, false);
     if (is_float(d)) mm_case(b, "special", 0, NULL, 6, 7, 5, L_C, L_C, L_C, 0, 0, true);
 }
 
@@ -2259,7 +2261,9 @@ static void usage(FILE *f) {
             "(contiguous, transposed, sliced with a step, broadcast, zero-size, zero-dim, size 1, odd\n"
             "sizes, large, in place, NaN/inf) runs through the backend's vtable with sentinel bytes\n"
             "around every buffer; ops the backend lacks are checked through the public API, where they\n"
-            "fall back to the reference. Exit status: 0 all passed, 1 a check failed, 2 usage/setup.\n"
+            "fall back to the reference. The onednn backend's small-op hand-off to the reference\n"
+            "(TORC_ONEDNN_MIN_WORK) is off here unless set, so every family reaches its kernels.\n"
+            "Exit status: 0 all passed, 1 a check failed, 2 usage/setup.\n"
             "  --backend NAME  backend or device to check (default: TORC_BACKEND or the default device)\n"
             "  --op, --dtype   only these ops (torc_op_name) / dtypes (f32, bfloat16, ...)\n"
             "  --grad          check gradients of differentiable ops by finite differences\n"
@@ -2410,6 +2414,10 @@ int main(int argc, char **argv) {
     g_opt.check = want_check || (!g_opt.grad && !g_opt.perf);
     g_opt.color = !g_opt.csv && isatty(STDOUT_FILENO);
 
+    // The onednn backend hands ops under TORC_ONEDNN_MIN_WORK elements (4096 by default) to the
+    // reference, which would leave most shape families checking the reference against itself:
+    // unless the user sets it, every family reaches oneDNN's kernels here.
+    if (!getenv("TORC_ONEDNN_MIN_WORK")) setenv("TORC_ONEDNN_MIN_WORK", "0", 1);
     g_t.ref = torc_device_get("reference");
     if (!g_t.ref) xcheck_die("cannot load the reference backend: %s", torc_last_error());
     g_t.dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
