@@ -91,16 +91,19 @@ torc_tensor *torc_to_fp8_scaled(const torc_tensor *x, const torc_tensor *scale, 
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "torc_to_fp8_scaled: the scale must be a one-element Float tensor, got %s "
                                               "with %lld elements", torc__dtype_c10_name(scale->dtype),
                               (long long)torc_numel(scale));
-    const double max = dtype == TORC_DTYPE_F8_E4M3FN ? 448.0 : 57344.0;
-    // x * scale in f32 (rounded once), clamped to the finite range (NaN stays NaN through
-    // maximum/minimum), then the plain cast, which rounds in-range values as the saturating one.
+    // x * scale in f32 (rounded once), then the plain cast, which rounds in-range values as the
+    // saturating one. e4m3fn's plain cast already saturates (everything from 448 up, inf too,
+    // becomes 448); e5m2's overflows to inf, so there x * scale is first clamped to +-57344
+    // (NaN stays NaN through maximum/minimum).
     torc_scope_push();
     torc_no_grad_begin();
     torc_tensor *s = torc_reshape((torc_tensor *)scale, 0, NULL);
     torc_tensor *xf = torc_to_dtype((torc_tensor *)x, TORC_DTYPE_F32);
     torc_tensor *y = xf && s ? torc_mul(xf, s) : NULL;
-    y = y ? torc_maximum_scalar(y, torc_s(-max)) : NULL;
-    y = y ? torc_minimum_scalar(y, torc_s(max)) : NULL;
+    if (dtype == TORC_DTYPE_F8_E5M2) {
+        y = y ? torc_maximum_scalar(y, torc_s(-57344.0)) : NULL;
+        y = y ? torc_minimum_scalar(y, torc_s(57344.0)) : NULL;
+    }
     y = y ? torc_keep(torc_to_dtype(y, dtype)) : NULL;
     torc_no_grad_end();
     torc_scope_pop();

@@ -1053,6 +1053,120 @@ START_TEST(test_cast_bits) {
 }
 END_TEST
 
+// Dense f32 <-> fp8 casts (cast.c) bit for bit against torc/convert.h's (PyTorch's rounding:
+// e4m3fn overflow saturates to +-448, e5m2 overflows to inf, NaN stays NaN, subnormals kept),
+// on random bit patterns and the formats' edges; fp8 -> f32 on all 256 values. 2M + 13
+// elements: the parallel split and every vector tail.
+START_TEST(test_cast_fp8_bits) {
+    static const float specials[] = {448.0f, 464.0f, 479.9f, 480.0f, 57344.0f, 61439.0f, 61440.0f, 0x1p-6f,
+                                     0x1p-9f, 0x1.8p-10f, 0x1p-10f, 0x1p-16f, 0x1.8p-17f, 0x1p-17f, 0.0f, -0.0f,
+                                     INFINITY, -INFINITY, NAN, -NAN, 1.0625f, 1.1875f, -3.75f};
+    const int64_t n = (INT64_C(1) << 21) + 13, ns = (int64_t)(sizeof specials / sizeof specials[0]);
+    float *f = malloc((size_t)n * 4), *back = malloc((size_t)n * 4);
+    uint8_t *q = malloc((size_t)n);
+    ck_assert(f && back && q);
+    uint64_t r = 88172645463325252u;
+    for (int64_t i = 0; i < n; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        // every pattern, and as many near fp8's range (|x| < 2^17) where the rounding happens
+        const uint32_t u = i % 2 ? (uint32_t)r : ((uint32_t)r & 0x80ffffffu) | ((uint32_t)(100 + (r >> 40) % 44) << 23);
+        f[i] = i % 97 < ns ? specials[i % 97] : torc_f32_from_bits(u);
+    }
+    static const torc_dtype fp8[] = {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2};
+    for (int k = 0; k < 2; k++) {
+        const bool e4 = fp8[k] == TORC_DTYPE_F8_E4M3FN;
+        torc_op op;
+        memset(&op, 0, sizeof op);
+        op.code = TORC_OP_COPY;
+        op.n_in = 1;
+        op.in[0] = (torc_operand){.data = f, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n}, .stride = {1}};
+        op.out = (torc_operand){.data = q, .dtype = fp8[k], .ndim = 1, .shape = {n}, .stride = {1}};
+        run_ok(&op, "f32 -> fp8");
+        for (int64_t i = 0; i < n; i++) {
+            const uint8_t want = e4 ? torc_f32_to_f8e4m3fn(f[i]) : torc_f32_to_f8e5m2(f[i]);
+            if (q[i] != want)
+                ck_abort_msg("f32 0x%08x -> %s: got 0x%02x, want 0x%02x", torc_f32_bits(f[i]), e4 ? "e4m3fn" : "e5m2",
+                             q[i], want);
+        }
+        for (int64_t i = 0; i < n; i++) q[i] = (uint8_t)i;
+        op.in[0] = op.out;
+        op.out = (torc_operand){.data = back, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n}, .stride = {1}};
+        run_ok(&op, "fp8 -> f32");
+        for (int64_t i = 0; i < n; i++) {
+            const float want = e4 ? torc_f8e4m3fn_to_f32(q[i]) : torc_f8e5m2_to_f32(q[i]);
+            if (torc_f32_bits(back[i]) != torc_f32_bits(want))
+                ck_abort_msg("%s 0x%02x -> f32: got %a, want %a", e4 ? "e4m3fn" : "e5m2", q[i], back[i], want);
+        }
+    }
+    free(f);
+    free(back);
+    free(q);
+}
+END_TEST
+
+// fp8 matmul (scaled_mm.c) against the reference bit for bit: operands on a grid of halves in
+// [-4, 4] make every f32 partial sum exact, so only the final rounding could differ, and must
+// not. Layouts as fp8 autocast makes them (b transposed for x @ w^T, a transposed for x^T @ g),
+// every output dtype, scale_out, amax, a NaN in a, the threaded GEMM and epilogue (M x N >= 1M).
+static void check_scaled_mm(torc_dtype ad, torc_dtype bd, torc_dtype od, int64_t M, int64_t K, int64_t N, bool at,
+                            bool bt, bool nan) {
+    uint8_t *a = malloc((size_t)(M * K)), *b = malloc((size_t)(K * N));
+    const size_t osz = od == TORC_DTYPE_F32 ? 4 : od == TORC_DTYPE_BF16 || od == TORC_DTYPE_F16 ? 2 : 1;
+    char *got = malloc((size_t)(M * N) * osz), *want = malloc((size_t)(M * N) * osz);
+    ck_assert(a && b && got && want);
+    uint64_t r = 0x9E3779B97F4A7C15u;
+    for (int pass = 0; pass < 2; pass++) {
+        uint8_t *x = pass ? b : a;
+        const torc_dtype d = pass ? bd : ad;
+        for (int64_t i = 0; i < (pass ? K * N : M * K); i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            const float v = (float)((int)(r % 17) - 8) * 0.5f;
+            x[i] = d == TORC_DTYPE_F8_E4M3FN ? torc_f32_to_f8e4m3fn(v) : torc_f32_to_f8e5m2(v);
+        }
+    }
+    if (nan) a[(M / 2) * K + K / 3] = ad == TORC_DTYPE_F8_E4M3FN ? 0x7F : 0x7E;  // one NaN (a's row M / 2)
+    float sa = 0.75f, sb = 1.25f, so = 2.0f, amax_got = -1, amax_want = -1;
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_SCALED_MM;
+    op.n_in = 4;
+    op.in[0] = (torc_operand){.data = a, .dtype = ad, .ndim = 2, .shape = {M, K}, .stride = {at ? 1 : K, at ? M : 1}};
+    op.in[1] = (torc_operand){.data = b, .dtype = bd, .ndim = 2, .shape = {K, N}, .stride = {bt ? 1 : N, bt ? K : 1}};
+    op.in[2] = (torc_operand){.data = &sa, .dtype = TORC_DTYPE_F32, .ndim = 0};
+    op.in[3] = (torc_operand){.data = &sb, .dtype = TORC_DTYPE_F32, .ndim = 0};
+    op.out = (torc_operand){.data = got, .dtype = od, .ndim = 2, .shape = {M, N}, .stride = {N, 1}};
+    if (osz == 1) op.params.scaled_mm.scale_out = &so;
+    op.params.scaled_mm.amax_out = &amax_got;
+    char what[128];
+    snprintf(what, sizeof what, "scaled_mm %d x %d -> %d, %lldx%lldx%lld%s%s%s", ad, bd, od, (long long)M, (long long)K,
+             (long long)N, at ? " a^T" : "", bt ? " b^T" : "", nan ? " NaN" : "");
+    run_ok(&op, what);
+    torc_op rop = op;
+    rop.out.data = want;
+    rop.params.scaled_mm.amax_out = &amax_want;
+    ck_assert_msg(ref->run(0, &rop) == 0, "reference: %s", ref->last_error());
+    ck_assert_msg(memcmp(got, want, (size_t)(M * N) * osz) == 0, "%s: out differs from the reference", what);
+    ck_assert_msg(torc_f32_bits(amax_got) == torc_f32_bits(amax_want), "%s: amax %a, want %a", what, amax_got, amax_want);
+    ck_assert(!nan || isnan(amax_got));
+    free(a);
+    free(b);
+    free(got);
+    free(want);
+}
+
+START_TEST(test_scaled_mm) {
+    const torc_dtype E4 = TORC_DTYPE_F8_E4M3FN, E5 = TORC_DTYPE_F8_E5M2;
+    check_scaled_mm(E4, E4, TORC_DTYPE_F32, 33, 65, 17, false, true, false);
+    check_scaled_mm(E4, E5, TORC_DTYPE_BF16, 33, 65, 17, true, false, false);
+    check_scaled_mm(E5, E4, TORC_DTYPE_F16, 33, 65, 17, false, false, false);
+    check_scaled_mm(E4, E4, E4, 33, 65, 17, false, true, false);  // scale_out, saturated
+    check_scaled_mm(E4, E4, E5, 33, 65, 17, true, true, true);
+    check_scaled_mm(E4, E4, TORC_DTYPE_BF16, 257, 129, 255, false, true, true);
+    check_scaled_mm(E4, E5, TORC_DTYPE_F32, 1100, 8, 1000, true, false, false);
+    check_scaled_mm(E4, E4, TORC_DTYPE_F32, 5, 0, 7, false, false, false);  // K = 0: zeros, amax 0
+}
+END_TEST
+
 START_TEST(test_copy_declined) {
     // oneDNN saturates and rounds where PyTorch truncates or wraps; its f16 conversions are slow.
     static const torc_dtype pairs[][2] = {
@@ -1337,6 +1451,8 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_in_place);
     tcase_add_loop_test(tc, test_copy, 0, N_COPY_CASTS);
     tcase_add_test(tc, test_cast_bits);
+    tcase_add_test(tc, test_cast_fp8_bits);
+    tcase_add_test(tc, test_scaled_mm);
     tcase_add_test(tc, test_copy_declined);
     tcase_add_test(tc, test_declines);
     tcase_add_test(tc, test_bad_descriptors);

@@ -1,16 +1,23 @@
-// backends/cpu_onednn/cast.c — dense float32 <-> bfloat16 casts (TORC_OP_COPY) as host loops, the
-// casts autocast makes every step: c10's rounding (nearest even, subnormals kept, NaN -> 0x7FC0).
-// oneDNN's reorder converts with vcvtneps2bf16, which flushes subnormals, so through it every
-// f32 -> bf16 cast paid a second pass scanning its input for them (fixup.c); this is one pass.
-// Strided casts and every other dtype pair stay on the reorder (copy.c).
+// backends/cpu_onednn/cast.c — dense casts (TORC_OP_COPY) as host loops: float32 <-> bfloat16, the
+// casts autocast makes every step, with c10's rounding (nearest even, subnormals kept, NaN ->
+// 0x7FC0), and float32 <-> fp8 (e4m3fn, e5m2), which fp8 autocast makes for every quantized
+// matmul operand and oneDNN 2.6 has no type for (the reference's generic loop ran them).
+// oneDNN's reorder converts to bf16 with vcvtneps2bf16, which flushes subnormals, so through it
+// every f32 -> bf16 cast paid a second pass scanning its input for them (fixup.c); this is one
+// pass. Strided casts and every other dtype pair stay on the reorder (copy.c) or the reference.
 #include <omp.h>
 
 #include "onednn-impl.h"
+#include "torc/convert.h"
+
+static bool narrow(torc_dtype d) {
+    return d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2;
+}
 
 bool onednn__cast_op(const torc_op *op) {
     if (op->code != TORC_OP_COPY || op->n_in != 1) return false;
     const torc_dtype s = op->in[0].dtype, d = op->out.dtype;
-    return ((s == TORC_DTYPE_F32 && d == TORC_DTYPE_BF16) || (s == TORC_DTYPE_BF16 && d == TORC_DTYPE_F32)) &&
+    return ((s == TORC_DTYPE_F32 && narrow(d)) || (narrow(s) && d == TORC_DTYPE_F32)) &&
            onednn__same_shape(&op->in[0], &op->out) && onednn__dense(&op->in[0]) && onednn__dense(&op->out);
 }
 
@@ -26,6 +33,12 @@ bool onednn__cast_op(const torc_op *op) {
     }                                                                                              \
     attr static void to_f32_##suffix(uint32_t *out, const uint16_t *in, int64_t n) {             \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = (uint32_t)in[i] << 16;        \
+    }                                                                                              \
+    attr static void to_e4m3_##suffix(uint8_t *out, const float *in, int64_t n) {                \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = torc_f32_to_f8e4m3fn(in[i]);  \
+    }                                                                                              \
+    attr static void to_e5m2_##suffix(uint8_t *out, const float *in, int64_t n) {                \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = torc_f32_to_f8e5m2(in[i]);    \
     }
 CAST_LOOPS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
 CAST_LOOPS(any, )
@@ -43,12 +56,24 @@ void onednn__bf16_to_f32(float *out, const uint16_t *in, int64_t n) {
     (has_avx512() ? to_f32_avx512 : to_f32_any)((uint32_t *)out, in, n);
 }
 
+// fp8 -> f32 by a table of the 256 values (torc/convert.h's decoders).
+static void fp8_to_f32(float *out, const uint8_t *in, int64_t n, torc_dtype s) {
+    float lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = s == TORC_DTYPE_F8_E4M3FN ? torc_f8e4m3fn_to_f32((uint8_t)v) : torc_f8e5m2_to_f32((uint8_t)v);
+    for (int64_t i = 0; i < n; i++) out[i] = lut[in[i]];
+}
+
 static void run_range(const torc_op *op, int64_t i0, int64_t i1) {
-    if (op->out.dtype == TORC_DTYPE_BF16) {
-        onednn__f32_to_bf16((uint16_t *)op->out.data + i0, (const float *)op->in[0].data + i0, i1 - i0);
-    } else {
-        onednn__bf16_to_f32((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, i1 - i0);
-    }
+    const torc_dtype s = op->in[0].dtype, d = op->out.dtype;
+    const int64_t n = i1 - i0;
+    const float *f = (const float *)op->in[0].data + i0;
+    uint8_t *q = (uint8_t *)op->out.data + i0;
+    if (d == TORC_DTYPE_BF16) onednn__f32_to_bf16((uint16_t *)op->out.data + i0, f, n);
+    else if (s == TORC_DTYPE_BF16) onednn__bf16_to_f32((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, n);
+    else if (d == TORC_DTYPE_F8_E4M3FN) (has_avx512() ? to_e4m3_avx512 : to_e4m3_any)(q, f, n);
+    else if (d == TORC_DTYPE_F8_E5M2) (has_avx512() ? to_e5m2_avx512 : to_e5m2_any)(q, f, n);
+    else fp8_to_f32((float *)op->out.data + i0, (const uint8_t *)op->in[0].data + i0, n, s);
 }
 
 // One chunk per thread (onednn__thread_range); small casts on the calling thread.

@@ -262,6 +262,11 @@ bool onednn__pointwise_op(torc_opcode code);  // ADDCMUL, ADDCDIV, LERP
 int onednn__pointwise_check(const torc_op *op);
 int onednn__pointwise_run(const torc_op *op);
 
+// ---- fp8 matmul (scaled_mm.c): decode to f32, sgemm, one epilogue pass; outside the lock ----
+// 0 when op is a TORC_OP_SCALED_MM the backend runs (every layout); else the error says why.
+int onednn__scaled_mm_check(const torc_op *op);
+int onednn__scaled_mm_run(const torc_op *op);
+
 // ---- dense float32 <-> bfloat16 casts (cast.c): host loops, outside the lock ----
 bool onednn__cast_op(const torc_op *op);  // a COPY the loops run: dense f32 -> bf16 or bf16 -> f32
 int onednn__cast_run(const torc_op *op);
