@@ -1167,6 +1167,46 @@ START_TEST(test_scaled_mm) {
 }
 END_TEST
 
+// rand / randn (random.c) equal the reference bit for bit: the same philox.h draws and the same
+// conversions, split across threads (2M + 5 elements) or not (33); strided outs are declined.
+START_TEST(test_random_matches_reference) {
+    static const torc_dtype dts[] = {TORC_DTYPE_F32, TORC_DTYPE_F64, TORC_DTYPE_BF16, TORC_DTYPE_F16};
+    static const int64_t sizes[] = {(INT64_C(1) << 21) + 5, 33};
+    for (int c = 0; c < 2; c++)
+        for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++)
+            for (int z = 0; z < 2; z++) {
+                const int64_t n = sizes[z];
+                const size_t bytes = (size_t)n * dsize(dts[k]);
+                void *got = malloc(bytes), *want = malloc(bytes);
+                ck_assert(got && want);
+                torc_op op;
+                memset(&op, 0, sizeof op);
+                op.code = c ? TORC_OP_RAND_NORMAL : TORC_OP_RAND_UNIFORM;
+                op.out = (torc_operand){.data = got, .dtype = dts[k], .ndim = 1, .shape = {n}, .stride = {1}};
+                op.params.rng.seed = 0x123456789abcdefu;
+                op.params.rng.offset = 1000003;
+                op.params.rng.a = c ? 0.5 : -2.0;
+                op.params.rng.b = c ? 3.0 : 5.0;
+                run_ok(&op, c ? "randn" : "rand");
+                torc_op rop = op;
+                rop.out.data = want;
+                ck_assert_msg(ref->run(0, &rop) == 0, "reference: %s", ref->last_error());
+                ck_assert_msg(memcmp(got, want, bytes) == 0, "%s dtype %d n %lld: differs from the reference",
+                              c ? "randn" : "rand", dts[k], (long long)n);
+                free(got);
+                free(want);
+            }
+    float buf[8];
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_RAND_NORMAL;
+    op.out = (torc_operand){.data = buf, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {4}, .stride = {2}};
+    op.params.rng.b = 1.0;
+    ck_assert(!vt->supports(0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(), "contiguous"));
+}
+END_TEST
+
 START_TEST(test_copy_declined) {
     // oneDNN saturates and rounds where PyTorch truncates or wraps; its f16 conversions are slow.
     static const torc_dtype pairs[][2] = {
@@ -1312,7 +1352,7 @@ START_TEST(test_declines) {
     tensor_make(&out, TORC_DTYPE_F32, 3, odd3, L_CONTIG, 0, 0, 1);
     const torc_opcode unclaimed[] = {TORC_OP_FILL, TORC_OP_SIN, TORC_OP_COS, TORC_OP_ERF, TORC_OP_SIGN,
                                      TORC_OP_ARGMAX, TORC_OP_VAR, TORC_OP_WHERE, TORC_OP_EQ, TORC_OP_POW,
-                                     TORC_OP_GATHER, TORC_OP_TRIU, TORC_OP_RAND_NORMAL, TORC_OP_LOGSUMEXP};
+                                     TORC_OP_GATHER, TORC_OP_TRIU, TORC_OP_RAND_INT, TORC_OP_LOGSUMEXP};
     for (size_t i = 0; i < sizeof unclaimed / sizeof unclaimed[0]; i++) {
         torc_op op = make_op(unclaimed[i], 2, in, &out);
         ck_assert_msg(!vt->supports(0, &op), "op %d is claimed", unclaimed[i]);
@@ -1453,6 +1493,7 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_cast_bits);
     tcase_add_test(tc, test_cast_fp8_bits);
     tcase_add_test(tc, test_scaled_mm);
+    tcase_add_test(tc, test_random_matches_reference);
     tcase_add_test(tc, test_copy_declined);
     tcase_add_test(tc, test_declines);
     tcase_add_test(tc, test_bad_descriptors);

@@ -262,6 +262,12 @@ bool onednn__pointwise_op(torc_opcode code);  // ADDCMUL, ADDCDIV, LERP
 int onednn__pointwise_check(const torc_op *op);
 int onednn__pointwise_run(const torc_op *op);
 
+// ---- random fills (random.c): philox.h loops, the reference's numbers; outside the lock ----
+bool onednn__random_op(torc_opcode code);  // RAND_UNIFORM, RAND_NORMAL
+// 0 when op fills a contiguous f64/f32/bf16/f16 out; else the error says why.
+int onednn__random_check(const torc_op *op);
+int onednn__random_run(const torc_op *op);
+
 // ---- fp8 matmul (scaled_mm.c): decode to f32, sgemm, one epilogue pass; outside the lock ----
 // 0 when op is a TORC_OP_SCALED_MM the backend runs (every layout); else the error says why.
 int onednn__scaled_mm_check(const torc_op *op);
