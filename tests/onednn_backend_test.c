@@ -1053,17 +1053,18 @@ START_TEST(test_cast_bits) {
 }
 END_TEST
 
-// Dense f32 <-> fp8 casts (cast.c) bit for bit against torc/convert.h's (PyTorch's rounding:
-// e4m3fn overflow saturates to +-448, e5m2 overflows to inf, NaN stays NaN, subnormals kept),
-// on random bit patterns and the formats' edges; fp8 -> f32 on all 256 values. 2M + 13
-// elements: the parallel split and every vector tail.
-START_TEST(test_cast_fp8_bits) {
+// Dense f32 <-> f16 and fp8 casts (cast.c) bit for bit against torc/convert.h's (PyTorch's
+// rounding: nearest even, subnormals kept, e4m3fn overflow saturates to +-448, f16 and e5m2
+// overflow to inf, NaN stays NaN), on random bit patterns and the formats' edges; back to f32 on
+// every 8- or 16-bit pattern. 2M + 13 elements: the parallel split and every vector tail.
+START_TEST(test_cast_narrow_bits) {
     static const float specials[] = {448.0f, 464.0f, 479.9f, 480.0f, 57344.0f, 61439.0f, 61440.0f, 0x1p-6f,
                                      0x1p-9f, 0x1.8p-10f, 0x1p-10f, 0x1p-16f, 0x1.8p-17f, 0x1p-17f, 0.0f, -0.0f,
-                                     INFINITY, -INFINITY, NAN, -NAN, 1.0625f, 1.1875f, -3.75f};
+                                     INFINITY, -INFINITY, NAN, -NAN, 1.0625f, 1.1875f, -3.75f, 65504.0f, 65519.9f,
+                                     65520.0f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1.ffcp-15f};
     const int64_t n = (INT64_C(1) << 21) + 13, ns = (int64_t)(sizeof specials / sizeof specials[0]);
     float *f = malloc((size_t)n * 4), *back = malloc((size_t)n * 4);
-    uint8_t *q = malloc((size_t)n);
+    uint16_t *q = malloc((size_t)n * 2);
     ck_assert(f && back && q);
     uint64_t r = 88172645463325252u;
     for (int64_t i = 0; i < n; i++) {
@@ -1072,30 +1073,37 @@ START_TEST(test_cast_fp8_bits) {
         const uint32_t u = i % 2 ? (uint32_t)r : ((uint32_t)r & 0x80ffffffu) | ((uint32_t)(100 + (r >> 40) % 44) << 23);
         f[i] = i % 97 < ns ? specials[i % 97] : torc_f32_from_bits(u);
     }
-    static const torc_dtype fp8[] = {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2};
-    for (int k = 0; k < 2; k++) {
-        const bool e4 = fp8[k] == TORC_DTYPE_F8_E4M3FN;
+    static const torc_dtype dts[] = {TORC_DTYPE_F16, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2};
+    for (int k = 0; k < 3; k++) {
+        const torc_dtype d = dts[k];
+        const bool h = d == TORC_DTYPE_F16;
         torc_op op;
         memset(&op, 0, sizeof op);
         op.code = TORC_OP_COPY;
         op.n_in = 1;
         op.in[0] = (torc_operand){.data = f, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n}, .stride = {1}};
-        op.out = (torc_operand){.data = q, .dtype = fp8[k], .ndim = 1, .shape = {n}, .stride = {1}};
-        run_ok(&op, "f32 -> fp8");
+        op.out = (torc_operand){.data = q, .dtype = d, .ndim = 1, .shape = {n}, .stride = {1}};
+        run_ok(&op, "f32 -> narrow");
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t want = e4 ? torc_f32_to_f8e4m3fn(f[i]) : torc_f32_to_f8e5m2(f[i]);
-            if (q[i] != want)
-                ck_abort_msg("f32 0x%08x -> %s: got 0x%02x, want 0x%02x", torc_f32_bits(f[i]), e4 ? "e4m3fn" : "e5m2",
-                             q[i], want);
+            const unsigned got = h ? q[i] : ((const uint8_t *)q)[i];
+            const unsigned want = h ? torc_f32_to_f16(f[i])
+                                  : d == TORC_DTYPE_F8_E4M3FN ? torc_f32_to_f8e4m3fn(f[i]) : torc_f32_to_f8e5m2(f[i]);
+            if (got != want)
+                ck_abort_msg("f32 0x%08x -> dtype %d: got 0x%x, want 0x%x", torc_f32_bits(f[i]), d, got, want);
         }
-        for (int64_t i = 0; i < n; i++) q[i] = (uint8_t)i;
+        for (int64_t i = 0; i < n; i++) {
+            if (h) q[i] = (uint16_t)i;
+            else ((uint8_t *)q)[i] = (uint8_t)i;
+        }
         op.in[0] = op.out;
         op.out = (torc_operand){.data = back, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n}, .stride = {1}};
-        run_ok(&op, "fp8 -> f32");
+        run_ok(&op, "narrow -> f32");
         for (int64_t i = 0; i < n; i++) {
-            const float want = e4 ? torc_f8e4m3fn_to_f32(q[i]) : torc_f8e5m2_to_f32(q[i]);
+            const unsigned v = h ? q[i] : ((const uint8_t *)q)[i];
+            const float want = h ? torc_f16_to_f32((uint16_t)v)
+                               : d == TORC_DTYPE_F8_E4M3FN ? torc_f8e4m3fn_to_f32((uint8_t)v) : torc_f8e5m2_to_f32((uint8_t)v);
             if (torc_f32_bits(back[i]) != torc_f32_bits(want))
-                ck_abort_msg("%s 0x%02x -> f32: got %a, want %a", e4 ? "e4m3fn" : "e5m2", q[i], back[i], want);
+                ck_abort_msg("dtype %d 0x%x -> f32: got %a, want %a", d, v, back[i], want);
         }
     }
     free(f);
@@ -1215,7 +1223,6 @@ START_TEST(test_copy_declined) {
         {TORC_DTYPE_F64, TORC_DTYPE_F32}, {TORC_DTYPE_F32, TORC_DTYPE_F64}, {TORC_DTYPE_I64, TORC_DTYPE_I32},
         {TORC_DTYPE_F32, TORC_DTYPE_BOOL}, {TORC_DTYPE_I32, TORC_DTYPE_F16}, {TORC_DTYPE_I32, TORC_DTYPE_BF16},
         {TORC_DTYPE_U8, TORC_DTYPE_F16}, {TORC_DTYPE_F16, TORC_DTYPE_BF16}, {TORC_DTYPE_BF16, TORC_DTYPE_F16},
-        {TORC_DTYPE_F32, TORC_DTYPE_F16}, {TORC_DTYPE_F16, TORC_DTYPE_F32},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         tensor in, out;
@@ -1491,7 +1498,7 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_in_place);
     tcase_add_loop_test(tc, test_copy, 0, N_COPY_CASTS);
     tcase_add_test(tc, test_cast_bits);
-    tcase_add_test(tc, test_cast_fp8_bits);
+    tcase_add_test(tc, test_cast_narrow_bits);
     tcase_add_test(tc, test_scaled_mm);
     tcase_add_test(tc, test_random_matches_reference);
     tcase_add_test(tc, test_copy_declined);

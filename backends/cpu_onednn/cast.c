@@ -1,7 +1,8 @@
-// backends/cpu_onednn/cast.c — dense casts (TORC_OP_COPY) as host loops: float32 <-> bfloat16, the
-// casts autocast makes every step, with c10's rounding (nearest even, subnormals kept, NaN ->
-// 0x7FC0), and float32 <-> fp8 (e4m3fn, e5m2), which fp8 autocast makes for every quantized
-// matmul operand and oneDNN 2.6 has no type for (the reference's generic loop ran them).
+// backends/cpu_onednn/cast.c — dense casts (TORC_OP_COPY) as host loops: float32 <-> bfloat16 and
+// float16, the casts autocast makes every step, with c10's rounding (nearest even, subnormals
+// kept, bf16 NaN -> 0x7FC0), and float32 <-> fp8 (e4m3fn, e5m2), which fp8 autocast makes for
+// every quantized matmul operand; oneDNN 2.6 has no fp8 type and its f16 conversions differ
+// from PyTorch's, so the reference's generic loop ran those.
 // oneDNN's reorder converts to bf16 with vcvtneps2bf16, which flushes subnormals, so through it
 // every f32 -> bf16 cast paid a second pass scanning its input for them (fixup.c); this is one
 // pass. Strided casts and every other dtype pair stay on the reorder (copy.c) or the reference.
@@ -11,7 +12,7 @@
 #include "torc/convert.h"
 
 static bool narrow(torc_dtype d) {
-    return d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2;
+    return d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F16 || d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2;
 }
 
 bool onednn__cast_op(const torc_op *op) {
@@ -33,6 +34,12 @@ bool onednn__cast_op(const torc_op *op) {
     }                                                                                              \
     attr static void to_f32_##suffix(uint32_t *out, const uint16_t *in, int64_t n) {             \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = (uint32_t)in[i] << 16;        \
+    }                                                                                              \
+    attr static void to_f16_##suffix(uint16_t *out, const float *in, int64_t n) {                \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = torc_f32_to_f16(in[i]);       \
+    }                                                                                              \
+    attr static void from_f16_##suffix(float *out, const uint16_t *in, int64_t n) {              \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = torc_f16_to_f32(in[i]);       \
     }                                                                                              \
     attr static void to_e4m3_##suffix(uint8_t *out, const float *in, int64_t n) {                \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = torc_f32_to_f8e4m3fn(in[i]);  \
@@ -71,6 +78,9 @@ static void run_range(const torc_op *op, int64_t i0, int64_t i1) {
     uint8_t *q = (uint8_t *)op->out.data + i0;
     if (d == TORC_DTYPE_BF16) onednn__f32_to_bf16((uint16_t *)op->out.data + i0, f, n);
     else if (s == TORC_DTYPE_BF16) onednn__bf16_to_f32((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, n);
+    else if (d == TORC_DTYPE_F16) (has_avx512() ? to_f16_avx512 : to_f16_any)((uint16_t *)op->out.data + i0, f, n);
+    else if (s == TORC_DTYPE_F16)
+        (has_avx512() ? from_f16_avx512 : from_f16_any)((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, n);
     else if (d == TORC_DTYPE_F8_E4M3FN) (has_avx512() ? to_e4m3_avx512 : to_e4m3_any)(q, f, n);
     else if (d == TORC_DTYPE_F8_E5M2) (has_avx512() ? to_e5m2_avx512 : to_e5m2_any)(q, f, n);
     else fp8_to_f32((float *)op->out.data + i0, (const uint8_t *)op->in[0].data + i0, n, s);
