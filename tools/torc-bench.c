@@ -536,7 +536,7 @@ static const target g_targets[] = {
     {"bf16 dot-product loop / f32 FMA-loop peak", "dpbf16_peak_bf16_gflops", NULL, "fma_peak_f32_gflops", true, 0,
      "(no target; CPUs without AMX) the ceiling of bf16 / f32 on AVX512-BF16 dot products"},
     {"bf16 matmul 2048 / PyTorch bf16", "matmul_bf16_2048_gflops", "matmul_bf16_2048_gflops", NULL, true, 1.5,
-     "torc's bf16 GEMM against torch.mm (oneDNN AMX)"},
+     "torc's bf16 GEMM against torch.mm (oneDNN: AMX where the CPU has it)"},
     {"x + y 4x4 per call", "add_4x4_us", "add_4x4_us", NULL, false, 0.2, "dispatch overhead of one tiny op"},
     {"tiny forward+backward", "tiny_fwd_bwd_us", "tiny_fwd_bwd_us", NULL, false, 0.1,
      "relu(x @ w).sum().backward() on 4x4: autograd bookkeeping"},
