@@ -63,6 +63,14 @@ void onednn__bf16_to_f32(float *out, const uint16_t *in, int64_t n) {
     (has_avx512() ? to_f32_avx512 : to_f32_any)((uint32_t *)out, in, n);
 }
 
+void onednn__f32_to_f16(uint16_t *out, const float *in, int64_t n) {
+    (has_avx512() ? to_f16_avx512 : to_f16_any)(out, in, n);
+}
+
+void onednn__f16_to_f32(float *out, const uint16_t *in, int64_t n) {
+    (has_avx512() ? from_f16_avx512 : from_f16_any)(out, in, n);
+}
+
 // fp8 -> f32 by a table of the 256 values (torc/convert.h's decoders).
 static void fp8_to_f32(float *out, const uint8_t *in, int64_t n, torc_dtype s) {
     float lut[256];
@@ -78,9 +86,8 @@ static void run_range(const torc_op *op, int64_t i0, int64_t i1) {
     uint8_t *q = (uint8_t *)op->out.data + i0;
     if (d == TORC_DTYPE_BF16) onednn__f32_to_bf16((uint16_t *)op->out.data + i0, f, n);
     else if (s == TORC_DTYPE_BF16) onednn__bf16_to_f32((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, n);
-    else if (d == TORC_DTYPE_F16) (has_avx512() ? to_f16_avx512 : to_f16_any)((uint16_t *)op->out.data + i0, f, n);
-    else if (s == TORC_DTYPE_F16)
-        (has_avx512() ? from_f16_avx512 : from_f16_any)((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, n);
+    else if (d == TORC_DTYPE_F16) onednn__f32_to_f16((uint16_t *)op->out.data + i0, f, n);
+    else if (s == TORC_DTYPE_F16) onednn__f16_to_f32((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, n);
     else if (d == TORC_DTYPE_F8_E4M3FN) (has_avx512() ? to_e4m3_avx512 : to_e4m3_any)(q, f, n);
     else if (d == TORC_DTYPE_F8_E5M2) (has_avx512() ? to_e5m2_avx512 : to_e5m2_any)(q, f, n);
     else fp8_to_f32((float *)op->out.data + i0, (const uint8_t *)op->in[0].data + i0, n, s);

@@ -8,37 +8,21 @@
 // n elements of one line: from a source with stride si to a destination with stride di.
 static void convert_line(dnnl_data_type_t from, const void *src, int64_t si, dnnl_data_type_t to,
                          void *dst, int64_t di, int64_t n) {
-    const bool dense = si == 1 && di == 1;
-    if (from == dnnl_bf16 && dense) {
-        onednn__bf16_to_f32(dst, src, n);
-    } else if (to == dnnl_bf16 && dense) {
-        onednn__f32_to_bf16(dst, src, n);
-    } else if (from == dnnl_f16) {
-        const uint16_t *s = src;
-        float *o = dst;
-        if (dense) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) o[i] = torc_f16_to_f32(s[i]);
+    if (si == 1 && di == 1) {  // cast.c's vectorized loops
+        if (from == dnnl_bf16) onednn__bf16_to_f32(dst, src, n);
+        else if (from == dnnl_f16) onednn__f16_to_f32(dst, src, n);
+        else if (to == dnnl_bf16) onednn__f32_to_bf16(dst, src, n);
+        else onednn__f32_to_f16(dst, src, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (from == dnnl_f32) {
+            const float v = ((const float *)src)[i * si];
+            ((uint16_t *)dst)[i * di] = to == dnnl_bf16 ? torc_f32_to_bf16(v) : torc_f32_to_f16(v);
         } else {
-            for (int64_t i = 0; i < n; i++) o[i * di] = torc_f16_to_f32(s[i * si]);
+            const uint16_t h = ((const uint16_t *)src)[i * si];
+            ((float *)dst)[i * di] = from == dnnl_bf16 ? torc_bf16_to_f32(h) : torc_f16_to_f32(h);
         }
-    } else if (to == dnnl_f16) {
-        const float *s = src;
-        uint16_t *o = dst;
-        if (dense) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) o[i] = torc_f32_to_f16(s[i]);
-        } else {
-            for (int64_t i = 0; i < n; i++) o[i * di] = torc_f32_to_f16(s[i * si]);
-        }
-    } else if (from == dnnl_bf16) {
-        const uint16_t *s = src;
-        float *o = dst;
-        for (int64_t i = 0; i < n; i++) o[i * di] = torc_bf16_to_f32(s[i * si]);
-    } else {
-        const float *s = src;
-        uint16_t *o = dst;
-        for (int64_t i = 0; i < n; i++) o[i * di] = torc_f32_to_bf16(s[i * si]);
     }
 }
 

@@ -273,12 +273,14 @@ int onednn__random_run(const torc_op *op);
 int onednn__scaled_mm_check(const torc_op *op);
 int onednn__scaled_mm_run(const torc_op *op);
 
-// ---- dense float32 <-> bfloat16 casts (cast.c): host loops, outside the lock ----
-bool onednn__cast_op(const torc_op *op);  // a COPY the loops run: dense f32 -> bf16 or bf16 -> f32
+// ---- dense casts between float32 and bf16 / f16 / fp8 (cast.c): host loops, outside the lock ----
+bool onednn__cast_op(const torc_op *op);  // a COPY the loops run: dense, f32 to or from bf16/f16/fp8
 int onednn__cast_run(const torc_op *op);
 // The loops themselves, n dense elements on the calling thread (also convert.c's).
 void onednn__f32_to_bf16(uint16_t *out, const float *in, int64_t n);
 void onednn__bf16_to_f32(float *out, const uint16_t *in, int64_t n);
+void onednn__f32_to_f16(uint16_t *out, const float *in, int64_t n);
+void onednn__f16_to_f32(float *out, const uint16_t *in, int64_t n);
 
 // ---- tensor memory (memory.c): 64-byte aligned, freed large blocks kept for reuse ----
 void *onednn__mem_alloc(size_t nbytes);  // NULL when the system has no memory
