@@ -1215,6 +1215,89 @@ START_TEST(test_random_matches_reference) {
 }
 END_TEST
 
+// Comparisons and where (compare.c) equal the reference byte for byte: operands contiguous or one
+// broadcast value (stride 0), values drawn from a small set with ties, +-0, +-inf and NaN (which
+// compares false except for NE); 1M + 3 elements for the parallel split. Strided operands and
+// integer comparisons are declined.
+static void fill_small_set(void *p, torc_dtype d, int64_t n, uint64_t seed) {
+    static const float set[] = {-1.0f, 0.0f, -0.0f, 0.5f, 2.0f, INFINITY, -INFINITY, NAN};
+    for (int64_t i = 0; i < n; i++) {  // splitmix64: inputs of different seeds are independent
+        uint64_t z = (seed += 0x9E3779B97F4A7C15u);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+        z ^= z >> 31;
+        const float v = set[z % 8];
+        switch (d) {
+        case TORC_DTYPE_F32: ((float *)p)[i] = v; break;
+        case TORC_DTYPE_F64: ((double *)p)[i] = v; break;
+        case TORC_DTYPE_BF16: ((uint16_t *)p)[i] = torc_f32_to_bf16(v); break;
+        default: ((uint8_t *)p)[i] = (uint8_t)(z >> 8 & 1); break;  // bool
+        }
+    }
+}
+
+static void check_compare(torc_opcode code, torc_dtype dt, torc_dtype vdt, int64_t n, const int64_t *steps) {
+    const bool where = code == TORC_OP_WHERE;
+    const int nin = where ? 3 : 2;
+    const torc_dtype odt = where ? vdt : TORC_DTYPE_BOOL;
+    void *in[3], *got = malloc((size_t)n * dsize(odt)), *want = malloc((size_t)n * dsize(odt));
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = code;
+    op.n_in = nin;
+    for (int i = 0; i < nin; i++) {
+        const torc_dtype d = where ? (i ? vdt : TORC_DTYPE_BOOL) : dt;
+        in[i] = malloc((size_t)n * dsize(d));
+        ck_assert(in[i]);
+        fill_small_set(in[i], d, n, 88172645463325252u + (uint64_t)i * 7919u);
+        op.in[i] = (torc_operand){.data = in[i], .dtype = d, .ndim = 1, .shape = {n}, .stride = {steps[i]}};
+    }
+    op.out = (torc_operand){.data = got, .dtype = odt, .ndim = 1, .shape = {n}, .stride = {1}};
+    char what[96];
+    snprintf(what, sizeof what, "op %d dtype %d values %d n %lld steps %lld,%lld,%lld", code, dt, vdt,
+             (long long)n, (long long)steps[0], (long long)steps[1], (long long)(where ? steps[2] : 0));
+    run_ok(&op, what);
+    torc_op rop = op;
+    rop.out.data = want;
+    ck_assert_msg(ref->run(0, &rop) == 0, "reference: %s", ref->last_error());
+    ck_assert_msg(memcmp(got, want, (size_t)n * dsize(odt)) == 0, "%s: differs from the reference", what);
+    for (int i = 0; i < nin; i++) free(in[i]);
+    free(got);
+    free(want);
+}
+
+START_TEST(test_compare_where) {
+    static const int64_t steps[][3] = {{1, 1, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 0}, {1, 0, 0}, {0, 0, 0}};
+    static const torc_opcode cmps[] = {TORC_OP_EQ, TORC_OP_NE, TORC_OP_LT, TORC_OP_LE, TORC_OP_GT, TORC_OP_GE};
+    static const torc_dtype vals[] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F64, TORC_DTYPE_BOOL};
+    for (int z = 0; z < 2; z++) {
+        const int64_t n = z ? (INT64_C(1) << 20) + 3 : 105;
+        for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+            for (size_t c = 0; c < sizeof cmps / sizeof cmps[0]; c++) {
+                check_compare(cmps[c], TORC_DTYPE_F32, TORC_DTYPE_F32, n, steps[s]);
+                check_compare(cmps[c], TORC_DTYPE_BF16, TORC_DTYPE_BF16, n, steps[s]);
+            }
+            for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) check_compare(TORC_OP_WHERE, TORC_DTYPE_BOOL, vals[v], n, steps[s]);
+        }
+    }
+    // Declined: a stepped operand, integer comparisons.
+    int32_t x[8] = {0}, y[8] = {0};
+    bool o[4];
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_LT;
+    op.n_in = 2;
+    op.in[0] = (torc_operand){.data = x, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {4}, .stride = {2}};
+    op.in[1] = (torc_operand){.data = y, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {4}, .stride = {1}};
+    op.out = (torc_operand){.data = o, .dtype = TORC_DTYPE_BOOL, .ndim = 1, .shape = {4}, .stride = {1}};
+    ck_assert(!vt->supports(0, &op));
+    op.in[0].stride[0] = 1;
+    op.in[0].dtype = op.in[1].dtype = TORC_DTYPE_I32;
+    ck_assert(!vt->supports(0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(), "float32 or bfloat16 into bool"));
+}
+END_TEST
+
 START_TEST(test_copy_declined) {
     // oneDNN saturates and rounds where PyTorch truncates or wraps; its f16 conversions are slow.
     static const torc_dtype pairs[][2] = {
@@ -1358,7 +1441,7 @@ START_TEST(test_declines) {
     tensor_make(&in[1], TORC_DTYPE_F32, 3, odd3, L_CONTIG, 0, 0, 1);
     tensor_make(&out, TORC_DTYPE_F32, 3, odd3, L_CONTIG, 0, 0, 1);
     const torc_opcode unclaimed[] = {TORC_OP_FILL, TORC_OP_SIN, TORC_OP_COS, TORC_OP_ERF, TORC_OP_SIGN,
-                                     TORC_OP_ARGMAX, TORC_OP_VAR, TORC_OP_WHERE, TORC_OP_EQ, TORC_OP_POW,
+                                     TORC_OP_ARGMAX, TORC_OP_VAR, TORC_OP_LOGICAL_AND, TORC_OP_LOGICAL_OR, TORC_OP_POW,
                                      TORC_OP_GATHER, TORC_OP_TRIU, TORC_OP_RAND_INT, TORC_OP_LOGSUMEXP};
     for (size_t i = 0; i < sizeof unclaimed / sizeof unclaimed[0]; i++) {
         torc_op op = make_op(unclaimed[i], 2, in, &out);
@@ -1501,6 +1584,7 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_cast_narrow_bits);
     tcase_add_test(tc, test_scaled_mm);
     tcase_add_test(tc, test_random_matches_reference);
+    tcase_add_test(tc, test_compare_where);
     tcase_add_test(tc, test_copy_declined);
     tcase_add_test(tc, test_declines);
     tcase_add_test(tc, test_bad_descriptors);

@@ -290,6 +290,7 @@ static bool onednn_supports(int device, const torc_op *op) {
     if (onednn__pointwise_op(op->code)) return onednn__pointwise_check(op) == 0;
     if (op->code == TORC_OP_SCALED_MM) return onednn__scaled_mm_check(op) == 0;
     if (onednn__random_op(op->code)) return onednn__random_check(op) == 0;
+    if (onednn__compare_op(op->code)) return onednn__compare_check(op) == 0;
     if (onednn__cast_op(op)) return true;
     bool ok = false;
     pthread_mutex_lock(&g.lock);
@@ -347,6 +348,10 @@ static int onednn_run(int device, const torc_op *op) {
     if (onednn__random_op(op->code)) {
         apply_threads();
         return onednn__random_run(op);
+    }
+    if (onednn__compare_op(op->code)) {
+        apply_threads();
+        return onednn__compare_run(op);
     }
     if (op->code == TORC_OP_SCALED_MM) {  // decode loops and sgemm: no oneDNN primitive state
         apply_threads();

@@ -262,6 +262,12 @@ bool onednn__pointwise_op(torc_opcode code);  // ADDCMUL, ADDCDIV, LERP
 int onednn__pointwise_check(const torc_op *op);
 int onednn__pointwise_run(const torc_op *op);
 
+// ---- comparisons and where (compare.c): host loops, outside the lock ----
+bool onednn__compare_op(torc_opcode code);  // EQ .. GE, WHERE
+// 0 when op's operands are contiguous or single broadcast values of dtypes the loops take.
+int onednn__compare_check(const torc_op *op);
+int onednn__compare_run(const torc_op *op);
+
 // ---- random fills (random.c): philox.h loops, the reference's numbers; outside the lock ----
 bool onednn__random_op(torc_opcode code);  // RAND_UNIFORM, RAND_NORMAL
 // 0 when op fills a contiguous f64/f32/bf16/f16 out; else the error says why.
