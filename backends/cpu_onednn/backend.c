@@ -280,6 +280,29 @@ static void format_decline(void) {
                   (long long)t_decline.work, (long long)t_decline.min);
 }
 
+// Ops run by torc's own host loops (onednn-impl.h): the first family that takes an op owns it.
+typedef struct host_family {
+    bool (*takes)(const torc_op *op);
+    int (*check)(const torc_op *op);  // NULL: takes() already decided
+    int (*run)(const torc_op *op);
+} host_family;
+
+static const host_family host_families[] = {
+    {onednn__pointwise_takes, onednn__pointwise_check, onednn__pointwise_run},
+    {onednn__cast_takes, NULL, onednn__cast_run},
+    {onednn__compare_takes, onednn__compare_check, onednn__compare_run},
+    {onednn__random_takes, onednn__random_check, onednn__random_run},
+    {onednn__scaled_mm_takes, onednn__scaled_mm_check, onednn__scaled_mm_run},
+    {onednn__log_takes, onednn__log_check, onednn__log_run},
+    {onednn__log_softmax_takes, onednn__log_softmax_check, onednn__log_softmax_run},
+};
+
+static const host_family *host_family_of(const torc_op *op) {
+    for (size_t i = 0; i < sizeof host_families / sizeof host_families[0]; i++)
+        if (host_families[i].takes(op)) return &host_families[i];
+    return NULL;
+}
+
 static bool onednn_supports(int device, const torc_op *op) {
     if (device != 0 || !op) return false;
     const int64_t work = onednn__work(op), min = min_work();
@@ -287,11 +310,8 @@ static bool onednn_supports(int device, const torc_op *op) {
         t_decline.code = op->code, t_decline.work = work, t_decline.min = min, t_decline.pending = true;
         return false;
     }
-    if (onednn__pointwise_op(op->code)) return onednn__pointwise_check(op) == 0;
-    if (op->code == TORC_OP_SCALED_MM) return onednn__scaled_mm_check(op) == 0;
-    if (onednn__random_op(op->code)) return onednn__random_check(op) == 0;
-    if (onednn__compare_op(op->code)) return onednn__compare_check(op) == 0;
-    if (onednn__cast_op(op)) return true;
+    const host_family *h = host_family_of(op);
+    if (h) return !h->check || h->check(op) == 0;
     bool ok = false;
     pthread_mutex_lock(&g.lock);
     if (g.refs > 0) {
@@ -341,25 +361,10 @@ static int onednn_run(int device, const torc_op *op) {
     int st = check_device(device);
     if (st) return st;
     if (!op) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: run: op is NULL");
-    if (onednn__pointwise_op(op->code)) {  // plain loops: no oneDNN state, so no lock
+    const host_family *h = host_family_of(op);
+    if (h) {  // plain loops (sgemm for scaled_mm): no oneDNN primitive state, so no lock
         apply_threads();
-        return onednn__pointwise_run(op);
-    }
-    if (onednn__random_op(op->code)) {
-        apply_threads();
-        return onednn__random_run(op);
-    }
-    if (onednn__compare_op(op->code)) {
-        apply_threads();
-        return onednn__compare_run(op);
-    }
-    if (op->code == TORC_OP_SCALED_MM) {  // decode loops and sgemm: no oneDNN primitive state
-        apply_threads();
-        return onednn__scaled_mm_run(op);
-    }
-    if (onednn__cast_op(op)) {
-        apply_threads();
-        return onednn__cast_run(op);
+        return h->run(op);
     }
     onednn_fixup fixup = ONEDNN_FIXUP_NONE;
     torc_op local = *op;  // op with aliased inputs moved aside, when the fixup needs them

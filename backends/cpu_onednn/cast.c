@@ -15,7 +15,7 @@ static bool narrow(torc_dtype d) {
     return d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F16 || d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2;
 }
 
-bool onednn__cast_op(const torc_op *op) {
+bool onednn__cast_takes(const torc_op *op) {
     if (op->code != TORC_OP_COPY || op->n_in != 1) return false;
     const torc_dtype s = op->in[0].dtype, d = op->out.dtype;
     return ((s == TORC_DTYPE_F32 && narrow(d)) || (narrow(s) && d == TORC_DTYPE_F32)) &&

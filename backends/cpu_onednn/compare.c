@@ -10,7 +10,9 @@
 #include "onednn-impl.h"
 #include "torc/convert.h"
 
-bool onednn__compare_op(torc_opcode code) { return (code >= TORC_OP_EQ && code <= TORC_OP_GE) || code == TORC_OP_WHERE; }
+bool onednn__compare_takes(const torc_op *op) {
+    return (op->code >= TORC_OP_EQ && op->code <= TORC_OP_GE) || op->code == TORC_OP_WHERE;
+}
 
 // 1 for a contiguous operand of out's shape, 0 for one broadcast value, -1 for anything else.
 static int step_of(const torc_operand *x, const torc_operand *out) {

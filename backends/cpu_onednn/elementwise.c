@@ -3,7 +3,8 @@
 // eltwise post-ops, which also lets in and out differ in dtype and layout.
 // oneDNN broadcasts src1 only (size-1 dims); a broadcast in0 is swapped into src1 where the op
 // allows, otherwise it stays a stride-0 source that oneDNN's generic kernel reads. Unary ops
-// run on JIT kernels only (layouts that need the generic kernel are declined).
+// run on JIT kernels only (layouts that need the generic kernel are declined). LOG into float32
+// is a host loop at the end (oneDNN's log is not accurate to float32).
 #include <float.h>
 #include <math.h>
 
@@ -121,10 +122,7 @@ int onednn__build_unary(const torc_op *op, onednn_plan *p) {
     case TORC_OP_SQUARE: post[0] = (post_op){dnnl_eltwise_square, 0, 0}; break;
     case TORC_OP_RECIPROCAL: post[0] = (post_op){dnnl_eltwise_pow, 1.0f, -1.0f}; break;
     case TORC_OP_EXP: post[0] = (post_op){dnnl_eltwise_exp, 0, 0}; break;
-    case TORC_OP_LOG:
-        if (y->dtype == TORC_DTYPE_F32)  // oneDNN's log is off by up to ~3e-6 (torc's f32 tolerance is 2e-6)
-            return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: log with a float32 result is left to "
-                                 "the reference backend (oneDNN's log is not accurate to float32)");
+    case TORC_OP_LOG:  // f32 results never get here: onednn__log_takes
         post[0] = (post_op){dnnl_eltwise_log, 0, 0};
         break;
     case TORC_OP_TANH: post[0] = (post_op){dnnl_eltwise_tanh, 0, 0}; break;
@@ -229,4 +227,36 @@ int onednn__build_binary(const torc_op *op, onednn_plan *p) {
     // oneDNN's max/min keep the other operand when one is NaN; torch.maximum returns NaN.
     if (op->code == TORC_OP_MAXIMUM || op->code == TORC_OP_MINIMUM) p->fixup = ONEDNN_FIXUP_ELEMENTWISE;
     return add_binary(p, alg, &v0, b0, scale0, &v1, b1, NULL, scale1, &vd, NULL, 0, false);
+}
+
+// ---- LOG with a float32 result, on the host ----
+// oneDNN's log is off by up to ~3e-6 (torc's f32 tolerance is 2e-6), so f32 log is the
+// reference's (float)log((double)x), on every core: the same bits. Contiguous f32 in and out;
+// anything else goes to the reference.
+bool onednn__log_takes(const torc_op *op) { return op->code == TORC_OP_LOG && op->out.dtype == TORC_DTYPE_F32; }
+
+int onednn__log_check(const torc_op *op) {
+    if (op->n_in != 1) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: log takes 1 input, got %d", op->n_in);
+    int st = onednn__check_operand(&op->in[0], "in");
+    if (!st) st = onednn__check_operand(&op->out, "out");
+    if (st) return st;
+    if (op->in[0].dtype != TORC_DTYPE_F32 || !onednn__same_shape(&op->in[0], &op->out) || !onednn__dense(&op->in[0]) ||
+        !onednn__dense(&op->out))
+        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: log into float32 runs contiguous float32 inputs (others go "
+                             "to the reference backend: oneDNN's log is not accurate to float32)");
+    return 0;
+}
+
+int onednn__log_run(const torc_op *op) {
+    int st = onednn__log_check(op);
+    if (st) return st;
+    const int64_t n = onednn__numel(&op->out);
+    if (n == 0) return 0;
+    if (!op->in[0].data || !op->out.data)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: log: %s.data is NULL", op->out.data ? "in" : "out");
+    const float *x = op->in[0].data;
+    float *y = op->out.data;
+#pragma omp parallel for schedule(static) if (n >= (INT64_C(1) << 16))
+    for (int64_t i = 0; i < n; i++) y[i] = (float)log((double)x[i]);
+    return 0;
 }

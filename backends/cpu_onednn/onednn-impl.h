@@ -257,30 +257,44 @@ static inline void onednn__thread_range(int64_t n, int64_t *i0, int64_t *i1) {
 }
 
 // ---- fused pointwise ops (pointwise.c): OpenMP loops, not primitives, outside the lock ----
-bool onednn__pointwise_op(torc_opcode code);  // ADDCMUL, ADDCDIV, LERP
+bool onednn__pointwise_takes(const torc_op *op);  // ADDCMUL, ADDCDIV, LERP
 // 0 when the op is one the loops run (dense float32 operands); else the error says why.
 int onednn__pointwise_check(const torc_op *op);
 int onednn__pointwise_run(const torc_op *op);
 
+// ---- ops torc runs with host loops of its own, outside the lock (backend.c's host_families) ----
+// Each family: takes(op), the ops it owns (they never reach a plan); check(op), 0 when it runs
+// this one, else the error says why (the core falls back to the reference; NULL: always runs);
+// run(op), which checks again.
+// f32 log and log_softmax (elementwise.c, softmax.c): the reference's double formulas, because
+// oneDNN's log is not accurate to float32.
+bool onednn__log_takes(const torc_op *op);  // LOG into f32
+int onednn__log_check(const torc_op *op);
+int onednn__log_run(const torc_op *op);
+bool onednn__log_softmax_takes(const torc_op *op);  // LOG_SOFTMAX into f32
+int onednn__log_softmax_check(const torc_op *op);
+int onednn__log_softmax_run(const torc_op *op);
+
 // ---- comparisons and where (compare.c): host loops, outside the lock ----
-bool onednn__compare_op(torc_opcode code);  // EQ .. GE, WHERE
+bool onednn__compare_takes(const torc_op *op);  // EQ .. GE, WHERE
 // 0 when op's operands are contiguous or single broadcast values of dtypes the loops take.
 int onednn__compare_check(const torc_op *op);
 int onednn__compare_run(const torc_op *op);
 
 // ---- random fills (random.c): philox.h loops, the reference's numbers; outside the lock ----
-bool onednn__random_op(torc_opcode code);  // RAND_UNIFORM, RAND_NORMAL
+bool onednn__random_takes(const torc_op *op);  // RAND_UNIFORM, RAND_NORMAL
 // 0 when op fills a contiguous f64/f32/bf16/f16 out; else the error says why.
 int onednn__random_check(const torc_op *op);
 int onednn__random_run(const torc_op *op);
 
 // ---- fp8 matmul (scaled_mm.c): decode to f32, sgemm, one epilogue pass; outside the lock ----
+bool onednn__scaled_mm_takes(const torc_op *op);  // SCALED_MM
 // 0 when op is a TORC_OP_SCALED_MM the backend runs (every layout); else the error says why.
 int onednn__scaled_mm_check(const torc_op *op);
 int onednn__scaled_mm_run(const torc_op *op);
 
 // ---- dense casts between float32 and bf16 / f16 / fp8 (cast.c): host loops, outside the lock ----
-bool onednn__cast_op(const torc_op *op);  // a COPY the loops run: dense, f32 to or from bf16/f16/fp8
+bool onednn__cast_takes(const torc_op *op);  // a COPY the loops run: dense, f32 to or from bf16/f16/fp8
 int onednn__cast_run(const torc_op *op);
 // The loops themselves, n dense elements on the calling thread (also convert.c's).
 void onednn__f32_to_bf16(uint16_t *out, const float *in, int64_t n);

@@ -8,8 +8,8 @@
 
 #include "onednn-impl.h"
 
-bool onednn__pointwise_op(torc_opcode code) {
-    return code == TORC_OP_ADDCMUL || code == TORC_OP_ADDCDIV || code == TORC_OP_LERP;
+bool onednn__pointwise_takes(const torc_op *op) {
+    return op->code == TORC_OP_ADDCMUL || op->code == TORC_OP_ADDCDIV || op->code == TORC_OP_LERP;
 }
 
 int onednn__pointwise_check(const torc_op *op) {

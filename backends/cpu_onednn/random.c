@@ -10,7 +10,9 @@
 
 #include "onednn-impl.h"
 
-bool onednn__random_op(torc_opcode code) { return code == TORC_OP_RAND_UNIFORM || code == TORC_OP_RAND_NORMAL; }
+bool onednn__random_takes(const torc_op *op) {
+    return op->code == TORC_OP_RAND_UNIFORM || op->code == TORC_OP_RAND_NORMAL;
+}
 
 int onednn__random_check(const torc_op *op) {
     int st = onednn__check_operand(&op->out, "out");

@@ -13,6 +13,8 @@
 
 static bool is_fp8(torc_dtype d) { return d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2; }
 
+bool onednn__scaled_mm_takes(const torc_op *op) { return op->code == TORC_OP_SCALED_MM; }
+
 int onednn__scaled_mm_check(const torc_op *op) {
     if (op->n_in != 4) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: scaled_mm takes 4 inputs, got %d", op->n_in);
     int st = onednn__check_operand(&op->out, "out");
