@@ -1322,6 +1322,49 @@ START_TEST(test_compare_where) {
 }
 END_TEST
 
+// fill (fill.c) equals the reference byte for byte in every dtype, zeros (memset) and other
+// values, 1M + 3 elements for the parallel split; an integer out with a value it cannot hold
+// exactly, and a strided out, are declined.
+START_TEST(test_fill) {
+    static const torc_dtype dts[] = {TORC_DTYPE_F64, TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_BF16,
+                                     TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2, TORC_DTYPE_I64, TORC_DTYPE_I32,
+                                     TORC_DTYPE_I16, TORC_DTYPE_I8, TORC_DTYPE_U8, TORC_DTYPE_BOOL};
+    static const double vals[] = {0.0, 1.0, -2.5, 1e-30, 3.14159265358979, NAN, -0.0, 100.0};
+    const int64_t n = (INT64_C(1) << 20) + 3;
+    char *got = malloc((size_t)n * 8), *want = malloc((size_t)n * 8);
+    ck_assert(got && want);
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++)
+        for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
+            const bool integer = dts[k] >= TORC_DTYPE_I64 && dts[k] <= TORC_DTYPE_U8;
+            const double x = vals[v];
+            torc_op op;
+            memset(&op, 0, sizeof op);
+            op.code = TORC_OP_FILL;
+            op.out = (torc_operand){.data = got, .dtype = dts[k], .ndim = 1, .shape = {n}, .stride = {1}};
+            op.params.scalar.value = x;
+            if (integer && (x != trunc(x) || (dts[k] == TORC_DTYPE_U8 && x < 0))) {
+                ck_assert_msg(!vt->supports(0, &op), "fill %g into dtype %d is claimed", x, dts[k]);
+                continue;
+            }
+            memset(got, 0x5A, (size_t)n * 8);
+            memset(want, 0x5A, (size_t)n * 8);
+            run_ok(&op, "fill");
+            torc_op rop = op;
+            rop.out.data = want;
+            ck_assert_msg(ref->run(0, &rop) == 0, "reference: %s", ref->last_error());
+            ck_assert_msg(memcmp(got, want, (size_t)n * 8) == 0, "fill %g into dtype %d differs from the reference", x,
+                          dts[k]);
+        }
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_FILL;
+    op.out = (torc_operand){.data = got, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n / 2}, .stride = {2}};
+    ck_assert(!vt->supports(0, &op));
+    free(got);
+    free(want);
+}
+END_TEST
+
 START_TEST(test_copy_declined) {
     // oneDNN saturates and rounds where PyTorch truncates or wraps; its f16 conversions are slow.
     static const torc_dtype pairs[][2] = {
@@ -1464,7 +1507,7 @@ START_TEST(test_declines) {
     tensor_make(&in[0], TORC_DTYPE_F32, 3, odd3, L_CONTIG, 0, 0, 1);
     tensor_make(&in[1], TORC_DTYPE_F32, 3, odd3, L_CONTIG, 0, 0, 1);
     tensor_make(&out, TORC_DTYPE_F32, 3, odd3, L_CONTIG, 0, 0, 1);
-    const torc_opcode unclaimed[] = {TORC_OP_FILL, TORC_OP_SIN, TORC_OP_COS, TORC_OP_ERF, TORC_OP_SIGN,
+    const torc_opcode unclaimed[] = {TORC_OP_ARANGE, TORC_OP_SIN, TORC_OP_COS, TORC_OP_ERF, TORC_OP_SIGN,
                                      TORC_OP_ARGMAX, TORC_OP_VAR, TORC_OP_LOGICAL_AND, TORC_OP_LOGICAL_OR, TORC_OP_POW,
                                      TORC_OP_GATHER, TORC_OP_TRIU, TORC_OP_RAND_INT, TORC_OP_LOGSUMEXP};
     for (size_t i = 0; i < sizeof unclaimed / sizeof unclaimed[0]; i++) {
@@ -1609,6 +1652,7 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_scaled_mm);
     tcase_add_test(tc, test_random_matches_reference);
     tcase_add_test(tc, test_compare_where);
+    tcase_add_test(tc, test_fill);
     tcase_add_test(tc, test_copy_declined);
     tcase_add_test(tc, test_declines);
     tcase_add_test(tc, test_bad_descriptors);

@@ -275,6 +275,11 @@ bool onednn__log_softmax_takes(const torc_op *op);  // LOG_SOFTMAX into f32
 int onednn__log_softmax_check(const torc_op *op);
 int onednn__log_softmax_run(const torc_op *op);
 
+// ---- fill (fill.c): a contiguous out; integer outs take integral values in range ----
+bool onednn__fill_takes(const torc_op *op);  // FILL
+int onednn__fill_check(const torc_op *op);
+int onednn__fill_run(const torc_op *op);
+
 // ---- comparisons and where (compare.c): host loops, outside the lock ----
 bool onednn__compare_takes(const torc_op *op);  // EQ .. GE, WHERE
 // 0 when op's operands are contiguous or single broadcast values of dtypes the loops take.
