@@ -352,10 +352,7 @@ static int ensure_workspace(size_t nbytes) {
 static size_t span_bytes(const torc_operand *x) {
     int64_t last = 0;
     for (int d = 0; d < x->ndim; d++) last += (x->shape[d] - 1) * x->stride[d];
-    const size_t es = x->dtype == TORC_DTYPE_F64 || x->dtype == TORC_DTYPE_I64 ? 8
-                    : x->dtype == TORC_DTYPE_F32 || x->dtype == TORC_DTYPE_I32 ? 4
-                    : x->dtype == TORC_DTYPE_F16 || x->dtype == TORC_DTYPE_BF16 || x->dtype == TORC_DTYPE_I16 ? 2 : 1;
-    return (size_t)(last + 1) * es;
+    return (size_t)(last + 1) * onednn__dtype_size(x->dtype);
 }
 
 static int onednn_run(int device, const torc_op *op) {

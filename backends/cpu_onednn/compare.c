@@ -23,15 +23,6 @@ static int step_of(const torc_operand *x, const torc_operand *out) {
     return 0;
 }
 
-static size_t elem_size(torc_dtype d) {
-    switch (d) {
-    case TORC_DTYPE_F64: case TORC_DTYPE_I64: return 8;
-    case TORC_DTYPE_F32: case TORC_DTYPE_I32: return 4;
-    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: case TORC_DTYPE_I16: return 2;
-    default: return 1;
-    }
-}
-
 int onednn__compare_check(const torc_op *op) {
     const char *name = onednn__op_name(op->code);
     const bool where = op->code == TORC_OP_WHERE;
@@ -124,7 +115,7 @@ static void run_range(const torc_op *op, const int64_t *steps, int64_t i0, int64
     }
     const int64_t sc = steps[0], sa = steps[1], sb = steps[2];
     const bool *c = (const bool *)op->in[0].data + i0 * sc;
-    const size_t es = elem_size(op->out.dtype);
+    const size_t es = onednn__dtype_size(op->out.dtype);
     const char *a = (const char *)op->in[1].data + (size_t)(i0 * sa) * es, *b = (const char *)op->in[2].data + (size_t)(i0 * sb) * es;
     char *o = (char *)op->out.data + (size_t)i0 * es;
     switch (es) {

@@ -3,15 +3,6 @@
 // rounds where PyTorch truncates or wraps (float -> int, int narrowing), so those fall back.
 #include "onednn-impl.h"
 
-static size_t dtype_size(torc_dtype d) {
-    switch (d) {
-    case TORC_DTYPE_F64: case TORC_DTYPE_I64: return 8;
-    case TORC_DTYPE_F32: case TORC_DTYPE_I32: return 4;
-    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: case TORC_DTYPE_I16: return 2;
-    default: return 1;
-    }
-}
-
 // Exact, or rounded once to nearest even as PyTorch does. Conversions to or from f16 are left
 // to the reference: oneDNN 2.6 converts f16 in generic code at ~60 ns/element.
 static bool cast_ok(torc_dtype s, torc_dtype d) {
@@ -35,7 +26,7 @@ static dnnl_data_type_t copy_dt(torc_dtype d) {
 // two f32 for 8-byte ones (an extra innermost dim), bf16 for 2-byte ones (f16 and i16 too),
 // u8 for 1-byte ones.
 static void bits_view(onednn_view *v, const torc_operand *x) {
-    const size_t esz = dtype_size(x->dtype);
+    const size_t esz = onednn__dtype_size(x->dtype);
     const dnnl_data_type_t unit = esz >= 4 ? dnnl_f32 : esz == 2 ? dnnl_bf16 : dnnl_u8;
     const dnnl_dim_t k = esz == 8 ? 2 : 1;
     onednn__view(v, x, unit);
@@ -58,7 +49,7 @@ int onednn__build_copy(const torc_op *op, onednn_plan *p) {
                              onednn__dtype_name(x->dtype), onednn__dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     onednn_view vs, vd;
-    if (x->dtype == y->dtype || (x->dtype == TORC_DTYPE_BOOL && dtype_size(y->dtype) == 1)) {
+    if (x->dtype == y->dtype || (x->dtype == TORC_DTYPE_BOOL && onednn__dtype_size(y->dtype) == 1)) {
         bits_view(&vs, x);
         bits_view(&vd, y);
     } else {

@@ -138,14 +138,10 @@ bool onednn__fixup_needed(onednn_fixup kind, const torc_op *op) {
 }
 
 // ---- exact recomputation (rare: only when a special value was found) ----
-static size_t elem_size(torc_dtype d) {
-    return d == TORC_DTYPE_F32 || d == TORC_DTYPE_I32 ? 4 : d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F16 ? 2 : 1;
-}
-
 static char *elem(const torc_operand *x, const int64_t *idx) {
     int64_t off = 0;
     for (int d = 0; d < x->ndim; d++) off += idx[d] * x->stride[d];
-    return (char *)x->data + off * (int64_t)elem_size(x->dtype);
+    return (char *)x->data + off * (int64_t)onednn__dtype_size(x->dtype);
 }
 
 // The dtypes a fixed-up op reads (elementwise sources are f32/bf16/f16/i32/i8/u8/bool).

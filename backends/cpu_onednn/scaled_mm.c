@@ -57,7 +57,7 @@ static void decode(const torc_operand *x, float *dst, char *trans, int64_t *ld) 
 static void epilogue_row(const torc_op *op, const float *c, int64_t i, double scale, double scale_out, double *amax) {
     const torc_operand *o = &op->out;
     const int64_t N = o->shape[1];
-    char *row = (char *)o->data + i * o->stride[0] * (int64_t)(is_fp8(o->dtype) ? 1 : o->dtype == TORC_DTYPE_F32 ? 4 : 2);
+    char *row = (char *)o->data + i * o->stride[0] * (int64_t)onednn__dtype_size(o->dtype);
     double m = *amax;
     for (int64_t j = 0; j < N; j++) {
         const double r = (double)c[j] * scale, a = fabs(r);

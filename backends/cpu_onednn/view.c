@@ -23,6 +23,15 @@ const char *onednn__dtype_name(torc_dtype d) {
     return (int)d >= 0 && d < TORC_DTYPE_COUNT ? names[d] : "unknown dtype";
 }
 
+size_t onednn__dtype_size(torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F64: case TORC_DTYPE_I64: return 8;
+    case TORC_DTYPE_F32: case TORC_DTYPE_I32: return 4;
+    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: case TORC_DTYPE_I16: return 2;
+    default: return 1;
+    }
+}
+
 bool onednn__is_float(torc_dtype d) {
     return d == TORC_DTYPE_F32 || d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F16;
 }
