@@ -1036,7 +1036,7 @@ END_TEST
 
 // Dense f32 <-> bf16 casts (cast.c) bit for bit against torc_f32_to_bf16 (c10's rounding): ties
 // to even, rounding up into inf, NaN payloads of either sign -> 0x7FC0, subnormals kept, -0.
-// 4M + 13 elements: the parallel split (from 1M elements) and every vector tail.
+// 4M + 13 elements: the parallel split (from 64K elements) and every vector tail.
 START_TEST(test_cast_bits) {
     static const uint32_t specials[] = {0x3f808000u, 0x3f818000u, 0x3f808001u, 0xbf818000u, 0x7f7fffffu,
                                         0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7f800001u, 0xffc00001u,

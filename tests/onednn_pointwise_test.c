@@ -53,9 +53,9 @@ static bool backend_runs(torc_opcode code, int n_in, int64_t n, torc_dtype dt) {
     return vt->supports(torc_device_index(g_dnn), &op);
 }
 
-// The sizes: above TORC_ONEDNN_MIN_WORK on one thread, and past the parallel threshold (1M,
+// The sizes: above TORC_ONEDNN_MIN_WORK on one thread, and past the parallel threshold (64K,
 // ONEDNN_SMALL_STREAM) with a tail that no vector width divides.
-static const int64_t SIZES[] = {5000, (INT64_C(1) << 20) + 37};
+static const int64_t SIZES[] = {5000, (INT64_C(1) << 16) + 37, (INT64_C(1) << 20) + 37};
 
 START_TEST(fused_ops_match_the_reference_bit_for_bit) {
     setup();
@@ -138,7 +138,7 @@ int main(void) {
     Suite *s = suite_create("onednn_pointwise");
     TCase *tc = tcase_create("onednn_pointwise");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, fused_ops_match_the_reference_bit_for_bit, 0, 2);
+    tcase_add_loop_test(tc, fused_ops_match_the_reference_bit_for_bit, 0, 3);
     tcase_add_test(tc, adam_passes_run_natively_and_match);
     tcase_add_test(tc, other_layouts_and_dtypes_go_to_the_reference);
     suite_add_tcase(s, tc);

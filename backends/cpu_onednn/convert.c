@@ -38,7 +38,7 @@ void onednn__convert(const onednn_view *from, const void *src, const onednn_view
     int64_t lines = 1;
     for (int d = 0; d < nd; d++)
         if (d != in) lines *= from->dims[d];
-#pragma omp parallel for schedule(static) if (lines * n > (INT64_C(1) << 16))
+#pragma omp parallel for schedule(static) if (lines * n >= ONEDNN_SMALL_STREAM)
     for (int64_t l = 0; l < lines; l++) {
         int64_t so = 0, dof = 0, rest = l;
         for (int d = nd - 1; d >= 0; d--) {

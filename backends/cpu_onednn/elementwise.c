@@ -256,7 +256,7 @@ int onednn__log_run(const torc_op *op) {
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: log: %s.data is NULL", op->out.data ? "in" : "out");
     const float *x = op->in[0].data;
     float *y = op->out.data;
-#pragma omp parallel for schedule(static) if (n >= (INT64_C(1) << 16))
+#pragma omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)
     for (int64_t i = 0; i < n; i++) y[i] = (float)log((double)x[i]);
     return 0;
 }

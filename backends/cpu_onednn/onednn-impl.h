@@ -191,7 +191,7 @@ int onednn__build_copy(const torc_op *op, onednn_plan *p);       // copy.c
 
 // ---- f16 / bf16 <-> f32 conversion for matmuls computed in f32 (convert.c) ----
 // Converts every element of `from` into `to` (f16 or bf16 -> f32, or f32 -> f16 or bf16), same
-// dims, any strides; parallel from 64K elements.
+// dims, any strides; parallel from ONEDNN_SMALL_STREAM elements.
 void onednn__convert(const onednn_view *from, const void *src, const onednn_view *to, void *dst);
 
 // ---- bf16 GEMM on AMX tiles (matmul_amx.c) ----
@@ -236,13 +236,15 @@ void onednn__cache_clear(void);
 // on a loaded machine, where the other thread waits for a core).
 #define ONEDNN_SMALL_WORK (INT64_C(1) << 20)
 // Elementwise ops, reductions, softmax and torc's own loops (casts, fused pointwise ops) stream
-// memory; they go parallel from 1M elements, where two cores halve a pass (a 1M-element f32 ->
-// bf16 -> f32 round trip: 0.55-0.68 ms on one core, 0.29-0.32 ms on two). Side by side, 1M
-// instead of 4M took Cruncher 1024's steps from 60.0 to 57.6 ms (SGD f32), 72.6 to 65.6 (Adam
-// f32) and 23.1 to 20.2 (SGD bf16). The cost: on a machine whose other cores are busy, a
-// parallel region waits for a descheduled thread (mul_ of 1M floats took 8 ms instead of 0.2);
-// TORC_NUM_THREADS=1 is the remedy there, as OMP_NUM_THREADS is for PyTorch.
-#define ONEDNN_SMALL_STREAM (INT64_C(1) << 20)
+// memory; they go parallel from 64K elements, where two cores already halve a pass. Side by
+// side (two cores, quiet machine): x + y of 512K floats 190 -> 101 us, relu 221 -> 141 us, of
+// 64K 8.6 -> 6.2 us; the Cruncher D=256 SGD step 263-280 -> 224-235 us (its SGD update no
+// longer reads the other core's half of a gradient from one thread); Cruncher 1024 even. (From
+// 4M to 1M, an earlier session measured Cruncher 1024 SGD f32 60.0 -> 57.6 ms.) The cost: on a
+// machine whose other cores are busy, a parallel region waits for a descheduled thread (mul_
+// of 1M floats took 8 ms instead of 0.2); TORC_NUM_THREADS=1 is the remedy there, as
+// OMP_NUM_THREADS is for PyTorch.
+#define ONEDNN_SMALL_STREAM (INT64_C(1) << 16)
 // Whether op runs on the calling thread alone.
 static inline bool onednn__single_thread(torc_opcode code, int64_t work) {
     return work < (code == TORC_OP_MATMUL ? ONEDNN_SMALL_WORK : ONEDNN_SMALL_STREAM);

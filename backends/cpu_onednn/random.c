@@ -38,9 +38,7 @@ int onednn__random_run(const torc_op *op) {
     const double a = op->params.rng.a, b = op->params.rng.b;
     const torc_dtype d = op->out.dtype;
     char *out = op->out.data;
-    // Streaming-op threshold in draws: each costs ~40 ns (log and cos), so 64K draws already
-    // take milliseconds.
-#pragma omp parallel for schedule(static) if (n >= (INT64_C(1) << 16))
+#pragma omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)
     for (int64_t i = 0; i < n; i++) {
         const double v = normal ? a + b * torc_philox_normal(seed, offset, (uint64_t)i)
                                 : a + (b - a) * torc_philox_uniform(seed, offset, (uint64_t)i);

@@ -97,7 +97,7 @@ int onednn__log_softmax_run(const torc_op *op) {
     const float *in = op->in[0].data;
     float *out = op->out.data;
     const int64_t rows = n / len;
-#pragma omp parallel for schedule(static) if (n >= (INT64_C(1) << 16))
+#pragma omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)
     for (int64_t r = 0; r < rows; r++) {
         const float *x = in + r * len;
         float *y = out + r * len;
