@@ -1329,7 +1329,7 @@ START_TEST(test_fill) {
     static const torc_dtype dts[] = {TORC_DTYPE_F64, TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_BF16,
                                      TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2, TORC_DTYPE_I64, TORC_DTYPE_I32,
                                      TORC_DTYPE_I16, TORC_DTYPE_I8, TORC_DTYPE_U8, TORC_DTYPE_BOOL};
-    static const double vals[] = {0.0, 1.0, -2.5, 1e-30, 3.14159265358979, NAN, -0.0, 100.0};
+    static const double vals[] = {0.0, 1.0, -2.5, 1e-30, 3.14159265358979, NAN, -0.0, 100.0, -3.0};
     const int64_t n = (INT64_C(1) << 20) + 3;
     char *got = malloc((size_t)n * 8), *want = malloc((size_t)n * 8);
     ck_assert(got && want);

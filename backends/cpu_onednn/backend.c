@@ -361,6 +361,7 @@ static int onednn_run(int device, const torc_op *op) {
     if (!op) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: run: op is NULL");
     const host_family *h = host_family_of(op);
     if (h) {  // plain loops (sgemm for scaled_mm): no oneDNN primitive state, so no lock
+        if ((h->check && (st = h->check(op))) || (st = check_pointers(op))) return st;
         apply_threads();
         return h->run(op);
     }

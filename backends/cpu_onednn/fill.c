@@ -16,36 +16,26 @@ bool onednn__fill_takes(const torc_op *op) { return op->code == TORC_OP_FILL; }
 static bool element_of(torc_dtype d, double v, unsigned char bytes[8], size_t *size) {
     union { double f64; float f32; uint16_t u16; uint8_t u8; int64_t i64; int32_t i32; int16_t i16; int8_t i8; } e;
     memset(&e, 0, sizeof e);
-    const bool integral = v == trunc(v);
+    double lo = 0, hi = 0;  // an integer dtype's range (v must lie in it, integral)
     switch (d) {
-    case TORC_DTYPE_F64: e.f64 = v, *size = 8; break;
-    case TORC_DTYPE_F32: e.f32 = (float)v, *size = 4; break;
-    case TORC_DTYPE_F16: e.u16 = torc_f32_to_f16((float)v), *size = 2; break;
-    case TORC_DTYPE_BF16: e.u16 = torc_f32_to_bf16((float)v), *size = 2; break;
-    case TORC_DTYPE_F8_E4M3FN: e.u8 = torc_f32_to_f8e4m3fn((float)v), *size = 1; break;
-    case TORC_DTYPE_F8_E5M2: e.u8 = torc_f32_to_f8e5m2((float)v), *size = 1; break;
-    case TORC_DTYPE_BOOL: e.u8 = v != 0.0, *size = 1; break;
-    case TORC_DTYPE_I64:
-        if (!integral || !(v >= -0x1p63 && v < 0x1p63)) return false;
-        e.i64 = (int64_t)v, *size = 8;
-        break;
-    case TORC_DTYPE_I32:
-        if (!integral || !(v >= INT32_MIN && v <= INT32_MAX)) return false;
-        e.i32 = (int32_t)v, *size = 4;
-        break;
-    case TORC_DTYPE_I16:
-        if (!integral || !(v >= INT16_MIN && v <= INT16_MAX)) return false;
-        e.i16 = (int16_t)v, *size = 2;
-        break;
-    case TORC_DTYPE_I8:
-        if (!integral || !(v >= INT8_MIN && v <= INT8_MAX)) return false;
-        e.i8 = (int8_t)v, *size = 1;
-        break;
-    case TORC_DTYPE_U8:
-        if (!integral || !(v >= 0 && v <= UINT8_MAX)) return false;
-        e.u8 = (uint8_t)v, *size = 1;
-        break;
+    case TORC_DTYPE_F64: e.f64 = v; break;
+    case TORC_DTYPE_F32: e.f32 = (float)v; break;
+    case TORC_DTYPE_F16: e.u16 = torc_f32_to_f16((float)v); break;
+    case TORC_DTYPE_BF16: e.u16 = torc_f32_to_bf16((float)v); break;
+    case TORC_DTYPE_F8_E4M3FN: e.u8 = torc_f32_to_f8e4m3fn((float)v); break;
+    case TORC_DTYPE_F8_E5M2: e.u8 = torc_f32_to_f8e5m2((float)v); break;
+    case TORC_DTYPE_BOOL: e.u8 = v != 0.0; break;
+    case TORC_DTYPE_I64: lo = -0x1p63, hi = 0x1p63; break;  // hi excluded below: 2^63 does not fit
+    case TORC_DTYPE_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case TORC_DTYPE_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case TORC_DTYPE_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case TORC_DTYPE_U8: lo = 0, hi = UINT8_MAX; break;
     default: return false;
+    }
+    *size = onednn__dtype_size(d);
+    if (lo != hi) {  // integers: the reference's truncating conversion is exact only for these
+        if (v != trunc(v) || !(v >= lo && v <= hi) || (d == TORC_DTYPE_I64 && v == hi)) return false;
+        e.i64 = (int64_t)v;  // little-endian: the low bytes are the narrower integer's
     }
     memcpy(bytes, &e, 8);
     return true;
@@ -72,11 +62,8 @@ int onednn__fill_check(const torc_op *op) {
     } while (0)
 
 int onednn__fill_run(const torc_op *op) {
-    int st = onednn__fill_check(op);
-    if (st) return st;
     const int64_t n = onednn__numel(&op->out);
     if (n == 0) return 0;
-    if (!op->out.data) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: fill: out.data is NULL");
     unsigned char b[8];
     size_t size;
     element_of(op->out.dtype, op->params.scalar.value, b, &size);

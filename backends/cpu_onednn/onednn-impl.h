@@ -268,7 +268,7 @@ int onednn__pointwise_run(const torc_op *op);
 // ---- ops torc runs with host loops of its own, outside the lock (backend.c's host_families) ----
 // Each family: takes(op), the ops it owns (they never reach a plan); check(op), 0 when it runs
 // this one, else the error says why (the core falls back to the reference; NULL: always runs);
-// run(op), which checks again.
+// run(op), for an op that passed check and whose data pointers are set (backend.c checks both).
 // f32 log and log_softmax (elementwise.c, softmax.c): the reference's double formulas, because
 // oneDNN's log is not accurate to float32.
 bool onednn__log_takes(const torc_op *op);  // LOG into f32

@@ -78,8 +78,6 @@ static void epilogue_row(const torc_op *op, const float *c, int64_t i, double sc
 static double max_nan(double a, double b) { return a != a || b != b ? NAN : a > b ? a : b; }
 
 int onednn__scaled_mm_run(const torc_op *op) {
-    int st = onednn__scaled_mm_check(op);
-    if (st) return st;
     const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
     const int64_t M = a->shape[0], K = a->shape[1], N = b->shape[1];
     float *amax_out = op->params.scaled_mm.amax_out;
@@ -87,8 +85,6 @@ int onednn__scaled_mm_run(const torc_op *op) {
         if (amax_out) *amax_out = 0.0f;
         return 0;
     }
-    if (!a->data || !b->data || !o->data || !op->in[2].data || !op->in[3].data)
-        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: scaled_mm: an operand's data is NULL");
     const size_t na = (size_t)(M * K), nb = (size_t)(K * N), nc = (size_t)(M * N);
     float *ta = onednn__mem_alloc(4 * (na + nb + nc + 32));
     if (!ta) return onednn__error(TORC_ERR_OOM, "onednn: scaled_mm: cannot allocate %zu bytes of f32 temporaries",
@@ -105,7 +101,7 @@ int onednn__scaled_mm_run(const torc_op *op) {
     const int nthr = omp_get_max_threads();
     const bool serial = M * N * K < ONEDNN_SMALL_WORK && nthr > 1;
     if (serial) omp_set_num_threads(1);
-    st = onednn__gemm_run(&g, ta, tb, tc);
+    const int st = onednn__gemm_run(&g, ta, tb, tc);
     if (serial) omp_set_num_threads(nthr);
     if (st) {
         onednn__mem_free(ta);
