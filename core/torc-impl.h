@@ -112,7 +112,36 @@ torc_tensor *torc__make_view(const torc_tensor *t, int ndim, const int64_t *shap
 // Hands a freshly created reference to the current scope (if any) and returns t.
 torc_tensor *torc__register(torc_tensor *t);
 void torc__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
-int64_t torc__numel(int ndim, const int64_t *shape);
+int64_t torc__numel(int ndim, const int64_t *shape);  // shapes already checked (no overflow)
+
+// ---- overflow-checked sizes (size.c): every size computed from user input or a file ----
+// Each returns true with the result, or false with *out untouched; the _err forms also set
+// PyTorch's error ("Storage size calculation overflowed with sizes=[...]", TORC_ERR_INVALID_ARG).
+static inline bool torc__size_mul(int64_t a, int64_t b, int64_t *out) {
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+static inline bool torc__size_add(int64_t a, int64_t b, int64_t *out) {
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+// The element count of a shape (dims >= 0; a 0 dim gives 0 whatever the others).
+bool torc__numel_checked(int ndim, const int64_t *shape, int64_t *numel);
+// numel * itemsize as a byte count that fits int64_t and size_t.
+bool torc__nbytes_checked(int64_t numel, size_t itemsize, size_t *nbytes);
+// The bytes a strided view needs from its storage's start: (offset + sum (shape-1)*stride + 1)
+// * itemsize, 0 when any dim is 0. Strides >= 0, offset >= 0.
+bool torc__extent_checked(int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
+                          size_t itemsize, size_t *nbytes);
+// The same three, setting the error on overflow (sizes and, for the extent, strides named).
+bool torc__numel_err(int ndim, const int64_t *shape, int64_t *numel);
+bool torc__nbytes_err(int ndim, const int64_t *shape, size_t itemsize, size_t *nbytes);
+bool torc__extent_err(int ndim, const int64_t *shape, const int64_t *stride, int64_t offset,
+                      size_t itemsize, size_t *nbytes);
 void torc__bump_version(torc_tensor *t);
 // The torc_operand a backend sees for t (data pointer with the offset applied).
 void torc__operand(const torc_tensor *t, torc_operand *op);

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
 jobs=$(nproc)
 echo "== build (RelWithDebInfo) and test"
-cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTORC_WERROR=ON >/dev/null
 cmake --build build-test -j"$jobs"
 (cd build-test && ctest --output-on-failure -j"$jobs")
 echo "== valgrind: the core suites leak nothing (reference backend, no fork)"
@@ -20,7 +20,7 @@ for t in tensor view; do
 done
 echo "valgrind: no leaks in the core suites"
 echo "== build with AddressSanitizer + UBSan and test (the register-spill check ran above)"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTORC_SANITIZE=ON >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTORC_SANITIZE=ON -DTORC_WERROR=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j"$jobs" -LE "gpu|bench|build")
