@@ -5,10 +5,11 @@ if(TORC_WITH_ONEDNN)
   set(_torc_amx_src ${PROJECT_SOURCE_DIR}/backends/cpu_onednn/matmul_amx.c)
   set_source_files_properties(${_torc_amx_src} PROPERTIES COMPILE_OPTIONS
     "-mamx-tile;-mamx-bf16;-mavx512f;-mavx512bw;-mavx512vl;-mavx512bf16")
-  add_executable(onednn_amx_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_amx_test.c ${_torc_amx_src})
+  add_executable(onednn_amx_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_amx_test.c ${_torc_amx_src}
+  ${PROJECT_SOURCE_DIR}/backends/cpu_onednn/isa.c)
   target_include_directories(onednn_amx_test PRIVATE ${PROJECT_SOURCE_DIR}/core/include
                              ${PROJECT_SOURCE_DIR}/backends/cpu_onednn ${DNNL_INCLUDE_DIR})
-  target_link_libraries(onednn_amx_test PRIVATE PkgConfig::CHECK OpenMP::OpenMP_C m)
+  target_link_libraries(onednn_amx_test PRIVATE PkgConfig::CHECK OpenMP::OpenMP_C ${DNNL_LIBRARY} m)
   target_compile_options(onednn_amx_test PRIVATE ${TORC_WARNINGS})
   add_test(NAME onednn_amx COMMAND onednn_amx_test)
   # Exit 77 (skipped) on a CPU without AMX-BF16, once the detection test has passed.

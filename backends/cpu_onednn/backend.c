@@ -142,7 +142,7 @@ static int onednn_init(void) {
         goto out;
     }
     int n;
-    if ((st = read_num_threads(&n))) goto out;
+    if ((st = read_num_threads(&n)) || (st = onednn__isa_init())) goto out;
     g.nthreads = n;
     apply_threads();
     dnnl_status_t s = dnnl_engine_create(&g.engine, dnnl_cpu, 0);
@@ -290,6 +290,7 @@ typedef struct host_family {
 static const host_family host_families[] = {
     {onednn__fill_takes, onednn__fill_check, onednn__fill_run},
     {onednn__pointwise_takes, onednn__pointwise_check, onednn__pointwise_run},
+    {onednn__move_takes, onednn__move_check, onednn__move_run},
     {onednn__cast_takes, NULL, onednn__cast_run},
     {onednn__compare_takes, onednn__compare_check, onednn__compare_run},
     {onednn__random_takes, onednn__random_check, onednn__random_run},

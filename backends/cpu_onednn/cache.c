@@ -78,7 +78,23 @@ static uint64_t hash_key(const onednn_key *k) {
     return h;
 }
 
+// oneDNN 2.6 computes bf16 in JIT code from AVX512_CORE only; below it (AVX2, SSE4.1, or
+// ONEDNN_MAX_CPU_ISA) it takes emulated or reference paths, and its SSE4.1 binary kernel read a
+// broadcast bf16 operand beside an f32 one wrongly. Those ops go to the reference. (bf16 matmuls
+// choose their own path: matmul.c.)
+static int bf16_ok(const torc_op *op) {
+    if (op->code == TORC_OP_MATMUL || onednn__dnnl_isa() >= ONEDNN_ISA_AVX512_CORE) return 0;
+    bool bf16 = op->out.dtype == TORC_DTYPE_BF16;
+    for (int i = 0; i < op->n_in; i++) bf16 = bf16 || op->in[i].dtype == TORC_DTYPE_BF16;
+    if (!bf16) return 0;
+    return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s in bfloat16 is left to the reference backend: "
+                         "oneDNN's ISA here is %s, and its bf16 kernels need AVX512_CORE",
+                         onednn__op_name(op->code), onednn__isa_name(onednn__dnnl_isa()));
+}
+
 static int build(const torc_op *op, onednn_plan *p) {
+    int st = bf16_ok(op);
+    if (st) return st;
     switch (op->code) {
     case TORC_OP_MATMUL: return onednn__build_matmul(op, p);
     case TORC_OP_NEG: case TORC_OP_ABS: case TORC_OP_SQRT: case TORC_OP_RSQRT:

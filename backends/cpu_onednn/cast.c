@@ -22,7 +22,8 @@ bool onednn__cast_takes(const torc_op *op) {
            onednn__same_shape(&op->in[0], &op->out) && onednn__dense(&op->in[0]) && onednn__dense(&op->out);
 }
 
-// The loops, compiled for AVX-512 (16 elements a step) and for any x86-64, picked by the CPU.
+// The loops, compiled for AVX-512 (16 elements a step) and for any x86-64, picked by torc's ISA
+// (isa.c: the CPU, capped by TORC_MAX_CPU_ISA).
 // The rounding is torc_f32_to_bf16's (convert.h), written on the bits so that it vectorizes.
 #define CAST_LOOPS(suffix, attr)                                                                   \
     attr static void to_bf16_##suffix(uint16_t *out, const uint32_t *in, int64_t n) {            \
@@ -50,10 +51,7 @@ bool onednn__cast_takes(const torc_op *op) {
 CAST_LOOPS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
 CAST_LOOPS(any, )
 
-static bool has_avx512(void) {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-}
+static bool has_avx512(void) { return onednn__isa() >= ONEDNN_ISA_AVX512_CORE; }  // TORC_MAX_CPU_ISA caps it
 
 void onednn__f32_to_bf16(uint16_t *out, const float *in, int64_t n) {
     (has_avx512() ? to_bf16_avx512 : to_bf16_any)(out, (const uint32_t *)in, n);

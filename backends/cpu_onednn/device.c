@@ -1,16 +1,12 @@
 // backends/cpu_onednn/device.c — the CPU as a torc device: its name, memory, and the FLOP/s it
 // promises per dtype (cores x clock x FLOPs/cycle of the ISA oneDNN uses on it).
-// ISA detection is cpuid only (no ISA-specific instruction runs), capped by the ISA oneDNN says
-// it uses (ONEDNN_MAX_CPU_ISA lowers it), so loading works on any x86-64.
+// The ISAs come from isa.c (cpuid only, capped by ONEDNN_MAX_CPU_ISA and TORC_MAX_CPU_ISA).
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #include "onednn-impl.h"
 
@@ -65,61 +61,17 @@ static double max_freq_mhz(void) {
     return khz / 1000.0;
 }
 
-// ---- ISA ----
-typedef struct isa {
-    bool avx512, avx2_fma, avx, avx512_bf16, amx_bf16;
-    bool intel;  // GenuineIntel
-} isa;
-
-static isa detect_isa(void) {
-    isa r = {false, false, false, false, false, false};
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    r.intel = __builtin_cpu_is("intel");
-    r.avx = __builtin_cpu_supports("avx");
-    r.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    r.avx512 = __builtin_cpu_supports("avx512f");  // also checks the OS saves zmm state
-    unsigned a, b, c, d;
-    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) r.avx512_bf16 = r.avx512 && ((a >> 5) & 1);
-    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
-        const bool amx_bf16 = (d >> 22) & 1, amx_tile = (d >> 24) & 1;
-        // The OS must enable the tile state (XCR0 bits 17, 18); xgetbv exists when OSXSAVE is set.
-        unsigned a1, b1, c1, d1;
-        bool os_tiles = false;
-        if (__get_cpuid(1, &a1, &b1, &c1, &d1) && ((c1 >> 27) & 1)) {
-            unsigned lo, hi;
-            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-            os_tiles = ((lo >> 17) & 3) == 3;
-        }
-        r.amx_bf16 = amx_bf16 && amx_tile && os_tiles;
-    }
-#endif
-    // What oneDNN actually dispatches to (lower if ONEDNN_MAX_CPU_ISA says so).
-    const unsigned eff = (unsigned)dnnl_get_effective_cpu_isa();
-#define HAS(x) ((eff & (unsigned)(x)) == (unsigned)(x))
-    r.amx_bf16 = r.amx_bf16 && HAS(dnnl_cpu_isa_avx512_core_amx);
-    r.avx512_bf16 = r.avx512_bf16 && HAS(dnnl_cpu_isa_avx512_core_bf16);
-    r.avx512 = r.avx512 && HAS(dnnl_cpu_isa_avx512_core);
-    r.avx2_fma = r.avx2_fma && HAS(dnnl_cpu_isa_avx2);
-    r.avx = r.avx && HAS(dnnl_cpu_isa_avx);
-#undef HAS
-    return r;
-}
-
 // bf16 dot products (VDPBF16PS, 32 multiply-adds per instruction) pay only where they issue as
 // often as FMAs. On Intel cores they issue once every two cycles (measured on an Emerald Rapids
 // VM without AMX: 0.62 ns per instruction against 0.16 ns per FMA, 24 independent chains), half
 // the f32 FMA rate: oneDNN 2.6's bf16 matmul reached 188 GFLOP/s at 2048^3 where sgemm reached
 // 335. There bf16 matmuls convert to f32 instead (bf16 products are exact in f32, and both
 // accumulate in f32), and bf16 promises what f32 does.
-static bool bf16_dot_pays(const isa *x) { return x->avx512_bf16 && !x->intel; }
+bool onednn__bf16_dot(void) { return onednn__dnnl_isa() >= ONEDNN_ISA_AVX512_CORE_BF16; }
+static bool bf16_dot_pays(void) { return onednn__bf16_dot() && !onednn__cpu_is_intel(); }
+static bool amx(void) { return onednn__isa() >= ONEDNN_ISA_AVX512_CORE_AMX; }
 
-bool onednn__bf16_matmul_native(void) {
-    const isa x = detect_isa();
-    return x.amx_bf16 || bf16_dot_pays(&x);
-}
-
-bool onednn__bf16_dot(void) { return detect_isa().avx512_bf16; }
+bool onednn__bf16_matmul_native(void) { return amx() || bf16_dot_pays(); }
 
 int onednn__device_info(torc_device_info *info) {
     memset(info, 0, sizeof *info);
@@ -142,14 +94,17 @@ int onednn__device_info(torc_device_info *info) {
     info->total_memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 
     // FLOPs per cycle per core: 2 FMA units x lanes x 2 (multiply + add).
-    const isa x = detect_isa();
-    const char *f32_isa = x.avx512 ? "AVX-512 FMA" : x.avx2_fma ? "AVX2 FMA" : x.avx ? "AVX" : "SSE";
-    const int f32 = x.avx512 ? 64 : x.avx2_fma ? 32 : x.avx ? 16 : 8;
+    // f32 runs on oneDNN's sgemm, which uses oneDNN's ISA; bf16 on torc's AMX GEMM (torc's ISA) or
+    // on oneDNN's dot products.
+    const onednn_isa x = onednn__dnnl_isa();
+    const bool avx512 = x >= ONEDNN_ISA_AVX512_CORE, avx2 = x >= ONEDNN_ISA_AVX2, avx = x >= ONEDNN_ISA_AVX;
+    const char *f32_isa = avx512 ? "AVX-512 FMA" : avx2 ? "AVX2 FMA" : avx ? "AVX" : "SSE";
+    const int f32 = avx512 ? 64 : avx2 ? 32 : avx ? 16 : 8;
     const int f64 = f32 / 2;
     // bf16: AMX tiles (1024), AVX512-BF16 dot products where they pay (2 units x 16 lanes x 2
     // pairs x 2 = 128), else matmuls convert to f32. f16: computed through f32 on every CPU.
-    const int bf16 = x.amx_bf16 ? 1024 : bf16_dot_pays(&x) ? 128 : f32;
-    const char *bf16_isa = x.amx_bf16 ? "AMX-BF16" : bf16_dot_pays(&x) ? "AVX512-BF16" : "via f32";
+    const int bf16 = amx() ? 1024 : bf16_dot_pays() ? 128 : f32;
+    const char *bf16_isa = amx() ? "AMX-BF16" : bf16_dot_pays() ? "AVX512-BF16" : "via f32";
     if (mhz > 0) {
         const double hz = mhz * 1e6 * cores;
         info->peak_flops[TORC_DTYPE_F32] = hz * f32;

@@ -27,9 +27,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 
 #include "onednn-impl.h"
 
@@ -45,32 +42,10 @@
 
 static int amx_state = -1;  // -1 unknown, 0 no, 1 yes (set once under the backend's lock)
 
-static bool cpu_has_amx_bf16(void) {
-#if defined(__x86_64__)
-    unsigned a, b, c, d;
-    if (__get_cpuid_max(0, NULL) < 7) return false;
-    __cpuid_count(7, 0, a, b, c, d);
-    const bool amx_bf16 = (d >> 22) & 1, amx_tile = (d >> 24) & 1;
-    const bool avx512bw = (b >> 30) & 1, avx512f = (b >> 16) & 1;
-    __cpuid_count(7, 1, a, b, c, d);
-    const bool avx512_bf16 = (a >> 5) & 1;
-    if (!(amx_bf16 && amx_tile && avx512f && avx512bw && avx512_bf16)) return false;
-    // The OS must save the tile config and tile data (XCR0 bits 17, 18) and zmm state (5..7).
-    __cpuid(1, a, b, c, d);
-    if (!((c >> 27) & 1)) return false;  // OSXSAVE
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    (void)hi;
-    return (lo & 0x600e6) == 0x600e6;
-#else
-    return false;
-#endif
-}
-
 bool onednn__amx_usable(void) {
     if (amx_state < 0) {
         const char *env = getenv("TORC_ONEDNN_AMX_GEMM");
-        bool ok = !(env && strcmp(env, "0") == 0) && cpu_has_amx_bf16();
+        bool ok = !(env && strcmp(env, "0") == 0) && onednn__isa() >= ONEDNN_ISA_AVX512_CORE_AMX;
         // Linux hands out the 8 KiB tile data state only on request (once per process).
         if (ok && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) ok = false;
         amx_state = ok;

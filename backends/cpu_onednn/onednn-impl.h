@@ -207,7 +207,7 @@ typedef struct onednn_amx_gemm {
     int64_t c_rs, c_cs;
     bool c_f32;
 } onednn_amx_gemm;
-// Whether bf16 matmul runs on the AMX GEMM: this CPU has AMX-BF16 (cpuid, XCR0), Linux granted
+// Whether bf16 matmul runs on the AMX GEMM: torc's ISA (isa.c) reaches AMX, Linux granted
 // this process the tile data state, and TORC_ONEDNN_AMX_GEMM is not "0" (which leaves bf16 to
 // oneDNN's matmul primitive). Checked once (call under the backend's lock); runs no AMX code.
 bool onednn__amx_usable(void);
@@ -301,6 +301,11 @@ bool onednn__scaled_mm_takes(const torc_op *op);  // SCALED_MM
 int onednn__scaled_mm_check(const torc_op *op);
 int onednn__scaled_mm_run(const torc_op *op);
 
+// ---- copies that move bytes (copy.c): same dtype, or bool into int8/uint8; any strides ----
+bool onednn__move_takes(const torc_op *op);
+int onednn__move_check(const torc_op *op);
+int onednn__move_run(const torc_op *op);
+
 // ---- dense casts between float32 and bf16 / f16 / fp8 (cast.c): host loops, outside the lock ----
 bool onednn__cast_takes(const torc_op *op);  // a COPY the loops run: dense, f32 to or from bf16/f16/fp8
 int onednn__cast_run(const torc_op *op);
@@ -314,6 +319,27 @@ void onednn__f16_to_f32(float *out, const uint16_t *in, int64_t n);
 void *onednn__mem_alloc(size_t nbytes);  // NULL when the system has no memory
 void onednn__mem_free(void *ptr);
 void onednn__mem_release_cache(void);    // returns the kept blocks to the system
+
+// ---- instruction sets (isa.c) ----
+// Ordered levels, each including the ones below (oneDNN's names, as ONEDNN_MAX_CPU_ISA takes them).
+typedef enum onednn_isa {
+    ONEDNN_ISA_NONE = 0,         // x86-64 baseline (or not x86)
+    ONEDNN_ISA_SSE41,
+    ONEDNN_ISA_AVX,
+    ONEDNN_ISA_AVX2,             // AVX2 + FMA
+    ONEDNN_ISA_AVX512_CORE,      // AVX512 F, DQ, BW, VL
+    ONEDNN_ISA_AVX512_CORE_BF16, // + AVX512_BF16
+    ONEDNN_ISA_AVX512_CORE_AMX,  // + AMX-TILE, AMX-BF16, granted by the OS
+    ONEDNN_ISA_COUNT
+} onednn_isa;
+// Reads TORC_MAX_CPU_ISA and the CPU once (in init); an unknown name is an error.
+int onednn__isa_init(void);
+// What torc's own loops may use: the CPU, capped by TORC_MAX_CPU_ISA (unset: by oneDNN's ISA).
+onednn_isa onednn__isa(void);
+// What oneDNN's kernels use (dnnl_get_effective_cpu_isa: the CPU capped by ONEDNN_MAX_CPU_ISA).
+onednn_isa onednn__dnnl_isa(void);
+const char *onednn__isa_name(onednn_isa i);
+bool onednn__cpu_is_intel(void);
 
 // ---- device description (device.c) ----
 int onednn__device_info(torc_device_info *info);

@@ -1,6 +1,8 @@
-// backends/cpu_onednn/pointwise.c — the fused pointwise ops (ADDCMUL, ADDCDIV, LERP) on dense
-// float32 operands: OpenMP loops that round exactly as PyTorch's CPU kernels (and the reference).
-// oneDNN has no ternary primitive, and a chain of binary ones would round between its steps.
+// backends/cpu_onednn/pointwise.c — the fused pointwise ops (ADDCMUL, ADDCDIV, LERP, and ADD /
+// SUB with an alpha other than +-1) on dense float32 operands: OpenMP loops that round exactly as
+// PyTorch's CPU kernels (and the reference). oneDNN has no ternary primitive, a chain of binary
+// ones would round between its steps, and its binary add with a source scale rounds alpha * y
+// before adding (SGD's update drifted from the reference from the first step).
 // Each statement below is one IEEE float operation (ISO C, no -ffast-math, so nothing is
 // contracted or reassociated); fmaf is the one fused step PyTorch's kernels take too.
 #include <math.h>
@@ -8,13 +10,18 @@
 
 #include "onednn-impl.h"
 
+// x + alpha * y with alpha = +-1 is exact in oneDNN's binary primitive (a negation, one rounding).
+static bool scaled_add(const torc_op *op) {
+    return (op->code == TORC_OP_ADD || op->code == TORC_OP_SUB) && fabs(op->params.scalar.value) != 1.0;
+}
+
 bool onednn__pointwise_takes(const torc_op *op) {
-    return op->code == TORC_OP_ADDCMUL || op->code == TORC_OP_ADDCDIV || op->code == TORC_OP_LERP;
+    return op->code == TORC_OP_ADDCMUL || op->code == TORC_OP_ADDCDIV || op->code == TORC_OP_LERP || scaled_add(op);
 }
 
 int onednn__pointwise_check(const torc_op *op) {
     const char *name = onednn__op_name(op->code);
-    const int want = op->code == TORC_OP_LERP ? 2 : 3;
+    const int want = op->code == TORC_OP_ADDCMUL || op->code == TORC_OP_ADDCDIV ? 3 : 2;
     if (op->n_in != want)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes %d inputs, got %d", name, want, op->n_in);
     int st = onednn__check_operand(&op->out, "out");
@@ -56,14 +63,22 @@ int onednn__pointwise_check(const torc_op *op) {
             const float c = w - 1.0f;                                                                   \
             _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = fmaf(c, e[i] - s[i], e[i]);  \
         }                                                                                               \
+    }                                                                                                   \
+    /* the reference's x + alpha * y: in double, rounded once (alpha * y is exact in double when */     \
+    /* alpha is a float; SUB arrives with alpha negated) */                                             \
+    attr static void axpy_##suffix(float *out, const float *x, const float *y, double alpha,           \
+                                   int64_t i0, int64_t i1) {                                            \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = (float)((double)x[i] + alpha * (double)y[i]); \
     }
 POINTWISE_LOOPS(fma, __attribute__((target("avx2,fma"))))
 POINTWISE_LOOPS(any, )
 
 typedef void (*loop_fn)(float *, const float *, const float *, const float *, float, int64_t, int64_t);
 
+static bool use_fma(void) { return onednn__isa() >= ONEDNN_ISA_AVX2; }  // TORC_MAX_CPU_ISA caps it
+
 static loop_fn pick(torc_opcode code) {
-    const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const bool fma = use_fma();
     switch (code) {
     case TORC_OP_ADDCMUL: return fma ? addcmul_fma : addcmul_any;
     case TORC_OP_ADDCDIV: return fma ? addcdiv_fma : addcdiv_any;
@@ -75,11 +90,22 @@ static loop_fn pick(torc_opcode code) {
 int onednn__pointwise_run(const torc_op *op) {
     const int64_t n = onednn__numel(&op->out);
     if (n == 0) return 0;
-    const loop_fn fn = pick(op->code);
     float *out = op->out.data;
     const float *s = op->in[0].data, *a = op->in[1].data, *b = op->n_in > 2 ? op->in[2].data : NULL;
-    const float v = (float)op->params.scalar.value;  // PyTorch's opmath: the scalar as a float
     const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
+    if (scaled_add(op)) {
+        const double alpha = op->code == TORC_OP_SUB ? -op->params.scalar.value : op->params.scalar.value;
+        void (*axpy)(float *, const float *, const float *, double, int64_t, int64_t) = use_fma() ? axpy_fma : axpy_any;
+#pragma omp parallel num_threads(nthr)
+        {
+            int64_t i0, i1;
+            onednn__thread_range(n, &i0, &i1);
+            axpy(out, s, a, alpha, i0, i1);
+        }
+        return 0;
+    }
+    const float v = (float)op->params.scalar.value;  // PyTorch's opmath: the scalar as a float
+    const loop_fn fn = pick(op->code);
     if (nthr <= 1) {
         fn(out, s, a, b, v, 0, n);
         return 0;
