@@ -125,6 +125,7 @@ enum layout {
 typedef struct tensor {
     torc_operand op;
     void *base;
+    int64_t total;  // elements in base
 } tensor;
 
 static int64_t numel_of(int nd, const int64_t *shape) {
@@ -174,6 +175,7 @@ static void tensor_make(tensor *t, torc_dtype dt, int nd, const int64_t *shape, 
         for (int d = 0; d < nd; d++)
             if ((bmask >> d) & 1) t->op.stride[d] = 0;
     const int64_t total = s + offset + 1;
+    t->total = total;
     const size_t es = dsize(dt);
     t->base = malloc((size_t)total * es + 64);
     ck_assert_ptr_nonnull(t->base);
@@ -1563,6 +1565,125 @@ START_TEST(test_in_place) {
 }
 END_TEST
 
+// ---- sizes above TORC_ONEDNN_MIN_WORK and the parallel threshold, with bit patterns ----
+// Fills t's whole buffer with patterns a value conversion would change: 2-byte dtypes hold every
+// 16-bit pattern (i16 values, f16/bf16 subnormals, -0, NaN payloads), 1-byte ones every byte,
+// 4- and 8-byte ones subnormals, -0, NaNs with payloads of either sign, infinities, random bits.
+// finite: floats only from [-8, 8] (for ops compared with a tolerance), specials kept rare.
+static void fill_patterns(tensor *t, bool finite) {
+    static const uint32_t sp32[] = {0x00000001u, 0x80000000u, 0x7F800001u, 0xFFC12345u, 0x7F800000u,
+                                    0x807FFFFFu, 0xFF800000u, 0x00000000u};
+    const size_t es = dsize(t->op.dtype);
+    for (int64_t i = 0; i < t->total; i++) {
+        unsigned char *p = (unsigned char *)t->base + i * (int64_t)es;
+        uint64_t r = (uint64_t)(uniform() * 18446744073709551616.0);
+        if (finite && is_float(t->op.dtype)) {
+            store(p, t->op.dtype, i % 997 == 5 ? NAN : i % 991 == 7 ? -0.0 : -8 + 16 * uniform());
+            continue;
+        }
+        if (t->op.dtype == TORC_DTYPE_BOOL) r = (uint64_t)i & 1;
+        else if (es == 1) r = (uint64_t)i & 0xFF;
+        else if (es == 2) r = (uint64_t)i & 0xFFFF;
+        else if (es == 4 && i % 2) r = sp32[(i / 2) % 8];
+        else if (es == 8 && i % 2) r = (uint64_t)sp32[(i / 2) % 8] << 32 | (uint32_t)r;
+        memcpy(p, &r, es);
+    }
+}
+
+static const int64_t big2[2] = {256, 257};  // 65792 elements: every 16-bit pattern, past 64K
+
+// Same-dtype copies move bytes, bit for bit, in every dtype and layout (the AVX2 bug: oneDNN's
+// bf16 reorder turned i16 -127 into -63 and a transposed i16 tensor into zeros).
+START_TEST(test_large_copies) {
+    const torc_dtype dt = (torc_dtype)_i;
+    const enum layout li[] = {L_CONTIG, L_TRANSPOSED, L_T2, L_SLICED, L_ROWSLICE, L_BCAST};
+    const enum layout lo[] = {L_CONTIG, L_CONTIG, L_TRANSPOSED, L_TRANSPOSED, L_CONTIG, L_CONTIG};
+    for (int l = 0; l < 6; l++) {
+        tensor in, out;
+        tensor_make(&in, dt, 2, big2, li[l], 0x1, 0, 0);
+        tensor_make(&out, dt, 2, big2, lo[l], 0, 0, 0);
+        fill_patterns(&in, false);
+        torc_op op = make_op(TORC_OP_COPY, 1, &in, &out);
+        char what[96];
+        snprintf(what, sizeof what, "copy dt %d %s -> %s", dt, layout_name(li[l]), layout_name(lo[l]));
+        ck_assert_msg(vt->supports(0, &op), "%s: declined: %s", what, vt->last_error());
+        ck_assert_msg(vt->run(0, &op) == 0, "%s: %s", what, vt->last_error());
+        int64_t idx[TORC_MAX_DIMS] = {0}, k = 0;
+        do {
+            ck_assert_msg(memcmp(elem(&in.op, idx), elem(&out.op, idx), dsize(dt)) == 0,
+                          "%s: element %lld differs", what, (long long)k);
+            k++;
+        } while (next_idx(2, big2, idx));
+        tensor_free(&in);
+        tensor_free(&out);
+    }
+}
+END_TEST
+
+// Every elementwise family on f32 and bf16 over 65792 elements of bit patterns, against the
+// reference: exactly where IEEE rounding makes the result exact (add, sub, mul, div, sqrt, square,
+// neg, abs, relu, max/min, comparisons, where, casts), within tolerance elsewhere.
+static void check_large(torc_opcode code, int n_in, torc_dtype dt, torc_dtype odt, bool exact, double param) {
+    tensor in[3], out;
+    const bool host = (code >= TORC_OP_EQ && code <= TORC_OP_GE) || code == TORC_OP_WHERE;  // contiguous only
+    const enum layout li[3] = {L_CONTIG, host ? L_CONTIG : L_TRANSPOSED, L_CONTIG};
+    for (int i = 0; i < n_in; i++) {
+        const torc_dtype d = code == TORC_OP_WHERE && i == 0 ? TORC_DTYPE_BOOL : dt;
+        tensor_make(&in[i], d, 2, big2, li[i], 0, 0, 0);
+        fill_patterns(&in[i], !exact);
+    }
+    const bool cmp = code >= TORC_OP_EQ && code <= TORC_OP_GE;
+    tensor_make(&out, cmp ? TORC_DTYPE_BOOL : odt, 2, big2, L_CONTIG, 0, 0, 0);
+    torc_op op = make_op(code, n_in, in, &out);
+    op.params.scalar.value = param;
+    char what[96];
+    snprintf(what, sizeof what, "large op %d dt %d -> %d", code, dt, odt);
+    double *want = reference_want(&op);
+    run_ok(&op, what);
+    if (exact) compare_exact(what, &out.op, want);
+    else compare(what, &out.op, want, rtol_of(odt));
+    free(want);
+    for (int i = 0; i < n_in; i++) tensor_free(&in[i]);
+    tensor_free(&out);
+}
+
+START_TEST(test_large_bit_patterns) {
+    const torc_dtype dt = _i ? TORC_DTYPE_BF16 : TORC_DTYPE_F32;
+    static const torc_opcode exact1[] = {TORC_OP_NEG, TORC_OP_ABS, TORC_OP_RELU, TORC_OP_SQUARE, TORC_OP_SQRT};
+    for (size_t k = 0; k < sizeof exact1 / sizeof exact1[0]; k++) check_large(exact1[k], 1, dt, dt, true, 0);
+    static const torc_opcode exact2[] = {TORC_OP_ADD, TORC_OP_SUB, TORC_OP_MUL, TORC_OP_DIV, TORC_OP_MAXIMUM,
+                                         TORC_OP_MINIMUM, TORC_OP_LT, TORC_OP_EQ};
+    for (size_t k = 0; k < sizeof exact2 / sizeof exact2[0]; k++) check_large(exact2[k], 2, dt, dt, true, 1);
+    check_large(TORC_OP_ADD, 2, dt, dt, true, -0.1);  // alpha: one rounding
+    check_large(TORC_OP_SUB, 2, dt, dt, true, 2.5);
+    check_large(TORC_OP_WHERE, 3, dt, dt, true, 0);
+    check_large(TORC_OP_COPY, 1, dt, dt == TORC_DTYPE_F32 ? TORC_DTYPE_BF16 : TORC_DTYPE_F32, true, 0);
+    static const torc_opcode approx1[] = {TORC_OP_EXP, TORC_OP_TANH, TORC_OP_SIGMOID, TORC_OP_GELU};
+    for (size_t k = 0; k < sizeof approx1 / sizeof approx1[0]; k++) check_large(approx1[k], 1, dt, dt, false, 0);
+    // reductions and softmax over the last dim
+    tensor in, out;
+    const int64_t oshape[2] = {256, 1};
+    static const torc_opcode red[] = {TORC_OP_SUM, TORC_OP_MAX, TORC_OP_MIN, TORC_OP_MEAN, TORC_OP_SOFTMAX};
+    for (size_t k = 0; k < sizeof red / sizeof red[0]; k++) {
+        const bool sm = red[k] == TORC_OP_SOFTMAX;
+        tensor_make(&in, dt, 2, big2, L_CONTIG, 0, 0, 0);
+        fill_patterns(&in, true);
+        tensor_make(&out, dt, 2, sm ? big2 : oshape, L_CONTIG, 0, 0, 0);
+        torc_op op = make_op(red[k], 1, &in, &out);
+        if (sm) op.params.dim.dim = 1;
+        else op.params.reduce.mask = 0x2;
+        char what[64];
+        snprintf(what, sizeof what, "large op %d dt %d", red[k], dt);
+        double *want = reference_want(&op);
+        run_ok(&op, what);
+        compare(what, &out.op, want, rtol_of(dt) * (red[k] == TORC_OP_SUM || red[k] == TORC_OP_MEAN ? 10 : 1));
+        free(want);
+        tensor_free(&in);
+        tensor_free(&out);
+    }
+}
+END_TEST
+
 // ---- what it declines, bad descriptors ----
 START_TEST(test_declines) {
     tensor in[2], out;
@@ -1712,6 +1833,8 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_in_place);
     tcase_add_loop_test(tc, test_copy, 0, N_COPY_CASTS);
     tcase_add_test(tc, test_cast_bits);
+    tcase_add_loop_test(tc, test_large_copies, 0, TORC_DTYPE_COUNT);
+    tcase_add_loop_test(tc, test_large_bit_patterns, 0, 2);
     tcase_add_test(tc, test_cast_narrow_bits);
     tcase_add_test(tc, test_scaled_mm);
     tcase_add_test(tc, test_random_matches_reference);

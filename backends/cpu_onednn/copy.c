@@ -169,10 +169,12 @@ int onednn__build_copy(const torc_op *op, onednn_plan *p) {
     onednn_view vs, vd;
     onednn__view(&vs, x, copy_dt(x->dtype));
     onednn__view(&vd, y, copy_dt(y->dtype));
+    // Strided f32 <-> bf16 with torc's conversion (c10's rounding; the reorder's vcvtneps2bf16
+    // flushes subnormals); dense ones do not come here (cast.c).
+    if ((x->dtype == TORC_DTYPE_F32 && y->dtype == TORC_DTYPE_BF16) ||
+        (x->dtype == TORC_DTYPE_BF16 && y->dtype == TORC_DTYPE_F32))
+        return onednn__plan_convert(p, &vs, ONEDNN_BUF_IN0, &vd, ONEDNN_BUF_OUT);
     onednn__view_normalize(&vs);
     onednn__view_normalize(&vd);
-    // vcvtneps2bf16 flushes subnormals, which c10's conversion keeps (dense casts between f32
-    // and bf16 do not come here: cast.c converts them exactly in one pass).
-    if (x->dtype == TORC_DTYPE_F32 && y->dtype == TORC_DTYPE_BF16) p->fixup = ONEDNN_FIXUP_ELEMENTWISE;
     return onednn__plan_reorder(p, &vs, ONEDNN_BUF_IN0, &vd, ONEDNN_BUF_OUT);
 }

@@ -27,9 +27,12 @@ static bool out_ok(torc_dtype d) { return d == TORC_DTYPE_F32 || d == TORC_DTYPE
 
 static int add_binary(onednn_plan *p, dnnl_alg_kind_t alg, const onednn_view *v0, int buf0,
                       float scale0, const onednn_view *v1, int buf1, void *cptr1, float scale1,
-                      const onednn_view *vd, const post_op *post, int n_post, bool reject_ref) {
+                      const onednn_view *vd_out, const post_op *post, int n_post, bool reject_ref) {
     dnnl_memory_desc_t m0, m1, md;
-    int st;
+    onednn_view vt;
+    int st, dst_buf;
+    if ((st = onednn__plan_dst(p, vd_out, &vt, &dst_buf))) return st;
+    const onednn_view *vd = &vt;
     if ((st = onednn__view_md(v0, &m0)) || (st = onednn__view_md(v1, &m1)) ||
         (st = onednn__view_md(vd, &md)))
         return st;
@@ -63,8 +66,9 @@ static int add_binary(onednn_plan *p, dnnl_alg_kind_t alg, const onednn_view *v0
     if (s != dnnl_success) st = onednn__dnnl_error(s, what);
     else {
         onednn_bind b[3] = {{DNNL_ARG_SRC_0, buf0, NULL}, {DNNL_ARG_SRC_1, buf1, cptr1},
-                            {DNNL_ARG_DST, ONEDNN_BUF_OUT, NULL}};
+                            {DNNL_ARG_DST, dst_buf, NULL}};
         st = onednn__plan_add(p, &desc, attr, reject_ref, 3, b);
+        if (!st) st = onednn__plan_dst_done(p, vd_out, vd, dst_buf);
     }
     if (ops) dnnl_post_ops_destroy(ops);
     dnnl_primitive_attr_destroy(attr);
@@ -157,14 +161,21 @@ int onednn__build_unary(const torc_op *op, onednn_plan *p) {
     v1.dt = dnnl_f32;
     for (int d = 0; d < v1.ndim; d++) v1.dims[d] = v1.strides[d] = 1;
     order_dims_like_out(&vd, &v0, &v1);
-    // relu and exp lose NaN in oneDNN (max(NaN, 0) = 0, exp saturates NaN to inf); exact ops
-    // writing bf16 lose subnormal results to the conversion's flush.
-    if (op->code == TORC_OP_RELU || op->code == TORC_OP_EXP ||
-        ((op->code == TORC_OP_NEG || op->code == TORC_OP_ABS) && y->dtype == TORC_DTYPE_BF16))
-        p->fixup = ONEDNN_FIXUP_ELEMENTWISE;
+    // A bf16 source is converted to a dense f32 temporary first: oneDNN's JIT eltwise takes no bf16
+    // source into the f32 temporary that a bf16 out is written through (plan.c).
+    int src_buf = ONEDNN_BUF_IN0, st;
+    if (v0.dt == dnnl_bf16) {
+        onednn_view t;
+        if ((st = onednn__plan_dst(p, &v0, &t, &src_buf)) ||
+            (st = onednn__plan_convert(p, &v0, ONEDNN_BUF_IN0, &t, src_buf)))
+            return st;
+        v0 = t;
+    }
+    // relu and exp lose NaN in oneDNN (max(NaN, 0) = 0, exp saturates NaN to inf).
+    if (op->code == TORC_OP_RELU || op->code == TORC_OP_EXP) p->fixup = ONEDNN_FIXUP_ELEMENTWISE;
     // Only oneDNN's JIT kernels: its generic (ref) eltwise code differs on special values
     // (relu(-inf) = NaN, sigmoid(NaN) = 0, pow(-inf, 0.5) = inf); such layouts fall back.
-    return add_binary(p, dnnl_binary_mul, &v0, ONEDNN_BUF_IN0, 1.0f, &v1, ONEDNN_BUF_CONST, scalar,
+    return add_binary(p, dnnl_binary_mul, &v0, src_buf, 1.0f, &v1, ONEDNN_BUF_CONST, scalar,
                       1.0f, &vd, post, n_post, true);
 }
 

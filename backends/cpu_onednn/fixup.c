@@ -1,9 +1,9 @@
 // backends/cpu_onednn/fixup.c — PyTorch's exact results where oneDNN deviates on special values:
-// its max/min (binary, reduction, relu) keep the non-NaN operand, its exp saturates NaN to inf,
-// and its f32 -> bf16 conversion (vcvtneps2bf16) flushes subnormals to zero.
-// After such a primitive runs, one parallel pass checks the inputs for the values that matter
-// (NaN; +inf for softmax; subnormals where an exact op writes bf16); only when one is found
-// does a serial pass recompute the affected outputs exactly.
+// its max/min (binary, reduction, relu) keep the non-NaN operand and its exp saturates NaN to
+// inf. (Its f32 -> bf16 conversion, which flushes subnormals, is never used: plan.c's
+// onednn__plan_dst.) After such a primitive runs, one parallel pass checks the inputs for the
+// values that matter (NaN; +inf for softmax); only when one is found does a serial pass
+// recompute the affected outputs exactly.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,33 +14,24 @@
 // ---- what counts as special ----
 typedef struct special_set {
     bool posinf;     // softmax: +inf makes a row NaN
-    bool subnormal;  // an exact op writing bf16: subnormal inputs give subnormal results
 } special_set;
 
-// Exact ops (the result is an input, its negation or magnitude) whose bf16 result oneDNN
-// would flush when it is subnormal.
-static bool exact_op(torc_opcode c) {
-    return c == TORC_OP_NEG || c == TORC_OP_ABS || c == TORC_OP_RELU || c == TORC_OP_MAXIMUM ||
-           c == TORC_OP_MINIMUM || c == TORC_OP_COPY || c == TORC_OP_MAX || c == TORC_OP_MIN;
-}
-
-static special_set specials_of(onednn_fixup kind, const torc_op *op) {
-    special_set s = {kind == ONEDNN_FIXUP_ROWS,
-                     op->out.dtype == TORC_DTYPE_BF16 && exact_op(op->code)};
+static special_set specials_of(onednn_fixup kind) {
+    special_set s = {kind == ONEDNN_FIXUP_ROWS};
     return s;
 }
 
 // Bit tests on f32 (4-byte) and bf16 / f16 (2-byte) patterns.
 typedef struct fmt {
     int bytes;
-    uint32_t abs_mask, inf, mant_mask;
+    uint32_t abs_mask, inf;
 } fmt;
 
 static bool fmt_of(torc_dtype d, fmt *f) {
     switch (d) {
-    case TORC_DTYPE_F32: *f = (fmt){4, UINT32_C(0x7fffffff), UINT32_C(0x7f800000), UINT32_C(0x7fffff)}; return true;
-    case TORC_DTYPE_BF16: *f = (fmt){2, 0x7fff, 0x7f80, 0x7f}; return true;
-    case TORC_DTYPE_F16: *f = (fmt){2, 0x7fff, 0x7c00, 0x3ff}; return true;
+    case TORC_DTYPE_F32: *f = (fmt){4, UINT32_C(0x7fffffff), UINT32_C(0x7f800000)}; return true;
+    case TORC_DTYPE_BF16: *f = (fmt){2, 0x7fff, 0x7f80}; return true;
+    case TORC_DTYPE_F16: *f = (fmt){2, 0x7fff, 0x7c00}; return true;
     default: return false;  // integers hold no special values
     }
 }
@@ -58,21 +49,21 @@ static inline uint32_t load_bits(const char *p, int bytes) {
 
 static inline bool is_special(uint32_t u, const fmt *f, special_set s) {
     const uint32_t a = u & f->abs_mask;
-    return a > f->inf || (s.posinf && u == f->inf) || (s.subnormal && a != 0 && a <= f->mant_mask);
+    return a > f->inf || (s.posinf && u == f->inf);
 }
 
 // ---- the check: does x hold a special value? ----
 static int scan_run(const char *p, int64_t n, int64_t stride, const fmt *f, special_set s) {
     int acc = 0;
-    const uint32_t inf = f->inf, am = f->abs_mask, mm = f->mant_mask;
-    const int pi = s.posinf, sub = s.subnormal;
+    const uint32_t inf = f->inf, am = f->abs_mask;
+    const int pi = s.posinf;
     if (f->bytes == 4 && stride == 1) {
 #pragma omp simd reduction(| : acc)
         for (int64_t i = 0; i < n; i++) {
             uint32_t u;
             memcpy(&u, p + 4 * i, 4);
             const uint32_t a = u & am;
-            acc |= (a > inf) | (pi & (u == inf)) | (sub & (a != 0) & (a <= mm));
+            acc |= (a > inf) | (pi & (u == inf));
         }
     } else if (f->bytes == 2 && stride == 1) {
 #pragma omp simd reduction(| : acc)
@@ -80,7 +71,7 @@ static int scan_run(const char *p, int64_t n, int64_t stride, const fmt *f, spec
             uint16_t h;
             memcpy(&h, p + 2 * i, 2);
             const uint32_t u = h, a = u & am;
-            acc |= (a > inf) | (pi & (u == inf)) | (sub & (a != 0) & (a <= mm));
+            acc |= (a > inf) | (pi & (u == inf));
         }
     } else {
         for (int64_t i = 0; i < n; i++) acc |= is_special(load_bits(p + i * stride * f->bytes, f->bytes), f, s);
@@ -131,7 +122,7 @@ static bool has_special(const torc_operand *x, special_set s) {
 // (One chunk or less is scanned by the calling thread alone: waking the team costs more.)
 bool onednn__fixup_needed(onednn_fixup kind, const torc_op *op) {
     if (kind == ONEDNN_FIXUP_NONE || onednn__numel(&op->out) == 0) return false;
-    const special_set s = specials_of(kind, op);
+    const special_set s = specials_of(kind);
     for (int i = 0; i < op->n_in; i++)
         if (has_special(&op->in[i], s)) return true;
     return false;
@@ -253,7 +244,7 @@ static void fix_rows(const torc_op *op, special_set s) {
 
 int onednn__fixup(onednn_fixup kind, const torc_op *op) {
     if (!onednn__fixup_needed(kind, op)) return 0;
-    const special_set s = specials_of(kind, op);
+    const special_set s = specials_of(kind);
     switch (kind) {
     case ONEDNN_FIXUP_ELEMENTWISE: fix_elementwise(op, s); return 0;
     case ONEDNN_FIXUP_REDUCE: return fix_reduce(op);

@@ -165,6 +165,11 @@ int onednn__plan_reorder(onednn_plan *p, const onednn_view *from, int from_buf,
 // Adds an f16 / bf16 <-> f32 conversion run on the host (convert.c).
 int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
                          const onednn_view *to, int to_buf);
+// A bf16 out is written through an f32 temporary (oneDNN's conversion flushes subnormals): before
+// the primitive, onednn__plan_dst gives the view and buffer it writes (vd itself unless bf16);
+// after it, onednn__plan_dst_done adds the conversion into out.
+int onednn__plan_dst(onednn_plan *p, const onednn_view *vd, onednn_view *vt, int *buf);
+int onednn__plan_dst_done(onednn_plan *p, const onednn_view *vd, const onednn_view *vt, int buf);
 // Adds an f32 GEMM step on dnnl_sgemm reading buffers a_buf, b_buf and writing c_buf.
 int onednn__plan_gemm(onednn_plan *p, const onednn_gemm *g, int a_buf, int b_buf, int c_buf);
 // Adds a step computing out = in[0] @ in[1] of a matmul op (bf16 inputs, bf16 or f32 out, batch

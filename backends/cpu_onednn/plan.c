@@ -265,3 +265,23 @@ void onednn__plan_destroy(onednn_plan *p) {
     for (int i = 0; i < p->n_steps; i++) step_destroy(&p->steps[i]);
     memset(p, 0, sizeof *p);
 }
+
+// A primitive never writes bf16 itself: oneDNN's f32 -> bf16 conversion flushes subnormal results
+// (square, mul, exp, sums of tiny values), which c10 keeps. It writes a dense f32 temporary laid
+// out in vd's dim order instead, and torc's conversion (convert.c, c10's rounding) writes out.
+int onednn__plan_dst(onednn_plan *p, const onednn_view *vd, onednn_view *vt, int *buf) {
+    *vt = *vd;
+    *buf = ONEDNN_BUF_OUT;
+    if (vd->dt != dnnl_bf16) return 0;
+    vt->dt = dnnl_f32;
+    dnnl_dim_t s = 1;
+    for (int d = vt->ndim - 1; d >= 0; d--) {
+        vt->strides[d] = s;
+        s *= vt->dims[d];
+    }
+    return onednn__plan_tmp(p, (size_t)s * sizeof(float), buf);
+}
+
+int onednn__plan_dst_done(onednn_plan *p, const onednn_view *vd, const onednn_view *vt, int buf) {
+    return buf == ONEDNN_BUF_OUT ? 0 : onednn__plan_convert(p, vt, buf, vd, ONEDNN_BUF_OUT);
+}

@@ -51,21 +51,25 @@ int onednn__build_reduce(const torc_op *op, onednn_plan *p) {
     onednn__view_normalize(&vd);
     // Every group holds one element (a 0-d input, only size-1 dims reduced): the result is the
     // input converted, and oneDNN's reduction wants at least one dim that shrinks.
-    // oneDNN's max/min skip NaN (torch.max returns NaN for a group holding one) and a bf16 out
-    // loses subnormal results.
+    // oneDNN's max/min skip NaN (torch.max returns NaN for a group holding one).
     if (extreme && onednn__is_float(x->dtype)) p->fixup = ONEDNN_FIXUP_REDUCE;
     bool shrinks = false;
     for (int d = 0; d < nd; d++) shrinks = shrinks || ((mask >> d) & 1 && x->shape[d] > 1);
-    if (!shrinks) return onednn__plan_reorder(p, &vs, ONEDNN_BUF_IN0, &vd, ONEDNN_BUF_OUT);
+    onednn_view vt;
+    int st, dst_buf;
+    if ((st = onednn__plan_dst(p, &vd, &vt, &dst_buf))) return st;
+    if (!shrinks) {
+        if ((st = onednn__plan_reorder(p, &vs, ONEDNN_BUF_IN0, &vt, dst_buf))) return st;
+        return onednn__plan_dst_done(p, &vd, &vt, dst_buf);
+    }
     dnnl_memory_desc_t ms, md;
-    int st;
-    if ((st = onednn__view_md(&vs, &ms)) || (st = onednn__view_md(&vd, &md))) return st;
+    if ((st = onednn__view_md(&vs, &ms)) || (st = onednn__view_md(&vt, &md))) return st;
     dnnl_reduction_desc_t desc;
     ONEDNN_CHECK(dnnl_reduction_desc_init(&desc, alg, &ms, &md, 0.0f, 0.0f));
     dnnl_primitive_attr_t attr;
     if ((st = onednn__attr(&attr))) return st;
-    onednn_bind b[2] = {{DNNL_ARG_SRC, ONEDNN_BUF_IN0, NULL}, {DNNL_ARG_DST, ONEDNN_BUF_OUT, NULL}};
+    onednn_bind b[2] = {{DNNL_ARG_SRC, ONEDNN_BUF_IN0, NULL}, {DNNL_ARG_DST, dst_buf, NULL}};
     st = onednn__plan_add(p, &desc, attr, false, 2, b);
     dnnl_primitive_attr_destroy(attr);
-    return st;
+    return st ? st : onednn__plan_dst_done(p, &vd, &vt, dst_buf);
 }

@@ -32,17 +32,20 @@ int onednn__build_softmax(const torc_op *op, onednn_plan *p) {
     onednn__view_normalize(&vs);
     onednn__view_normalize(&vd);
     dnnl_memory_desc_t ms, md;
-    int st;
-    if ((st = onednn__view_md(&vs, &ms)) || (st = onednn__view_md(&vd, &md))) return st;
+    onednn_view vt;
+    int st, dst_buf;
+    if ((st = onednn__plan_dst(p, &vd, &vt, &dst_buf))) return st;
+    if ((st = onednn__view_md(&vs, &ms)) || (st = onednn__view_md(&vt, &md))) return st;
     dnnl_softmax_v2_desc_t desc;
     ONEDNN_CHECK(dnnl_softmax_v2_forward_desc_init(
         &desc, dnnl_forward_inference,
         op->code == TORC_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate, &ms, &md, dim));
     dnnl_primitive_attr_t attr;
     if ((st = onednn__attr(&attr))) return st;
-    onednn_bind b[2] = {{DNNL_ARG_SRC, ONEDNN_BUF_IN0, NULL}, {DNNL_ARG_DST, ONEDNN_BUF_OUT, NULL}};
+    onednn_bind b[2] = {{DNNL_ARG_SRC, ONEDNN_BUF_IN0, NULL}, {DNNL_ARG_DST, dst_buf, NULL}};
     st = onednn__plan_add(p, &desc, attr, false, 2, b);
     dnnl_primitive_attr_destroy(attr);
+    if (!st) st = onednn__plan_dst_done(p, &vd, &vt, dst_buf);
     // oneDNN's row max skips NaN and its exp saturates: a row with NaN or +inf must be all NaN.
     p->fixup = ONEDNN_FIXUP_ROWS;
     return st;
