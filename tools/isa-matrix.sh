@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# tools/isa-matrix.sh LEVEL BUILD_DIR [suites|xcheck] — runs the onednn backend's suites or
+# torc-xcheck (every op, TORC_ONEDNN_MIN_WORK=0, values and --grad) with both ISA caps set to
+# LEVEL (ONEDNN_MAX_CPU_ISA for oneDNN's kernels, TORC_MAX_CPU_ISA for torc's own loops), so the
+# paths a smaller CPU takes run here too. LEVEL: SSE41, AVX2, AVX512_CORE, AVX512_CORE_BF16,
+# AVX512_CORE_AMX. Exits 77 (ctest: skipped) with the reason when this CPU lacks LEVEL.
+set -uo pipefail
+level=$1 build=$2 what=${3:-suites}
+flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+need() { for f in "$@"; do [[ $flags == *" $f "* ]] || { echo "isa-matrix: skipped: this CPU lacks $f, which $level needs"; exit 77; }; done; }
+case $level in
+  SSE41) need sse4_1 ;;
+  AVX2) need avx2 fma ;;
+  AVX512_CORE) need avx512f avx512dq avx512bw avx512vl ;;
+  AVX512_CORE_BF16) need avx512f avx512dq avx512bw avx512vl avx512_bf16 ;;
+  AVX512_CORE_AMX) need avx512f avx512dq avx512bw avx512vl avx512_bf16 amx_bf16 amx_tile ;;
+  *) echo "isa-matrix: unknown level '$level'" >&2; exit 2 ;;
+esac
+export ONEDNN_MAX_CPU_ISA=$level TORC_MAX_CPU_ISA=$level TORC_ONEDNN_MIN_WORK=0
+echo "isa-matrix: $what with ONEDNN_MAX_CPU_ISA=TORC_MAX_CPU_ISA=$level on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+rc=0
+if [ "$what" = suites ]; then
+  for t in onednn_backend_test onednn_pointwise_test onednn_amx_test; do
+    "$build/bin/$t" >"$build/isa-$level-$t.log" 2>&1
+    r=$?
+    tail -n 3 "$build/isa-$level-$t.log"
+    case $r in 0|77) ;; *) echo "isa-matrix: $t FAILED under $level (log: $build/isa-$level-$t.log)"; rc=1 ;; esac
+  done
+else
+  "$build/bin/torc-xcheck" --backend onednn --check --grad --quiet || rc=1
+fi
+exit $rc
