@@ -134,6 +134,56 @@ START_TEST(other_layouts_and_dtypes_go_to_the_reference) {
 }
 END_TEST
 
+// Optimizer trajectories on onednn (tensors of at least 16K elements, so every pass runs on the
+// backend's own kernels) equal the reference's bit for bit: the same gradients (loss =
+// sum(W * G), dW = G exactly) and 50 steps of each bundled optimizer, weight decay included.
+static const struct { const char *name, *hparams; int64_t rows, cols; } trajectories[] = {
+    {"sgd", "lr=0.01 weight_decay=0.1", 128, 96},  // the case
+    {"sgd", "lr=0.01 momentum=0.9 weight_decay=0.01 nesterov=1", 128, 128},
+    {"adam", "lr=0.001 weight_decay=0.01", 128, 128},
+    {"adamw", "lr=0.001 weight_decay=0.1", 128, 128},
+    {"adagrad", "lr=0.01 weight_decay=0.01", 128, 128},
+    {"rmsprop", "lr=0.001 momentum=0.9 weight_decay=0.01", 128, 128},
+};
+
+static torc_tensor *train(torc_device *dev, int k) {
+    torc_set_default_device(dev);
+    torc_generator *g = torc_generator_new(7);
+    torc_tensor *w = torc_randn(TORC_SHAPE(trajectories[k].rows, trajectories[k].cols), TORC_DTYPE_F32, g);
+    ck_assert_ptr_nonnull(w);
+    torc_keep(w);
+    ck_assert_int_eq(torc_set_requires_grad(w, true), TORC_OK);
+    torc_optimizer *opt = torc_optimizer_new(trajectories[k].name, 1, &w, trajectories[k].hparams);
+    ck_assert_msg(opt != NULL, "%s: %s", trajectories[k].name, torc_last_error());
+    for (int step = 0; step < 50; step++) {
+        torc_scope_push();
+        torc_tensor *G = torc_randn(TORC_SHAPE(trajectories[k].rows, trajectories[k].cols), TORC_DTYPE_F32, g);
+        torc_tensor *loss = torc_sum(torc_mul(w, G), 0, NULL, false);
+        ck_assert_msg(loss && torc_backward(loss, NULL, false) == TORC_OK, "%s", torc_last_error());
+        ck_assert_msg(torc_optimizer_step(opt) == TORC_OK, "%s", torc_last_error());
+        ck_assert_int_eq(torc_optimizer_zero_grad(opt, true), TORC_OK);
+        torc_scope_pop();
+    }
+    torc_optimizer_free(opt);
+    torc_generator_free(g);
+    torc_set_default_device(NULL);
+    return w;
+}
+
+START_TEST(optimizer_trajectories_match_the_reference_bit_for_bit) {
+    setup();
+    torc_scope_push();
+    torc_tensor *r = train(g_ref, _i), *d = train(g_dnn, _i);
+    ck_assert_ptr_eq(torc_get_device(d), g_dnn);
+    char what[128];
+    snprintf(what, sizeof what, "%s (%s) after 50 steps", trajectories[_i].name, trajectories[_i].hparams);
+    assert_same_bits(torc_detach(r), torc_detach(d), what);
+    torc_release(r);
+    torc_release(d);
+    torc_scope_pop();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("onednn_pointwise");
     TCase *tc = tcase_create("onednn_pointwise");
@@ -141,6 +191,8 @@ int main(void) {
     tcase_add_loop_test(tc, fused_ops_match_the_reference_bit_for_bit, 0, 3);
     tcase_add_test(tc, adam_passes_run_natively_and_match);
     tcase_add_test(tc, other_layouts_and_dtypes_go_to_the_reference);
+    tcase_add_loop_test(tc, optimizer_trajectories_match_the_reference_bit_for_bit, 0,
+                        (int)(sizeof trajectories / sizeof trajectories[0]));
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
