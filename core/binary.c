@@ -7,12 +7,13 @@
 static bool is_comparison(torc_opcode c) { return c >= TORC_OP_EQ && c <= TORC_OP_GE; }
 static bool is_logical(torc_opcode c) { return c == TORC_OP_LOGICAL_AND || c == TORC_OP_LOGICAL_OR; }
 
-// The dtype an op writes (out) from the promoted dtype (common); da and db are the operands'
-// own dtypes (a scalar's kind for a scalar operand), which PyTorch's refusals look at.
 // True division computes in the common dtype when it is floating, else in the default float dtype.
 static torc_dtype div_dtype(torc_dtype common) {
     return torc_dtype_is_floating(common) ? common : torc_get_default_dtype();
 }
+
+// The dtype an op writes (out) from the promoted dtype (common); da and db are the operands'
+// own dtypes (a scalar's kind for a scalar operand), which PyTorch's refusals look at.
 
 static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_dtype db, torc_dtype *out) {
     if (is_comparison(code) || is_logical(code)) *out = TORC_DTYPE_BOOL;
