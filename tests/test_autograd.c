@@ -134,6 +134,20 @@ START_TEST(retain_grad_fills_grad_under_autograd_grad) {
 }
 END_TEST
 
+// where with a uint8 condition (accepted as PyTorch does) backpropagates like a bool one.
+START_TEST(where_with_a_uint8_condition_backpropagates) {
+    torc_scope_push();
+    torc_tensor *a = leaf(VEC(1, 2, 3)), *b = leaf(VEC(4, 5, 6));
+    torc_tensor *c = torc_tensor_from((uint8_t[]){1, 0, 2}, TORC_SHAPE(3), TORC_DTYPE_U8);
+    torc_tensor *w = torc_where(c, a, b);
+    tu_assert_values(w, TU_ARR(1, 5, 3), 0);
+    ok(torc_backward(torc_sum(w, TORC_ALL_DIMS, false), NULL, false));
+    tu_assert_values(torc_grad(a), TU_ARR(1, 0, 1), 0);
+    tu_assert_values(torc_grad(b), TU_ARR(0, 1, 0), 0);
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(course_two_layer_gradient_shapes) {
     // x (B=4, D=8) -> relu(x @ w1 (8, 16)) @ w2 (16, 3) -> mean: gradients have the weights' shapes.
     torc_scope_push();
@@ -547,6 +561,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, course_functional_grad_leaves_dot_grad_alone);
     tcase_add_test(tc, course_retain_grad);
     tcase_add_test(tc, retain_grad_fills_grad_under_autograd_grad);
+    tcase_add_test(tc, where_with_a_uint8_condition_backpropagates);
     tcase_add_test(tc, relu_backward_is_threshold_backward);
     tcase_add_test(tc, course_two_layer_gradient_shapes);
     tcase_add_test(tc, course_inplace_after_sigmoid_fails_backward);
