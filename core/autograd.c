@@ -753,7 +753,9 @@ static torc_status run_node(engine *e, torc_node *n, torc_tensor *G) {
     if (G) {
         for (int j = 0; j < e->n_cap; j++)
             if (e->cap_in[j]->grad_fn == n && (st = accumulate_into(&e->cap_out[j], G))) return st;
-        if (e->accumulate && n->retained && (st = accumulate_grad(n->retained, G, false))) return st;
+        // retain_grad fills .grad whenever the node runs, in autograd.grad too (PyTorch 2.x runs
+        // its retains_grad hooks with the node's tensor pre-hooks, also for a captured input).
+        if (n->retained && (st = accumulate_grad(n->retained, G, false))) return st;
     }
     bool need_local[TORC__NODE_INLINE], *need = n->n_in <= TORC__NODE_INLINE ? need_local : calloc((size_t)n->n_in, 1);
     torc_tensor *gin_local[TORC__NODE_INLINE] = {NULL},

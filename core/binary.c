@@ -7,11 +7,17 @@
 static bool is_comparison(torc_opcode c) { return c >= TORC_OP_EQ && c <= TORC_OP_GE; }
 static bool is_logical(torc_opcode c) { return c == TORC_OP_LOGICAL_AND || c == TORC_OP_LOGICAL_OR; }
 
+// True division computes in the common dtype when it is floating, else in the default float dtype.
+static torc_dtype div_dtype(torc_dtype common) {
+    return torc_dtype_is_floating(common) ? common : torc_get_default_dtype();
+}
+
 // The dtype an op writes (out) from the promoted dtype (common); da and db are the operands'
 // own dtypes (a scalar's kind for a scalar operand), which PyTorch's refusals look at.
+
 static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_dtype db, torc_dtype *out) {
     if (is_comparison(code) || is_logical(code)) *out = TORC_DTYPE_BOOL;
-    else if (code == TORC_OP_DIV && !torc_dtype_is_floating(common)) *out = torc_get_default_dtype();
+    else if (code == TORC_OP_DIV) *out = div_dtype(common);
     else *out = common;
     if (code == TORC_OP_SUB && da == TORC_DTYPE_BOOL && db == TORC_DTYPE_BOOL) {
         torc__error(TORC_ERR_DTYPE, "Subtraction, the `-` operator, with two bool tensors is not supported. "
@@ -30,19 +36,60 @@ static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_d
     return true;
 }
 
-// Runs out = a (op) b with a and b broadcast to out's shape.
-static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc_tensor *b, torc_opcode code,
-                              double alpha) {
-    torc_op op = {.code = code, .n_in = 2};
-    torc__operand(out, &op.out);
-    torc_status st = torc__broadcast_operand(a, out->ndim, out->shape, &op.in[0]);
-    if (!st) st = torc__broadcast_operand(b, out->ndim, out->shape, &op.in[1]);
-    if (st) return st;
+// PyTorch's mul and div kernels read a one-element right operand of an f16/bf16 op at float32
+// (opmath: mul_kernel and div_true_kernel take iter.original_scalar_value<float>, the value before
+// any cast to the op's dtype), so x * 0.1 is round_f16((float)x * 0.1f) and f16 0.0003765 * 1e5
+// is 37.66, not 0.0003765 * inf. Only the right operand: 0-dim tensor * f16 rounds to f16 first.
+static bool opmath_operand(torc_opcode code, torc_dtype common, int k, int64_t numel) {
+    return (code == TORC_OP_MUL || code == TORC_OP_DIV) && k == 1 && numel == 1 &&
+           (common == TORC_DTYPE_F16 || common == TORC_DTYPE_BF16);
+}
+
+// The dtype a kernel must read operand k (0: left, 1: right) of a binary op in, given its
+// dtype, ndim and numel (a scalar argument counts as a zero-dim tensor). PyTorch casts every
+// input to the op's computation dtype (the common one; the default float for integer true
+// division) before computing: a zero-dim tensor or scalar wider than that dtype is cast down
+// first (u8 tensor maximum tensor(-5) is 251, f16 tensor == tensor(0.1f) compares f16 values, u8
+// / 300 divides by 300.f). A dimensioned operand is always narrower and kernels widen it
+// exactly, so it is read as it is; opmath_operand says where a narrow dtype reads wider.
+static torc_dtype read_dtype(torc_opcode code, torc_dtype common, int k, torc_dtype dtype, int ndim,
+                             int64_t numel) {
+    if (dtype == common) return dtype;
+    if (opmath_operand(code, common, k, numel)) return TORC_DTYPE_F32;
+    if (ndim > 0) return dtype;
+    return code == TORC_OP_DIV ? div_dtype(common) : common;
+}
+
+// Sends out = in0 (op) in1 with alpha (ADD/SUB) to out's backend.
+static torc_status dispatch_binary(torc_tensor *out, torc_op *op, double alpha) {
     // PyTorch casts alpha to the op's dtype: for bool that is `alpha != 0` (so True + -1*True is
     // True); a fractional alpha stays as it is for the backend's integral-alpha error.
     if (out->dtype == TORC_DTYPE_BOOL && alpha == trunc(alpha)) alpha = alpha != 0;
-    op.params.scalar.value = alpha;
-    return torc__dispatch(out->device, &op, (uint64_t)torc_numel(out));
+    op->params.scalar.value = alpha;
+    return torc__dispatch(out->device, op, (uint64_t)torc_numel(out));
+}
+
+// Runs out = a (op) b with a and b broadcast to out's shape, each read as read_dtype says (a
+// one-element copy where that differs from its own dtype).
+static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc_tensor *b, torc_opcode code,
+                              double alpha, torc_dtype common) {
+    const torc_tensor *in[2] = {a, b};
+    torc_tensor *cast[2] = {NULL, NULL};
+    torc_status st = TORC_OK;
+    for (int k = 0; k < 2 && !st; k++) {
+        const torc_dtype d = read_dtype(code, common, k, in[k]->dtype, in[k]->ndim, torc_numel(in[k]));
+        if (d == in[k]->dtype) continue;
+        if (!(cast[k] = torc__copy_as(in[k], d))) st = torc_last_status();
+        else in[k] = cast[k];
+    }
+    torc_op op = {.code = code, .n_in = 2};
+    torc__operand(out, &op.out);
+    if (!st) st = torc__broadcast_operand(in[0], out->ndim, out->shape, &op.in[0]);
+    if (!st) st = torc__broadcast_operand(in[1], out->ndim, out->shape, &op.in[1]);
+    if (!st) st = dispatch_binary(out, &op, alpha);
+    torc_release(cast[0]);
+    torc_release(cast[1]);
+    return st;
 }
 
 // a (op) b where the result dtype is already decided (common); a or b may be a scalar tensor
@@ -57,7 +104,7 @@ static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, tor
     if (torc__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &ndim, shape)) return NULL;
     torc_tensor *out = torc__new(a->device, out_dtype, ndim, shape);
     if (!out) return NULL;
-    if (run_binary(out, a, b, code, alpha)) {
+    if (run_binary(out, a, b, code, alpha, common)) {
         torc_release(out);
         return NULL;
     }
@@ -77,14 +124,42 @@ static torc_tensor *binary(const torc_tensor *a, const torc_tensor *b, torc_opco
     return binary_typed(a, b, code, alpha, common, a->dtype, b->dtype);
 }
 
+// torc_maximum_scalar(t, s) is torch.clamp_min(t, s) (torch.maximum takes tensors only) and
+// minimum_scalar clamp_max: a scalar the result dtype cannot hold is PyTorch's error where the
+// result would need it (an integer min above the range, max below it; for floating dtypes any
+// finite value past the largest), and otherwise changes nothing, so it is clamped into the range.
+static bool clamp_scalar_in_range(torc_opcode code, torc_dtype common, torc_scalar *s) {
+    const bool is_min = code == TORC_OP_MAXIMUM;
+    if (torc_dtype_is_floating(common)) {
+        double hi;
+        if (torc_finfo(common, NULL, &hi, NULL, NULL)) return false;
+        if (isfinite(s->f) && fabs(s->f) > hi) {
+            torc__error(TORC_ERR_INVALID_ARG, "value cannot be converted to type %s without overflow",
+                        torc__dtype_typemeta_name(common));
+            return false;
+        }
+        return true;
+    }
+    if (common == TORC_DTYPE_BOOL || s->kind != TORC_DTYPE_I64) return true;  // bool scalars fit every dtype
+    int64_t lo, hi;
+    if (torc_iinfo(common, &lo, &hi)) return false;
+    if (is_min ? s->i > hi : s->i < lo) {
+        torc__error(TORC_ERR_INVALID_ARG, "Clamp %s value %lld is outside the representable range of %s",
+                    is_min ? "min" : "max", (long long)s->i, torc__dtype_c10_name(common));
+        return false;
+    }
+    if (s->i < lo || s->i > hi) *s = torc_scalar_i(s->i < lo ? lo : hi);
+    return true;
+}
+
 // tensor (op) scalar: the scalar takes part in promotion as a scalar (it only lifts the
-// category), then becomes a zero-dim tensor of the common dtype on a's device.
+// category), then becomes a zero-dim tensor on a's device in the dtype the kernel reads it in.
 static torc_tensor *binary_scalar(const torc_tensor *a, torc_scalar s, torc_opcode code, bool reversed) {
     if (!a) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
     torc_dtype common;
     if (torc_result_type(1, &a, 1, &s, &common)) return NULL;
-    // Comparisons compare in the common dtype; arithmetic computes in it.
-    torc_tensor *st = torc__scalar_on(a->device, s.f, common);
+    if ((code == TORC_OP_MAXIMUM || code == TORC_OP_MINIMUM) && !clamp_scalar_in_range(code, common, &s)) return NULL;
+    torc_tensor *st = torc__scalar_on(a->device, s.f, read_dtype(code, common, reversed ? 0 : 1, s.kind, 0, 1));
     if (!st) return NULL;
     torc_tensor *r = reversed ? binary_typed(st, a, code, 1.0, common, s.kind, a->dtype)
                               : binary_typed(a, st, code, 1.0, common, a->dtype, s.kind);
@@ -118,7 +193,16 @@ torc_tensor *torc_logical_or(const torc_tensor *a, const torc_tensor *b) { retur
 torc_tensor *torc_add_scalar(const torc_tensor *a, torc_scalar s) { return binary_scalar(a, s, TORC_OP_ADD, false); }
 torc_tensor *torc_sub_scalar(const torc_tensor *a, torc_scalar s) { return binary_scalar(a, s, TORC_OP_SUB, false); }
 torc_tensor *torc_rsub_scalar(const torc_tensor *a, torc_scalar s) { return binary_scalar(a, s, TORC_OP_SUB, true); }
-torc_tensor *torc_rdiv_scalar(const torc_tensor *a, torc_scalar s) { return binary_scalar(a, s, TORC_OP_DIV, true); }
+// Python's `s / a` is Tensor.__rdiv__: a.reciprocal() * s (so an integer a gives floats, -2 / u8
+// 200 is -0.01, and the grad_fn is MulBackward0).
+torc_tensor *torc_rdiv_scalar(const torc_tensor *a, torc_scalar s) {
+    if (!a) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    torc_scope_push();
+    torc_tensor *r = torc_reciprocal(a);
+    r = r ? torc_keep(torc_mul_scalar(r, s)) : NULL;
+    torc_scope_pop();
+    return r;
+}
 
 // ---- in place: self = self (op) other, result cast into self's dtype and shape ----
 static torc_status binary_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha,
@@ -133,7 +217,7 @@ static torc_status binary_(torc_tensor *self, const torc_tensor *other, torc_opc
     const torc_tensor *ins[2] = {self, other};
     torc_status st = torc__inplace_begin(self, code, 2, ins, &p, grad_fn, &rec);
     if (st) return st;
-    st = run_binary(self, self, other, code, alpha);
+    st = run_binary(self, self, other, code, alpha, common);
     if (!st) torc__bump_version(self);
     return torc__inplace_end(self, rec, st);
 }
@@ -157,7 +241,7 @@ static torc_status binary_s_(torc_tensor *self, torc_scalar s, torc_opcode code)
     const torc_tensor *t = self;
     torc_dtype common;
     if (torc_result_type(1, &t, 1, &s, &common)) return torc_last_status();
-    torc_tensor *st = torc__scalar_on(self->device, s.f, common);
+    torc_tensor *st = torc__scalar_on(self->device, s.f, read_dtype(code, common, 1, s.kind, 0, 1));
     if (!st) return torc_last_status();
     torc_status r = binary_(self, st, code, 1.0, common, s.kind, NULL);
     torc_release(st);
@@ -182,7 +266,9 @@ torc_status torc_div_scalar_(torc_tensor *self, torc_scalar s) { return binary_s
 // ---- where ----
 torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, const torc_tensor *b) {
     if (!cond || !a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
-    if (cond->dtype != TORC_DTYPE_BOOL)
+    // PyTorch takes a uint8 condition too (nonzero is true), with a deprecation warning that
+    // torc, which never prints, leaves out.
+    if (cond->dtype != TORC_DTYPE_BOOL && cond->dtype != TORC_DTYPE_U8)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
                               torc__dtype_c10_name(cond->dtype));
     if (!torc__same_device(cond, a) || !torc__same_device(a, b)) return NULL;

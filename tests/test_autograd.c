@@ -77,6 +77,77 @@ START_TEST(course_retain_grad) {
 }
 END_TEST
 
+// PyTorch's values for retain_grad under autograd.grad (tests/golden/autograd_retain_grad.txt,
+// tools/golden/gen_parity_golden.py): "NAME N V..." lines; N 0 means no .grad.
+static void assert_golden(FILE *f, const char *name, torc_tensor *t) {
+    char line[512];
+    rewind(f);
+    while (fgets(line, sizeof line, f)) {
+        char key[64];
+        int n, used;
+        if (line[0] == '#' || sscanf(line, "%63s %d%n", key, &n, &used) != 2 || strcmp(key, name)) continue;
+        if (n == 0) {
+            ck_assert_msg(t == NULL, "%s: expected no gradient (PyTorch's None)", name);
+            return;
+        }
+        ck_assert_msg(t != NULL, "%s: no gradient, PyTorch has %d values", name, n);
+        ck_assert_int_eq(torc_numel(t), n);
+        double *v = tu_values(t);
+        const char *p = line + used;
+        for (int i = 0; i < n; i++) {
+            char *end;
+            const double e = strtod(p, &end);
+            ck_assert_msg(end != p && v[i] == e, "%s[%d] is %g, PyTorch %g", name, i, v[i], e);
+            p = end;
+        }
+        free(v);
+        return;
+    }
+    ck_abort_msg("%s is not in autograd_retain_grad.txt", name);
+}
+
+START_TEST(retain_grad_fills_grad_under_autograd_grad) {
+    FILE *f = tu_open_golden("autograd_retain_grad.txt", "r");
+    torc_scope_push();
+    // x = [1, 2], y = x * 3 retained, z = (y * y).sum()
+    torc_tensor *x = leaf(torc_tensor_from((float[]){1, 2}, TORC_SHAPE(2), TORC_DTYPE_F32));
+    torc_tensor *y = torc_mul_scalar(x, torc_s(3));
+    ok(torc_retain_grad(y));
+    torc_tensor *z = torc_sum(torc_mul(y, y), TORC_ALL_DIMS, false), *g;
+    ok(torc_autograd_grad(1, &z, NULL, 1, &x, true, false, &g));
+    assert_golden(f, "grad_x.dx", g);
+    assert_golden(f, "grad_x.y_grad", torc_grad(y));
+    assert_golden(f, "grad_x.x_grad", torc_grad(x));
+    ok(torc_autograd_grad(1, &z, NULL, 1, &y, true, false, &g));  // y itself the input: accumulates
+    assert_golden(f, "grad_y.dy", g);
+    assert_golden(f, "grad_y.y_grad", torc_grad(y));
+    // a = [4], w = a * 5 retained, u = w.sum() + (x * x).sum(): w's node does not run for x
+    torc_tensor *a = leaf(torc_tensor_from((float[]){4}, TORC_SHAPE(1), TORC_DTYPE_F32));
+    torc_tensor *w = torc_mul_scalar(a, torc_s(5));
+    ok(torc_retain_grad(w));
+    torc_tensor *u = torc_add(torc_sum(w, TORC_ALL_DIMS, false), torc_sum(torc_mul(x, x), TORC_ALL_DIMS, false));
+    ok(torc_autograd_grad(1, &u, NULL, 1, &x, false, false, &g));
+    assert_golden(f, "off_path.dx", g);
+    assert_golden(f, "off_path.w_grad", torc_grad(w));
+    torc_scope_pop();
+    fclose(f);
+}
+END_TEST
+
+// where with a uint8 condition (accepted as PyTorch does) backpropagates like a bool one.
+START_TEST(where_with_a_uint8_condition_backpropagates) {
+    torc_scope_push();
+    torc_tensor *a = leaf(VEC(1, 2, 3)), *b = leaf(VEC(4, 5, 6));
+    torc_tensor *c = torc_tensor_from((uint8_t[]){1, 0, 2}, TORC_SHAPE(3), TORC_DTYPE_U8);
+    torc_tensor *w = torc_where(c, a, b);
+    tu_assert_values(w, TU_ARR(1, 5, 3), 0);
+    ok(torc_backward(torc_sum(w, TORC_ALL_DIMS, false), NULL, false));
+    tu_assert_values(torc_grad(a), TU_ARR(1, 0, 1), 0);
+    tu_assert_values(torc_grad(b), TU_ARR(0, 1, 0), 0);
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(course_two_layer_gradient_shapes) {
     // x (B=4, D=8) -> relu(x @ w1 (8, 16)) @ w2 (16, 3) -> mean: gradients have the weights' shapes.
     torc_scope_push();
@@ -489,6 +560,8 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, course_w_grad_is_x);
     tcase_add_test(tc, course_functional_grad_leaves_dot_grad_alone);
     tcase_add_test(tc, course_retain_grad);
+    tcase_add_test(tc, retain_grad_fills_grad_under_autograd_grad);
+    tcase_add_test(tc, where_with_a_uint8_condition_backpropagates);
     tcase_add_test(tc, relu_backward_is_threshold_backward);
     tcase_add_test(tc, course_two_layer_gradient_shapes);
     tcase_add_test(tc, course_inplace_after_sigmoid_fails_backward);

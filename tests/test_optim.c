@@ -132,7 +132,8 @@ static double max_ulps(torc_tensor *t, const float *expect, int n) {
 }
 
 // Runs every golden case of optimizer `which` and checks each recorded step. On the reference
-// backend the trajectories equal torch.optim's bit for bit (measured: 0 ulps in every case; one
+// backend the trajectories equal torch.optim's with a correctly rounded sqrt (the goldens'; stock
+// PyTorch's CPU sqrt is not, see README.md) bit for bit (measured: 0 ulps in every case; one
 // ulp is allowed for a double rounding in the emulated fused multiply-adds). On another backend
 // (TORC_TEST_OPTIM_DEVICE) the gradients' matmuls round differently, so only closeness is asked.
 static void run_golden(const char *which) {

@@ -106,9 +106,13 @@ static inline bool tcu_ew_choose_types(tcu_ew_args *a) {
         a->ct = tcu_ctype_of(a->common);
         return true;
     }
-    // arithmetic and where: inputs are cast to out's dtype first (TensorIterator's common dtype)
+    // arithmetic and where: inputs are cast to out's dtype first (TensorIterator's common dtype);
+    // a binary op computes in the promotion of its inputs' and out's dtypes, which is wider than
+    // out for an in-place f16 *= f32 tensor, or an f16 op whose one-element right operand the
+    // frontend sends at float32 (PyTorch's opmath: round_f16(float(x) * 0.1f)).
     a->common = a->dt[0];
-    a->ct = tcu_ctype_of(a->dt[0]);
+    if (tcu_op_is_binary(op) && a->n_in == 2) a->common = tcu_promote(tcu_promote(a->dt[1], a->dt[2]), a->dt[0]);
+    a->ct = tcu_ctype_of(a->common);
     if (op == TORC_OP_WHERE) return true;
     if (a->ct == TCU_CT_I64 && !tcu_op_has_int_form(op)) return false;
     return true;

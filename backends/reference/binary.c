@@ -37,20 +37,24 @@ int64_t ref_ipow(int64_t base, int64_t exp) {
 typedef struct binary_ctx {
     torc_opcode code;
     torc_dtype out, a, b;
+    torc_dtype ct;     // floating mode: the dtype the op computes in
     double alpha;      // ADD/SUB in floating mode
     int64_t ialpha;    // ADD/SUB in integer mode
 } binary_ctx;
 
-// Floating mode: out is floating (or an input is). Inputs are first cast to out's dtype (as
-// PyTorch casts to the computation dtype: int64 16777217 + f32 0 is 16777216), then the op runs
-// in double and rounds once.
+// Floating mode: out is floating (or an input is). The op computes in ct, the promotion of the
+// inputs' and out's dtypes: inputs are first cast to it (as PyTorch casts to the computation
+// dtype: int64 16777217 + f32 0 is 16777216), the op runs in double and rounds once to ct, then
+// to out where out is narrower (an in-place f16 *= f32 tensor, or an f16 op whose one-element
+// right operand the frontend sends at float32, PyTorch's opmath: round_f16(float(x) * 0.1f)).
+// The frontend casts a zero-dim operand that PyTorch reads narrower before it gets here.
 static void float_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
     const binary_ctx *c = vctx;
     double x[REF_BLOCK], y[REF_BLOCK], r[REF_BLOCK];
     for (int64_t i0 = 0; i0 < n; i0 += REF_BLOCK) {
         const int64_t nb = n - i0 < REF_BLOCK ? n - i0 : REF_BLOCK;
-        ref_load_block_as(x, ptr[1] + i0 * step[1], step[1], nb, c->a, c->out);
-        ref_load_block_as(y, ptr[2] + i0 * step[2], step[2], nb, c->b, c->out);
+        ref_load_block_as(x, ptr[1] + i0 * step[1], step[1], nb, c->a, c->ct);
+        ref_load_block_as(y, ptr[2] + i0 * step[2], step[2], nb, c->b, c->ct);
         const double alpha = c->alpha;
         switch (c->code) {
         case TORC_OP_ADD: for (int64_t i = 0; i < nb; i++) r[i] = x[i] + alpha * y[i]; break;
@@ -66,6 +70,8 @@ static void float_loop(char *const *ptr, const int64_t *step, int64_t n, void *v
             break;
         default: for (int64_t i = 0; i < nb; i++) r[i] = NAN; break;
         }
+        if (c->ct != c->out)
+            for (int64_t i = 0; i < nb; i++) r[i] = ref_round_to(r[i], c->ct);
         ref_store_block_f(ptr[0] + i0 * step[0], step[0], r, nb, c->out);
     }
 }
@@ -200,7 +206,8 @@ int ref_binary_run(const torc_op *op) {
     if (!st) st = ref_check_same_shape(&op->in[1], "in1", &op->out, "out");
     if (st) return st;
     if (flat_float(op)) return TORC_OK;
-    binary_ctx c = {op->code, op->out.dtype, op->in[0].dtype, op->in[1].dtype, 1.0, 1};
+    binary_ctx c = {op->code, op->out.dtype, op->in[0].dtype, op->in[1].dtype,
+                    ref_common_float(ref_common_float(op->in[0].dtype, op->in[1].dtype), op->out.dtype), 1.0, 1};
     ref_loop_fn loop;
     if (op->code >= TORC_OP_EQ && op->code <= TORC_OP_LOGICAL_OR) {
         loop = compare_loop;

@@ -338,14 +338,16 @@ SCALAR_OPS = [
     ('add_scalar', lambda x, s: torch.add(x, s)), ('sub_scalar', lambda x, s: torch.sub(x, s)),
     ('mul_scalar', lambda x, s: torch.mul(x, s)), ('div_scalar', lambda x, s: torch.div(x, s)),
     ('rsub_scalar', lambda x, s: s - x),
-    # s / x: true division rounded once (Python's `s / x` is reciprocal(x) * s, two roundings).
-    ('rdiv_scalar', lambda x, s: torch.div(torch.tensor(s, dtype=torch.result_type(x, s)), x)),
+    # s / x: Python's Tensor.__rdiv__, reciprocal(x) * s (two roundings; integers give floats).
+    ('rdiv_scalar', lambda x, s: s / x),
     ('eq_scalar', lambda x, s: x == s), ('ne_scalar', lambda x, s: x != s), ('lt_scalar', lambda x, s: x < s),
     ('le_scalar', lambda x, s: x <= s), ('gt_scalar', lambda x, s: x > s), ('ge_scalar', lambda x, s: x >= s),
-    # torc's maximum/minimum with a scalar: the scalar takes part in promotion as a Python
-    # scalar, then torch.maximum in the result dtype.
-    ('maximum_scalar', lambda x, s: torch.maximum(x, torch.tensor(s, dtype=torch.result_type(x, s)))),
-    ('minimum_scalar', lambda x, s: torch.minimum(x, torch.tensor(s, dtype=torch.result_type(x, s)))),
+    # torc's maximum/minimum with a scalar: torch.clamp_min / clamp_max (torch.maximum takes
+    # tensors only); clamp has no bool kernel, so bool with a bool scalar is torch.maximum's.
+    ('maximum_scalar', lambda x, s: torch.maximum(x, torch.tensor(s)) if x.dtype == torch.bool and
+     isinstance(s, bool) else torch.clamp_min(x, s)),
+    ('minimum_scalar', lambda x, s: torch.minimum(x, torch.tensor(s)) if x.dtype == torch.bool and
+     isinstance(s, bool) else torch.clamp_max(x, s)),
 ]
 
 

@@ -208,6 +208,8 @@ TORC_API torc_tensor *torc_to_dtype(torc_tensor *t, torc_dtype dtype);
 TORC_API torc_tensor *torc_index_select(const torc_tensor *t, int dim, const torc_tensor *index);
 TORC_API torc_tensor *torc_gather(const torc_tensor *t, int dim, const torc_tensor *index);
 TORC_API torc_tensor *torc_masked_select(const torc_tensor *t, const torc_tensor *mask);
+// cond is bool or uint8 (nonzero is true; PyTorch deprecates uint8 with a warning, torc accepts
+// it silently); anything else is TORC_ERR_DTYPE.
 TORC_API torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, const torc_tensor *b);
 TORC_API torc_tensor *torc_cat(int n, torc_tensor *const *tensors, int dim);
 TORC_API torc_tensor *torc_stack(int n, torc_tensor *const *tensors, int dim);
@@ -248,6 +250,11 @@ TORC_API torc_tensor *torc_logical_not(const torc_tensor *t);
 TORC_API torc_tensor *torc_pow_scalar(const torc_tensor *t, torc_scalar exponent);
 
 // ---- binary ops (broadcasting; result dtype by torc_result_type) ----
+// Operands are read as PyTorch's kernels read them: a zero-dim tensor or scalar is first cast to
+// the op's dtype (u8 tensor maximum tensor(-5) is 251; u8 / 300 divides by 300.0f, the default
+// float), except that mul and div of an f16/bf16 tensor by a one-element right operand compute
+// in float32 ("opmath": f16 x * 0.1 is round_f16(float(x) * 0.1f)), and s / a is
+// reciprocal(a) * s, Python's Tensor.__rdiv__.
 TORC_API torc_tensor *torc_add(const torc_tensor *a, const torc_tensor *b);
 TORC_API torc_tensor *torc_add_scaled(const torc_tensor *a, const torc_tensor *b, torc_scalar alpha); // a + alpha*b
 TORC_API torc_tensor *torc_sub(const torc_tensor *a, const torc_tensor *b);
@@ -277,6 +284,10 @@ TORC_API torc_tensor *torc_lt_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_le_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_gt_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_ge_scalar(const torc_tensor *a, torc_scalar s);
+// torch.clamp_min / clamp_max (torch.maximum takes tensors only): TORC_ERR_INVALID_ARG with
+// PyTorch's message for a scalar the result dtype cannot hold where the result would need it
+// ("Clamp min value 1000 is outside the representable range of Char"; for floating dtypes,
+// "value cannot be converted to type c10::Half without overflow").
 TORC_API torc_tensor *torc_maximum_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_minimum_scalar(const torc_tensor *a, torc_scalar s);
 
@@ -522,7 +533,8 @@ TORC_API torc_tensor *torc_grad(const torc_tensor *t);
 TORC_API torc_status torc_set_grad(torc_tensor *t, torc_tensor *grad);
 // The name of t's grad_fn ("MulBackward0"), or NULL for leaves. Borrowed, static.
 TORC_API const char *torc_grad_fn_name(const torc_tensor *t);
-// Makes a non-leaf keep its gradient in .grad during backward (accumulating across calls).
+// Makes a non-leaf keep its gradient in .grad during backward and torc_autograd_grad
+// (accumulating across calls).
 // A no-op on leaves; TORC_ERR_AUTOGRAD when t does not require grad.
 TORC_API torc_status torc_retain_grad(torc_tensor *t);
 // t.backward(gradient, retain_graph): accumulates d t / d leaf into every leaf's .grad (the
@@ -535,7 +547,9 @@ TORC_API torc_status torc_backward(torc_tensor *t, const torc_tensor *gradient, 
 // torch.autograd.grad: the gradients of the outputs (weighted by grad_outputs, which may be
 // NULL or hold NULLs for one-element outputs) with respect to inputs, written as n_inputs new
 // references to grads (owned like any returned tensor: by the current scope, if one is open).
-// No .grad field is touched, and only the part of the graph that leads to inputs runs.
+// No leaf's .grad is touched, and only the part of the graph that leads to inputs runs; a
+// non-leaf with torc_retain_grad whose node runs (or that is one of the inputs) accumulates
+// its gradient into .grad, as in PyTorch 2.x.
 // An input the outputs do not depend on gets NULL with allow_unused, else TORC_ERR_AUTOGRAD
 // ("appears to not have been used in the graph"); every input must require grad. On error
 // every grads[i] is NULL.
