@@ -1,6 +1,7 @@
 // tests/ckpt_interop.c — the C side of tests/safetensors_interop.py: `write PATH` saves a torc
 // checkpoint with known weights (for Python's safetensors to read), `read PATH` loads a file that
-// Python's safetensors wrote and checks every tensor and the metadata. Exit status 0 = all good.
+// Python's safetensors wrote and checks every tensor and the metadata, `resume PATH` resumes from
+// `write`'s checkpoint (after Python re-saved it). Exit status 0 = all good.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,9 +97,43 @@ static int do_read(const char *path) {
     return bad ? 1 : 0;
 }
 
+// Resumes from a checkpoint `write` made (Python may have re-saved it): the model's tensors, the
+// SGD optimizer's momentum, the step and the generator all come back.
+static int do_resume(const char *path) {
+    torc_scope_push();
+    torc_tensor *ts[6] = {torc_zeros(TORC_SHAPE(3, 4), TORC_DTYPE_F32), torc_zeros(TORC_SHAPE(3, 1), TORC_DTYPE_F32),
+                          torc_zeros(TORC_SHAPE(2, 2), TORC_DTYPE_I64), torc_zeros(TORC_SHAPE(3), TORC_DTYPE_F16),
+                          torc_zeros(TORC_SHAPE(4), TORC_DTYPE_BOOL), torc_scalar_tensor(0, TORC_DTYPE_F64)};
+    const char *names[] = {"layers.0.weight", "final.weight", "counts", "half", "mask", "scalar"};
+    torc_tensor *weight = ts[0];
+    torc_set_requires_grad(weight, true);
+    torc_optimizer *opt = torc_optimizer_new("sgd", 1, &weight, "lr=0.5");
+    torc_generator *gen = torc_generator_new(1);
+    int64_t step = 0;
+    if (!opt || !gen || torc_checkpoint_load(path, 6, names, ts, opt, &step, gen)) return fail("resume");
+    uint64_t seed, offset;
+    torc_generator_get_state(gen, &seed, &offset);
+    int bad = 0;
+    if (step != 7 || seed != 1234) bad = fprintf(stderr, "resumed at step %lld with seed %llu\n", (long long)step, (unsigned long long)seed);
+    double lr[4] = {0};
+    if (torc_optimizer_get_hparam(opt, 0, "lr", lr) || lr[0] != 0.1) bad = fprintf(stderr, "resumed lr %g\n", lr[0]);
+    torc_tensor *mom = torc_optimizer_state(opt, 0, "momentum_buffer");
+    double m = 0, w = 0;
+    if (!mom || torc_item(torc_select(torc_select(mom, 0, 2), 0, 3), &m) || m != 1.0) bad = fprintf(stderr, "momentum %g\n", m);
+    torc_item(torc_select(torc_select(weight, 0, 2), 0, 3), &w);
+    if (w != (double)((0.5f * 11 - 1.0f) - 0.1f)) bad = fprintf(stderr, "weight[2][3] = %.9g\n", w);
+    torc_release(mom);
+    torc_generator_free(gen);
+    torc_optimizer_free(opt);
+    torc_scope_pop();
+    if (!bad) printf("torc resumed from '%s' at step %lld\n", path, (long long)step);
+    return bad;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3) return fprintf(stderr, "usage: ckpt_interop write|read PATH\n"), 2;
+    if (argc != 3) return fprintf(stderr, "usage: ckpt_interop write|read|resume PATH\n"), 2;
     if (!strcmp(argv[1], "write")) return do_write(argv[2]);
     if (!strcmp(argv[1], "read")) return do_read(argv[2]);
+    if (!strcmp(argv[1], "resume")) return do_resume(argv[2]);
     return 2;
 }

@@ -57,3 +57,25 @@ save_file({
     "empty": np.zeros((0, 3), dtype=np.float32),
 }, path, metadata={"who": "python", "note": "\u00fcnic\u00f6de \"quoted\" back\\slash"})
 subprocess.run([tool, "read", path], check=True)
+
+# 3. Python loads torc's checkpoint and saves it again unchanged with the same metadata: the
+#    header's keys and the data come out in another order, and torc resumes from it.
+src = os.path.join(work, "torc.safetensors")
+with safe_open(src, framework="np") as f:
+    meta = f.metadata()
+resaved = os.path.join(work, "resaved.safetensors")
+save_file(load_file(src), resaved, metadata=meta)
+assert open(resaved, "rb").read() != open(src, "rb").read(), "the re-saved file is byte-identical: nothing tested"
+subprocess.run([tool, "resume", resaved], check=True)
+
+# 4. Changed values under the old checksum are refused with a way out; without the checksum
+#    entry the edited file loads.
+edited = load_file(src)
+edited["scalar"] = np.array(4.0, dtype=np.float64)
+save_file(edited, resaved, metadata=meta)
+r = subprocess.run([tool, "resume", resaved], capture_output=True, text=True)
+assert r.returncode != 0, "an edited checkpoint resumed under its old checksum"
+assert "remove the 'torc.content_crc32' entry from its metadata" in r.stderr, r.stderr
+save_file(edited, resaved, metadata={k: v for k, v in meta.items() if k != "torc.content_crc32"})
+subprocess.run([tool, "resume", resaved], check=True)
+print("torc resumed from a checkpoint Python re-saved, and refused an edited one with its checksum")

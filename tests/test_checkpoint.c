@@ -84,7 +84,7 @@ START_TEST(save_load_every_dtype) {
     tu_assert_values(torc_state_dict_get(back, "transposed"), TU_ARR(0, 3, 1, 4, 2, 5), 0.0);
     torc_scope_pop();
     ck_assert_str_eq(torc_state_dict_get_meta(back, "note"), torc_state_dict_get_meta(sd, "note"));
-    ck_assert_ptr_null(torc_state_dict_get_meta(back, "torc.crc32"));  // internal, not shown
+    ck_assert_ptr_null(torc_state_dict_get_meta(back, "torc.content_crc32"));  // internal, not shown
     ck_assert_int_eq(torc_state_dict_meta_size(back), 1);
     // The header is padded so the data starts 8-byte aligned, as the Python writer does.
     size_t n;
@@ -155,7 +155,7 @@ START_TEST(load_refuses_truncated_and_corrupted) {
     tu_assert_error(TORC_ERR_IO, "truncated: tensor");
     // Every flipped byte is refused, except inside the checksum's own key name: that file loads
     // (without a checksum to check, as a foreign file would) and its tensors are intact.
-    const char *key = memmem(good, n, "\"torc.crc32\"", 12);
+    const char *key = memmem(good, n, "\"torc.content_crc32\"", 20);
     ck_assert_ptr_nonnull(key);
     const size_t key_at = (size_t)(key - (const char *)good);
     torc_state_dict *ref = torc_load(path, NULL);
@@ -165,7 +165,7 @@ START_TEST(load_refuses_truncated_and_corrupted) {
         write_all(bad, good, n);
         torc_state_dict *r = torc_load(bad, NULL);
         if (r) {
-            ck_assert_msg(i > key_at && i < key_at + 11, "a file with byte %zu flipped loaded", i);
+            ck_assert_msg(i > key_at && i < key_at + 19, "a file with byte %zu flipped loaded", i);
             torc_scope_push();
             for (int k = 0; k < torc_state_dict_size(ref); k++)
                 assert_same_bits(torc_state_dict_get(ref, torc_state_dict_name(ref, k)),
@@ -181,7 +181,7 @@ START_TEST(load_refuses_truncated_and_corrupted) {
     good[n - 1] ^= 0x80;
     write_all(bad, good, n);
     ck_assert_ptr_null(torc_load(bad, NULL));
-    tu_assert_error(TORC_ERR_IO, "corrupted: the checksum is");
+    tu_assert_error(TORC_ERR_IO, "corrupted: its tensors or metadata are not what torc saved");
     free(good);
     ck_assert_ptr_null(torc_load(tmp_path("missing.safetensors"), NULL));
     tu_assert_error(TORC_ERR_IO, "cannot open");
