@@ -34,10 +34,43 @@ static const char *const g_st_names[TORC_DTYPE_COUNT] = {
     [TORC_DTYPE_I8] = "I8",          [TORC_DTYPE_U8] = "U8",         [TORC_DTYPE_BOOL] = "BOOL",
 };
 
-static bool st_dtype(const char *name, torc_dtype *out) {
+// torc has no uint16/uint32/uint64 dtypes; files PyTorch (2.3+) writes with them load widened to
+// the next signed dtype, which holds every value: U16 -> int32, U32 -> int64, and U64 -> int64
+// when every value is at most INT64_MAX (a larger one is an error naming the tensor). Their
+// values are unchanged; saving such a tensor again writes I32 / I64.
+static const struct {
+    const char *name;
+    torc_dtype dtype;
+    uint64_t file_size;  // bytes per element in the file
+} g_st_widened[] = {{"U16", TORC_DTYPE_I32, 2}, {"U32", TORC_DTYPE_I64, 4}, {"U64", TORC_DTYPE_I64, 8}};
+
+// The file's dtype name -> torc's dtype, its element size in the file, and the name (static).
+static bool st_dtype(const char *name, torc_dtype *out, uint64_t *file_size, const char **st_name) {
     for (int d = 0; d < TORC_DTYPE_COUNT; d++)
-        if (!strcmp(g_st_names[d], name)) return *out = (torc_dtype)d, true;
+        if (!strcmp(g_st_names[d], name))
+            return *out = (torc_dtype)d, *file_size = torc_dtype_size(*out), *st_name = g_st_names[d], true;
+    for (size_t i = 0; i < sizeof g_st_widened / sizeof g_st_widened[0]; i++)
+        if (!strcmp(g_st_widened[i].name, name))
+            return *out = g_st_widened[i].dtype, *file_size = g_st_widened[i].file_size, *st_name = g_st_widened[i].name, true;
     return false;
+}
+
+// Widens n elements of a U16 or U32 tensor at src into dst (int32 / int64). U64 -> int64 keeps
+// its bytes (check_widening has made sure every value fits).
+static void widen(void *dst, const unsigned char *src, uint64_t file_size, size_t n) {
+    if (file_size == 2) {  // U16 -> int32
+        for (size_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, src + 2 * i, 2);
+            ((int32_t *)dst)[i] = v;
+        }
+    } else {  // U32 -> int64
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v;
+            memcpy(&v, src + 4 * i, 4);
+            ((int64_t *)dst)[i] = v;
+        }
+    }
 }
 
 // ---- CRC-32 (the zlib / PNG polynomial) ----
@@ -68,7 +101,7 @@ typedef struct crc_meta {
 } crc_meta;
 typedef struct crc_tensor {
     const char *name;
-    torc_dtype dtype;
+    const char *dtype;  // the file's name: "F32", "U16"
     int ndim;
     const int64_t *shape;
     uint32_t data_crc;
@@ -95,7 +128,7 @@ static uint32_t content_crc(crc_meta *meta, int n_meta, crc_tensor *t, int n) {
     crc = crc_u64(crc, (uint64_t)n);
     for (int i = 0; i < n; i++) {
         crc = crc_update(crc, t[i].name, strlen(t[i].name) + 1);
-        crc = crc_update(crc, g_st_names[t[i].dtype], strlen(g_st_names[t[i].dtype]) + 1);
+        crc = crc_update(crc, t[i].dtype, strlen(t[i].dtype) + 1);
         crc = crc_u64(crc, (uint64_t)t[i].ndim);
         for (int d = 0; d < t[i].ndim; d++) crc = crc_u64(crc, (uint64_t)t[i].shape[d]);
         crc = crc_update(crc, &t[i].data_crc, 4);
@@ -247,7 +280,7 @@ torc_status torc_save(const torc_state_dict *sd, const char *path) {
             cap = nb;
         }
         if (nb && (st = torc_copy_to_host(t, buf, nb))) break;
-        ct[i] = (crc_tensor){torc_state_dict_name(sd, i), t->dtype, t->ndim, t->shape, crc_update(0, buf, nb)};
+        ct[i] = (crc_tensor){torc_state_dict_name(sd, i), g_st_names[t->dtype], t->ndim, t->shape, crc_update(0, buf, nb)};
         if (!write_all(fd, buf, nb)) st = io_error(tmp, "cannot write");
     }
     free(buf);
@@ -393,7 +426,9 @@ static bool juint(jp *p, uint64_t *out) {
 
 typedef struct st_entry {
     char *name;
-    torc_dtype dtype;
+    torc_dtype dtype;     // torc's
+    const char *st_name;  // the file's ("U16" for a tensor loaded as int32)
+    uint64_t file_size;   // bytes per element in the file
     int ndim;
     int64_t shape[TORC_MAX_DIMS];
     uint64_t begin, end;
@@ -458,7 +493,7 @@ static void parse_tensor(jp *p, st_entry *e) {
         }
         if (!strcmp(k, "dtype")) {
             char *d = jstring(p);
-            if (d && !st_dtype(d, &e->dtype)) {
+            if (d && !st_dtype(d, &e->dtype, &e->file_size, &e->st_name)) {
                 static _Thread_local char msg[96];
                 snprintf(msg, sizeof msg, "unsupported dtype '%.40s'", d);
                 p->err = msg;
@@ -565,7 +600,7 @@ static const char *check_layout(st_header *h, uint64_t data_len, char *msg, size
             if (e->shape[d] && numel > UINT64_MAX / (uint64_t)e->shape[d]) overflow = true;
             numel *= (uint64_t)e->shape[d];
         }
-        const uint64_t esize = torc_dtype_size(e->dtype);
+        const uint64_t esize = e->file_size;
         if (e->end < e->begin || e->begin != at) {
             snprintf(msg, cap, "tensor '%.80s' has data_offsets [%llu, %llu] that overlap or leave a gap (expected to start at %llu)",
                      e->name, (unsigned long long)e->begin, (unsigned long long)e->end, (unsigned long long)at);
@@ -605,7 +640,7 @@ static const char *check_content(const st_header *h, const unsigned char *data, 
         for (int i = 0; i < h->n_meta; i++) cm[i] = (crc_meta){h->meta[2 * i], h->meta[2 * i + 1]};
         for (int i = 0; i < h->n; i++) {
             const st_entry *e = &h->e[i];
-            ct[i] = (crc_tensor){e->name, e->dtype, e->ndim, e->shape, crc_update(0, data + e->begin, (size_t)(e->end - e->begin))};
+            ct[i] = (crc_tensor){e->name, e->st_name, e->ndim, e->shape, crc_update(0, data + e->begin, (size_t)(e->end - e->begin))};
         }
         char hex[9];
         snprintf(hex, sizeof hex, "%08x", content_crc(cm, h->n_meta, ct, h->n));
@@ -620,6 +655,26 @@ static const char *check_content(const st_header *h, const unsigned char *data, 
     free(cm);
     free(ct);
     return err;
+}
+
+// A U64 tensor loads as int64 only if every value fits; checked before anything loads.
+static const char *check_widening(const st_header *h, const unsigned char *data, char *msg, size_t cap) {
+    for (int i = 0; i < h->n; i++) {
+        const st_entry *e = &h->e[i];
+        if (strcmp(e->st_name, "U64")) continue;
+        for (uint64_t at = e->begin; at < e->end; at += 8) {
+            uint64_t v;
+            memcpy(&v, data + at, 8);
+            if (v > (uint64_t)INT64_MAX) {
+                snprintf(msg, cap,
+                         "tensor '%.80s' holds the uint64 value %llu (element %llu), which int64 cannot hold (torc has "
+                         "no uint64 dtype and loads U64 tensors as int64)",
+                         e->name, (unsigned long long)v, (unsigned long long)((at - e->begin) / 8));
+                return msg;
+            }
+        }
+    }
+    return NULL;
 }
 
 torc_state_dict *torc_load(const char *path, torc_device *dev) {
@@ -665,6 +720,7 @@ torc_state_dict *torc_load(const char *path, torc_device *dev) {
     }
     const unsigned char *data = base + 8 + (err ? 0 : hsize);
     if (!err) err = check_content(&h, data, msg, sizeof msg);
+    if (!err) err = check_widening(&h, data, msg, sizeof msg);
     if (!err) {
         sd = torc_state_dict_new();
         torc_status st = sd ? TORC_OK : TORC_ERR_OOM;
@@ -677,12 +733,19 @@ torc_state_dict *torc_load(const char *path, torc_device *dev) {
                 st = torc_last_status();
                 break;
             }
-            const size_t nb = (size_t)(e->end - e->begin);
+            const size_t nb = torc_nbytes(t);
             void *dst = (char *)t->storage->data;
-            if (nb) {
-                if (dev->host_memory) memcpy(dst, data + e->begin, nb);
-                else st = torc__dev_copy(dev, dst, data + e->begin, nb, TORC_COPY_HOST_TO_DEVICE);
+            const unsigned char *src = data + e->begin;
+            void *wide = NULL;  // U16 / U32 widened to torc's dtype
+            if (nb && e->file_size != torc_dtype_size(e->dtype)) {
+                if (!(wide = malloc(nb))) st = torc__error(TORC_ERR_OOM, "out of host memory widening '%s'", e->name);
+                else widen(wide, src, e->file_size, nb / torc_dtype_size(e->dtype)), src = wide;
             }
+            if (nb && !st) {
+                if (dev->host_memory) memcpy(dst, src, nb);
+                else st = torc__dev_copy(dev, dst, src, nb, TORC_COPY_HOST_TO_DEVICE);
+            }
+            free(wide);
             if (!st) st = torc_state_dict_set(sd, e->name, t);
             torc_release(t);
         }

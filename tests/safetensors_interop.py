@@ -55,8 +55,16 @@ save_file({
     "u": np.array([0, 255], dtype=np.uint8),
     "i32": np.array([[-7, 2**31 - 1]], dtype=np.int32),
     "empty": np.zeros((0, 3), dtype=np.float32),
+    # PyTorch 2.3+ writes these; torc loads them as int32 / int64 with the same values
+    "u16": np.array([0, 40000, 65535], dtype=np.uint16),
+    "u32": np.array([[0, 3000000000, 2**32 - 1]], dtype=np.uint32),
+    "u64": np.array([5, 2**63 - 1], dtype=np.uint64),
 }, path, metadata={"who": "python", "note": "\u00fcnic\u00f6de \"quoted\" back\\slash"})
 subprocess.run([tool, "read", path], check=True)
+# A uint64 value past int64's range is refused, naming the tensor.
+save_file({"big": np.array([1, 2**63], dtype=np.uint64)}, path)
+r = subprocess.run([tool, "read", path], capture_output=True, text=True)
+assert r.returncode != 0 and "tensor 'big' holds the uint64 value 9223372036854775808" in r.stderr, r.stderr
 
 # 3. Python loads torc's checkpoint and saves it again unchanged with the same metadata: the
 #    header's keys and the data come out in another order, and torc resumes from it.

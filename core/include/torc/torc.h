@@ -681,10 +681,18 @@ TORC_API const char *torc_state_dict_meta_key(const torc_state_dict *sd, int i);
 // path and the reason on failure (then path is unchanged). fp8 tensors are written as
 // F8_E4M3 / F8_E5M2, the names safetensors uses.
 TORC_API torc_status torc_save(const torc_state_dict *sd, const char *path);
+// torc_save also records a CRC-32 of what the file means (metadata, and each tensor's name, dtype,
+// shape and data, in sorted order) as the metadata entry "torc.content_crc32", which
+// torc_load checks: a file another tool re-saved with the same contents and metadata (Python's
+// safetensors reorders the header and the data) loads; one whose contents changed is refused
+// as corrupted (remove that entry to load an intended edit).
 // Reads a safetensors file into a new state dict with tensors on dev (NULL: the default device).
 // Every check runs before anything is returned: a missing, truncated or corrupted file (bad
 // header size, malformed JSON, unknown dtype, offsets outside the data or overlapping, data
-// size not matching shape x dtype, trailing bytes) is TORC_ERR_IO naming the file and the problem.
+// size not matching shape x dtype, trailing bytes, a content checksum that does not match) is
+// TORC_ERR_IO naming the file and the problem. U16, U32 and U64 tensors (torc has no such
+// dtypes) load widened with unchanged values: U16 as int32, U32 and U64 as int64; a U64 value
+// above INT64_MAX is TORC_ERR_IO naming the tensor.
 TORC_API torc_state_dict *torc_load(const char *path, torc_device *dev);
 
 // ---- optimizers (plugins; the ABI is in torc/optim.h) ----
