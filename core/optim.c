@@ -674,6 +674,22 @@ static torc_status check_grad(const torc_tensor *p, const torc_tensor *g, int in
                        torc_dtype_name(g->dtype), torc__shape_str(g->ndim, g->shape, b2, sizeof b2), g->device->name);
 }
 
+// A state buffer must be shaped, typed and placed like its parameter (checkpoints save it so and
+// load_state_dict checks it so); refused when the plugin stores it, naming the plugin.
+static torc_status check_state(const torc_optimizer *opt, int i, int j, const torc_tensor *t) {
+    const torc_tensor *p = opt->params[i];
+    bool same = t->ndim == p->ndim && t->dtype == p->dtype && t->device == p->device;
+    for (int d = 0; same && d < p->ndim; d++) same = t->shape[d] == p->shape[d];
+    if (same) return TORC_OK;
+    char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
+    return torc__error(TORC_ERR_SHAPE,
+                       "optimizer '%s' stored state buffer '%s' of parameter %d as %s %s on %s, but a state buffer must "
+                       "match its parameter: %s %s on %s",
+                       opt->vt->name, opt->vt->state_names[j], i, torc_dtype_name(t->dtype),
+                       torc__shape_str(t->ndim, t->shape, b1, sizeof b1), t->device->name, torc_dtype_name(p->dtype),
+                       torc__shape_str(p->ndim, p->shape, b2, sizeof b2), p->device->name);
+}
+
 // Runs the plugin over the parameters of group gi that have a gradient.
 static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, torc_tensor **gs, torc_tensor **slots,
                               int64_t *idx, int *which) {
@@ -693,28 +709,45 @@ static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, tor
     }
     if (n == 0) return TORC_OK;
     const torc_optim_group g = {.hp = grp->hp, .index = gi};
-    torc_clear_error();
     torc_status st = TORC_OK;
-    if (opt->vt->step(&g_host, &g, n, ps, gs, slots, idx) != 0) {
-        st = torc_last_status();
-        if (st == TORC_OK) st = torc__error(TORC_ERR_RUNTIME, "optimizer '%s': step failed without a message", opt->vt->name);
-    }
-    // Adopt the buffers the plugin created (even on failure, so nothing leaks): the step's scope
-    // owns one reference, the optimizer takes its own.
-    for (int k = 0; k < n; k++) {
-        const int i = which[k];
-        for (int j = 0; j < ns; j++) {
-            torc_tensor *now = slots[k * ns + j], **mine = &opt->states[i * ns + j];
-            if (now == *mine) continue;
-            if (now) {
-                torc_retain(now);
-                torc_set_mem_tag(now, TORC_MEM_OPTIMIZER_STATE);
-            }
-            torc_release(*mine);
-            *mine = now;
+    torc__mem_record rec = {0};
+    torc_tensor **adopted = malloc(sizeof *adopted * (size_t)(ns + 1));
+    if (!adopted) return torc__error(TORC_ERR_OOM, "out of memory for an optimizer step");
+    // One parameter at a time, as PyTorch's per-parameter loop: its temporaries are freed before
+    // the next parameter's are made, and the buffers it creates count as optimizer state from
+    // their creation (torc__mem_record_end).
+    for (int k = 0; k < n && !st; k++) {
+        torc_tensor **mine = &opt->states[which[k] * ns], **now = &slots[k * ns];
+        torc_scope_push();
+        torc__mem_record_begin(&rec);
+        torc_clear_error();
+        if (opt->vt->step(&g_host, &g, 1, &ps[k], &gs[k], now, &idx[k]) != 0) {
+            st = torc_last_status();
+            if (st == TORC_OK) st = torc__error(TORC_ERR_RUNTIME, "optimizer '%s': step failed without a message", opt->vt->name);
         }
-        if (!st) opt->steps[i] = idx[k];
+        // Adopt the buffers the plugin created (even on failure, so nothing leaks): the scope
+        // owns one reference, the optimizer takes its own.
+        for (int j = 0; j < ns; j++) {
+            adopted[j] = now[j] != mine[j] ? now[j] : NULL;
+            torc_status bad = adopted[j] ? check_state(opt, which[k], j, adopted[j]) : TORC_OK;
+            if (bad) {  // refused: the slot keeps what it held
+                if (!st) st = bad;
+                adopted[j] = NULL;
+                now[j] = mine[j];
+            }
+        }
+        torc__mem_record_end(&rec, ns, adopted, TORC_MEM_OPTIMIZER_STATE);
+        for (int j = 0; j < ns; j++) {
+            if (now[j] == mine[j]) continue;
+            if (now[j]) torc_retain(now[j]);
+            torc_release(mine[j]);
+            mine[j] = now[j];
+        }
+        torc_scope_pop();
+        if (!st) opt->steps[which[k]] = idx[k];
     }
+    torc__mem_record_free(&rec);
+    free(adopted);
     return st;
 }
 

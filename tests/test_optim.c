@@ -440,6 +440,55 @@ START_TEST(state_is_tagged_and_freed) {
 }
 END_TEST
 
+// Memory of one Adam step over the given parameters (1 MiB each, gradients of ones): the
+// activation peak above what was in use before, and the state bytes made and their peak.
+typedef struct step_mem {
+    uint64_t act_peak, state_made, state_peak, state_now;
+} step_mem;
+
+static step_mem adam_step_mem(torc_optimizer *opt) {
+    torc_device *dev = torc_default_device();
+    torc_memory_stats before, after;
+    torc_memory_reset_peak(dev);
+    ck_assert_int_eq(torc_memory_stats_get(dev, &before), TORC_OK);
+    ck_assert_msg(torc_optimizer_step(opt) == TORC_OK, "%s", torc_last_error());
+    ck_assert_int_eq(torc_memory_stats_get(dev, &after), TORC_OK);
+    return (step_mem){after.peak[TORC_MEM_ACTIVATION] - before.in_use[TORC_MEM_ACTIVATION],
+                      after.in_use[TORC_MEM_OPTIMIZER_STATE] - before.in_use[TORC_MEM_OPTIMIZER_STATE],
+                      after.peak[TORC_MEM_OPTIMIZER_STATE], after.in_use[TORC_MEM_OPTIMIZER_STATE]};
+}
+
+// State counts as state from its creation (not as activations until step() returns), and each
+// parameter's temporaries are freed before the next parameter's are made, as PyTorch's loop.
+START_TEST(state_counted_from_creation_temporaries_per_param) {
+    const int64_t n = 262144;  // 1 MiB of float32
+    torc_tensor *p[2] = {param(n, 1.0), param(n, 2.0)};
+    torc_tensor *g = torc_ones(TORC_SHAPE(n), TORC_DTYPE_F32);
+    for (int i = 0; i < 2; i++) ck_assert_int_eq(torc_set_grad(p[i], g), TORC_OK);
+    torc_release(g);
+    torc_optimizer *one = torc_optimizer_new("adam", 1, p, NULL), *two = torc_optimizer_new("adam", 2, p, NULL);
+    const step_mem one1 = adam_step_mem(one), one2 = adam_step_mem(one);
+    const step_mem two1 = adam_step_mem(two), two2 = adam_step_mem(two);
+    // exp_avg and exp_avg_sq per parameter, made on the first step, at their peak right away.
+    ck_assert_uint_eq(one1.state_made, 2u << 20);
+    ck_assert_uint_eq(two1.state_made, 4u << 20);
+    ck_assert_uint_eq(one2.state_made, 0);
+    ck_assert_uint_eq(one1.state_peak, one1.state_now);
+    ck_assert_uint_eq(two1.state_peak, two1.state_now);
+    ck_assert_uint_eq(two2.state_peak, two2.state_now);
+    // The first step's activations are the later steps' (state not counted in them), and two
+    // parameters need no more than one: temporaries are freed parameter by parameter.
+    ck_assert_uint_gt(one2.act_peak, 0);
+    ck_assert_uint_eq(one1.act_peak, one2.act_peak);
+    ck_assert_uint_eq(two1.act_peak, one2.act_peak);
+    ck_assert_uint_eq(two2.act_peak, one2.act_peak);
+    torc_optimizer_free(one);
+    torc_optimizer_free(two);
+    torc_release(p[0]);
+    torc_release(p[1]);
+}
+END_TEST
+
 // ---- state dicts ----
 static void assert_same_bits(torc_tensor *a, torc_tensor *b) {
     ck_assert_int_eq(torc_numel(a), torc_numel(b));
@@ -568,6 +617,7 @@ static Suite *make_suite(void) {
     tcase_add_test(frontend, param_errors);
     tcase_add_test(frontend, groups_and_skipped_params);
     tcase_add_test(frontend, state_is_tagged_and_freed);
+    tcase_add_test(frontend, state_counted_from_creation_temporaries_per_param);
     tcase_add_test(frontend, state_dict_round_trip);
     tcase_add_test(frontend, load_state_dict_refuses_and_keeps_state);
     suite_add_tcase(s, frontend);

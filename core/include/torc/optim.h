@@ -10,12 +10,16 @@
 //     plugin computes only through it, so it runs on every backend and its work is counted.
 //
 // Rules step() may rely on and must follow:
-//   - The host calls step() inside a scope and with grad mode off: every tensor a host function
-//     returns is freed after step() returns, and in-place updates of parameters are allowed.
+//   - The host calls step() once per parameter (n is 1), as PyTorch's per-parameter loop, each
+//     time inside a scope and with grad mode off: every tensor a host function returns is freed
+//     when that call returns (before the next parameter's temporaries are made), and in-place
+//     updates of parameters are allowed. A plugin should still loop over its n parameters.
 //   - states[i * n_states + j] is buffer j (vtable->state_names[j]) of parameter i. It is NULL
 //     until the plugin first stores a tensor there (made with a host function, e.g.
-//     zeros_like); the host then keeps it, tags it as optimizer state for memory accounting and
-//     saves it in state dicts and checkpoints. A buffer a configuration does not use (Adam's
+//     zeros_like); the host then keeps it, counts it as optimizer state from its creation in
+//     memory accounting and saves it in state dicts and checkpoints. A stored buffer must have
+//     its parameter's shape, dtype and device; anything else is refused (TORC_ERR_SHAPE naming
+//     the plugin and the buffer) and the slot keeps what it held. A buffer a configuration does not use (Adam's
 //     max_exp_avg_sq without amsgrad) simply stays NULL.
 //   - Host functions return TORC_OK / a new tensor, or an error status / NULL with the message
 //     set. step() and check() return 0 on success, else nonzero: pass a failed host call on

@@ -737,8 +737,10 @@ TORC_API torc_status torc_optimizer_set_lr(torc_optimizer *opt, double lr);  // 
 TORC_API torc_status torc_optimizer_get_hparam(const torc_optimizer *opt, int group, const char *name,
                                                double *values);
 // optimizer.step(): one update of every parameter that has a gradient (the others are skipped
-// and keep their step count), under no_grad. New state buffers are tagged
-// TORC_MEM_OPTIMIZER_STATE.
+// and keep their step count), under no_grad, one parameter at a time: each parameter's
+// temporaries are freed before the next one's are made, and new state buffers count as
+// TORC_MEM_OPTIMIZER_STATE from their creation (never as activations). A plugin that stores a
+// state buffer unlike its parameter (shape, dtype, device) is refused with TORC_ERR_SHAPE.
 TORC_API torc_status torc_optimizer_step(torc_optimizer *opt);
 // optimizer.zero_grad(set_to_none): drops every parameter's .grad (true, PyTorch's default) or
 // zeroes it in place (false).
