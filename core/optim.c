@@ -35,7 +35,10 @@ _Static_assert(offsetof(torc_optim_host, zeros_like) == 8 + 4 * sizeof(void *), 
 _Static_assert(offsetof(torc_optim_host, add) == 8 + 7 * sizeof(void *), "optim ABI: host table moved");
 _Static_assert(offsetof(torc_optim_host, copy_) == 8 + 20 * sizeof(void *), "optim ABI: host table moved");
 _Static_assert(offsetof(torc_optim_host, pow) == 8 + 36 * sizeof(void *), "optim ABI: host table moved");
-_Static_assert(sizeof(torc_optim_host) == 8 + 40 * sizeof(void *), "optim ABI: host table v1 size changed");
+_Static_assert(offsetof(torc_optim_host, sign) == 8 + 40 * sizeof(void *), "optim ABI: host table v1.0 size changed");
+_Static_assert(offsetof(torc_optim_host, clamp) == 8 + 42 * sizeof(void *), "optim ABI: host table v1.1 members moved");
+_Static_assert(offsetof(torc_optim_host, where) == 8 + 49 * sizeof(void *), "optim ABI: host table v1.1 members moved");
+_Static_assert(sizeof(torc_optim_host) == 8 + 50 * sizeof(void *), "optim ABI: host table v1.1 size changed");
 
 #define MAX_OPTIM_PLUGINS 64
 #define MAX_HP_TOTAL 64  // hyperparameter values per group, all hyperparameters together
@@ -97,9 +100,20 @@ static void check_vtable(const torc_optim_vtable *vt, optim_lib *lib, char *why,
     int total = 0;
     for (int i = 0; i < vt->n_hparams; i++) {
         const torc_optim_hparam *h = &vt->hparams[i];
-        if (!h->name || !valid_name(h->name, 64) || h->n_values < 1 || h->n_values > TORC_OPTIM_HP_MAX_VALUES ||
-            (unsigned)h->kind > TORC_OPTIM_HP_INT) {
-            snprintf(why, n, "optimizer '%s': hyperparameter %d is malformed", vt->name, i);
+        if (!h->name || !valid_name(h->name, 64)) {
+            snprintf(why, n, "optimizer '%s': hyperparameter %d has no valid .name (lowercase letters, digits, '_')",
+                     vt->name, i);
+            return;
+        }
+        if (h->n_values < 1 || h->n_values > TORC_OPTIM_HP_MAX_VALUES) {
+            snprintf(why, n, "optimizer '%s': hyperparameter '%s' has .n_values = %d (expected 1 to %d)", vt->name,
+                     h->name, h->n_values, TORC_OPTIM_HP_MAX_VALUES);
+            return;
+        }
+        if ((unsigned)h->kind > TORC_OPTIM_HP_INT) {
+            snprintf(why, n,
+                     "optimizer '%s': hyperparameter '%s' has .kind = %d (expected TORC_OPTIM_HP_REAL, _BOOL or _INT)",
+                     vt->name, h->name, (int)h->kind);
             return;
         }
         for (int j = 0; j < i; j++)
@@ -201,6 +215,15 @@ static bool collect_available(const char *dir, void *vctx) {
     return false;
 }
 
+// The <name> of a path ending in libtorc_optim_<name>.so, or NULL for a file named otherwise.
+static const char *name_in_file(const char *path, char *name, size_t cap) {
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const size_t len = strlen(base);
+    if (strncmp(base, "libtorc_optim_", 14) || len <= 17 || strcmp(base + len - 3, ".so") || len - 17 >= cap) return NULL;
+    snprintf(name, cap, "%.*s", (int)(len - 17), base + 14);
+    return name;
+}
+
 static const optim_lib *load_locked(const char *spec) {
     const bool by_path = strchr(spec, '/') != NULL;
     for (int i = 0; i < g_n_libs; i++)
@@ -215,7 +238,8 @@ static const optim_lib *load_locked(const char *spec) {
         torc__error(TORC_ERR_BACKEND, "too many optimizer plugins loaded (%d)", MAX_OPTIM_PLUGINS);
         return NULL;
     }
-    load_ctx ctx = {.want = by_path ? NULL : spec};
+    char file_name[64];  // by path: libtorc_optim_<name>.so must hold the optimizer <name>
+    load_ctx ctx = {.want = by_path ? name_in_file(spec, file_name, sizeof file_name) : spec};
     if (by_path) try_file(&ctx, spec, true);
     else torc__plugin_dirs_each(try_dir, &ctx);
     if (!ctx.lib) {
@@ -304,6 +328,14 @@ static double host_pow(double x, double y) { return pow(x, y); }
 static double host_sqrt_d(double x) { return sqrt(x); }
 static double host_exp_d(double x) { return exp(x); }
 static double host_log_d(double x) { return log(x); }
+static torc_tensor *host_clamp(const torc_tensor *a, double min, double max) {
+    torc_scope_push();  // the intermediate maximum is freed here, not at the end of the step
+    torc_tensor *lo = torc_maximum_scalar(a, torc_s(min));
+    torc_tensor *r = lo ? torc_minimum_scalar(lo, torc_s(max)) : NULL;
+    if (r) torc_keep(r);
+    torc_scope_pop();
+    return r;
+}
 
 static const torc_optim_host g_host = {
     .abi_version = TORC_OPTIM_ABI_VERSION,
@@ -348,6 +380,16 @@ static const torc_optim_host g_host = {
     .sqrt_d = host_sqrt_d,
     .exp_d = host_exp_d,
     .log_d = host_log_d,
+    .sign = torc_sign,
+    .abs = torc_abs,
+    .clamp = host_clamp,
+    .eq = torc_eq,
+    .ne = torc_ne,
+    .lt = torc_lt,
+    .le = torc_le,
+    .gt = torc_gt,
+    .ge = torc_ge,
+    .where = torc_where,
 };
 
 // ---- the optimizer ----

@@ -36,9 +36,12 @@ extern "C" {
 // ---- versions ----
 // abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its
 // own or whose vtable is smaller than the v1 vtable; minor versions only append members.
-// The host table carries the same two fields so a plugin can check what the host offers.
+// The host table carries the same two fields so a plugin can check what the host offers: a
+// plugin that uses a member added after v1.0 checks, once, that the host has it:
+//   host->struct_size >= offsetof(torc_optim_host, sign) + sizeof host->sign   (v1.1 members)
+// and otherwise returns host->error(TORC_ERR_BACKEND, "...needs optimizer ABI 1.1").
 #define TORC_OPTIM_ABI_MAJOR 1
-#define TORC_OPTIM_ABI_MINOR 0
+#define TORC_OPTIM_ABI_MINOR 1
 #define TORC_OPTIM_ABI_VERSION ((uint32_t)(TORC_OPTIM_ABI_MAJOR << 16 | TORC_OPTIM_ABI_MINOR))
 
 typedef struct torc_tensor torc_tensor;  // opaque; the same handle as torc.h's
@@ -107,6 +110,22 @@ typedef struct torc_optim_host {
     double (*sqrt_d)(double x);
     double (*exp_d)(double x);
     double (*log_d)(double x);
+
+    // v1.1: sign, abs, clamp, comparisons and where (out of place, PyTorch's semantics)
+    torc_tensor *(*sign)(const torc_tensor *a);   // -1, 0 or 1 in a's dtype (NaN and -0.0 give 0)
+    torc_tensor *(*abs)(const torc_tensor *a);
+    // torch.clamp(a, min, max) = minimum(maximum(a, min), max): -HUGE_VAL / HUGE_VAL for no bound;
+    // min > max gives max everywhere, NaN stays NaN.
+    torc_tensor *(*clamp)(const torc_tensor *a, double min, double max);
+    // Element-wise comparisons (broadcasting, PyTorch's promotion): bool tensors.
+    torc_tensor *(*eq)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*ne)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*lt)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*le)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*gt)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*ge)(const torc_tensor *a, const torc_tensor *b);
+    // torch.where(cond, a, b): a where cond (a bool tensor) is true, else b (broadcasting).
+    torc_tensor *(*where)(const torc_tensor *cond, const torc_tensor *a, const torc_tensor *b);
 } torc_optim_host;
 
 // ---- hyperparameters ----
