@@ -107,7 +107,11 @@ typedef struct crc_tensor {
     uint32_t data_crc;
 } crc_tensor;
 
-static int cmp_meta(const void *a, const void *b) { return strcmp(((const crc_meta *)a)->key, ((const crc_meta *)b)->key); }
+static int cmp_meta(const void *a, const void *b) {  // by key, then value (a malformed file may repeat a key)
+    const crc_meta *x = a, *y = b;
+    const int c = strcmp(x->key, y->key);
+    return c ? c : strcmp(x->value, y->value);
+}
 static int cmp_tensor(const void *a, const void *b) {
     return strcmp(((const crc_tensor *)a)->name, ((const crc_tensor *)b)->name);
 }
