@@ -1,5 +1,6 @@
 // core/accounting.c — memory in use and peak per device and tag, and FLOP counters per
 // phase x opcode x dtype (forward / backward), as DESIGN.md's accounting section describes.
+#include <stdlib.h>
 #include <string.h>
 
 #include "torc-impl.h"
@@ -23,6 +24,84 @@ void torc__mem_add(torc_device *dev, torc_mem_tag tag, uint64_t bytes) {
 void torc__mem_sub(torc_device *dev, torc_mem_tag tag, uint64_t bytes) {
     atomic_fetch_sub(&dev->in_use[tag], bytes);
     atomic_fetch_sub(&dev->total_in_use, bytes);
+}
+
+// ---- recording what an optimizer step adopts as state (see torc-impl.h) ----
+typedef struct torc__mem_event {
+    const torc_storage *s;  // NULL once freed
+    torc_device *dev;
+    uint64_t bytes;
+    uint64_t act_after;     // activation bytes in use on dev right after this allocation
+    uint64_t act_peak0;     // dev's activation peak before it (used for dev's first event)
+} mem_event;
+
+static _Thread_local torc__mem_record *tls_record;
+
+void torc__mem_record_begin(torc__mem_record *log) {
+    log->n = 0;
+    log->lost = false;
+    tls_record = log;
+}
+
+void torc__mem_note_alloc(const torc_storage *s) {
+    torc__mem_record *log = tls_record;
+    if (!log || log->lost || s->tag != TORC_MEM_ACTIVATION) return;
+    if (log->n == log->cap) {
+        const int nc = log->cap ? 2 * log->cap : 32;
+        mem_event *ne = realloc(log->e, sizeof *ne * (size_t)nc);
+        if (!ne) {
+            log->lost = true;
+            return;
+        }
+        log->e = ne;
+        log->cap = nc;
+    }
+    torc_device *dev = s->alloc_device;
+    log->e[log->n++] = (mem_event){s, dev, s->nbytes, atomic_load(&dev->in_use[TORC_MEM_ACTIVATION]) + s->nbytes,
+                                   atomic_load(&dev->peak[TORC_MEM_ACTIVATION])};
+}
+
+void torc__mem_note_free(const torc_storage *s) {
+    torc__mem_record *log = tls_record;
+    if (!log) return;
+    for (int i = log->n - 1; i >= 0; i--)
+        if (log->e[i].s == s) {
+            log->e[i].s = NULL;
+            return;
+        }
+}
+
+static bool adopted_storage(const torc_storage *s, int n, torc_tensor *const *adopted) {
+    for (int k = 0; k < n; k++)
+        if (adopted[k] && adopted[k]->storage == s) return true;
+    return false;
+}
+
+void torc__mem_record_end(torc__mem_record *log, int n_adopted, torc_tensor *const *adopted, torc_mem_tag tag) {
+    tls_record = NULL;
+    // Per device, in the order of its allocations: the activation bytes then in use, less the
+    // adopted bytes made so far. Every event of a device is handled at its first one.
+    for (int i = 0; i < log->n && !log->lost; i++) {
+        torc_device *dev = log->e[i].dev;
+        if (!dev) continue;
+        uint64_t born = 0, peak = log->e[i].act_peak0;
+        for (int j = i; j < log->n; j++) {
+            mem_event *e = &log->e[j];
+            if (e->dev != dev) continue;
+            if (e->s && adopted_storage(e->s, n_adopted, adopted)) born += e->bytes;
+            if (e->act_after - born > peak) peak = e->act_after - born;
+            e->dev = NULL;  // done
+        }
+        atomic_store(&dev->peak[TORC_MEM_ACTIVATION], peak);
+    }
+    for (int k = 0; k < n_adopted; k++)
+        if (adopted[k]) torc_set_mem_tag(adopted[k], tag);
+    log->n = 0;
+}
+
+void torc__mem_record_free(torc__mem_record *log) {
+    free(log->e);
+    memset(log, 0, sizeof *log);
 }
 
 torc_status torc_memory_stats_get(const torc_device *dev, torc_memory_stats *out) {

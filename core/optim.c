@@ -35,7 +35,10 @@ _Static_assert(offsetof(torc_optim_host, zeros_like) == 8 + 4 * sizeof(void *), 
 _Static_assert(offsetof(torc_optim_host, add) == 8 + 7 * sizeof(void *), "optim ABI: host table moved");
 _Static_assert(offsetof(torc_optim_host, copy_) == 8 + 20 * sizeof(void *), "optim ABI: host table moved");
 _Static_assert(offsetof(torc_optim_host, pow) == 8 + 36 * sizeof(void *), "optim ABI: host table moved");
-_Static_assert(sizeof(torc_optim_host) == 8 + 40 * sizeof(void *), "optim ABI: host table v1 size changed");
+_Static_assert(offsetof(torc_optim_host, sign) == 8 + 40 * sizeof(void *), "optim ABI: host table v1.0 size changed");
+_Static_assert(offsetof(torc_optim_host, clamp) == 8 + 42 * sizeof(void *), "optim ABI: host table v1.1 members moved");
+_Static_assert(offsetof(torc_optim_host, where) == 8 + 49 * sizeof(void *), "optim ABI: host table v1.1 members moved");
+_Static_assert(sizeof(torc_optim_host) == 8 + 50 * sizeof(void *), "optim ABI: host table v1.1 size changed");
 
 #define MAX_OPTIM_PLUGINS 64
 #define MAX_HP_TOTAL 64  // hyperparameter values per group, all hyperparameters together
@@ -97,9 +100,20 @@ static void check_vtable(const torc_optim_vtable *vt, optim_lib *lib, char *why,
     int total = 0;
     for (int i = 0; i < vt->n_hparams; i++) {
         const torc_optim_hparam *h = &vt->hparams[i];
-        if (!h->name || !valid_name(h->name, 64) || h->n_values < 1 || h->n_values > TORC_OPTIM_HP_MAX_VALUES ||
-            (unsigned)h->kind > TORC_OPTIM_HP_INT) {
-            snprintf(why, n, "optimizer '%s': hyperparameter %d is malformed", vt->name, i);
+        if (!h->name || !valid_name(h->name, 64)) {
+            snprintf(why, n, "optimizer '%s': hyperparameter %d has no valid .name (lowercase letters, digits, '_')",
+                     vt->name, i);
+            return;
+        }
+        if (h->n_values < 1 || h->n_values > TORC_OPTIM_HP_MAX_VALUES) {
+            snprintf(why, n, "optimizer '%s': hyperparameter '%s' has .n_values = %d (expected 1 to %d)", vt->name,
+                     h->name, h->n_values, TORC_OPTIM_HP_MAX_VALUES);
+            return;
+        }
+        if ((unsigned)h->kind > TORC_OPTIM_HP_INT) {
+            snprintf(why, n,
+                     "optimizer '%s': hyperparameter '%s' has .kind = %d (expected TORC_OPTIM_HP_REAL, _BOOL or _INT)",
+                     vt->name, h->name, (int)h->kind);
             return;
         }
         for (int j = 0; j < i; j++)
@@ -201,6 +215,15 @@ static bool collect_available(const char *dir, void *vctx) {
     return false;
 }
 
+// The <name> of a path ending in libtorc_optim_<name>.so, or NULL for a file named otherwise.
+static const char *name_in_file(const char *path, char *name, size_t cap) {
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const size_t len = strlen(base);
+    if (strncmp(base, "libtorc_optim_", 14) || len <= 17 || strcmp(base + len - 3, ".so") || len - 17 >= cap) return NULL;
+    snprintf(name, cap, "%.*s", (int)(len - 17), base + 14);
+    return name;
+}
+
 static const optim_lib *load_locked(const char *spec) {
     const bool by_path = strchr(spec, '/') != NULL;
     for (int i = 0; i < g_n_libs; i++)
@@ -215,7 +238,8 @@ static const optim_lib *load_locked(const char *spec) {
         torc__error(TORC_ERR_BACKEND, "too many optimizer plugins loaded (%d)", MAX_OPTIM_PLUGINS);
         return NULL;
     }
-    load_ctx ctx = {.want = by_path ? NULL : spec};
+    char file_name[64];  // by path: libtorc_optim_<name>.so must hold the optimizer <name>
+    load_ctx ctx = {.want = by_path ? name_in_file(spec, file_name, sizeof file_name) : spec};
     if (by_path) try_file(&ctx, spec, true);
     else torc__plugin_dirs_each(try_dir, &ctx);
     if (!ctx.lib) {
@@ -304,6 +328,14 @@ static double host_pow(double x, double y) { return pow(x, y); }
 static double host_sqrt_d(double x) { return sqrt(x); }
 static double host_exp_d(double x) { return exp(x); }
 static double host_log_d(double x) { return log(x); }
+static torc_tensor *host_clamp(const torc_tensor *a, double min, double max) {
+    torc_scope_push();  // the intermediate maximum is freed here, not at the end of the step
+    torc_tensor *lo = torc_maximum_scalar(a, torc_s(min));
+    torc_tensor *r = lo ? torc_minimum_scalar(lo, torc_s(max)) : NULL;
+    if (r) torc_keep(r);
+    torc_scope_pop();
+    return r;
+}
 
 static const torc_optim_host g_host = {
     .abi_version = TORC_OPTIM_ABI_VERSION,
@@ -348,6 +380,16 @@ static const torc_optim_host g_host = {
     .sqrt_d = host_sqrt_d,
     .exp_d = host_exp_d,
     .log_d = host_log_d,
+    .sign = torc_sign,
+    .abs = torc_abs,
+    .clamp = host_clamp,
+    .eq = torc_eq,
+    .ne = torc_ne,
+    .lt = torc_lt,
+    .le = torc_le,
+    .gt = torc_gt,
+    .ge = torc_ge,
+    .where = torc_where,
 };
 
 // ---- the optimizer ----
@@ -674,6 +716,22 @@ static torc_status check_grad(const torc_tensor *p, const torc_tensor *g, int in
                        torc_dtype_name(g->dtype), torc__shape_str(g->ndim, g->shape, b2, sizeof b2), g->device->name);
 }
 
+// A state buffer must be shaped, typed and placed like its parameter (checkpoints save it so and
+// load_state_dict checks it so); refused when the plugin stores it, naming the plugin.
+static torc_status check_state(const torc_optimizer *opt, int i, int j, const torc_tensor *t) {
+    const torc_tensor *p = opt->params[i];
+    bool same = t->ndim == p->ndim && t->dtype == p->dtype && t->device == p->device;
+    for (int d = 0; same && d < p->ndim; d++) same = t->shape[d] == p->shape[d];
+    if (same) return TORC_OK;
+    char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
+    return torc__error(TORC_ERR_SHAPE,
+                       "optimizer '%s' stored state buffer '%s' of parameter %d as %s %s on %s, but a state buffer must "
+                       "match its parameter: %s %s on %s",
+                       opt->vt->name, opt->vt->state_names[j], i, torc_dtype_name(t->dtype),
+                       torc__shape_str(t->ndim, t->shape, b1, sizeof b1), t->device->name, torc_dtype_name(p->dtype),
+                       torc__shape_str(p->ndim, p->shape, b2, sizeof b2), p->device->name);
+}
+
 // Runs the plugin over the parameters of group gi that have a gradient.
 static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, torc_tensor **gs, torc_tensor **slots,
                               int64_t *idx, int *which) {
@@ -693,28 +751,45 @@ static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, tor
     }
     if (n == 0) return TORC_OK;
     const torc_optim_group g = {.hp = grp->hp, .index = gi};
-    torc_clear_error();
     torc_status st = TORC_OK;
-    if (opt->vt->step(&g_host, &g, n, ps, gs, slots, idx) != 0) {
-        st = torc_last_status();
-        if (st == TORC_OK) st = torc__error(TORC_ERR_RUNTIME, "optimizer '%s': step failed without a message", opt->vt->name);
-    }
-    // Adopt the buffers the plugin created (even on failure, so nothing leaks): the step's scope
-    // owns one reference, the optimizer takes its own.
-    for (int k = 0; k < n; k++) {
-        const int i = which[k];
-        for (int j = 0; j < ns; j++) {
-            torc_tensor *now = slots[k * ns + j], **mine = &opt->states[i * ns + j];
-            if (now == *mine) continue;
-            if (now) {
-                torc_retain(now);
-                torc_set_mem_tag(now, TORC_MEM_OPTIMIZER_STATE);
-            }
-            torc_release(*mine);
-            *mine = now;
+    torc__mem_record rec = {0};
+    torc_tensor **adopted = malloc(sizeof *adopted * (size_t)(ns + 1));
+    if (!adopted) return torc__error(TORC_ERR_OOM, "out of memory for an optimizer step");
+    // One parameter at a time, as PyTorch's per-parameter loop: its temporaries are freed before
+    // the next parameter's are made, and the buffers it creates count as optimizer state from
+    // their creation (torc__mem_record_end).
+    for (int k = 0; k < n && !st; k++) {
+        torc_tensor **mine = &opt->states[which[k] * ns], **now = &slots[k * ns];
+        torc_scope_push();
+        torc__mem_record_begin(&rec);
+        torc_clear_error();
+        if (opt->vt->step(&g_host, &g, 1, &ps[k], &gs[k], now, &idx[k]) != 0) {
+            st = torc_last_status();
+            if (st == TORC_OK) st = torc__error(TORC_ERR_RUNTIME, "optimizer '%s': step failed without a message", opt->vt->name);
         }
-        if (!st) opt->steps[i] = idx[k];
+        // Adopt the buffers the plugin created (even on failure, so nothing leaks): the scope
+        // owns one reference, the optimizer takes its own.
+        for (int j = 0; j < ns; j++) {
+            adopted[j] = now[j] != mine[j] ? now[j] : NULL;
+            torc_status bad = adopted[j] ? check_state(opt, which[k], j, adopted[j]) : TORC_OK;
+            if (bad) {  // refused: the slot keeps what it held
+                if (!st) st = bad;
+                adopted[j] = NULL;
+                now[j] = mine[j];
+            }
+        }
+        torc__mem_record_end(&rec, ns, adopted, TORC_MEM_OPTIMIZER_STATE);
+        for (int j = 0; j < ns; j++) {
+            if (now[j] == mine[j]) continue;
+            if (now[j]) torc_retain(now[j]);
+            torc_release(mine[j]);
+            mine[j] = now[j];
+        }
+        torc_scope_pop();
+        if (!st) opt->steps[which[k]] = idx[k];
     }
+    torc__mem_record_free(&rec);
+    free(adopted);
     return st;
 }
 

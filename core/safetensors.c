@@ -19,10 +19,12 @@
 
 // safetensors' own limit on the JSON header.
 #define MAX_HEADER (100u << 20)
-// A CRC-32 of the whole file (header with this value written as "00000000", then the data),
-// stored in the metadata by torc_save and checked by torc_load, so a flipped byte anywhere is
-// caught. Files written by other tools do not have it and are checked structurally only.
-#define CRC_KEY "torc.crc32"
+// A CRC-32 of what the file means, stored in the metadata by torc_save and checked by
+// torc_load (content_crc below): the metadata and every tensor's name, dtype, shape and data,
+// each taken in sorted order, so a changed value anywhere is caught while a file that another
+// tool re-saved unchanged (Python's safetensors reorders the header's keys and the tensors'
+// data) still loads. Files without it are checked structurally only.
+#define CRC_KEY "torc.content_crc32"
 
 // ---- dtypes ----
 static const char *const g_st_names[TORC_DTYPE_COUNT] = {
@@ -32,10 +34,43 @@ static const char *const g_st_names[TORC_DTYPE_COUNT] = {
     [TORC_DTYPE_I8] = "I8",          [TORC_DTYPE_U8] = "U8",         [TORC_DTYPE_BOOL] = "BOOL",
 };
 
-static bool st_dtype(const char *name, torc_dtype *out) {
+// torc has no uint16/uint32/uint64 dtypes; files PyTorch (2.3+) writes with them load widened to
+// the next signed dtype, which holds every value: U16 -> int32, U32 -> int64, and U64 -> int64
+// when every value is at most INT64_MAX (a larger one is an error naming the tensor). Their
+// values are unchanged; saving such a tensor again writes I32 / I64.
+static const struct {
+    const char *name;
+    torc_dtype dtype;
+    uint64_t file_size;  // bytes per element in the file
+} g_st_widened[] = {{"U16", TORC_DTYPE_I32, 2}, {"U32", TORC_DTYPE_I64, 4}, {"U64", TORC_DTYPE_I64, 8}};
+
+// The file's dtype name -> torc's dtype, its element size in the file, and the name (static).
+static bool st_dtype(const char *name, torc_dtype *out, uint64_t *file_size, const char **st_name) {
     for (int d = 0; d < TORC_DTYPE_COUNT; d++)
-        if (!strcmp(g_st_names[d], name)) return *out = (torc_dtype)d, true;
+        if (!strcmp(g_st_names[d], name))
+            return *out = (torc_dtype)d, *file_size = torc_dtype_size(*out), *st_name = g_st_names[d], true;
+    for (size_t i = 0; i < sizeof g_st_widened / sizeof g_st_widened[0]; i++)
+        if (!strcmp(g_st_widened[i].name, name))
+            return *out = g_st_widened[i].dtype, *file_size = g_st_widened[i].file_size, *st_name = g_st_widened[i].name, true;
     return false;
+}
+
+// Widens n elements of a U16 or U32 tensor at src into dst (int32 / int64). U64 -> int64 keeps
+// its bytes (check_widening has made sure every value fits).
+static void widen(void *dst, const unsigned char *src, uint64_t file_size, size_t n) {
+    if (file_size == 2) {  // U16 -> int32
+        for (size_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, src + 2 * i, 2);
+            ((int32_t *)dst)[i] = v;
+        }
+    } else {  // U32 -> int64
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v;
+            memcpy(&v, src + 4 * i, 4);
+            ((int64_t *)dst)[i] = v;
+        }
+    }
 }
 
 // ---- CRC-32 (the zlib / PNG polynomial) ----
@@ -54,6 +89,55 @@ static uint32_t crc_update(uint32_t crc, const void *data, size_t n) {
     crc = ~crc;
     for (size_t i = 0; i < n; i++) crc = g_crc_table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
     return ~crc;
+}
+
+// ---- the content checksum ----
+// CRC-32 over, in this order: the number of metadata entries (u64 little-endian), then each
+// entry but CRC_KEY sorted by key as "key\0value\0"; the number of tensors (u64), then each
+// tensor sorted by name as "name\0" "DTYPE\0", ndim (u64), its dims (u64 each) and the CRC-32
+// of its data bytes (u32). Names are unique in a valid file, so the order is total.
+typedef struct crc_meta {
+    const char *key, *value;
+} crc_meta;
+typedef struct crc_tensor {
+    const char *name;
+    const char *dtype;  // the file's name: "F32", "U16"
+    int ndim;
+    const int64_t *shape;
+    uint32_t data_crc;
+} crc_tensor;
+
+static int cmp_meta(const void *a, const void *b) {  // by key, then value (a malformed file may repeat a key)
+    const crc_meta *x = a, *y = b;
+    const int c = strcmp(x->key, y->key);
+    return c ? c : strcmp(x->value, y->value);
+}
+static int cmp_tensor(const void *a, const void *b) {
+    return strcmp(((const crc_tensor *)a)->name, ((const crc_tensor *)b)->name);
+}
+static uint32_t crc_u64(uint32_t crc, uint64_t v) { return crc_update(crc, &v, 8); }  // little-endian host
+
+// Sorts both arrays in place; entries keyed CRC_KEY in meta are skipped.
+static uint32_t content_crc(crc_meta *meta, int n_meta, crc_tensor *t, int n) {
+    qsort(meta, (size_t)n_meta, sizeof *meta, cmp_meta);
+    qsort(t, (size_t)n, sizeof *t, cmp_tensor);
+    uint64_t counted = 0;
+    for (int i = 0; i < n_meta; i++) counted += strcmp(meta[i].key, CRC_KEY) != 0;
+    uint32_t crc = crc_u64(0, counted);
+    for (int i = 0; i < n_meta; i++) {
+        if (!strcmp(meta[i].key, CRC_KEY)) continue;
+        crc = crc_update(crc, meta[i].key, strlen(meta[i].key) + 1);
+        crc = crc_update(crc, meta[i].value, strlen(meta[i].value) + 1);
+    }
+    crc = crc_u64(crc, (uint64_t)n);
+    for (int i = 0; i < n; i++) {
+        crc = crc_update(crc, t[i].name, strlen(t[i].name) + 1);
+        crc = crc_update(crc, t[i].dtype, strlen(t[i].dtype) + 1);
+        crc = crc_u64(crc, (uint64_t)t[i].ndim);
+        for (int d = 0; d < t[i].ndim; d++) crc = crc_u64(crc, (uint64_t)t[i].shape[d]);
+        crc = crc_update(crc, &t[i].data_crc, 4);
+    }
+    return crc;
 }
 
 // ---- a growable string ----
@@ -179,7 +263,12 @@ torc_status torc_save(const torc_state_dict *sd, const char *path) {
     torc_status st = TORC_OK;
     uint64_t hsize = h.n;
     if (!write_all(fd, &hsize, 8) || !write_all(fd, h.s, h.n)) st = io_error(tmp, "cannot write");
-    uint32_t crc = crc_update(0, h.s, h.n);
+    // What content_crc needs: the metadata as written and each tensor's data CRC.
+    crc_meta *cm = malloc(sizeof *cm * (size_t)(nm + 1));
+    crc_tensor *ct = malloc(sizeof *ct * (size_t)(n + 1));
+    if (!st && (!cm || !ct)) st = torc__error(TORC_ERR_OOM, "out of memory writing '%s'", path);
+    for (int i = 0; i < nm && !st; i++)
+        cm[i].key = torc_state_dict_meta_key(sd, i), cm[i].value = torc_state_dict_get_meta(sd, cm[i].key);
     void *buf = NULL;
     size_t cap = 0;
     for (int i = 0; i < n && !st; i++) {
@@ -195,13 +284,13 @@ torc_status torc_save(const torc_state_dict *sd, const char *path) {
             cap = nb;
         }
         if (nb && (st = torc_copy_to_host(t, buf, nb))) break;
-        crc = crc_update(crc, buf, nb);
+        ct[i] = (crc_tensor){torc_state_dict_name(sd, i), g_st_names[t->dtype], t->ndim, t->shape, crc_update(0, buf, nb)};
         if (!write_all(fd, buf, nb)) st = io_error(tmp, "cannot write");
     }
     free(buf);
     if (!st) {
         char hex[9];
-        snprintf(hex, sizeof hex, "%08x", crc);
+        snprintf(hex, sizeof hex, "%08x", content_crc(cm, nm, ct, n));
         if (pwrite(fd, hex, 8, (off_t)(8 + crc_at)) != 8) st = io_error(tmp, "cannot write");
     }
     if (!st && fsync(fd) != 0) st = io_error(tmp, "cannot fsync");
@@ -225,6 +314,8 @@ torc_status torc_save(const torc_state_dict *sd, const char *path) {
             free(dir);
         }
     }
+    free(cm);
+    free(ct);
     free(tmp);
     free(h.s);
     return st;
@@ -339,7 +430,9 @@ static bool juint(jp *p, uint64_t *out) {
 
 typedef struct st_entry {
     char *name;
-    torc_dtype dtype;
+    torc_dtype dtype;     // torc's
+    const char *st_name;  // the file's ("U16" for a tensor loaded as int32)
+    uint64_t file_size;   // bytes per element in the file
     int ndim;
     int64_t shape[TORC_MAX_DIMS];
     uint64_t begin, end;
@@ -404,7 +497,7 @@ static void parse_tensor(jp *p, st_entry *e) {
         }
         if (!strcmp(k, "dtype")) {
             char *d = jstring(p);
-            if (d && !st_dtype(d, &e->dtype)) {
+            if (d && !st_dtype(d, &e->dtype, &e->file_size, &e->st_name)) {
                 static _Thread_local char msg[96];
                 snprintf(msg, sizeof msg, "unsupported dtype '%.40s'", d);
                 p->err = msg;
@@ -511,7 +604,7 @@ static const char *check_layout(st_header *h, uint64_t data_len, char *msg, size
             if (e->shape[d] && numel > UINT64_MAX / (uint64_t)e->shape[d]) overflow = true;
             numel *= (uint64_t)e->shape[d];
         }
-        const uint64_t esize = torc_dtype_size(e->dtype);
+        const uint64_t esize = e->file_size;
         if (e->end < e->begin || e->begin != at) {
             snprintf(msg, cap, "tensor '%.80s' has data_offsets [%llu, %llu] that overlap or leave a gap (expected to start at %llu)",
                      e->name, (unsigned long long)e->begin, (unsigned long long)e->end, (unsigned long long)at);
@@ -534,6 +627,58 @@ static const char *check_layout(st_header *h, uint64_t data_len, char *msg, size
     }
     free(order);
     return err;
+}
+
+// Compares the file's content checksum, if it has one, with what it now holds.
+static const char *check_content(const st_header *h, const unsigned char *data, char *msg, size_t cap) {
+    const char *recorded = NULL;
+    for (int i = 0; i < h->n_meta; i++)
+        if (!strcmp(h->meta[2 * i], CRC_KEY)) recorded = h->meta[2 * i + 1];
+    if (!recorded) return NULL;
+    crc_meta *cm = malloc(sizeof *cm * (size_t)(h->n_meta + 1));
+    crc_tensor *ct = malloc(sizeof *ct * (size_t)(h->n + 1));
+    const char *err = NULL;
+    if (!cm || !ct) {
+        err = "out of memory";
+    } else {
+        for (int i = 0; i < h->n_meta; i++) cm[i] = (crc_meta){h->meta[2 * i], h->meta[2 * i + 1]};
+        for (int i = 0; i < h->n; i++) {
+            const st_entry *e = &h->e[i];
+            ct[i] = (crc_tensor){e->name, e->st_name, e->ndim, e->shape, crc_update(0, data + e->begin, (size_t)(e->end - e->begin))};
+        }
+        char hex[9];
+        snprintf(hex, sizeof hex, "%08x", content_crc(cm, h->n_meta, ct, h->n));
+        if (strcmp(hex, recorded)) {
+            snprintf(msg, cap,
+                     "corrupted: its tensors or metadata are not what torc saved (checksum %s, recorded %.8s). If a tool "
+                     "changed the file on purpose, remove the '" CRC_KEY "' entry from its metadata to load it unchecked",
+                     hex, recorded);
+            err = msg;
+        }
+    }
+    free(cm);
+    free(ct);
+    return err;
+}
+
+// A U64 tensor loads as int64 only if every value fits; checked before anything loads.
+static const char *check_widening(const st_header *h, const unsigned char *data, char *msg, size_t cap) {
+    for (int i = 0; i < h->n; i++) {
+        const st_entry *e = &h->e[i];
+        if (strcmp(e->st_name, "U64")) continue;
+        for (uint64_t at = e->begin; at < e->end; at += 8) {
+            uint64_t v;
+            memcpy(&v, data + at, 8);
+            if (v > (uint64_t)INT64_MAX) {
+                snprintf(msg, cap,
+                         "tensor '%.80s' holds the uint64 value %llu (element %llu), which int64 cannot hold (torc has "
+                         "no uint64 dtype and loads U64 tensors as int64)",
+                         e->name, (unsigned long long)v, (unsigned long long)((at - e->begin) / 8));
+                return msg;
+            }
+        }
+    }
+    return NULL;
 }
 
 torc_state_dict *torc_load(const char *path, torc_device *dev) {
@@ -578,28 +723,8 @@ torc_state_dict *torc_load(const char *path, torc_device *dev) {
         err = p.err ? p.err : check_layout(&h, size - 8 - hsize, msg, sizeof msg);
     }
     const unsigned char *data = base + 8 + (err ? 0 : hsize);
-    if (!err) {
-        for (int i = 0; i < h.n_meta; i++)
-            if (!strcmp(h.meta[2 * i], CRC_KEY)) {
-                // The recorded value sits in the header; it was "00000000" when the CRC was taken.
-                const char *hdr = (const char *)base + 8;
-                const char *at = memmem(hdr, (size_t)hsize, "\"" CRC_KEY "\":\"", strlen(CRC_KEY) + 4);
-                uint32_t crc = 0;
-                if (at) {
-                    const size_t pos = (size_t)(at - hdr) + strlen(CRC_KEY) + 4;
-                    crc = crc_update(crc, hdr, pos);
-                    crc = crc_update(crc, "00000000", pos + 8 <= hsize ? 8 : 0);
-                    if (pos + 8 <= hsize) crc = crc_update(crc, hdr + pos + 8, (size_t)hsize - pos - 8);
-                }
-                char hex[9];
-                snprintf(hex, sizeof hex, "%08x", crc_update(crc, data, (size_t)(size - 8 - hsize)));
-                if (strcmp(hex, h.meta[2 * i + 1])) {
-                    snprintf(msg, sizeof msg, "corrupted: the checksum is %s but the file recorded %.8s", hex,
-                             h.meta[2 * i + 1]);
-                    err = msg;
-                }
-            }
-    }
+    if (!err) err = check_content(&h, data, msg, sizeof msg);
+    if (!err) err = check_widening(&h, data, msg, sizeof msg);
     if (!err) {
         sd = torc_state_dict_new();
         torc_status st = sd ? TORC_OK : TORC_ERR_OOM;
@@ -612,12 +737,19 @@ torc_state_dict *torc_load(const char *path, torc_device *dev) {
                 st = torc_last_status();
                 break;
             }
-            const size_t nb = (size_t)(e->end - e->begin);
+            const size_t nb = torc_nbytes(t);
             void *dst = (char *)t->storage->data;
-            if (nb) {
-                if (dev->host_memory) memcpy(dst, data + e->begin, nb);
-                else st = torc__dev_copy(dev, dst, data + e->begin, nb, TORC_COPY_HOST_TO_DEVICE);
+            const unsigned char *src = data + e->begin;
+            void *wide = NULL;  // U16 / U32 widened to torc's dtype
+            if (nb && e->file_size != torc_dtype_size(e->dtype)) {
+                if (!(wide = malloc(nb))) st = torc__error(TORC_ERR_OOM, "out of host memory widening '%s'", e->name);
+                else widen(wide, src, e->file_size, nb / torc_dtype_size(e->dtype)), src = wide;
             }
+            if (nb && !st) {
+                if (dev->host_memory) memcpy(dst, src, nb);
+                else st = torc__dev_copy(dev, dst, src, nb, TORC_COPY_HOST_TO_DEVICE);
+            }
+            free(wide);
             if (!st) st = torc_state_dict_set(sd, e->name, t);
             torc_release(t);
         }

@@ -278,12 +278,14 @@ static torc_storage *storage_new(pool_cache *c, torc_device *dev, size_t nbytes)
     s->alloc_device = dev;
     s->nbytes = nbytes;
     s->tag = TORC_MEM_ACTIVATION;
+    torc__mem_note_alloc(s);
     torc__mem_add(dev, s->tag, nbytes);
     return s;
 }
 
 static void storage_release(pool_cache *c, torc_storage *s) {
     if (!torc__unref(&s->refcount)) return;
+    torc__mem_note_free(s);
     torc__mem_sub(s->alloc_device, s->tag, s->nbytes);
     data_free(c, s->alloc_device, s->data, s->nbytes);
     obj_free(c, TORC__POOL_STORAGE, s, sizeof *s);

@@ -177,6 +177,26 @@ uint64_t torc__generator_reserve(torc_generator *g, uint64_t n, uint64_t *seed);
 // ---- accounting (accounting.c) ----
 void torc__mem_add(torc_device *dev, torc_mem_tag tag, uint64_t bytes);
 void torc__mem_sub(torc_device *dev, torc_mem_tag tag, uint64_t bytes);
+// Optimizer state is made by a plugin's ordinary host calls, so it is born as an activation; the
+// optimizer learns which tensors are state only when the plugin returns. A recording on this
+// thread between begin and end notes every storage made and freed; end then moves the storages
+// of `adopted` to `tag` and recomputes the activation peak of the recorded stretch as if they
+// had had that tag from their creation (exact: an activation peak is reached at an allocation,
+// where the recording knows the bytes in use). Allocations by other threads in the meantime
+// are counted as they happened. log is zeroed before first use; free it with
+// torc__mem_record_free.
+typedef struct torc__mem_record torc__mem_record;
+struct torc__mem_record {
+    struct torc__mem_event *e;
+    int n, cap;
+    bool lost;  // out of memory while recording: end only retags
+};
+void torc__mem_record_begin(torc__mem_record *log);
+void torc__mem_record_end(torc__mem_record *log, int n_adopted, torc_tensor *const *adopted, torc_mem_tag tag);
+void torc__mem_record_free(torc__mem_record *log);
+// storage_new calls this before accounting a new storage; storage_release before freeing one.
+void torc__mem_note_alloc(const torc_storage *s);
+void torc__mem_note_free(const torc_storage *s);
 void torc__flops_add(int opcode, torc_dtype dtype, uint64_t flops);
 // The phase flops are counted in (the autograd engine sets BACKWARD while it runs).
 torc_phase torc__phase(void);

@@ -1,6 +1,7 @@
 // tests/ckpt_interop.c — the C side of tests/safetensors_interop.py: `write PATH` saves a torc
 // checkpoint with known weights (for Python's safetensors to read), `read PATH` loads a file that
-// Python's safetensors wrote and checks every tensor and the metadata. Exit status 0 = all good.
+// Python's safetensors wrote and checks every tensor and the metadata, `resume PATH` resumes from
+// `write`'s checkpoint (after Python re-saved it). Exit status 0 = all good.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,16 +78,19 @@ static int do_read(const char *path) {
     bad |= expect(sd, "u", TORC_DTYPE_U8, 1, (int64_t[]){2}, (double[]){0, 255});
     bad |= expect(sd, "i32", TORC_DTYPE_I32, 2, (int64_t[]){1, 2}, (double[]){-7, 2147483647});
     bad |= expect(sd, "empty", TORC_DTYPE_F32, 2, (int64_t[]){0, 3}, NULL);
-    if (torc_state_dict_size(sd) != 8) bad = fprintf(stderr, "expected 8 tensors, got %d\n", torc_state_dict_size(sd));
+    bad |= expect(sd, "u16", TORC_DTYPE_I32, 1, (int64_t[]){3}, (double[]){0, 40000, 65535});
+    bad |= expect(sd, "u32", TORC_DTYPE_I64, 2, (int64_t[]){1, 3}, (double[]){0, 3000000000.0, 4294967295.0});
+    bad |= expect(sd, "u64", TORC_DTYPE_I64, 1, (int64_t[]){2}, (double[]){5, 9223372036854775807.0});
+    if (torc_state_dict_size(sd) != 11) bad = fprintf(stderr, "expected 11 tensors, got %d\n", torc_state_dict_size(sd));
     const char *who = torc_state_dict_get_meta(sd, "who"), *note = torc_state_dict_get_meta(sd, "note");
     if (!who || strcmp(who, "python")) bad = fprintf(stderr, "metadata 'who' is %s\n", who ? who : "missing");
     if (!note || strcmp(note, "\xc3\xbcnic\xc3\xb6" "de \"quoted\" back\\slash")) bad = fprintf(stderr, "metadata 'note' is %s\n", note ? note : "missing");
     // And a model loads from it through the checkpoint API (weights only).
     torc_tensor *w = torc_zeros(TORC_SHAPE(2, 3), TORC_DTYPE_F32);
-    const char *only[] = {"weight", "ids", "flags", "h", "d", "u", "i32", "empty"};
-    torc_tensor *dst[8] = {w};
-    for (int i = 1; i < 8; i++) dst[i] = torc_zeros_like(torc_state_dict_get(sd, only[i]));
-    if (torc_checkpoint_load(path, 8, only, dst, NULL, NULL, NULL)) bad = fail("checkpoint_load");
+    const char *only[] = {"weight", "ids", "flags", "h", "d", "u", "i32", "empty", "u16", "u32", "u64"};
+    torc_tensor *dst[11] = {w};
+    for (int i = 1; i < 11; i++) dst[i] = torc_zeros_like(torc_state_dict_get(sd, only[i]));
+    if (torc_checkpoint_load(path, 11, only, dst, NULL, NULL, NULL)) bad = fail("checkpoint_load");
     double first;
     torc_item(torc_select(torc_select(w, 0, 1), 0, 2), &first);
     if (first != 1.5) bad = fprintf(stderr, "checkpoint_load gave weight[1][2] = %g\n", first);
@@ -96,9 +100,42 @@ static int do_read(const char *path) {
     return bad ? 1 : 0;
 }
 
+// Resumes from a checkpoint `write` made (Python may have re-saved it): the model's tensors, the
+// SGD optimizer's momentum, the step and the generator all come back.
+static int do_resume(const char *path) {
+    torc_scope_push();
+    torc_tensor *ts[6] = {torc_zeros(TORC_SHAPE(3, 4), TORC_DTYPE_F32), torc_zeros(TORC_SHAPE(3, 1), TORC_DTYPE_F32),
+                          torc_zeros(TORC_SHAPE(2, 2), TORC_DTYPE_I64), torc_zeros(TORC_SHAPE(3), TORC_DTYPE_F16),
+                          torc_zeros(TORC_SHAPE(4), TORC_DTYPE_BOOL), torc_scalar_tensor(0, TORC_DTYPE_F64)};
+    const char *names[] = {"layers.0.weight", "final.weight", "counts", "half", "mask", "scalar"};
+    torc_tensor *weight = ts[0];
+    torc_set_requires_grad(weight, true);
+    torc_optimizer *opt = torc_optimizer_new("sgd", 1, &weight, "lr=0.5");
+    torc_generator *gen = torc_generator_new(1);
+    int64_t step = 0;
+    if (!opt || !gen || torc_checkpoint_load(path, 6, names, ts, opt, &step, gen)) return fail("resume");
+    uint64_t seed, offset;
+    torc_generator_get_state(gen, &seed, &offset);
+    int bad = 0;
+    if (step != 7 || seed != 1234) bad = fprintf(stderr, "resumed at step %lld with seed %llu\n", (long long)step, (unsigned long long)seed);
+    double lr[4] = {0};
+    if (torc_optimizer_get_hparam(opt, 0, "lr", lr) || lr[0] != 0.1) bad = fprintf(stderr, "resumed lr %g\n", lr[0]);
+    torc_tensor *mom = torc_optimizer_state(opt, 0, "momentum_buffer");
+    double m = 0, w = 0;
+    if (!mom || torc_item(torc_select(torc_select(mom, 0, 2), 0, 3), &m) || m != 1.0) bad = fprintf(stderr, "momentum %g\n", m);
+    torc_item(torc_select(torc_select(weight, 0, 2), 0, 3), &w);
+    if (w != (double)((0.5f * 11 - 1.0f) - 0.1f)) bad = fprintf(stderr, "weight[2][3] = %.9g\n", w);
+    torc_generator_free(gen);
+    torc_optimizer_free(opt);
+    torc_scope_pop();
+    if (!bad) printf("torc resumed from '%s' at step %lld\n", path, (long long)step);
+    return bad;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3) return fprintf(stderr, "usage: ckpt_interop write|read PATH\n"), 2;
+    if (argc != 3) return fprintf(stderr, "usage: ckpt_interop write|read|resume PATH\n"), 2;
     if (!strcmp(argv[1], "write")) return do_write(argv[2]);
     if (!strcmp(argv[1], "read")) return do_read(argv[2]);
+    if (!strcmp(argv[1], "resume")) return do_resume(argv[2]);
     return 2;
 }

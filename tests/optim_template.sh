@@ -17,6 +17,14 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 [ -f "$tmp/plugin/myadagrad.c" ] && [ -f "$tmp/plugin/CMakeLists.txt" ]
 if "$prefix/bin/torc-optim-new" myadagrad "$tmp/plugin" 2>/dev/null; then echo "scaffolded over a non-empty dir"; exit 1; fi
 if "$prefix/bin/torc-optim-new" Bad-Name "$tmp/other" 2>/dev/null; then echo "accepted a bad name"; exit 1; fi
+# --help: usage on stdout, status 0; a wrong call: usage on stderr, status 2.
+help=$("$prefix/bin/torc-optim-new" --help 2>/dev/null)
+grep -q "^usage: torc-optim-new NAME DIR" <<<"$help" || { echo "--help printed no usage on stdout"; exit 1; }
+set +e
+"$prefix/bin/torc-optim-new" onlyone >/dev/null 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] || { echo "a wrong call exited $rc, not 2"; exit 1; }
 
 cmake -S "$tmp/plugin" -B "$tmp/plugin/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$tmp/plugin/build" >/dev/null
@@ -32,6 +40,16 @@ first=$(awk '{print $2}' <<<"$line") last=$(awk '{print $8}' <<<"$line")
 awk -v f="$first" -v l="$last" 'BEGIN { if (!(l < f / 100)) { print "loss did not fall with myadagrad: " f " -> " l; exit 1 } }'
 grep -q "myadagrad" <<<"$out"
 "$prefix/bin/torc-train" --optim "$tmp/plugin/build/libtorc_optim_myadagrad.so" --steps 5 >/dev/null
+
+# Without write access to torc's plugin directory: install elsewhere, find it via TORC_PLUGIN_PATH
+# (the README's route).
+"$prefix/bin/torc-optim-new" mine "$tmp/mine" >/dev/null
+cmake -S "$tmp/mine" -B "$tmp/mine/build" -DCMAKE_PREFIX_PATH="$prefix" -DTORC_OPTIM_INSTALL_DIR="$tmp/own" >/dev/null
+cmake --build "$tmp/mine/build" >/dev/null
+cmake --install "$tmp/mine/build" >/dev/null
+[ -f "$tmp/own/libtorc_optim_mine.so" ] && [ ! -e "$prefix/lib/torc/libtorc_optim_mine.so" ] || { echo "TORC_OPTIM_INSTALL_DIR was not used"; exit 1; }
+if "$prefix/bin/torc-train" --optim mine --steps 1 >/dev/null 2>&1; then echo "found 'mine' without TORC_PLUGIN_PATH"; exit 1; fi
+TORC_PLUGIN_PATH="$tmp/own" "$prefix/bin/torc-train" --optim mine --steps 5 >/dev/null
 
 # A find_package(torc) application: one step by hand.
 mkdir -p "$tmp/app"

@@ -55,5 +55,35 @@ save_file({
     "u": np.array([0, 255], dtype=np.uint8),
     "i32": np.array([[-7, 2**31 - 1]], dtype=np.int32),
     "empty": np.zeros((0, 3), dtype=np.float32),
+    # PyTorch 2.3+ writes these; torc loads them as int32 / int64 with the same values
+    "u16": np.array([0, 40000, 65535], dtype=np.uint16),
+    "u32": np.array([[0, 3000000000, 2**32 - 1]], dtype=np.uint32),
+    "u64": np.array([5, 2**63 - 1], dtype=np.uint64),
 }, path, metadata={"who": "python", "note": "\u00fcnic\u00f6de \"quoted\" back\\slash"})
 subprocess.run([tool, "read", path], check=True)
+# A uint64 value past int64's range is refused, naming the tensor.
+save_file({"big": np.array([1, 2**63], dtype=np.uint64)}, path)
+r = subprocess.run([tool, "read", path], capture_output=True, text=True)
+assert r.returncode != 0 and "tensor 'big' holds the uint64 value 9223372036854775808" in r.stderr, r.stderr
+
+# 3. Python loads torc's checkpoint and saves it again unchanged with the same metadata: the
+#    header's keys and the data come out in another order, and torc resumes from it.
+src = os.path.join(work, "torc.safetensors")
+with safe_open(src, framework="np") as f:
+    meta = f.metadata()
+resaved = os.path.join(work, "resaved.safetensors")
+save_file(load_file(src), resaved, metadata=meta)
+assert open(resaved, "rb").read() != open(src, "rb").read(), "the re-saved file is byte-identical: nothing tested"
+subprocess.run([tool, "resume", resaved], check=True)
+
+# 4. Changed values under the old checksum are refused with a way out; without the checksum
+#    entry the edited file loads.
+edited = load_file(src)
+edited["scalar"] = np.array(4.0, dtype=np.float64)
+save_file(edited, resaved, metadata=meta)
+r = subprocess.run([tool, "resume", resaved], capture_output=True, text=True)
+assert r.returncode != 0, "an edited checkpoint resumed under its old checksum"
+assert "remove the 'torc.content_crc32' entry from its metadata" in r.stderr, r.stderr
+save_file(edited, resaved, metadata={k: v for k, v in meta.items() if k != "torc.content_crc32"})
+subprocess.run([tool, "resume", resaved], check=True)
+print("torc resumed from a checkpoint Python re-saved, and refused an edited one with its checksum")

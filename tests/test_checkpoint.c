@@ -84,7 +84,7 @@ START_TEST(save_load_every_dtype) {
     tu_assert_values(torc_state_dict_get(back, "transposed"), TU_ARR(0, 3, 1, 4, 2, 5), 0.0);
     torc_scope_pop();
     ck_assert_str_eq(torc_state_dict_get_meta(back, "note"), torc_state_dict_get_meta(sd, "note"));
-    ck_assert_ptr_null(torc_state_dict_get_meta(back, "torc.crc32"));  // internal, not shown
+    ck_assert_ptr_null(torc_state_dict_get_meta(back, "torc.content_crc32"));  // internal, not shown
     ck_assert_int_eq(torc_state_dict_meta_size(back), 1);
     // The header is padded so the data starts 8-byte aligned, as the Python writer does.
     size_t n;
@@ -155,7 +155,7 @@ START_TEST(load_refuses_truncated_and_corrupted) {
     tu_assert_error(TORC_ERR_IO, "truncated: tensor");
     // Every flipped byte is refused, except inside the checksum's own key name: that file loads
     // (without a checksum to check, as a foreign file would) and its tensors are intact.
-    const char *key = memmem(good, n, "\"torc.crc32\"", 12);
+    const char *key = memmem(good, n, "\"torc.content_crc32\"", 20);
     ck_assert_ptr_nonnull(key);
     const size_t key_at = (size_t)(key - (const char *)good);
     torc_state_dict *ref = torc_load(path, NULL);
@@ -165,7 +165,7 @@ START_TEST(load_refuses_truncated_and_corrupted) {
         write_all(bad, good, n);
         torc_state_dict *r = torc_load(bad, NULL);
         if (r) {
-            ck_assert_msg(i > key_at && i < key_at + 11, "a file with byte %zu flipped loaded", i);
+            ck_assert_msg(i > key_at && i < key_at + 19, "a file with byte %zu flipped loaded", i);
             torc_scope_push();
             for (int k = 0; k < torc_state_dict_size(ref); k++)
                 assert_same_bits(torc_state_dict_get(ref, torc_state_dict_name(ref, k)),
@@ -181,7 +181,7 @@ START_TEST(load_refuses_truncated_and_corrupted) {
     good[n - 1] ^= 0x80;
     write_all(bad, good, n);
     ck_assert_ptr_null(torc_load(bad, NULL));
-    tu_assert_error(TORC_ERR_IO, "corrupted: the checksum is");
+    tu_assert_error(TORC_ERR_IO, "corrupted: its tensors or metadata are not what torc saved");
     free(good);
     ck_assert_ptr_null(torc_load(tmp_path("missing.safetensors"), NULL));
     tu_assert_error(TORC_ERR_IO, "cannot open");
@@ -216,7 +216,8 @@ START_TEST(load_checks_structure) {
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
          16, "overlap or leave a gap"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 16, "the data section has 16 bytes but the header accounts for 8"},
-        {"{\"a\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "unsupported dtype 'U16'"},
+        {"{\"a\":{\"dtype\":\"C64\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "unsupported dtype 'C64'"},
+        {"{\"a\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "has 8 data bytes but its shape and dtype need 4"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"extra\":1}}", 4, "unexpected field 'extra'"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "lacks dtype, shape or data_offsets"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
@@ -235,6 +236,48 @@ START_TEST(load_checks_structure) {
     write_all(p, &huge, 8);
     ck_assert_ptr_null(torc_load(p, NULL));
     tu_assert_error(TORC_ERR_IO, "header size 1099511627776 is larger than safetensors allows");
+}
+END_TEST
+
+// PyTorch (2.3+) writes U16, U32 and U64; torc loads them widened to int32 / int64 with the
+// same values, and refuses a U64 value int64 cannot hold.
+START_TEST(load_widens_unsigned) {
+    const char *p = tmp_path("u.safetensors");
+    unsigned char data[2 * 3 + 4 * 3 + 8 * 2];
+    const uint16_t u16[3] = {0, 40000, 65535};
+    const uint32_t u32[3] = {0, 3000000000u, UINT32_MAX};
+    const uint64_t u64[2] = {7, (uint64_t)INT64_MAX};
+    memcpy(data, u16, 6);
+    memcpy(data + 6, u32, 12);
+    memcpy(data + 18, u64, 16);
+    write_st(p, "{\"a\":{\"dtype\":\"U16\",\"shape\":[3],\"data_offsets\":[0,6]},"
+                "\"b\":{\"dtype\":\"U32\",\"shape\":[1,3],\"data_offsets\":[6,18]},"
+                "\"c\":{\"dtype\":\"U64\",\"shape\":[2],\"data_offsets\":[18,34]}}",
+             data, sizeof data);
+    torc_state_dict *sd = torc_load(p, NULL);
+    ck_assert_msg(sd != NULL, "%s", torc_last_error());
+    torc_tensor *a = torc_state_dict_get(sd, "a"), *b = torc_state_dict_get(sd, "b"), *c = torc_state_dict_get(sd, "c");
+    ck_assert_int_eq(torc_get_dtype(a), TORC_DTYPE_I32);
+    ck_assert_int_eq(torc_get_dtype(b), TORC_DTYPE_I64);
+    ck_assert_int_eq(torc_get_dtype(c), TORC_DTYPE_I64);
+    ck_assert_int_eq(torc_ndim(b), 2);
+    int32_t ga[3];
+    int64_t gb[3], gc[2];
+    ck_assert_int_eq(torc_copy_to_host(a, ga, sizeof ga), TORC_OK);
+    ck_assert_int_eq(torc_copy_to_host(b, gb, sizeof gb), TORC_OK);
+    ck_assert_int_eq(torc_copy_to_host(c, gc, sizeof gc), TORC_OK);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(ga[i], u16[i]);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(gb[i], (int64_t)u32[i]);
+    ck_assert_int_eq(gc[0], 7);
+    ck_assert_int_eq(gc[1], INT64_MAX);
+    torc_release(a);
+    torc_release(b);
+    torc_release(c);
+    torc_state_dict_free(sd);
+    const uint64_t big[2] = {1, (uint64_t)INT64_MAX + 1};
+    write_st(p, "{\"big\":{\"dtype\":\"U64\",\"shape\":[2],\"data_offsets\":[0,16]}}", big, sizeof big);
+    ck_assert_ptr_null(torc_load(p, NULL));
+    tu_assert_error(TORC_ERR_IO, "tensor 'big' holds the uint64 value 9223372036854775808 (element 1), which int64 cannot hold");
 }
 END_TEST
 
@@ -441,6 +484,7 @@ static Suite *make_suite(void) {
     tcase_add_test(io, save_is_atomic);
     tcase_add_test(io, load_refuses_truncated_and_corrupted);
     tcase_add_test(io, load_checks_structure);
+    tcase_add_test(io, load_widens_unsigned);
     suite_add_tcase(s, io);
     TCase *ck = tcase_create("checkpoint");
     tcase_add_checked_fixture(ck, NULL, cleanup);

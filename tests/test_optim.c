@@ -2,6 +2,7 @@
 // torch.optim goldens, the loader (names, paths, ABI refusals), hyperparameters, parameter
 // groups, zero_grad, memory accounting of state, and state_dict / load_state_dict.
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,13 +237,22 @@ START_TEST(load_refuses_abi_mismatch) {
     ck_assert_ptr_nonnull(dir);
     setenv("TORC_PLUGIN_PATH", dir, 1);
     ck_assert_ptr_null(torc_optim_load("badmajor"));
-    tu_assert_error(TORC_ERR_BACKEND, "libtorc_optim_badmajor.so: plugin built for optimizer ABI 99.3, but this torc speaks optimizer ABI 1.0");
+    tu_assert_error(TORC_ERR_BACKEND, "libtorc_optim_badmajor.so: plugin built for optimizer ABI 99.3, but this torc speaks optimizer ABI 1.1");
     ck_assert_ptr_null(torc_optim_load("badsize"));
-    tu_assert_error(TORC_ERR_BACKEND, "plugin vtable is 24 bytes (optimizer ABI 1.7), smaller than the 64 bytes optimizer ABI 1.0 requires");
+    tu_assert_error(TORC_ERR_BACKEND, "plugin vtable is 24 bytes (optimizer ABI 1.7), smaller than the 64 bytes optimizer ABI 1.1 requires");
     char path[1024];
     snprintf(path, sizeof path, "%s/libtorc_optim_badrefuse.so", dir);
     ck_assert_ptr_null(torc_optim_load(path));
-    tu_assert_error(TORC_ERR_BACKEND, "the plugin refused torc's optimizer ABI 1.0");
+    tu_assert_error(TORC_ERR_BACKEND, "the plugin refused torc's optimizer ABI 1.1");
+    // A vtable named unlike its file is refused by name and by path.
+    ck_assert_ptr_null(torc_optim_load("badname"));
+    tu_assert_error(TORC_ERR_BACKEND, "file is named for optimizer 'badname' but its vtable says 'othername'");
+    snprintf(path, sizeof path, "%s/libtorc_optim_badname.so", dir);
+    ck_assert_ptr_null(torc_optim_load(path));
+    tu_assert_error(TORC_ERR_BACKEND, "file is named for optimizer 'badname' but its vtable says 'othername'");
+    // A malformed hyperparameter declaration names the field.
+    ck_assert_ptr_null(torc_optim_load("badhparam"));
+    tu_assert_error(TORC_ERR_BACKEND, "optimizer 'badhparam': hyperparameter 'lr' has .n_values = 0 (expected 1 to 4)");
     // A backend plugin is not an optimizer.
     snprintf(path, sizeof path, "%s/lib/torc/libtorc_reference.so", getenv("TORC_BUILD_DIR"));
     ck_assert_ptr_null(torc_optim_load(path));
@@ -441,6 +451,152 @@ START_TEST(state_is_tagged_and_freed) {
 }
 END_TEST
 
+// Memory of one Adam step over the given parameters (1 MiB each, gradients of ones): the
+// activation peak above what was in use before, and the state bytes made and their peak.
+typedef struct step_mem {
+    uint64_t act_peak, state_made, state_peak, state_now;
+} step_mem;
+
+static step_mem adam_step_mem(torc_optimizer *opt) {
+    torc_device *dev = torc_default_device();
+    torc_memory_stats before, after;
+    torc_memory_reset_peak(dev);
+    ck_assert_int_eq(torc_memory_stats_get(dev, &before), TORC_OK);
+    ck_assert_msg(torc_optimizer_step(opt) == TORC_OK, "%s", torc_last_error());
+    ck_assert_int_eq(torc_memory_stats_get(dev, &after), TORC_OK);
+    return (step_mem){after.peak[TORC_MEM_ACTIVATION] - before.in_use[TORC_MEM_ACTIVATION],
+                      after.in_use[TORC_MEM_OPTIMIZER_STATE] - before.in_use[TORC_MEM_OPTIMIZER_STATE],
+                      after.peak[TORC_MEM_OPTIMIZER_STATE], after.in_use[TORC_MEM_OPTIMIZER_STATE]};
+}
+
+// State counts as state from its creation (not as activations until step() returns), and each
+// parameter's temporaries are freed before the next parameter's are made, as PyTorch's loop.
+START_TEST(state_counted_from_creation_temporaries_per_param) {
+    const int64_t n = 262144;  // 1 MiB of float32
+    torc_tensor *p[2] = {param(n, 1.0), param(n, 2.0)};
+    torc_tensor *g = torc_ones(TORC_SHAPE(n), TORC_DTYPE_F32);
+    for (int i = 0; i < 2; i++) ck_assert_int_eq(torc_set_grad(p[i], g), TORC_OK);
+    torc_release(g);
+    torc_optimizer *one = torc_optimizer_new("adam", 1, p, NULL), *two = torc_optimizer_new("adam", 2, p, NULL);
+    const step_mem one1 = adam_step_mem(one), one2 = adam_step_mem(one);
+    const step_mem two1 = adam_step_mem(two), two2 = adam_step_mem(two);
+    // exp_avg and exp_avg_sq per parameter, made on the first step, at their peak right away.
+    ck_assert_uint_eq(one1.state_made, 2u << 20);
+    ck_assert_uint_eq(two1.state_made, 4u << 20);
+    ck_assert_uint_eq(one2.state_made, 0);
+    ck_assert_uint_eq(one1.state_peak, one1.state_now);
+    ck_assert_uint_eq(two1.state_peak, two1.state_now);
+    ck_assert_uint_eq(two2.state_peak, two2.state_now);
+    // The first step's activations are the later steps' (state not counted in them), and two
+    // parameters need no more than one: temporaries are freed parameter by parameter.
+    ck_assert_uint_gt(one2.act_peak, 0);
+    ck_assert_uint_eq(one1.act_peak, one2.act_peak);
+    ck_assert_uint_eq(two1.act_peak, one2.act_peak);
+    ck_assert_uint_eq(two2.act_peak, one2.act_peak);
+    torc_optimizer_free(one);
+    torc_optimizer_free(two);
+    torc_release(p[0]);
+    torc_release(p[1]);
+}
+END_TEST
+
+// A state buffer unlike its parameter is refused when the plugin stores it, naming the plugin;
+// the slot stays empty, the other parameters' buffers are kept.
+START_TEST(state_of_wrong_shape_refused) {
+    torc_tensor *p0 = param(3, 1.0), *p1 = torc_zeros(TORC_SHAPE(2, 2), TORC_DTYPE_F32);
+    torc_set_requires_grad(p1, true);
+    torc_tensor *g0 = torc_ones_like(p0), *g1 = torc_ones_like(p1);
+    torc_set_grad(p0, g0);
+    torc_set_grad(p1, g1);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/libtorc_optim_badstate.so", getenv("TORC_TEST_PLUGIN_DIR"));
+    torc_optimizer *opt = torc_optimizer_new(path, 2, (torc_tensor *[]){p0, p1}, NULL);
+    ck_assert_msg(opt != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_optimizer_step(opt), TORC_ERR_SHAPE);
+    tu_assert_error(TORC_ERR_SHAPE, "optimizer 'badstate' stored state buffer 'buf' of parameter 1 as float32 [3] on ");
+    tu_assert_error(TORC_ERR_SHAPE, "but a state buffer must match its parameter: float32 [2, 2] on ");
+    torc_tensor *kept = torc_optimizer_state(opt, 0, "buf");
+    ck_assert_ptr_nonnull(kept);
+    ck_assert_ptr_null(torc_optimizer_state(opt, 1, "buf"));
+    ck_assert_int_eq(torc_optimizer_param_step_count(opt, 0), 1);
+    ck_assert_int_eq(torc_optimizer_param_step_count(opt, 1), 0);
+    torc_release(kept);
+    torc_optimizer_free(opt);
+    torc_release(g0);
+    torc_release(g1);
+    torc_release(p0);
+    torc_release(p1);
+}
+END_TEST
+
+// ---- the v1.1 host members ----
+static torc_optimizer *test_plugin(const char *name, torc_tensor *p, const char *settings) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/libtorc_optim_%s.so", getenv("TORC_TEST_PLUGIN_DIR"), name);
+    torc_optimizer *opt = torc_optimizer_new(path, 1, &p, settings);
+    ck_assert_msg(opt != NULL, "%s", torc_last_error());
+    return opt;
+}
+
+// Lion written with sign(): two steps against the update rule computed here.
+START_TEST(lion_with_sign) {
+    torc_tensor *p = torc_tensor_from((float[]){1.0f, -2.0f, 0.5f, 3.0f}, TORC_SHAPE(4), TORC_DTYPE_F32);
+    torc_set_requires_grad(p, true);
+    torc_optimizer *opt = test_plugin("lion", p, "lr=0.125 betas=0.5,0.75");
+    const float g1[4] = {0.25f, -1.0f, 0.0f, 2.0f}, g2[4] = {-0.03125f, -1.0f, 0.5f, -4.0f};
+    float want[4] = {1.0f, -2.0f, 0.5f, 3.0f}, m[4] = {0};
+    for (int step = 0; step < 2; step++) {
+        const float *g = step ? g2 : g1;
+        torc_tensor *gt = torc_tensor_from(g, TORC_SHAPE(4), TORC_DTYPE_F32);
+        torc_set_grad(p, gt);
+        torc_release(gt);
+        ck_assert_msg(torc_optimizer_step(opt) == TORC_OK, "%s", torc_last_error());
+        for (int i = 0; i < 4; i++) {
+            const float c = 0.5f * m[i] + 0.5f * g[i];  // exact in float for these values
+            want[i] -= 0.125f * (float)((c > 0) - (c < 0));
+            m[i] = 0.75f * m[i] + 0.25f * g[i];
+        }
+    }
+    tu_assert_values(p, TU_ARR(want[0], want[1], want[2], want[3]), 0.0);
+    // Step 2 of element 0: m = 0.0625, g = -0.03125, c = 0.015625: the sign follows c, not g.
+    ck_assert_float_eq(want[0], 1.0f - 0.125f - 0.125f);
+    torc_optimizer_free(opt);
+    torc_release(p);
+}
+END_TEST
+
+// sign, abs, clamp, the comparisons and where, as PyTorch gives them for g against p.
+START_TEST(host_v1_1_members) {
+    torc_tensor *p = torc_tensor_from((float[]){0.5f, -1.0f, 2.0f, 0.0f, 1.0f}, TORC_SHAPE(5), TORC_DTYPE_F32);
+    torc_set_requires_grad(p, true);
+    torc_tensor *g = torc_tensor_from((float[]){0.5f, -3.0f, 1.5f, -0.0f, NAN}, TORC_SHAPE(5), TORC_DTYPE_F32);
+    torc_set_grad(p, g);
+    torc_optimizer *opt = test_plugin("host_ops", p, NULL);
+    ck_assert_msg(torc_optimizer_step(opt) == TORC_OK, "%s", torc_last_error());
+    struct { const char *buf; double v[5]; } want[] = {
+        {"sign", {1, -1, 1, 0, 0}},         {"abs", {0.5, 3, 1.5, 0, NAN}},  {"clamp", {0.5, -0.5, 1, 0, NAN}},
+        {"clamp_lo", {0.5, 0, 1.5, 0, NAN}}, {"eq", {1, 0, 0, 1, 0}},         {"ne", {0, 1, 1, 0, 1}},
+        {"lt", {0, 1, 1, 0, 0}},            {"le", {1, 1, 1, 1, 0}},         {"gt", {0, 0, 0, 0, 0}},
+        {"ge", {1, 0, 0, 1, 0}},
+    };
+    // p = 0.5, -1, 2, 0, 1 and g = 0.5, -3, 1.5, -0, nan: g < p at -3 < -1 and 1.5 < 2; sign(nan)
+    // is 0 in PyTorch (its kernel is (0 < x) - (x < 0)).
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        torc_tensor *s = torc_optimizer_state(opt, 0, want[k].buf);
+        ck_assert_msg(s != NULL, "%s: %s", want[k].buf, torc_last_error());
+        float got[5];
+        ck_assert_int_eq(torc_copy_to_host(s, got, sizeof got), TORC_OK);
+        for (int i = 0; i < 5; i++)
+            ck_assert_msg(isnan(want[k].v[i]) ? isnan(got[i]) : got[i] == (float)want[k].v[i], "%s[%d] = %g, expected %g",
+                          want[k].buf, i, (double)got[i], want[k].v[i]);
+        torc_release(s);
+    }
+    torc_optimizer_free(opt);
+    torc_release(g);
+    torc_release(p);
+}
+END_TEST
+
 // ---- state dicts ----
 static void assert_same_bits(torc_tensor *a, torc_tensor *b) {
     ck_assert_int_eq(torc_numel(a), torc_numel(b));
@@ -569,6 +725,10 @@ static Suite *make_suite(void) {
     tcase_add_test(frontend, param_errors);
     tcase_add_test(frontend, groups_and_skipped_params);
     tcase_add_test(frontend, state_is_tagged_and_freed);
+    tcase_add_test(frontend, state_counted_from_creation_temporaries_per_param);
+    tcase_add_test(frontend, state_of_wrong_shape_refused);
+    tcase_add_test(frontend, lion_with_sign);
+    tcase_add_test(frontend, host_v1_1_members);
     tcase_add_test(frontend, state_dict_round_trip);
     tcase_add_test(frontend, load_state_dict_refuses_and_keeps_state);
     suite_add_tcase(s, frontend);

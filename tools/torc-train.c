@@ -28,6 +28,7 @@ typedef struct options {
     const char *checkpoint;   // save here every `every` steps and at the end
     int64_t every;
     const char *resume;       // start from this checkpoint
+    const char *init_from;    // start from these weights alone (fresh optimizer and generator)
     int64_t log_every;        // plain-output lines (0: about 10 over the run)
     torc_dtype autocast;      // F32: off; BF16, F16 (with a GradScaler) or F8_E4M3FN (fp8 matmuls)
     double loss_scale;        // the GradScaler's initial scale under --autocast f16
@@ -51,6 +52,9 @@ static void usage(FILE *f) {
             "  --every N           checkpoint interval in steps (default: only at the end)\n"
             "  --resume PATH       continue from a checkpoint: model, optimizer (its hyperparameters\n"
             "                      replace --lr/--hp), step and generator, up to --steps\n"
+            "  --init-from PATH    start from the model weights in a safetensors file (e.g. written by\n"
+            "                      Python: layers.<i>.weight (D, D), final.weight (D, 1), float32);\n"
+            "                      the optimizer, step and generator start fresh\n"
             "  --log-every N       print a line every N steps when stdout is not a terminal\n"
             "  --autocast MODE     bf16, f16 (with dynamic loss scaling) or fp8 (e4m3 matmuls, e5m2\n"
             "                      gradients) for the forward pass; f32 master weights (default: off)\n"
@@ -106,6 +110,7 @@ static options parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--checkpoint")) o.checkpoint = v;
         else if (!strcmp(a, "--every")) o.every = parse_int(a, v, 1);
         else if (!strcmp(a, "--resume")) o.resume = v;
+        else if (!strcmp(a, "--init-from")) o.init_from = v;
         else if (!strcmp(a, "--log-every")) o.log_every = parse_int(a, v, 1);
         else if (!strcmp(a, "--autocast")) {
             if (!strcmp(v, "bf16")) o.autocast = TORC_DTYPE_BF16;
@@ -121,6 +126,7 @@ static options parse_args(int argc, char **argv) {
         else die("unknown option '%s' (try --help)", a);
     }
     if (o.every && !o.checkpoint) die("--every needs --checkpoint PATH");
+    if (o.init_from && o.resume) die("--init-from and --resume exclude each other (--resume restores the weights too)");
     return o;
 }
 
@@ -230,7 +236,8 @@ int main(int argc, char **argv) {
         torc_scope_push();
         if (scaler) scaler_tensors(scaler, params + n_params), names[n_params] = scaler_names[0],
                     names[n_params + 1] = scaler_names[1];
-        CHECK(torc_checkpoint_load(o.resume, n_params + (scaler ? 2 : 0), names, params, opt, &step, gen));
+        if (torc_checkpoint_load(o.resume, n_params + (scaler ? 2 : 0), names, params, opt, &step, gen))
+            die("%s (to start from weights alone, use --init-from)", torc_last_error());
         if (scaler) {
             torc_grad_scaler_state st;
             int64_t tracker;
@@ -242,6 +249,11 @@ int main(int argc, char **argv) {
         }
         torc_scope_pop();
     }
+    if (o.init_from) {  // weights only: every model tensor must be there, with its shape and dtype
+        const char *names[256];
+        for (int i = 0; i < n_params; i++) names[i] = torc_module_param_name(model, i);
+        CHECK(torc_checkpoint_load(o.init_from, n_params, names, params, NULL, NULL, NULL));
+    }
     const bool tty = isatty(STDOUT_FILENO);
     const int64_t todo = o.steps > step ? o.steps - step : 0;
     const int64_t log_every = o.log_every ? o.log_every : (todo >= 10 ? todo / 10 : 1);
@@ -251,6 +263,7 @@ int main(int argc, char **argv) {
         printf("  autocast %s, float32 master weights%s\n", o.autocast == TORC_DTYPE_F8_E4M3FN ? "fp8 (e4m3/e5m2)"
                : torc_dtype_name(o.autocast), scaler ? ", dynamic loss scaling" : "");
     if (o.resume) printf("  resumed from %s at step %lld\n", o.resume, (long long)step);
+    if (o.init_from) printf("  weights from %s\n", o.init_from);
 
     // ---- the loop ----
     torc_flops_reset();

@@ -10,12 +10,16 @@
 //     plugin computes only through it, so it runs on every backend and its work is counted.
 //
 // Rules step() may rely on and must follow:
-//   - The host calls step() inside a scope and with grad mode off: every tensor a host function
-//     returns is freed after step() returns, and in-place updates of parameters are allowed.
+//   - The host calls step() once per parameter (n is 1), as PyTorch's per-parameter loop, each
+//     time inside a scope and with grad mode off: every tensor a host function returns is freed
+//     when that call returns (before the next parameter's temporaries are made), and in-place
+//     updates of parameters are allowed. A plugin should still loop over its n parameters.
 //   - states[i * n_states + j] is buffer j (vtable->state_names[j]) of parameter i. It is NULL
 //     until the plugin first stores a tensor there (made with a host function, e.g.
-//     zeros_like); the host then keeps it, tags it as optimizer state for memory accounting and
-//     saves it in state dicts and checkpoints. A buffer a configuration does not use (Adam's
+//     zeros_like); the host then keeps it, counts it as optimizer state from its creation in
+//     memory accounting and saves it in state dicts and checkpoints. A stored buffer must have
+//     its parameter's shape, dtype and device; anything else is refused (TORC_ERR_SHAPE naming
+//     the plugin and the buffer) and the slot keeps what it held. A buffer a configuration does not use (Adam's
 //     max_exp_avg_sq without amsgrad) simply stays NULL.
 //   - Host functions return TORC_OK / a new tensor, or an error status / NULL with the message
 //     set. step() and check() return 0 on success, else nonzero: pass a failed host call on
@@ -32,9 +36,12 @@ extern "C" {
 // ---- versions ----
 // abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its
 // own or whose vtable is smaller than the v1 vtable; minor versions only append members.
-// The host table carries the same two fields so a plugin can check what the host offers.
+// The host table carries the same two fields so a plugin can check what the host offers: a
+// plugin that uses a member added after v1.0 checks, once, that the host has it:
+//   host->struct_size >= offsetof(torc_optim_host, sign) + sizeof host->sign   (v1.1 members)
+// and otherwise returns host->error(TORC_ERR_BACKEND, "...needs optimizer ABI 1.1").
 #define TORC_OPTIM_ABI_MAJOR 1
-#define TORC_OPTIM_ABI_MINOR 0
+#define TORC_OPTIM_ABI_MINOR 1
 #define TORC_OPTIM_ABI_VERSION ((uint32_t)(TORC_OPTIM_ABI_MAJOR << 16 | TORC_OPTIM_ABI_MINOR))
 
 typedef struct torc_tensor torc_tensor;  // opaque; the same handle as torc.h's
@@ -103,6 +110,22 @@ typedef struct torc_optim_host {
     double (*sqrt_d)(double x);
     double (*exp_d)(double x);
     double (*log_d)(double x);
+
+    // v1.1: sign, abs, clamp, comparisons and where (out of place, PyTorch's semantics)
+    torc_tensor *(*sign)(const torc_tensor *a);   // -1, 0 or 1 in a's dtype (NaN and -0.0 give 0)
+    torc_tensor *(*abs)(const torc_tensor *a);
+    // torch.clamp(a, min, max) = minimum(maximum(a, min), max): -HUGE_VAL / HUGE_VAL for no bound;
+    // min > max gives max everywhere, NaN stays NaN.
+    torc_tensor *(*clamp)(const torc_tensor *a, double min, double max);
+    // Element-wise comparisons (broadcasting, PyTorch's promotion): bool tensors.
+    torc_tensor *(*eq)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*ne)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*lt)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*le)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*gt)(const torc_tensor *a, const torc_tensor *b);
+    torc_tensor *(*ge)(const torc_tensor *a, const torc_tensor *b);
+    // torch.where(cond, a, b): a where cond (a bool tensor) is true, else b (broadcasting).
+    torc_tensor *(*where)(const torc_tensor *cond, const torc_tensor *a, const torc_tensor *b);
 } torc_optim_host;
 
 // ---- hyperparameters ----

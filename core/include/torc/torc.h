@@ -695,10 +695,18 @@ TORC_API const char *torc_state_dict_meta_key(const torc_state_dict *sd, int i);
 // path and the reason on failure (then path is unchanged). fp8 tensors are written as
 // F8_E4M3 / F8_E5M2, the names safetensors uses.
 TORC_API torc_status torc_save(const torc_state_dict *sd, const char *path);
+// torc_save also records a CRC-32 of what the file means (metadata, and each tensor's name, dtype,
+// shape and data, in sorted order) as the metadata entry "torc.content_crc32", which
+// torc_load checks: a file another tool re-saved with the same contents and metadata (Python's
+// safetensors reorders the header and the data) loads; one whose contents changed is refused
+// as corrupted (remove that entry to load an intended edit).
 // Reads a safetensors file into a new state dict with tensors on dev (NULL: the default device).
 // Every check runs before anything is returned: a missing, truncated or corrupted file (bad
 // header size, malformed JSON, unknown dtype, offsets outside the data or overlapping, data
-// size not matching shape x dtype, trailing bytes) is TORC_ERR_IO naming the file and the problem.
+// size not matching shape x dtype, trailing bytes, a content checksum that does not match) is
+// TORC_ERR_IO naming the file and the problem. U16, U32 and U64 tensors (torc has no such
+// dtypes) load widened with unchanged values: U16 as int32, U32 and U64 as int64; a U64 value
+// above INT64_MAX is TORC_ERR_IO naming the tensor.
 TORC_API torc_state_dict *torc_load(const char *path, torc_device *dev);
 
 // ---- optimizers (plugins; the ABI is in torc/optim.h) ----
@@ -743,8 +751,10 @@ TORC_API torc_status torc_optimizer_set_lr(torc_optimizer *opt, double lr);  // 
 TORC_API torc_status torc_optimizer_get_hparam(const torc_optimizer *opt, int group, const char *name,
                                                double *values);
 // optimizer.step(): one update of every parameter that has a gradient (the others are skipped
-// and keep their step count), under no_grad. New state buffers are tagged
-// TORC_MEM_OPTIMIZER_STATE.
+// and keep their step count), under no_grad, one parameter at a time: each parameter's
+// temporaries are freed before the next one's are made, and new state buffers count as
+// TORC_MEM_OPTIMIZER_STATE from their creation (never as activations). A plugin that stores a
+// state buffer unlike its parameter (shape, dtype, device) is refused with TORC_ERR_SHAPE.
 TORC_API torc_status torc_optimizer_step(torc_optimizer *opt);
 // optimizer.zero_grad(set_to_none): drops every parameter's .grad (true, PyTorch's default) or
 // zeroes it in place (false).
