@@ -32,13 +32,18 @@ if(TORC_WITH_CUDA AND TARGET torc_cuda)
   set_tests_properties(cuda_host PROPERTIES LABELS "unit;cuda" ENVIRONMENT "${_torc_cu_env};${_torc_cu_asan}")
 
   # GPU tests: every op and dtype on the device against the reference backend.
-  add_executable(cuda_gpu_test cuda_gpu_test.c)
+  add_executable(cuda_gpu_test cuda_gpu_test.c ${_torc_cu}/device_table.c)
   target_include_directories(cuda_gpu_test PRIVATE ${PROJECT_SOURCE_DIR}/core/include ${_torc_cu})
-  target_link_libraries(cuda_gpu_test PRIVATE PkgConfig::CHECK ${CMAKE_DL_LIBS} m)
+  target_link_libraries(cuda_gpu_test PRIVATE PkgConfig::CHECK ${CMAKE_DL_LIBS} pthread m)
   target_compile_options(cuda_gpu_test PRIVATE ${TORC_WARNINGS})
   add_dependencies(cuda_gpu_test torc_plugins)
   add_test(NAME cuda_gpu COMMAND cuda_gpu_test)
   set_tests_properties(cuda_gpu PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${_torc_cu_env};${_torc_cu_asan}")
+  # In processes of their own: a kernel fault ends the CUDA context; device 1 must be untouched.
+  add_test(NAME cuda_gpu_fault COMMAND cuda_gpu_test --fault)
+  add_test(NAME cuda_gpu_device1 COMMAND cuda_gpu_test --device1)
+  set_tests_properties(cuda_gpu_fault cuda_gpu_device1 PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77
                        ENVIRONMENT "${_torc_cu_env};${_torc_cu_asan}")
 
   # Register spills in the hot kernels fail the build check.

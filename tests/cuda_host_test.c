@@ -825,6 +825,32 @@ START_TEST(scaled_mm_matches_reference) {
 END_TEST
 
 // ---- plans and math shared with the device ----
+// randn's transform (philox.h) uses no math library, so the device gives the reference's bits;
+// here: it is as accurate as libm's log and cos, and exact where the answer is.
+START_TEST(philox_normal_needs_no_math_library) {
+    ck_assert(torc_philox_log(1.0) == 0.0);
+    ck_assert(torc_philox_log(0.5) == -0x1.62e42fefa39efp-1);   // -log 2, correctly rounded
+    ck_assert(torc_philox_cos2pi(0) == 1.0);
+    ck_assert(torc_philox_cos2pi(UINT64_C(1) << 52) == -1.0);   // half a turn
+    ck_assert(fabs(torc_philox_cos2pi(UINT64_C(1) << 51)) < 1e-300);   // a quarter: 0
+    double worst_log = 0, worst_cos = 0, worst_n = 0;
+    for (uint64_t i = 0; i < 200000; i++) {
+        uint32_t w[4];
+        torc_philox_words(99, 5, i, w);
+        const double u1 = (double)((((uint64_t)w[0] << 21) | (w[1] >> 11)) + 1) * 0x1.0p-53;
+        const uint64_t v = ((uint64_t)w[2] << 21) | (w[3] >> 11);
+        const double l = torc_philox_log(u1), c = torc_philox_cos2pi(v);
+        const double want_c = cos(6.283185307179586476925 * (double)v * 0x1.0p-53);
+        if (u1 != 1.0) worst_log = fmax(worst_log, fabs(l - log(u1)) / fabs(log(u1)));
+        worst_cos = fmax(worst_cos, fabs(c - want_c));
+        worst_n = fmax(worst_n, fabs(torc_philox_normal(99, 5, i) - sqrt(-2.0 * log(u1)) * want_c));
+    }
+    ck_assert_msg(worst_log < 5e-16, "log: worst relative error %g", worst_log);
+    ck_assert_msg(worst_cos < 1e-15, "cos: worst absolute error %g", worst_cos);
+    ck_assert_msg(worst_n < 1e-14, "normal: worst absolute difference to libm's Box-Muller %g", worst_n);
+}
+END_TEST
+
 START_TEST(fast_division_is_exact) {
     const uint32_t specials[] = {1, 2, 3, 5, 7, 10, 31, 32, 33, 255, 256, 257, 1000, 65535, 65536, 65537,
                                  (1u << 20) + 1, 0x7FFFFFFFu, 0x40000000u, 0x40000001u, 123456789u};
@@ -1353,6 +1379,12 @@ static bool launch_is_clean(const char *after) {
     return ok;
 }
 
+START_TEST(fp8_outputs_saturate_as_the_reference) {
+    g_dev.cc_major = 9, g_dev.cc_minor = 0;
+    ck_assert_int_eq(cases_fp8_saturation(check_emulated), 0);
+}
+END_TEST
+
 START_TEST(pending_copies_leave_no_error_for_the_next_launch) {
     tcu_pinned_ops ops;
     tcu_device_pinned_ops(&g_dev, &ops);
@@ -1806,6 +1838,7 @@ int main(void) {
     TCase *plans = tcase_create("plans");
     tcase_set_timeout(plans, 120);
     tcase_add_test(plans, fast_division_is_exact);
+    tcase_add_test(plans, philox_normal_needs_no_math_library);
     tcase_add_test(plans, dims_merge_when_contiguous_for_every_operand);
     tcase_add_test(plans, index_math_picks_32_bit_only_when_it_fits);
     tcase_add_test(plans, launch_configuration_covers_the_work);
@@ -1840,6 +1873,7 @@ int main(void) {
     tcase_add_test(emu, matmul_matches_reference);
     tcase_add_test(emu, index_ops_match_reference);
     tcase_add_test(emu, scaled_mm_matches_reference);
+    tcase_add_test(emu, fp8_outputs_saturate_as_the_reference);
     tcase_add_test(emu, pending_copies_leave_no_error_for_the_next_launch);
     tcase_add_test(emu, lt_algorithms_fit_the_operands_alignment_and_epilogue);
     tcase_add_test(emu, lt_without_a_kernel_falls_back_to_the_generic_kernel);
