@@ -467,6 +467,13 @@ START_TEST(copies_sync_and_async_round_trip) {
     for (int r = 0; r < 200; r++)
         for (int i = 0; i < 64; i++) ck_assert_int_eq(all[r * 64 + i], r * 1000 + i);
     ck_assert(fetch(d2, TORC_DTYPE_F32, (N - 1024) / 4 + 255) == 2.5);
+    // a small async device-to-host copy goes through staging and a stream callback (larger ones
+    // run synchronously); its bytes are there after synchronize
+    int small[64];
+    memset(small, 0, sizeof small);
+    ck_assert_int_eq(cu->copy(0, small, (char *)d + 7 * 256, sizeof small, TORC_COPY_DEVICE_TO_HOST, true), TORC_OK);
+    ck_assert_int_eq(cu->synchronize(0), TORC_OK);
+    for (int i = 0; i < 64; i++) ck_assert_int_eq(small[i], 7000 + i);
     cu->free(0, d);
     cu->free(0, d2);
     free(h);

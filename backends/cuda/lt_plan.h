@@ -1,6 +1,7 @@
 // backends/cuda/lt_plan.h — fp8 scaled matmul through cuBLASLt: the layout and capability
-// decisions (TN layout, multiples of 16, sm_89+, no e5m2 x e5m2), the descriptors, and a per-shape
-// cache of the heuristic's algorithm. Plain C: the decisions are unit-tested on the CPU.
+// decisions (TN layout, multiples of 16, sm_89+, no e5m2 x e5m2, no e4m3 x e4m3 -> e5m2), the
+// descriptors, and a cache of the heuristic's algorithm per problem and alignment. Plain C: the
+// decisions are unit-tested on the CPU.
 #ifndef TCU_LT_PLAN_H
 #define TCU_LT_PLAN_H
 

@@ -17,11 +17,7 @@ int tcu_make_current(int device) {
     int cur = -1;
     if (cudaGetDevice(&cur) == cudaSuccess && cur == device) return TORC_OK;
     const cudaError_t e = cudaSetDevice(device);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return tcu_cuda_error(e, "cudaSetDevice");
-    }
-    return TORC_OK;
+    return e == cudaSuccess ? TORC_OK : tcu_cuda_error(e, "cudaSetDevice");   // which clears it
 }
 
 static int raw_alloc(void *ctx, size_t n, void **out, char *why, size_t why_n) {

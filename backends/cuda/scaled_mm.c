@@ -1,6 +1,7 @@
 // backends/cuda/scaled_mm.c — TORC_OP_SCALED_MM: cuBLASLt where it can run (sm_89+, TN layout,
-// multiples of 16, aligned), the generic kernel elsewhere; amax of a 16-bit output goes through an
-// f32 result so it is taken before the rounding, as the contract says.
+// multiples of 16, aligned, a kernel for the dtypes), the generic kernel elsewhere and wherever
+// cuBLASLt answers without an algorithm; amax of a 16-bit output goes through an f32 result so
+// it is taken before the rounding, as the contract says.
 #include <string.h>
 
 #include "cuda_impl.h"
