@@ -950,6 +950,21 @@ START_TEST(index_math_picks_32_bit_only_when_it_fits) {
 }
 END_TEST
 
+START_TEST(few_strided_softmax_rows_share_threads) {
+    // softmax over dim 0 of (50000, 8): 8 rows 8 elements apart share a block each, not a thread
+    const int64_t shape[2] = {50000, 8}, stride[2] = {8, 1};
+    const torc_operand x = {NULL, TORC_DTYPE_F32, 2, {shape[0], shape[1]}, {stride[0], stride[1]}};
+    tcu_rows_plan pl;
+    ck_assert(tcu_rows_plan_build(&pl, &x, &x, 0));
+    ck_assert_int_eq(pl.n_rows, 8);
+    ck_assert_int_eq(pl.group, TCU_THREADS);
+    // many strided rows keep a thread each (coalesced across rows)
+    const torc_operand y = {NULL, TORC_DTYPE_F32, 2, {64, 8192}, {8192, 1}};
+    ck_assert(tcu_rows_plan_build(&pl, &y, &y, 0));
+    ck_assert_int_eq(pl.group, 1);
+}
+END_TEST
+
 START_TEST(launch_configuration_covers_the_work) {
     tcu_launch l = tcu_launch_1d(0, 132, 1);
     ck_assert_uint_eq(l.blocks, 0);
@@ -1842,6 +1857,7 @@ int main(void) {
     tcase_add_test(plans, dims_merge_when_contiguous_for_every_operand);
     tcase_add_test(plans, index_math_picks_32_bit_only_when_it_fits);
     tcase_add_test(plans, launch_configuration_covers_the_work);
+    tcase_add_test(plans, few_strided_softmax_rows_share_threads);
     tcase_add_test(plans, conversions_match_convert_h);
     tcase_add_test(plans, gemm_layouts_use_op_flags_not_copies);
     tcase_add_test(plans, lt_plans_fp8_tn_layouts_and_says_why_not);
