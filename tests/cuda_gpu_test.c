@@ -1,7 +1,9 @@
 // tests/cuda_gpu_test.c — the CUDA backend on a real device: every op family x dtype x layout of
-// tests/cuda_cases.h against the reference backend, RNG equality, copies (sync and async through
-// pinned staging), events, device info, allocator stress and OOM recovery, kernel-reported index
-// errors, and the performance figures of the issue (printed). Without a device: exit 77 (skip).
+// tests/cuda_cases.h against the reference backend, RNG equality bit for bit, copies (sync and
+// async through pinned staging), events, device info, allocator stress and OOM recovery,
+// kernel-reported index errors, fp8 saturation, tensors beyond 2^31 elements, and the issue's
+// performance figures printed against their targets. `--fault` and `--device1` run one check in a
+// process of its own (a kernel fault; two threads first on device 1). Without a device: exit 77.
 #define _POSIX_C_SOURCE 200809L  // pthread_barrier_t, clock_gettime
 #include <check.h>
 #include <dlfcn.h>

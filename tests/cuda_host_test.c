@@ -1,7 +1,10 @@
 // tests/cuda_host_test.c — the CUDA backend checked without a GPU: its dispatch code (run.c) runs
 // every op against the reference backend with each kernel launch replaced by a CPU emulation of
 // the same shared per-element code; plus plans, conversions, allocator, staging pool, device
-// table, cuBLASLt descriptors, and the plugin's no-device path.
+// table, cuBLASLt descriptors, and the plugin's no-device path. The CUDA runtime calls under the
+// allocator and staging pool (runtime_ops.c) run over an emulated runtime that keeps the
+// per-thread last error as the real one does, and the fp8 path (lt_matmul.c) over an emulated
+// cuBLASLt that refuses the dtypes, alignments and epilogues the real one refuses.
 #include <check.h>
 #include <dlfcn.h>
 #include <math.h>
