@@ -14,26 +14,36 @@ if(TORC_WITH_CUDA AND TARGET torc_cuda)
   # Host tests: the backend's dispatch code (run.c) against the reference backend with every
   # kernel launch replaced by a CPU emulation of the same per-element code, plus the allocator,
   # staging pool, device table, plans, and the no-device path of the real plugin.
+  # The CUDA runtime calls of runtime_ops.c and cuBLASLt's heuristic and matmul (lt_matmul.c) run
+  # over emulations in the test that refuse and fail as the real ones do (the test defines the
+  # runtime's functions; lt_matmul.c's tcu_lt_api_get is wrapped to the emulated table).
   add_executable(cuda_host_test cuda_host_test.c ${_torc_cu}/run.c ${_torc_cu}/scaled_mm.c ${_torc_cu}/allocator.c
-                 ${_torc_cu}/pinned.c ${_torc_cu}/device_table.c ${_torc_cu}/lt_plan.c ${_torc_cu}/blas_api.c)
+                 ${_torc_cu}/pinned.c ${_torc_cu}/device_table.c ${_torc_cu}/lt_plan.c ${_torc_cu}/lt_matmul.c
+                 ${_torc_cu}/runtime_ops.c ${_torc_cu}/blas_api.c)
   target_include_directories(cuda_host_test PRIVATE ${PROJECT_SOURCE_DIR}/core/include ${_torc_cu}
                              ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(cuda_host_test PRIVATE PkgConfig::CHECK CUDA::cublasLt CUDA::toolkit
                         ${CMAKE_DL_LIBS} pthread m)
   target_compile_options(cuda_host_test PRIVATE ${TORC_WARNINGS})
+  target_link_options(cuda_host_test PRIVATE "-Wl,--wrap=tcu_lt_api_get")
   target_compile_definitions(cuda_host_test PRIVATE TORC_CUDA_LIBDIR="${CUDAToolkit_LIBRARY_DIR}")
   add_dependencies(cuda_host_test torc_plugins)
   add_test(NAME cuda_host COMMAND cuda_host_test)
   set_tests_properties(cuda_host PROPERTIES LABELS "unit;cuda" ENVIRONMENT "${_torc_cu_env};${_torc_cu_asan}")
 
   # GPU tests: every op and dtype on the device against the reference backend.
-  add_executable(cuda_gpu_test cuda_gpu_test.c)
+  add_executable(cuda_gpu_test cuda_gpu_test.c ${_torc_cu}/device_table.c)
   target_include_directories(cuda_gpu_test PRIVATE ${PROJECT_SOURCE_DIR}/core/include ${_torc_cu})
-  target_link_libraries(cuda_gpu_test PRIVATE PkgConfig::CHECK ${CMAKE_DL_LIBS} m)
+  target_link_libraries(cuda_gpu_test PRIVATE PkgConfig::CHECK ${CMAKE_DL_LIBS} pthread m)
   target_compile_options(cuda_gpu_test PRIVATE ${TORC_WARNINGS})
   add_dependencies(cuda_gpu_test torc_plugins)
   add_test(NAME cuda_gpu COMMAND cuda_gpu_test)
   set_tests_properties(cuda_gpu PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${_torc_cu_env};${_torc_cu_asan}")
+  # In processes of their own: a kernel fault ends the CUDA context; device 1 must be untouched.
+  add_test(NAME cuda_gpu_fault COMMAND cuda_gpu_test --fault)
+  add_test(NAME cuda_gpu_device1 COMMAND cuda_gpu_test --device1)
+  set_tests_properties(cuda_gpu_fault cuda_gpu_device1 PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77
                        ENVIRONMENT "${_torc_cu_env};${_torc_cu_asan}")
 
   # Register spills in the hot kernels fail the build check.

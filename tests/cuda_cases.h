@@ -39,10 +39,20 @@ static double urand(double lo, double hi) { return lo + (hi - lo) * (double)(rnd
 
 static int esize(torc_dtype d) { return tcu_dtype_size(d); }
 
+// Storage aligned as the device allocator's blocks (512 bytes), so that an alignment a view has
+// on the host is the one it has on the device.
+static char *tv_alloc(int64_t n, torc_dtype dt) {
+    const size_t bytes = ((size_t)n * (size_t)esize(dt) + 511) / 512 * 512;
+    char *m = aligned_alloc(512, bytes);
+    if (m) memset(m, 0, bytes);
+    return m;
+}
+
 // A view of `shape` with the given layout (transposed: last two dims swapped in storage;
 // stepped: every dim strided by 2 plus an offset; broadcast: dim 0 has stride 0), values drawn
-// uniformly from [lo, hi] (integers for integer dtypes).
-static tview tv_new(torc_dtype dt, int ndim, const int64_t *shape, int layout, double lo, double hi) {
+// uniformly from [lo, hi] (integers for integer dtypes), starting `shift` bytes (a multiple of
+// the element size) into its storage.
+static tview tv_new_at(torc_dtype dt, int ndim, const int64_t *shape, int layout, double lo, double hi, int shift) {
     tview t;
     memset(&t, 0, sizeof t);
     t.dt = dt;
@@ -69,9 +79,9 @@ static tview tv_new(torc_dtype dt, int ndim, const int64_t *shape, int layout, d
         numel *= shape[d];
         reach += (shape[d] - 1) * st[d];
     }
-    const int64_t off = layout == L_STEP ? 3 : 0;
+    const int64_t off = (layout == L_STEP ? 3 : 0) + shift / esize(dt);
     t.n = (numel > 0 ? reach + 1 : 1) + off + (layout == L_STEP ? 2 : 0);
-    t.mem = calloc((size_t)t.n, (size_t)esize(dt));
+    t.mem = tv_alloc(t.n, dt);
     for (int64_t i = 0; i < t.n; i++) {
         double v = urand(lo, hi);
         if (!tcu_dtype_is_float(dt)) v = floor(v + 0.5);
@@ -81,9 +91,13 @@ static tview tv_new(torc_dtype dt, int ndim, const int64_t *shape, int layout, d
     return t;
 }
 
+static tview tv_new(torc_dtype dt, int ndim, const int64_t *shape, int layout, double lo, double hi) {
+    return tv_new_at(dt, ndim, shape, layout, lo, hi, 0);
+}
+
 static tview tv_clone(const tview *s) {
     tview t = *s;
-    t.mem = malloc((size_t)t.n * (size_t)esize(t.dt));
+    t.mem = tv_alloc(t.n, t.dt);
     memcpy(t.mem, s->mem, (size_t)t.n * (size_t)esize(t.dt));
     t.op.data = t.mem + ((char *)s->op.data - s->mem);
     return t;
@@ -390,8 +404,8 @@ static int cases_ranges_rng(case_check_fn check) {
                 op.params.rng.a = code == TORC_OP_RAND_INT ? -5 : 0.5;
                 op.params.rng.b = code == TORC_OP_RAND_INT ? 17 : 2.0;
                 snprintf(g_case, sizeof g_case, "rng op %d dtype %d layout %d", code, ALL_DT[j], lay);
-                // bit for bit, except the device's double log/cos in randn (1 ulp of f64)
-                failures += !check(&op, NULL, &out, code == TORC_OP_RAND_NORMAL ? 1e-3 : 0.0);
+                // bit for bit, randn too (philox.h's own log and cos, no math library's)
+                failures += !check(&op, NULL, &out, 0.0);
             }
             tv_free(&out);
         }
@@ -407,7 +421,7 @@ static int cases_ranges_rng(case_check_fn check) {
         op.params.rng.a = 0;
         op.params.rng.b = 1;
         snprintf(g_case, sizeof g_case, "randn transposed dtype %d", ALL_DT[j]);
-        failures += !check(&op, NULL, &o3, 1e-3);
+        failures += !check(&op, NULL, &o3, 0.0);
         tv_free(&o3);
     }
 
@@ -662,45 +676,83 @@ static int cases_scaled_mm(case_check_fn check) {
     const pair pairs[] = {{TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E4M3FN}, {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2},
                           {TORC_DTYPE_F8_E5M2, TORC_DTYPE_F8_E4M3FN}, {TORC_DTYPE_F8_E5M2, TORC_DTYPE_F8_E5M2}};
     const torc_dtype outs[] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F16, TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2};
-    const int64_t sizes[][3] = {{32, 64, 48}, {5, 7, 3}, {16, 0, 16}};  // M, K, N
+    // M, K, N: cuBLASLt's size; odd; empty K (zeros); empty M and N (nothing to write, amax 0)
+    const int64_t sizes[][3] = {{32, 64, 48}, {5, 7, 3}, {16, 0, 16}, {0, 32, 16}, {16, 32, 0}};
     int failures = 0;
     for (int pi = 0; pi < 4; pi++)
         for (int oi = 0; oi < 5; oi++)
-            for (int sz = 0; sz < 3; sz++)
+            for (int sz = 0; sz < 5; sz++)
                 for (int lay = 0; lay < 4; lay++)  // bit 0: b row-major (not TN); bit 1: out column-major
-                    for (int extra = 0; extra < 4; extra++) {  // bit 0: scale_out; bit 1: amax
-                        const int64_t M = sizes[sz][0], K = sizes[sz][1], N = sizes[sz][2];
-                        const int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N}, one[1] = {1};
-                        tview a = tv_new(pairs[pi].a, 2, sa, L_CONTIG, -4, 4);
-                        tview b = tv_new(pairs[pi].b, 2, sb, (lay & 1) ? L_CONTIG : L_TRANS, -4, 4);
-                        tview out = tv_new(outs[oi], 2, so, (lay & 2) ? L_TRANS : L_CONTIG, 0, 0);
-                        tview s_a = tv_new(TORC_DTYPE_F32, 1, one, L_CONTIG, 0.75, 0.75);
-                        tview s_b = tv_new(TORC_DTYPE_F32, 0, one, L_CONTIG, 2.0, 2.0);
-                        tview s_o = tv_new(TORC_DTYPE_F32, 0, one, L_CONTIG, 0.5, 0.5);
-                        tview amax = tv_new(TORC_DTYPE_F32, 0, one, L_CONTIG, -1, -1);
-                        torc_op op;
-                        memset(&op, 0, sizeof op);
-                        op.code = TORC_OP_SCALED_MM;
-                        op.n_in = 4;
-                        op.in[0] = a.op;
-                        op.in[1] = b.op;
-                        op.in[2] = s_a.op;
-                        op.in[3] = s_b.op;
-                        op.out = out.op;
-                        op.params.scaled_mm.scale_out = (extra & 1) ? s_o.op.data : NULL;
-                        op.params.scaled_mm.amax_out = (extra & 2) ? amax.op.data : NULL;
-                        snprintf(g_case, sizeof g_case, "scaled_mm %d x %d -> %d size %d layout %d extra %d", pairs[pi].a,
-                                 pairs[pi].b, outs[oi], sz, lay, extra);
-                        // ins[4], ins[5]: the views behind params.scaled_mm.scale_out / amax_out
-                        failures += !check(&op, (tview *[]){&a, &b, &s_a, &s_b, &s_o, &amax}, &out, 1.0);
-                        tv_free(&a);
-                        tv_free(&b);
-                        tv_free(&out);
-                        tv_free(&s_a);
-                        tv_free(&s_b);
-                        tv_free(&s_o);
-                        tv_free(&amax);
-                    }
+                    for (int extra = 0; extra < 4; extra++)  // bit 0: scale_out; bit 1: amax
+                        for (int sh = 0; sh < (sz == 0 ? 3 : 1); sh++) {  // a and b at +0, +16, +32 bytes
+                            const int shift = 16 * sh;
+                            const int64_t M = sizes[sz][0], K = sizes[sz][1], N = sizes[sz][2];
+                            const int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N}, one[1] = {1};
+                            tview a = tv_new_at(pairs[pi].a, 2, sa, L_CONTIG, -4, 4, shift);
+                            tview b = tv_new_at(pairs[pi].b, 2, sb, (lay & 1) ? L_CONTIG : L_TRANS, -4, 4, shift);
+                            tview out = tv_new(outs[oi], 2, so, (lay & 2) ? L_TRANS : L_CONTIG, 0, 0);
+                            tview s_a = tv_new(TORC_DTYPE_F32, 1, one, L_CONTIG, 0.75, 0.75);
+                            tview s_b = tv_new(TORC_DTYPE_F32, 0, one, L_CONTIG, 2.0, 2.0);
+                            tview s_o = tv_new(TORC_DTYPE_F32, 0, one, L_CONTIG, 0.5, 0.5);
+                            tview amax = tv_new(TORC_DTYPE_F32, 0, one, L_CONTIG, -1, -1);
+                            torc_op op;
+                            memset(&op, 0, sizeof op);
+                            op.code = TORC_OP_SCALED_MM;
+                            op.n_in = 4;
+                            op.in[0] = a.op;
+                            op.in[1] = b.op;
+                            op.in[2] = s_a.op;
+                            op.in[3] = s_b.op;
+                            op.out = out.op;
+                            op.params.scaled_mm.scale_out = (extra & 1) ? s_o.op.data : NULL;
+                            op.params.scaled_mm.amax_out = (extra & 2) ? amax.op.data : NULL;
+                            snprintf(g_case, sizeof g_case, "scaled_mm %d x %d -> %d size %d layout %d extra %d at +%d B",
+                                     pairs[pi].a, pairs[pi].b, outs[oi], sz, lay, extra, shift);
+                            // ins[4], ins[5]: the views behind params.scaled_mm.scale_out / amax_out
+                            failures += !check(&op, (tview *[]){&a, &b, &s_a, &s_b, &s_o, &amax}, &out, 1.0);
+                            tv_free(&a);
+                            tv_free(&b);
+                            tv_free(&out);
+                            tv_free(&s_a);
+                            tv_free(&s_b);
+                            tv_free(&s_o);
+                            tv_free(&amax);
+                        }
+    return failures;
+}
+
+// fp8 outputs that overflow: |a @ b| far beyond e4m3's 448 and e5m2's 57344 saturates to the
+// format's largest finite value (as cuBLASLt and the reference), with amax the unsaturated
+// maximum; on cuBLASLt's shape (TN, multiples of 16) and the generic kernel's.
+static int cases_fp8_saturation(case_check_fn check) {
+    const torc_dtype outs[2] = {TORC_DTYPE_F8_E4M3FN, TORC_DTYPE_F8_E5M2};
+    const int64_t sizes[2][3] = {{32, 64, 48}, {5, 7, 3}};
+    int failures = 0;
+    for (int oi = 0; oi < 2; oi++)
+        for (int sz = 0; sz < 2; sz++)
+            for (int amax_on = 0; amax_on < 2; amax_on++) {
+                const int64_t M = sizes[sz][0], K = sizes[sz][1], N = sizes[sz][2];
+                const int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N}, one[1] = {1};
+                // e4m3 x e5m2 (the pair that may write either fp8 output), values near their maxima
+                tview a = tv_new(TORC_DTYPE_F8_E4M3FN, 2, sa, L_CONTIG, -448, 448);
+                tview b = tv_new(TORC_DTYPE_F8_E5M2, 2, sb, L_TRANS, -57344, 57344);
+                tview out = tv_new(outs[oi], 2, so, L_CONTIG, 0, 0);
+                tview s1 = tv_new(TORC_DTYPE_F32, 1, one, L_CONTIG, 1, 1);
+                tview amax = tv_new(TORC_DTYPE_F32, 1, one, L_CONTIG, -1, -1);
+                torc_op op;
+                memset(&op, 0, sizeof op);
+                op.code = TORC_OP_SCALED_MM;
+                op.n_in = 4;
+                op.in[0] = a.op, op.in[1] = b.op, op.in[2] = s1.op, op.in[3] = s1.op, op.out = out.op;
+                op.params.scaled_mm.amax_out = amax_on ? amax.op.data : NULL;
+                snprintf(g_case, sizeof g_case, "fp8 saturation -> %d size %d amax %d", outs[oi], sz, amax_on);
+                failures += !check(&op, (tview *[]){&a, &b, &s1, &s1, NULL, &amax}, &out, 1.0);
+                tv_free(&a);
+                tv_free(&b);
+                tv_free(&out);
+                tv_free(&s1);
+                tv_free(&amax);
+            }
     return failures;
 }
 

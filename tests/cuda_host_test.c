@@ -1,7 +1,10 @@
 // tests/cuda_host_test.c — the CUDA backend checked without a GPU: its dispatch code (run.c) runs
 // every op against the reference backend with each kernel launch replaced by a CPU emulation of
 // the same shared per-element code; plus plans, conversions, allocator, staging pool, device
-// table, cuBLASLt descriptors, and the plugin's no-device path.
+// table, cuBLASLt descriptors, and the plugin's no-device path. The CUDA runtime calls under the
+// allocator and staging pool (runtime_ops.c) run over an emulated runtime that keeps the
+// per-thread last error as the real one does, and the fp8 path (lt_matmul.c) over an emulated
+// cuBLASLt that refuses the dtypes, alignments and epilogues the real one refuses.
 #include <check.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -31,6 +34,7 @@ int tcu_error(int status, const char *fmt, ...) {
 }
 
 int tcu_cuda_error(cudaError_t e, const char *what) {
+    cudaGetLastError();  // as backend.c's: reported once
     return tcu_error(TORC_ERR_BACKEND, "%s: CUDA error %d", what, (int)e);
 }
 
@@ -43,6 +47,103 @@ void tcu_scratch_free(tcu_device *d, void *p) {
     (void)d;
     free(p);
 }
+
+// ---- an emulated CUDA runtime for runtime_ops.c and the emulated launchers ----
+// As the real runtime: every failing call (cudaErrorNotReady from an event query included)
+// sets this thread's last error, which cudaGetLastError returns and clears; a sticky error
+// (a faulted context) is never cleared. The launchers below return cudaGetLastError() after
+// their work, as the real ones do after a launch.
+static _Thread_local cudaError_t t_last, t_sticky;
+static _Thread_local int t_device;   // the runtime's current device of this thread
+static struct {
+    int set_device;           // cudaSetDevice calls
+    cudaError_t malloc_fails; // cudaMalloc's answer while not cudaSuccess
+    bool host_alloc_fails;
+    int events;               // live events
+} g_rt;
+
+typedef struct emu_event {
+    int pending;   // queries that answer "not ready" before the recorded work is done
+} emu_event;
+
+static cudaError_t rt_fail(cudaError_t e) {
+    if (e != cudaSuccess) t_last = e;
+    return e;
+}
+
+cudaError_t cudaGetLastError(void) {
+    const cudaError_t e = t_sticky != cudaSuccess ? t_sticky : t_last;
+    t_last = cudaSuccess;
+    return e;
+}
+cudaError_t cudaPeekAtLastError(void) { return t_sticky != cudaSuccess ? t_sticky : t_last; }
+const char *cudaGetErrorName(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    default: return "cudaError";
+    }
+}
+const char *cudaGetErrorString(cudaError_t e) { return e == cudaErrorIllegalAddress ? "an illegal memory access was encountered" : cudaGetErrorName(e); }
+cudaError_t cudaGetDevice(int *device) {
+    *device = t_device;
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) {
+    g_rt.set_device++;
+    if (device < 0 || device > 1) return rt_fail(cudaErrorInvalidDevice);
+    t_device = device;
+    return cudaSuccess;
+}
+cudaError_t cudaMalloc(void **p, size_t n) {
+    if (g_rt.malloc_fails != cudaSuccess) return rt_fail(g_rt.malloc_fails);
+    *p = malloc(n);
+    return *p ? cudaSuccess : rt_fail(cudaErrorMemoryAllocation);
+}
+cudaError_t cudaFree(void *p) {
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags) {
+    (void)flags;
+    if (g_rt.host_alloc_fails) return rt_fail(cudaErrorMemoryAllocation);
+    *p = malloc(n);
+    return *p ? cudaSuccess : rt_fail(cudaErrorMemoryAllocation);
+}
+cudaError_t cudaFreeHost(void *p) {
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags) {
+    (void)flags;
+    emu_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return rt_fail(cudaErrorMemoryAllocation);
+    g_rt.events++;
+    *e = (cudaEvent_t)ev;
+    return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    g_rt.events--;
+    free(e);
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    (void)s;
+    ((emu_event *)e)->pending = 1;   // the copy just enqueued is still running
+    return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+    emu_event *ev = (emu_event *)e;
+    if (ev->pending > 0) {
+        ev->pending--;
+        return rt_fail(cudaErrorNotReady);
+    }
+    return cudaSuccess;
+}
+
+static int emu_launched(void) { return (int)cudaGetLastError(); }
 
 // ---- CPU emulations of the launchers (same plans, same per-element functions) ----
 static bool g_force64;  // take the 64-bit index paths even where 32-bit math fits
@@ -87,7 +188,7 @@ int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaSt
             const float r = a->n_in == 1 ? tcu_unary_f32(a->op, x, a) : tcu_binary_f32(a->op, x, y, a);
             tcu_store_f32(a->data[0], i, a->dt[0], r);
         }
-        return 0;
+        return emu_launched();
     }
     const bool use32 = !g_force64 && tcu_iter_fits32(it);
     if (use32) g_paths.ew32++;
@@ -106,7 +207,7 @@ int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaSt
         default: tcu_ew_i64(a, off, i); break;
         }
     }
-    return 0;
+    return emu_launched();
 }
 
 // Accumulator states of the three compute types behind one interface.
@@ -192,7 +293,7 @@ int tcu_launch_reduce(const tcu_reduce_args *a, const tcu_reduce_plan *pl, cudaS
         acc_store(a, &parts[0], ob[0]);
     }
     free(parts);
-    return 0;
+    return emu_launched();
 }
 
 // softmax.cu's three passes with the same lane/butterfly structure, in double or float.
@@ -258,7 +359,7 @@ int tcu_launch_softmax(int op, tcu_ctype ct, torc_dtype in_dt, torc_dtype out_dt
         }
 #undef LOAD
     }
-    return 0;
+    return emu_launched();
 }
 
 int tcu_launch_index(const tcu_index_args *x, int sm_count, cudaStream_t s) {
@@ -273,7 +374,7 @@ int tcu_launch_index(const tcu_index_args *x, int sm_count, cudaStream_t s) {
         }
         tcu_index_element(x, off, c[TCU_D - 2], c[TCU_D - 1]);
     }
-    return 0;
+    return emu_launched();
 }
 
 size_t tcu_masked_scratch_bytes(int64_t numel) { return (size_t)(numel > 0 ? numel : 1) * 8; }
@@ -287,7 +388,7 @@ int tcu_launch_masked(const tcu_index_args *x, void *scratch, cudaStream_t s) {
         tcu_offsets64(&x->it, i, off);
         if (tcu_load_bool(x->idx, off[2], x->dt_idx)) tcu_masked_element(x, off, rank++);
     }
-    return 0;
+    return emu_launched();
 }
 
 int tcu_launch_mm(const tcu_mm_args *m, int sm_count, cudaStream_t s) {
@@ -299,7 +400,7 @@ int tcu_launch_mm(const tcu_mm_args *m, int sm_count, cudaStream_t s) {
         tcu_offsets64(&m->it, i, off);
         tcu_mm_element(m, off);
     }
-    return 0;
+    return emu_launched();
 }
 
 int tcu_launch_smm(const tcu_smm_args *m, int sm_count, cudaStream_t s) {
@@ -309,38 +410,179 @@ int tcu_launch_smm(const tcu_smm_args *m, int sm_count, cudaStream_t s) {
     if (m->amax) *m->amax = 0;
     for (int64_t i = 0; i < m->M; i++)
         for (int64_t j = 0; j < m->N; j++) tcu_smm_element(m, i, j);
-    return 0;
+    return emu_launched();
 }
 
-// What cuBLASLt computes for a plan: D' = scale_d * (scale_a * scale_b * op(A') op(B')), op(A') = T
-// (A' stored k x mm), op(B') = N (B' stored k x nn), D' column-major with ld ldc; amax before
-// scale_d; fp8 results saturate.
-int tcu_lt_matmul(tcu_device *d, const struct tcu_lt_problem *p, const struct tcu_lt_plan *pl,
-                  const struct tcu_lt_ptrs *ptrs, const void *a, const void *b, void *out) {
-    (void)d;
+// ---- an emulated cuBLASLt: the real library's host-side descriptors (they need no GPU), with
+// the heuristic and the matmul emulated as strictly as the real ones refuse ----
+// The heuristic answers no algorithm for what cuBLASLt has no fp8 kernel for (its "FP8 data
+// types" table: e5m2 x e5m2, an e5m2 D from e4m3 x e4m3, an fp8 D without a 16-bit C, layouts
+// other than TN) and for empty matrices; the algorithm it returns relies on the alignments the
+// preference declared (256 bytes unless told) and on the epilogue the descriptor had (D scale,
+// amax), and the emulated cublasLtMatmul refuses pointers or epilogues it was not chosen for.
+static struct { int heuristic, refused, bad_calls; } g_lt;   // heuristic calls, no-kernel answers, misuses
+
+enum { LT_ALGO_MAGIC = 0x5437 };
+typedef struct lt_desc_view {
+    cublasOperation_t ta, tb;
+    const float *sa, *sb, *sd;
+    float *amax;
+} lt_desc_view;
+
+static void lt_read_desc(cublasLtMatmulDesc_t op, lt_desc_view *v) {
+    size_t w;
+    memset(v, 0, sizeof *v);
+    cublasLtMatmulDescGetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &v->ta, sizeof v->ta, &w);
+    cublasLtMatmulDescGetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &v->tb, sizeof v->tb, &w);
+    cublasLtMatmulDescGetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &v->sa, sizeof v->sa, &w);
+    cublasLtMatmulDescGetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &v->sb, sizeof v->sb, &w);
+    cublasLtMatmulDescGetAttribute(op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &v->sd, sizeof v->sd, &w);
+    cublasLtMatmulDescGetAttribute(op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &v->amax, sizeof v->amax, &w);
+}
+
+typedef struct lt_layout_view {
+    cudaDataType type;
+    uint64_t rows, cols;
+    int64_t ld;
+} lt_layout_view;
+
+static void lt_read_layout(cublasLtMatrixLayout_t l, lt_layout_view *v) {
+    size_t w;
+    int32_t t = 0;
+    cublasLtMatrixLayoutGetAttribute(l, CUBLASLT_MATRIX_LAYOUT_TYPE, &t, sizeof t, &w);
+    v->type = (cudaDataType)t;
+    cublasLtMatrixLayoutGetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &v->rows, sizeof v->rows, &w);
+    cublasLtMatrixLayoutGetAttribute(l, CUBLASLT_MATRIX_LAYOUT_COLS, &v->cols, sizeof v->cols, &w);
+    cublasLtMatrixLayoutGetAttribute(l, CUBLASLT_MATRIX_LAYOUT_LD, &v->ld, sizeof v->ld, &w);
+}
+
+static bool lt_is_f8(cudaDataType t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
+
+static torc_dtype lt_torc_type(cudaDataType t) {
+    switch (t) {
+    case CUDA_R_8F_E4M3: return TORC_DTYPE_F8_E4M3FN;
+    case CUDA_R_8F_E5M2: return TORC_DTYPE_F8_E5M2;
+    case CUDA_R_16BF: return TORC_DTYPE_BF16;
+    case CUDA_R_16F: return TORC_DTYPE_F16;
+    default: return TORC_DTYPE_F32;
+    }
+}
+
+// cuBLASLt's fp8 table: does a kernel exist for these types?
+static bool lt_types_ok(cudaDataType a, cudaDataType b, cudaDataType c, cudaDataType d) {
+    if (!lt_is_f8(a) || !lt_is_f8(b) || (a == CUDA_R_8F_E5M2 && b == CUDA_R_8F_E5M2)) return false;
+    if (d == CUDA_R_32F) return c == CUDA_R_32F;
+    if (c != CUDA_R_16BF && c != CUDA_R_16F) return false;
+    if (d == CUDA_R_16BF || d == CUDA_R_16F) return d == c;
+    if (d == CUDA_R_8F_E5M2) return a == CUDA_R_8F_E5M2 || b == CUDA_R_8F_E5M2;
+    return d == CUDA_R_8F_E4M3;
+}
+
+static cublasStatus_t emu_lt_create(cublasLtHandle_t *h) {
+    *h = (cublasLtHandle_t)malloc(1);
+    return *h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+}
+
+static cublasStatus_t emu_lt_destroy(cublasLtHandle_t h) {
+    free((void *)h);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasStatus_t emu_lt_heuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t A,
+                                       cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
+                                       cublasLtMatmulPreference_t pref, int requested,
+                                       cublasLtMatmulHeuristicResult_t *res, int *found) {
+    (void)h;
+    g_lt.heuristic++;
+    *found = 0;
+    if (requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
+    lt_desc_view dv;
+    lt_layout_view la, lb, lc, ld;
+    lt_read_desc(op, &dv);
+    lt_read_layout(A, &la), lt_read_layout(B, &lb), lt_read_layout(C, &lc), lt_read_layout(D, &ld);
+    if (!la.rows || !la.cols || !lb.rows || !lb.cols || !ld.rows || !ld.cols) return CUBLAS_STATUS_INVALID_VALUE;
+    uint32_t al[4] = {256, 256, 256, 256};
+    size_t w;
+    for (int i = 0; i < 4; i++)
+        cublasLtMatmulPreferenceGetAttribute(pref, (cublasLtMatmulPreferenceAttributes_t)(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i),
+                                             &al[i], sizeof al[i], &w);
+    const bool tn = dv.ta == CUBLAS_OP_T && dv.tb == CUBLAS_OP_N;
+    bool aligned = true;
+    for (int i = 0; i < 4; i++) aligned = aligned && al[i] >= 16;   // fp8 kernels need 16 bytes at least
+    if (!tn || !aligned || !lt_types_ok(la.type, lb.type, lc.type, ld.type)) {
+        g_lt.refused++;
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    memset(res, 0, sizeof *res);
+    res->algo.data[0] = LT_ALGO_MAGIC;
+    for (int i = 0; i < 4; i++) res->algo.data[1 + i] = al[i];    // what the algorithm may rely on
+    res->algo.data[5] = dv.sd != NULL;
+    res->algo.data[6] = dv.amax != NULL;
+    res->state = CUBLAS_STATUS_SUCCESS;
+    *found = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+// D' = scale_d * (scale_a * scale_b * op(A') op(B')), op(A') = T (A' stored k x mm), op(B') = N
+// (B' stored k x nn), D' column-major; amax before scale_d; fp8 results saturate.
+static cublasStatus_t emu_lt_matmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const void *alpha, const void *A,
+                                    cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc,
+                                    const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+                                    cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *ws,
+                                    size_t ws_size, cudaStream_t stream) {
+    (void)h, (void)ws, (void)ws_size, (void)stream;
+    lt_desc_view dv;
+    lt_layout_view la, lb, ld;
+    lt_read_desc(op, &dv);
+    lt_read_layout(Adesc, &la), lt_read_layout(Bdesc, &lb), lt_read_layout(Ddesc, &ld);
+    (void)Cdesc;
+    if (!algo || algo->data[0] != LT_ALGO_MAGIC || *(const float *)alpha != 1.0f || *(const float *)beta != 0.0f) {
+        g_lt.bad_calls++;
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    const void *const ptrs[4] = {A, B, C, D};
+    for (int i = 0; i < 4; i++)
+        if ((uintptr_t)ptrs[i] % algo->data[1 + i]) {   // chosen for a stricter alignment
+            g_lt.refused++;
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+    if (algo->data[5] != (dv.sd != NULL) || algo->data[6] != (dv.amax != NULL)) {  // another epilogue
+        g_lt.refused++;
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
     g_paths.lt++;
-    const void *A = pl->swap ? b : a, *B = pl->swap ? a : b;
-    const torc_dtype ta = pl->swap ? p->b : p->a, tb = pl->swap ? p->a : p->b;
-    const double scale = (double)*ptrs->scale_a * (double)*ptrs->scale_b;
+    const torc_dtype ta = lt_torc_type(la.type), tb = lt_torc_type(lb.type), td = lt_torc_type(ld.type);
+    const double scale = (double)*dv.sa * (double)*dv.sb;
     double amax = 0;
-    for (int64_t i = 0; i < pl->mm; i++)
-        for (int64_t j = 0; j < pl->nn; j++) {
+    for (uint64_t i = 0; i < ld.rows; i++)
+        for (uint64_t j = 0; j < ld.cols; j++) {
             double sum = 0;
-            for (int64_t k = 0; k < pl->k; k++)
-                sum += tcu_load_f64(A, k + i * pl->lda, ta) * tcu_load_f64(B, k + j * pl->ldb, tb);
+            for (uint64_t k = 0; k < la.rows; k++)
+                sum += tcu_load_f64(A, (int64_t)(k + i * (uint64_t)la.ld), ta) * tcu_load_f64(B, (int64_t)(k + j * (uint64_t)lb.ld), tb);
             const double r = sum * scale;
             amax = isnan(r) || isnan(amax) ? NAN : (fabs(r) > amax ? fabs(r) : amax);
-            const int64_t o = i + j * pl->ldc;
-            if (tcu_is_fp8(p->out)) {
-                const float v = (float)(r * (ptrs->scale_d ? (double)*ptrs->scale_d : 1.0));
-                ((uint8_t *)out)[o] = p->out == TORC_DTYPE_F8_E4M3FN ? torc_f32_to_f8e4m3fn_sat(v) : torc_f32_to_f8e5m2_sat(v);
+            const int64_t o = (int64_t)(i + j * (uint64_t)ld.ld);
+            if (tcu_is_fp8(td)) {
+                const float v = (float)(r * (dv.sd ? (double)*dv.sd : 1.0));
+                ((uint8_t *)D)[o] = td == TORC_DTYPE_F8_E4M3FN ? torc_f32_to_f8e4m3fn_sat(v) : torc_f32_to_f8e5m2_sat(v);
             } else {
-                tcu_store_f64(out, o, p->out, r);
+                tcu_store_f64(D, o, td, r);
             }
         }
-    if (ptrs->amax_d) *ptrs->amax_d = (float)amax;
-    return TORC_OK;
+    if (dv.amax) *dv.amax = (float)amax;
+    return CUBLAS_STATUS_SUCCESS;
 }
+
+static const tcu_lt_api EMU_LT = {emu_lt_create, emu_lt_destroy, cublasLtMatmulDescCreate, cublasLtMatmulDescDestroy,
+                                  cublasLtMatmulDescSetAttribute, cublasLtMatrixLayoutCreate, cublasLtMatrixLayoutDestroy,
+                                  cublasLtMatmulPreferenceCreate, cublasLtMatmulPreferenceSetAttribute,
+                                  cublasLtMatmulPreferenceDestroy, emu_lt_heuristic, emu_lt_matmul};
+
+// lt_matmul.c gets the emulated cuBLASLt: the test links with -Wl,--wrap=tcu_lt_api_get, and
+// the real loader (blas_api.c) stays reachable as __real_tcu_lt_api_get.
+const tcu_lt_api *__wrap_tcu_lt_api_get(void);
+const tcu_lt_api *__real_tcu_lt_api_get(void);
+const tcu_lt_api *__wrap_tcu_lt_api_get(void) { return &EMU_LT; }
 
 // What cuBLAS computes for a plan (column-major, op flags, leading dims, strided batches).
 static void emu_blas(const torc_op *op, const tcu_gemm_plan *pl) {
@@ -416,9 +658,12 @@ static void setup_ref(void) {
     g_dev.sm_count = 2;  // small, so that long reductions take the split path
     g_dev.cc_major = 9;
     g_dev.err_word = &g_kerr;
+    pthread_mutex_init(&g_dev.lib_mu, NULL);
 }
 
 static void teardown_ref(void) {
+    tcu_lt_release(&g_dev);
+    pthread_mutex_destroy(&g_dev.lib_mu);
     ref->shutdown();
     dlclose(ref_lib);
 }
@@ -428,7 +673,7 @@ static void teardown_ref(void) {
 // mismatch; both sides refusing (or failing with the same status) counts as agreement.
 static bool check_op(torc_op *op, tview *out, double rscale) {
     char why[160];
-    const bool ours = tcu_supports_op(op, why, sizeof why);
+    const bool ours = tcu_supports_op(op, g_dev.cc_major * 10 + g_dev.cc_minor, why, sizeof why);
     const bool theirs = ref->supports(0, op);
     if (ours != theirs) {
         fprintf(stderr, "%s: supports() differs: cuda %d (%s), reference %d\n", g_case, ours, ours ? "" : why, theirs);
@@ -583,6 +828,32 @@ START_TEST(scaled_mm_matches_reference) {
 END_TEST
 
 // ---- plans and math shared with the device ----
+// randn's transform (philox.h) uses no math library, so the device gives the reference's bits;
+// here: it is as accurate as libm's log and cos, and exact where the answer is.
+START_TEST(philox_normal_needs_no_math_library) {
+    ck_assert(torc_philox_log(1.0) == 0.0);
+    ck_assert(torc_philox_log(0.5) == -0x1.62e42fefa39efp-1);   // -log 2, correctly rounded
+    ck_assert(torc_philox_cos2pi(0) == 1.0);
+    ck_assert(torc_philox_cos2pi(UINT64_C(1) << 52) == -1.0);   // half a turn
+    ck_assert(fabs(torc_philox_cos2pi(UINT64_C(1) << 51)) < 1e-300);   // a quarter: 0
+    double worst_log = 0, worst_cos = 0, worst_n = 0;
+    for (uint64_t i = 0; i < 200000; i++) {
+        uint32_t w[4];
+        torc_philox_words(99, 5, i, w);
+        const double u1 = (double)((((uint64_t)w[0] << 21) | (w[1] >> 11)) + 1) * 0x1.0p-53;
+        const uint64_t v = ((uint64_t)w[2] << 21) | (w[3] >> 11);
+        const double l = torc_philox_log(u1), c = torc_philox_cos2pi(v);
+        const double want_c = cos(6.283185307179586476925 * (double)v * 0x1.0p-53);
+        if (u1 != 1.0) worst_log = fmax(worst_log, fabs(l - log(u1)) / fabs(log(u1)));
+        worst_cos = fmax(worst_cos, fabs(c - want_c));
+        worst_n = fmax(worst_n, fabs(torc_philox_normal(99, 5, i) - sqrt(-2.0 * log(u1)) * want_c));
+    }
+    ck_assert_msg(worst_log < 5e-16, "log: worst relative error %g", worst_log);
+    ck_assert_msg(worst_cos < 1e-15, "cos: worst absolute error %g", worst_cos);
+    ck_assert_msg(worst_n < 1e-14, "normal: worst absolute difference to libm's Box-Muller %g", worst_n);
+}
+END_TEST
+
 START_TEST(fast_division_is_exact) {
     const uint32_t specials[] = {1, 2, 3, 5, 7, 10, 31, 32, 33, 255, 256, 257, 1000, 65535, 65536, 65537,
                                  (1u << 20) + 1, 0x7FFFFFFFu, 0x40000000u, 0x40000001u, 123456789u};
@@ -679,6 +950,21 @@ START_TEST(index_math_picks_32_bit_only_when_it_fits) {
         }
         for (int k = 0; k < 3; k++) ck_assert_int_eq(o64[k], want[k]);
     }
+}
+END_TEST
+
+START_TEST(few_strided_softmax_rows_share_threads) {
+    // softmax over dim 0 of (50000, 8): 8 rows 8 elements apart share a block each, not a thread
+    const int64_t shape[2] = {50000, 8}, stride[2] = {8, 1};
+    const torc_operand x = {NULL, TORC_DTYPE_F32, 2, {shape[0], shape[1]}, {stride[0], stride[1]}};
+    tcu_rows_plan pl;
+    ck_assert(tcu_rows_plan_build(&pl, &x, &x, 0));
+    ck_assert_int_eq(pl.n_rows, 8);
+    ck_assert_int_eq(pl.group, TCU_THREADS);
+    // many strided rows keep a thread each (coalesced across rows)
+    const torc_operand y = {NULL, TORC_DTYPE_F32, 2, {64, 8192}, {8192, 1}};
+    ck_assert(tcu_rows_plan_build(&pl, &y, &y, 0));
+    ck_assert_int_eq(pl.group, 1);
 }
 END_TEST
 
@@ -855,14 +1141,19 @@ END_TEST
 typedef struct fake_mem {
     size_t capacity, used;
     int live;
+    bool fault;
 } fake_mem;
 
 // Blocks carry their size in a 64-byte header (which keeps the pointer well aligned).
-static int fake_alloc(void *ctx, size_t n, void **out) {
+static int fake_alloc(void *ctx, size_t n, void **out, char *why, size_t why_n) {
     fake_mem *m = ctx;
-    if (m->used + n > m->capacity) return 2;  // out of memory
+    if (m->fault) {   // a faulted context: every call fails with the same sticky error
+        snprintf(why, why_n, "cudaErrorIllegalAddress (an illegal memory access was encountered)");
+        return TCU_RAW_FAILED;
+    }
+    if (m->used + n > m->capacity) return TCU_RAW_OOM;
     char *p = malloc(n + 64);
-    if (!p) return 2;
+    if (!p) return TCU_RAW_OOM;
     memcpy(p, &n, sizeof n);
     m->used += n;
     m->live++;
@@ -881,7 +1172,7 @@ static void fake_free(void *ctx, void *q) {
 }
 
 START_TEST(allocator_reuses_splits_and_merges) {
-    fake_mem mem = {(size_t)1 << 30, 0, 0};
+    fake_mem mem = {(size_t)1 << 30, 0, 0, false};
     const tcu_raw_ops raw = {&mem, fake_alloc, fake_free};
     tcu_allocator a;
     tcu_allocator_init(&a, &raw);
@@ -892,8 +1183,8 @@ START_TEST(allocator_reuses_splits_and_merges) {
     ck_assert_uint_eq(tcu_segment_size((size_t)5 << 20), (size_t)20 << 20);
     ck_assert_uint_eq(tcu_segment_size((size_t)11 << 20), (size_t)12 << 20);
     // small blocks come out of one 2 MiB segment
-    void *p1 = tcu_allocator_alloc(&a, 1000, 0, err, sizeof err);
-    void *p2 = tcu_allocator_alloc(&a, 3000, 0, err, sizeof err);
+    void *p1 = tcu_allocator_alloc(&a, 1000, 0, NULL, err, sizeof err);
+    void *p2 = tcu_allocator_alloc(&a, 3000, 0, NULL, err, sizeof err);
     ck_assert_ptr_nonnull(p1);
     ck_assert_ptr_nonnull(p2);
     ck_assert_int_eq((char *)p2 - (char *)p1, 1024);
@@ -904,7 +1195,7 @@ START_TEST(allocator_reuses_splits_and_merges) {
     ck_assert_uint_eq(s.reserved, (size_t)2 << 20);
     // freeing and allocating the same size reuses the block without touching raw memory
     ck_assert(tcu_allocator_free(&a, p1));
-    void *p3 = tcu_allocator_alloc(&a, 900, 0, err, sizeof err);
+    void *p3 = tcu_allocator_alloc(&a, 900, 0, NULL, err, sizeof err);
     ck_assert_ptr_eq(p3, p1);
     // freed neighbours merge back into the whole segment
     ck_assert(tcu_allocator_free(&a, p2));
@@ -915,15 +1206,15 @@ START_TEST(allocator_reuses_splits_and_merges) {
     ck_assert(!tcu_allocator_free(&a, (char *)p1 + 8));  // not ours
     ck_assert(tcu_allocator_free(&a, NULL));
     // a different stream does not take another stream's cached block
-    void *q = tcu_allocator_alloc(&a, 1000, 1, err, sizeof err);
+    void *q = tcu_allocator_alloc(&a, 1000, 1, NULL, err, sizeof err);
     tcu_allocator_stats(&a, &s);
     ck_assert_uint_eq(s.raw_allocs, 2);
     tcu_allocator_free(&a, q);
     // large requests: own rounded segments, split only when the rest is worth keeping
-    void *l1 = tcu_allocator_alloc(&a, (size_t)3 << 20, 0, err, sizeof err);   // from a new 20 MiB segment
-    void *l2 = tcu_allocator_alloc(&a, (size_t)3 << 20, 0, err, sizeof err);   // same segment, split
+    void *l1 = tcu_allocator_alloc(&a, (size_t)3 << 20, 0, NULL, err, sizeof err);   // from a new 20 MiB segment
+    void *l2 = tcu_allocator_alloc(&a, (size_t)3 << 20, 0, NULL, err, sizeof err);   // same segment, split
     ck_assert_int_eq((char *)l2 - (char *)l1, 3 << 20);
-    void *big = tcu_allocator_alloc(&a, (size_t)50 << 20, 0, err, sizeof err);
+    void *big = tcu_allocator_alloc(&a, (size_t)50 << 20, 0, NULL, err, sizeof err);
     tcu_allocator_stats(&a, &s);
     ck_assert_uint_eq(s.reserved, ((size_t)4 << 20) + ((size_t)20 << 20) + ((size_t)50 << 20));
     ck_assert_uint_eq(s.peak_reserved, s.reserved);
@@ -941,22 +1232,22 @@ START_TEST(allocator_reuses_splits_and_merges) {
 END_TEST
 
 START_TEST(allocator_releases_cache_and_retries_on_oom) {
-    fake_mem mem = {(size_t)64 << 20, 0, 0};
+    fake_mem mem = {(size_t)64 << 20, 0, 0, false};
     const tcu_raw_ops raw = {&mem, fake_alloc, fake_free};
     tcu_allocator a;
     tcu_allocator_init(&a, &raw);
     char err[256];
-    void *x = tcu_allocator_alloc(&a, (size_t)40 << 20, 0, err, sizeof err);
+    void *x = tcu_allocator_alloc(&a, (size_t)40 << 20, 0, NULL, err, sizeof err);
     ck_assert_ptr_nonnull(x);
     tcu_allocator_free(&a, x);  // cached: 40 MiB reserved, none allocated
     // 50 MiB does not fit next to the cached 40: the cache goes back and the retry succeeds
-    void *y = tcu_allocator_alloc(&a, (size_t)50 << 20, 0, err, sizeof err);
+    void *y = tcu_allocator_alloc(&a, (size_t)50 << 20, 0, NULL, err, sizeof err);
     ck_assert_ptr_nonnull(y);
     tcu_alloc_stats s;
     tcu_allocator_stats(&a, &s);
     ck_assert_uint_eq(s.reserved, (size_t)50 << 20);
     // a request beyond the device fails with PyTorch's wording
-    void *z = tcu_allocator_alloc(&a, (size_t)100 << 20, 0, err, sizeof err);
+    void *z = tcu_allocator_alloc(&a, (size_t)100 << 20, 0, NULL, err, sizeof err);
     ck_assert_ptr_null(z);
     ck_assert_ptr_nonnull(strstr(err, "CUDA out of memory. Tried to allocate 100.00 MiB"));
     tcu_allocator_free(&a, y);
@@ -966,7 +1257,7 @@ START_TEST(allocator_releases_cache_and_retries_on_oom) {
 END_TEST
 
 START_TEST(allocator_stress_keeps_blocks_disjoint) {
-    fake_mem mem = {(size_t)256 << 20, 0, 0};
+    fake_mem mem = {(size_t)256 << 20, 0, 0, false};
     const tcu_raw_ops raw = {&mem, fake_alloc, fake_free};
     tcu_allocator a;
     tcu_allocator_init(&a, &raw);
@@ -988,7 +1279,7 @@ START_TEST(allocator_stress_keeps_blocks_disjoint) {
         } else {
             const uint64_t r = rnd();
             sz[i] = (r & 3) == 0 ? (size_t)(r >> 8) % (12 << 20) + 1 : (size_t)(r >> 8) % 70000 + 1;
-            p[i] = tcu_allocator_alloc(&a, sz[i], (int)(r >> 60) & 1, err, sizeof err);
+            p[i] = tcu_allocator_alloc(&a, sz[i], (int)(r >> 60) & 1, NULL, err, sizeof err);
             if (!p[i]) continue;  // the fake device is small: OOM is allowed, not corruption
             // mark both ends (whole blocks would make the test slow without checking more)
             memset(p[i], i, sz[i] < 64 ? sz[i] : 64);
@@ -1079,6 +1370,210 @@ START_TEST(pinned_blocks_wait_for_their_copy) {
     tcu_pinned_trim(&p);
     ck_assert_uint_eq(p.total, 0);
     tcu_pinned_destroy(&p);
+}
+END_TEST
+
+// ---- the CUDA runtime's error state and cuBLASLt's refusals (emulated as the real ones) ----
+static torc_op mul_op(tview *a, tview *b, tview *out) {
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_MUL;
+    op.n_in = 2;
+    op.in[0] = a->op;
+    op.in[1] = b->op;
+    op.out = out->op;
+    return op;
+}
+
+// A kernel launch right after: it must report only its own errors.
+static bool launch_is_clean(const char *after) {
+    const int64_t shape[1] = {300};
+    tview a = tv_new(TORC_DTYPE_F32, 1, shape, L_CONTIG, -2, 2), out = tv_new(TORC_DTYPE_F32, 1, shape, L_CONTIG, 0, 0);
+    torc_op op = mul_op(&a, &a, &out);
+    snprintf(g_case, sizeof g_case, "mul after %s", after);
+    const bool ok = check_op(&op, &out, 1.0);
+    tv_free(&a);
+    tv_free(&out);
+    return ok;
+}
+
+START_TEST(fp8_outputs_saturate_as_the_reference) {
+    g_dev.cc_major = 9, g_dev.cc_minor = 0;
+    ck_assert_int_eq(cases_fp8_saturation(check_emulated), 0);
+}
+END_TEST
+
+START_TEST(pending_copies_leave_no_error_for_the_next_launch) {
+    tcu_pinned_ops ops;
+    tcu_device_pinned_ops(&g_dev, &ops);
+    tcu_pinned_pool pool;
+    tcu_pinned_init(&pool, &ops);
+    // Two async copies from pageable memory, staged as cuda_copy stages them: the second finds
+    // the first one's block still in flight (its event query answers "not ready").
+    void *b1, *b2, *b3;
+    const int i1 = tcu_pinned_get(&pool, 1000, &b1);
+    ck_assert_int_ge(i1, 0);
+    ck_assert_int_eq(tcu_pinned_release(&pool, i1, NULL), 0);
+    const int i2 = tcu_pinned_get(&pool, 1000, &b2);
+    ck_assert_int_ge(i2, 0);
+    ck_assert_ptr_ne(b2, b1);
+    ck_assert_int_eq(tcu_pinned_release(&pool, i2, NULL), 0);
+    ck_assert(launch_is_clean("a pending copy"));
+    ck_assert_int_eq(cudaPeekAtLastError(), cudaSuccess);
+    // a pinned allocation that fails (the copy then runs synchronously) is handled too
+    g_rt.host_alloc_fails = true;
+    ck_assert_int_lt(tcu_pinned_get(&pool, 1 << 20, &b3), 0);
+    g_rt.host_alloc_fails = false;
+    ck_assert(launch_is_clean("a failed cudaHostAlloc"));
+    ck_assert_int_eq(cudaPeekAtLastError(), cudaSuccess);
+    tcu_pinned_destroy(&pool);
+    ck_assert_int_eq(g_rt.events, 0);
+}
+END_TEST
+
+START_TEST(raw_allocations_tell_oom_from_a_faulted_device) {
+    tcu_raw_ops raw;
+    tcu_device dev;
+    memset(&dev, 0, sizeof dev);
+    tcu_device_raw_ops(&dev, &raw);
+    char why[200];
+    void *p = NULL;
+    g_rt.malloc_fails = cudaErrorMemoryAllocation;
+    ck_assert_int_eq(raw.alloc(raw.ctx, 4096, &p, why, sizeof why), TCU_RAW_OOM);
+    ck_assert_int_eq(cudaPeekAtLastError(), cudaSuccess);   // handled: the allocator retries
+    g_rt.malloc_fails = cudaErrorIllegalAddress;
+    ck_assert_int_eq(raw.alloc(raw.ctx, 4096, &p, why, sizeof why), TCU_RAW_FAILED);
+    ck_assert_ptr_nonnull(strstr(why, "cudaErrorIllegalAddress"));
+    g_rt.malloc_fails = cudaSuccess;
+    ck_assert_int_eq(raw.alloc(raw.ctx, 4096, &p, why, sizeof why), 0);
+    raw.free(raw.ctx, p);
+}
+END_TEST
+
+START_TEST(make_current_follows_the_runtime) {
+    t_device = 0;
+    const int calls = g_rt.set_device;
+    ck_assert_int_eq(tcu_make_current(1), TORC_OK);
+    ck_assert_int_eq(t_device, 1);
+    ck_assert_int_eq(tcu_make_current(1), TORC_OK);
+    ck_assert_int_eq(g_rt.set_device, calls + 1);   // already current: no call
+    cudaSetDevice(0);                               // application code switches behind torc's back
+    ck_assert_int_eq(tcu_make_current(1), TORC_OK);
+    ck_assert_int_eq(t_device, 1);
+    ck_assert_int_ne(tcu_make_current(5), TORC_OK); // an invalid device: the runtime's error, cleared
+    ck_assert_int_eq(cudaPeekAtLastError(), cudaSuccess);
+}
+END_TEST
+
+START_TEST(supports_decides_fp8_matmul_by_compute_capability) {
+    const int64_t s2[2] = {16, 16}, one[1] = {1};
+    tview a = tv_new(TORC_DTYPE_F8_E4M3FN, 2, s2, L_CONTIG, -1, 1), sc = tv_new(TORC_DTYPE_F32, 1, one, L_CONTIG, 1, 1);
+    tview out = tv_new(TORC_DTYPE_BF16, 2, s2, L_CONTIG, 0, 0);
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_SCALED_MM;
+    op.n_in = 4;
+    op.in[0] = op.in[1] = a.op;
+    op.in[2] = op.in[3] = sc.op;
+    op.out = out.op;
+    char why[160];
+    ck_assert(!tcu_supports_op(&op, 80, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "compute capability 8.9 or newer (this device is 8.0)"));
+    ck_assert(!tcu_supports_op(&op, 86, why, sizeof why));
+    ck_assert(tcu_supports_op(&op, 89, why, sizeof why));
+    ck_assert(tcu_supports_op(&op, 90, why, sizeof why));
+    tv_free(&a);
+    tv_free(&sc);
+    tv_free(&out);
+}
+END_TEST
+
+// One fp8 matmul of the cuBLASLt kind (TN, multiples of 16) with a and b `shift` bytes into
+// their storage; true when it matched the reference.
+static bool lt_case(torc_dtype out_dt, int shift, bool amax, int64_t M, int64_t K, int64_t N) {
+    const int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N}, one[1] = {1};
+    tview a = tv_new_at(TORC_DTYPE_F8_E4M3FN, 2, sa, L_CONTIG, -4, 4, shift);
+    tview b = tv_new_at(TORC_DTYPE_F8_E4M3FN, 2, sb, L_TRANS, -4, 4, shift);
+    tview out = tv_new(out_dt, 2, so, L_CONTIG, 0, 0);
+    tview sc = tv_new(TORC_DTYPE_F32, 1, one, L_CONTIG, 0.5, 0.5), am = tv_new(TORC_DTYPE_F32, 1, one, L_CONTIG, -1, -1);
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_SCALED_MM;
+    op.n_in = 4;
+    op.in[0] = a.op, op.in[1] = b.op, op.in[2] = sc.op, op.in[3] = sc.op, op.out = out.op;
+    op.params.scaled_mm.amax_out = amax ? am.op.data : NULL;
+    snprintf(g_case, sizeof g_case, "scaled_mm e4m3 -> %d, %lldx%lldx%lld at +%d B, amax %d", out_dt, (long long)M,
+             (long long)K, (long long)N, shift, amax);
+    const bool ok = check_emulated(&op, (tview *[]){&a, &b, &sc, &sc, NULL, &am}, &out, 1.0);
+    tv_free(&a);
+    tv_free(&b);
+    tv_free(&out);
+    tv_free(&sc);
+    tv_free(&am);
+    return ok;
+}
+
+START_TEST(lt_algorithms_fit_the_operands_alignment_and_epilogue) {
+    g_dev.cc_major = 9, g_dev.cc_minor = 0;
+    // The same shape, first aligned without amax, then at +16 and +32 bytes with amax: each runs
+    // on cuBLASLt (both check passes) with an algorithm chosen for its own pointers and epilogue.
+    const int shifts[3] = {0, 16, 32};
+    for (int i = 0; i < 3; i++) {
+        const int lt0 = g_paths.lt, smm0 = g_paths.smm, refused0 = g_lt.refused;
+        ck_assert(lt_case(TORC_DTYPE_F8_E4M3FN, shifts[i], i > 0, 32, 64, 48));
+        ck_assert_int_eq(g_paths.lt - lt0, 2);
+        ck_assert_int_eq(g_paths.smm, smm0);
+        ck_assert_int_eq(g_lt.refused, refused0);
+    }
+    ck_assert_int_eq(g_lt.bad_calls, 0);
+}
+END_TEST
+
+START_TEST(lt_without_a_kernel_falls_back_to_the_generic_kernel) {
+    g_dev.cc_major = 9, g_dev.cc_minor = 0;
+    // e4m3 x e4m3 with an e5m2 output: cuBLASLt has no kernel; the generic one gives the answer
+    const int lt0 = g_paths.lt, smm0 = g_paths.smm;
+    ck_assert(lt_case(TORC_DTYPE_F8_E5M2, 0, true, 32, 64, 48));
+    ck_assert_int_eq(g_paths.lt, lt0);
+    ck_assert_int_gt(g_paths.smm, smm0);
+}
+END_TEST
+
+START_TEST(scaled_mm_with_an_empty_side_never_asks_cublaslt) {
+    g_dev.cc_major = 9, g_dev.cc_minor = 0;
+    const int h0 = g_lt.heuristic;
+    ck_assert(lt_case(TORC_DTYPE_BF16, 0, true, 0, 32, 16));   // amax of nothing: 0, as the reference
+    ck_assert(lt_case(TORC_DTYPE_BF16, 0, true, 16, 32, 0));
+    ck_assert(lt_case(TORC_DTYPE_F8_E4M3FN, 0, true, 0, 32, 16));
+    ck_assert(lt_case(TORC_DTYPE_F8_E4M3FN, 0, false, 16, 32, 0));
+    ck_assert_int_eq(g_lt.heuristic, h0);
+}
+END_TEST
+
+START_TEST(allocator_reports_a_faulted_device_not_oom) {
+    fake_mem mem = {(size_t)64 << 20, 0, 0, false};
+    const tcu_raw_ops raw = {&mem, fake_alloc, fake_free};
+    tcu_allocator a;
+    tcu_allocator_init(&a, &raw);
+    char err[256];
+    bool oom = true;
+    void *x = tcu_allocator_alloc(&a, (size_t)4 << 20, 0, &oom, err, sizeof err);
+    ck_assert_ptr_nonnull(x);
+    tcu_allocator_free(&a, x);   // cached
+    mem.fault = true;            // a kernel faulted: the context is gone
+    void *y = tcu_allocator_alloc(&a, (size_t)40 << 20, 0, &oom, err, sizeof err);
+    ck_assert_ptr_null(y);
+    ck_assert(!oom);
+    ck_assert_ptr_null(strstr(err, "out of memory"));
+    ck_assert_ptr_nonnull(strstr(err, "cudaErrorIllegalAddress"));
+    tcu_alloc_stats s;
+    tcu_allocator_stats(&a, &s);
+    ck_assert_uint_eq(s.raw_frees, 0);   // the cache was not released on a broken context
+    mem.fault = false;
+    ck_assert_ptr_null(tcu_allocator_alloc(&a, (size_t)100 << 20, 0, &oom, err, sizeof err));
+    ck_assert(oom);
+    tcu_allocator_destroy(&a);
+    ck_assert_int_eq(mem.live, 0);
 }
 END_TEST
 
@@ -1208,21 +1703,29 @@ START_TEST(lt_plans_fp8_tn_layouts_and_says_why_not) {
     tcu_lt_descs_destroy(&d);
     // the algorithm cache: hit after put, LRU eviction when full
     tcu_lt_cache *cache = calloc(1, sizeof *cache);
-    tcu_lt_key key;
-    tcu_lt_key_of(&pl, &p, &key);
-    ck_assert_ptr_null(tcu_lt_cache_find(cache, &key));
-    cublasLtMatmulAlgo_t algo;
+    tcu_lt_key key, k16, kno_amax;
+    const char *base = (const char *)(uintptr_t)0x10000;
+    tcu_lt_key_of(&pl, &p, &ptrs, base, base + 0x1000, base + 0x2000, &key);
+    ck_assert_uint_eq(key.align_a, 256);
+    // the key tells apart what the heuristic's choice depends on: alignment and epilogue
+    tcu_lt_key_of(&pl, &p, &ptrs, base + 16, base + 0x1000, base + 0x2000, &k16);
+    ck_assert_uint_eq(k16.align_a, 16);
+    const tcu_lt_ptrs no_amax = {sa, sb, sd, NULL};
+    tcu_lt_key_of(&pl, &p, &no_amax, base, base + 0x1000, base + 0x2000, &kno_amax);
+    cublasLtMatmulAlgo_t algo, hit;
+    ck_assert(!tcu_lt_cache_find(cache, &key, &hit));
     memset(&algo, 7, sizeof algo);
     tcu_lt_cache_put(cache, &key, &algo);
-    const cublasLtMatmulAlgo_t *hit = tcu_lt_cache_find(cache, &key);
-    ck_assert_ptr_nonnull(hit);
-    ck_assert(memcmp(hit, &algo, sizeof algo) == 0);
+    ck_assert(tcu_lt_cache_find(cache, &key, &hit));
+    ck_assert(memcmp(&hit, &algo, sizeof algo) == 0);
+    ck_assert(!tcu_lt_cache_find(cache, &k16, &hit));
+    ck_assert(!tcu_lt_cache_find(cache, &kno_amax, &hit));
     for (int i = 0; i < TCU_LT_CACHE_SLOTS; i++) {
         tcu_lt_key k2 = key;
         k2.k = 1000 + i;
         tcu_lt_cache_put(cache, &k2, &algo);
     }
-    ck_assert_ptr_null(tcu_lt_cache_find(cache, &key));  // evicted as least recently used
+    ck_assert(!tcu_lt_cache_find(cache, &key, &hit));  // evicted as least recently used
     free(cache);
 }
 END_TEST
@@ -1276,7 +1779,9 @@ START_TEST(plugin_loads_and_fails_init_cleanly_without_a_device) {
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_FILL;
-    ck_assert(v->supports(0, &op));  // supports() is a pure check of the descriptor
+    // supports() decides by the device's compute capability: without a device, nothing
+    ck_assert(!v->supports(0, &op));
+    ck_assert_ptr_nonnull(strstr(v->last_error(), first));
     ck_assert_int_eq(v->run(0, &op), TORC_ERR_BACKEND);
     v->free(0, NULL);
     v->event_destroy(NULL);
@@ -1311,8 +1816,8 @@ START_TEST(loading_the_plugin_maps_no_cublas) {
     const tcu_blas_api *api = tcu_blas_api_get();
     ck_assert_msg(api != NULL, "%s", g_err);
     ck_assert_ptr_nonnull(api->gemm_strided_batched_ex);
-    ck_assert_ptr_nonnull(tcu_lt_api_get());
-    ck_assert_ptr_nonnull(tcu_lt_api_get()->matmul);
+    ck_assert_ptr_nonnull(__real_tcu_lt_api_get());
+    ck_assert_ptr_nonnull(__real_tcu_lt_api_get()->matmul);
     ck_assert(mapped("/libcublas.so"));
 }
 END_TEST
@@ -1322,27 +1827,27 @@ START_TEST(supports_refuses_malformed_descriptors) {
     memset(&op, 0, sizeof op);
     char why[160];
     op.code = TORC_OP_COUNT;
-    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
     ck_assert_ptr_nonnull(strstr(why, "unknown opcode"));
     op.code = TORC_OP_ADD;
     op.n_in = 1;
-    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
     ck_assert_ptr_nonnull(strstr(why, "takes 2 inputs"));
     op.n_in = 2;
     op.out.ndim = 9;
-    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
     op.out.ndim = 1;
     op.out.shape[0] = 3;
     op.in[0].ndim = op.in[1].ndim = 1;
     op.in[0].shape[0] = 3;
     op.in[1].shape[0] = 2;
-    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
     ck_assert_ptr_nonnull(strstr(why, "not broadcast"));
     op.in[1].shape[0] = 3;
     op.in[1].stride[0] = -1;
-    ck_assert(!tcu_supports_op(&op, why, sizeof why));
+    ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
     op.in[1].stride[0] = 1;
-    ck_assert(tcu_supports_op(&op, why, sizeof why));
+    ck_assert(tcu_supports_op(&op, 90, why, sizeof why));
 }
 END_TEST
 
@@ -1351,14 +1856,17 @@ int main(void) {
     TCase *plans = tcase_create("plans");
     tcase_set_timeout(plans, 120);
     tcase_add_test(plans, fast_division_is_exact);
+    tcase_add_test(plans, philox_normal_needs_no_math_library);
     tcase_add_test(plans, dims_merge_when_contiguous_for_every_operand);
     tcase_add_test(plans, index_math_picks_32_bit_only_when_it_fits);
     tcase_add_test(plans, launch_configuration_covers_the_work);
+    tcase_add_test(plans, few_strided_softmax_rows_share_threads);
     tcase_add_test(plans, conversions_match_convert_h);
     tcase_add_test(plans, gemm_layouts_use_op_flags_not_copies);
     tcase_add_test(plans, lt_plans_fp8_tn_layouts_and_says_why_not);
     tcase_add_test(plans, device_table_promises_datasheet_peaks);
     tcase_add_test(plans, supports_refuses_malformed_descriptors);
+    tcase_add_test(plans, supports_decides_fp8_matmul_by_compute_capability);
     suite_add_tcase(s, plans);
     TCase *mem = tcase_create("memory");
     tcase_set_timeout(mem, 120);
@@ -1366,6 +1874,9 @@ int main(void) {
     tcase_add_test(mem, allocator_releases_cache_and_retries_on_oom);
     tcase_add_test(mem, allocator_stress_keeps_blocks_disjoint);
     tcase_add_test(mem, pinned_blocks_wait_for_their_copy);
+    tcase_add_test(mem, allocator_reports_a_faulted_device_not_oom);
+    tcase_add_test(mem, raw_allocations_tell_oom_from_a_faulted_device);
+    tcase_add_test(mem, make_current_follows_the_runtime);
     suite_add_tcase(s, mem);
     TCase *emu = tcase_create("emulated_kernels_vs_reference");
     tcase_add_checked_fixture(emu, setup_ref, teardown_ref);
@@ -1381,6 +1892,11 @@ int main(void) {
     tcase_add_test(emu, matmul_matches_reference);
     tcase_add_test(emu, index_ops_match_reference);
     tcase_add_test(emu, scaled_mm_matches_reference);
+    tcase_add_test(emu, fp8_outputs_saturate_as_the_reference);
+    tcase_add_test(emu, pending_copies_leave_no_error_for_the_next_launch);
+    tcase_add_test(emu, lt_algorithms_fit_the_operands_alignment_and_epilogue);
+    tcase_add_test(emu, lt_without_a_kernel_falls_back_to_the_generic_kernel);
+    tcase_add_test(emu, scaled_mm_with_an_empty_side_never_asks_cublaslt);
     suite_add_tcase(s, emu);
     TCase *plugin = tcase_create("plugin");
     tcase_add_test(plugin, plugin_loads_and_fails_init_cleanly_without_a_device);

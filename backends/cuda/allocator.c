@@ -152,7 +152,8 @@ static void format_size(char *buf, size_t n, uint64_t bytes) {
     else snprintf(buf, n, "%.2f MiB", (double)bytes / (1 << 20));
 }
 
-void *tcu_allocator_alloc(tcu_allocator *a, size_t nbytes, int stream, char *err, size_t err_n) {
+void *tcu_allocator_alloc(tcu_allocator *a, size_t nbytes, int stream, bool *oom, char *err, size_t err_n) {
+    if (oom) *oom = true;
     if (nbytes > SIZE_MAX - TCU_ROUND_LARGE) {
         snprintf(err, err_n, "CUDA out of memory. Tried to allocate %zu bytes", nbytes);
         return NULL;
@@ -169,10 +170,19 @@ void *tcu_allocator_alloc(tcu_allocator *a, size_t nbytes, int stream, char *err
     } else {
         const size_t seg = tcu_segment_size(size);
         void *p = NULL;
-        int rc = a->raw.alloc(a->raw.ctx, seg, &p);
-        if (rc != 0) {  // give the cache back and try once more
+        char why[200] = "";
+        int rc = a->raw.alloc(a->raw.ctx, seg, &p, why, sizeof why);
+        if (rc == TCU_RAW_OOM) {  // give the cache back and try once more
             release_cached(a);
-            rc = a->raw.alloc(a->raw.ctx, seg, &p);
+            rc = a->raw.alloc(a->raw.ctx, seg, &p, why, sizeof why);
+        }
+        if (rc != 0 && rc != TCU_RAW_OOM) {
+            // Not a lack of memory (a faulted context, say): releasing the cache would not help
+            // and would touch a broken device; say what the device said.
+            if (oom) *oom = false;
+            snprintf(err, err_n, "CUDA error while allocating %zu bytes: %s", size, why[0] ? why : "unknown error");
+            pthread_mutex_unlock(&a->mu);
+            return NULL;
         }
         if (rc != 0) {
             char want[32], al[32], res[32];

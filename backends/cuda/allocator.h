@@ -11,8 +11,10 @@
 // The raw memory source (cudaMalloc/cudaFree in the backend, a counting fake in tests).
 typedef struct tcu_raw_ops {
     void *ctx;
-    // 0 and *out set on success; non-zero on failure (out of memory or another error).
-    int (*alloc)(void *ctx, size_t nbytes, void **out);
+    // 0 and *out set on success; TCU_RAW_OOM when the device is out of memory (the allocator
+    // then releases its cache and retries); TCU_RAW_FAILED for any other error, with why filled
+    // (a faulted context, say: no retry, and never reported as out of memory).
+    int (*alloc)(void *ctx, size_t nbytes, void **out, char *why, size_t why_n);
     void (*free)(void *ctx, void *ptr);
 } tcu_raw_ops;
 
@@ -22,6 +24,9 @@ typedef struct tcu_raw_ops {
 #define TCU_LARGE_SEGMENT ((size_t)20 << 20)   // < 10 MiB requests share 20 MiB segments
 #define TCU_MIN_LARGE_ALLOC ((size_t)10 << 20)
 #define TCU_ROUND_LARGE ((size_t)2 << 20)      // bigger ones get their own, rounded to 2 MiB
+
+#define TCU_RAW_OOM 1
+#define TCU_RAW_FAILED 2
 
 typedef struct tcu_block tcu_block;
 struct tcu_block {
@@ -53,8 +58,10 @@ void tcu_allocator_init(tcu_allocator *a, const tcu_raw_ops *raw);
 void tcu_allocator_destroy(tcu_allocator *a);
 
 // A block of at least nbytes (nbytes 0 gives a valid 512-byte block) for use on `stream`.
-// On failure returns NULL and writes a PyTorch-like "out of memory" message into err.
-void *tcu_allocator_alloc(tcu_allocator *a, size_t nbytes, int stream, char *err, size_t err_n);
+// On failure returns NULL with a message in err: PyTorch's "CUDA out of memory..." and *oom true
+// when the device is out of memory, the device's own error and *oom false otherwise (oom may be
+// NULL).
+void *tcu_allocator_alloc(tcu_allocator *a, size_t nbytes, int stream, bool *oom, char *err, size_t err_n);
 // Returns a block to the cache. false if ptr did not come from this allocator (NULL is fine).
 bool tcu_allocator_free(tcu_allocator *a, void *ptr);
 // Releases every cached segment that holds no live block.

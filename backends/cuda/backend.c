@@ -22,6 +22,7 @@ int tcu_error(int status, const char *fmt, ...) {
 }
 
 int tcu_cuda_error(cudaError_t e, const char *what) {
+    cudaGetLastError();  // reported now: the next launch on this thread must not report it again
     return tcu_error(e == cudaErrorMemoryAllocation ? TORC_ERR_OOM : TORC_ERR_BACKEND, "%s: %s (%s)",
                      what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
@@ -35,7 +36,6 @@ static char g_init_error[256];
 static int g_count;
 static tcu_device *g_devs;
 static bool g_tf32;
-static _Thread_local int t_current = -1;   // the device this thread last made current
 
 bool tcu_allow_tf32(void) { return g_tf32; }
 
@@ -100,12 +100,14 @@ static int cuda_init(void) {
                 d->sm_count = p.multiProcessorCount;
                 d->total_memory = p.totalGlobalMem;
                 atomic_init(&d->ready, false);
+                pthread_mutex_init(&d->lib_mu, NULL);
             }
             if (status == TORC_OK) {
                 const char *tf = getenv("TORC_ALLOW_TF32");
                 g_tf32 = tf && strcmp(tf, "1") == 0;
                 g_count = n;
             } else {
+                for (int i = 0; i < n; i++) pthread_mutex_destroy(&g_devs[i].lib_mu);
                 free(g_devs);
                 g_devs = NULL;
             }
@@ -115,46 +117,6 @@ static int cuda_init(void) {
     pthread_mutex_unlock(&g_mu);
     if (status != TORC_OK) return tcu_error(status, "%s", g_init_error);
     return TORC_OK;
-}
-
-// ---- raw memory and event hooks for the allocator and the staging pool ----
-static int raw_alloc(void *ctx, size_t n, void **out) {
-    const tcu_device *d = ctx;
-    cudaSetDevice(d->index);
-    const cudaError_t e = cudaMalloc(out, n);
-    if (e != cudaSuccess) cudaGetLastError();  // clear the sticky-free error state
-    return e != cudaSuccess;
-}
-static void raw_free(void *ctx, void *p) {
-    const tcu_device *d = ctx;
-    cudaSetDevice(d->index);
-    cudaFree(p);
-}
-static int host_alloc(void *ctx, size_t n, void **out) {
-    (void)ctx;
-    return cudaHostAlloc(out, n, cudaHostAllocDefault) != cudaSuccess;
-}
-static void host_free(void *ctx, void *p) {
-    (void)ctx;
-    cudaFreeHost(p);
-}
-static void *ev_new(void *ctx) {
-    (void)ctx;
-    cudaEvent_t e;
-    return cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess ? (void *)e : NULL;
-}
-static void ev_free(void *ctx, void *e) {
-    (void)ctx;
-    cudaEventDestroy((cudaEvent_t)e);
-}
-static int ev_record(void *ctx, void *e, void *stream) {
-    (void)ctx;
-    return cudaEventRecord((cudaEvent_t)e, (cudaStream_t)stream) != cudaSuccess;
-}
-static int ev_done(void *ctx, void *e) {
-    (void)ctx;
-    const cudaError_t r = cudaEventQuery((cudaEvent_t)e);
-    return r == cudaSuccess ? 1 : (r == cudaErrorNotReady ? 0 : -1);
 }
 
 // Creates the device's stream, allocator, staging pool and error word. Caller holds g_mu.
@@ -169,9 +131,11 @@ static int device_setup(tcu_device *d) {
         return tcu_cuda_error(e, "cudaHostAlloc (error word)");
     }
     *d->err_word = 0;
-    const tcu_raw_ops raw = {d, raw_alloc, raw_free};
+    tcu_raw_ops raw;
+    tcu_device_raw_ops(d, &raw);
     tcu_allocator_init(&d->alloc, &raw);
-    const tcu_pinned_ops pops = {d, host_alloc, host_free, ev_new, ev_free, ev_record, ev_done};
+    tcu_pinned_ops pops;
+    tcu_device_pinned_ops(d, &pops);
     tcu_pinned_init(&d->pinned, &pops);
     d->blas = NULL;
     atomic_store(&d->ready, true);
@@ -194,23 +158,17 @@ tcu_device *tcu_dev(int device) {
         const int rc = atomic_load(&d->ready) ? TORC_OK : device_setup(d);
         pthread_mutex_unlock(&g_mu);
         if (rc != TORC_OK) return NULL;
-        t_current = device;
     }
-    if (t_current != device) {
-        const cudaError_t e = cudaSetDevice(device);
-        if (e != cudaSuccess) {
-            tcu_cuda_error(e, "cudaSetDevice");
-            return NULL;
-        }
-        t_current = device;
-    }
-    return d;
+    // Asked of the runtime every time (a cheap thread-local read): another thread may have set
+    // the device up, and application code may have called cudaSetDevice since.
+    return tcu_make_current(device) == TORC_OK ? d : NULL;
 }
 
 void *tcu_scratch(tcu_device *d, size_t n) {
     char err[256];
-    void *p = tcu_allocator_alloc(&d->alloc, n, 0, err, sizeof err);
-    if (!p) tcu_error(TORC_ERR_OOM, "%s", err);
+    bool oom;
+    void *p = tcu_allocator_alloc(&d->alloc, n, 0, &oom, err, sizeof err);
+    if (!p) tcu_error(oom ? TORC_ERR_OOM : TORC_ERR_BACKEND, "%s", err);
     return p;
 }
 
@@ -231,14 +189,15 @@ static void device_teardown(tcu_device *d) {
 static void cuda_shutdown(void) {
     pthread_mutex_lock(&g_mu);
     if (g_state == 1) {
-        for (int i = 0; i < g_count; i++)
+        for (int i = 0; i < g_count; i++) {
             if (atomic_load(&g_devs[i].ready)) device_teardown(&g_devs[i]);
+            pthread_mutex_destroy(&g_devs[i].lib_mu);
+        }
         free(g_devs);
         g_devs = NULL;
         g_count = 0;
     }
     g_state = 0;
-    t_current = -1;
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -280,11 +239,7 @@ static int check_kernel_errors(tcu_device *d) {
 
 static void *cuda_alloc(int device, size_t nbytes) {
     tcu_device *d = tcu_dev(device);
-    if (!d) return NULL;
-    char err[256];
-    void *p = tcu_allocator_alloc(&d->alloc, nbytes, 0, err, sizeof err);
-    if (!p) tcu_error(TORC_ERR_OOM, "%s", err);
-    return p;
+    return d ? tcu_scratch(d, nbytes) : NULL;
 }
 
 static void cuda_free(int device, void *ptr) {
@@ -300,6 +255,8 @@ static int sync_stream(tcu_device *d) {
     if (e != cudaSuccess) return tcu_cuda_error(e, "cudaStreamSynchronize");
     return check_kernel_errors(d);
 }
+
+#define TCU_D2H_STAGE_MAX ((size_t)1 << 20)
 
 typedef struct d2h_job {
     void *dst;
@@ -351,7 +308,11 @@ static int cuda_copy(int device, void *dst, const void *src, size_t n, torc_copy
     }
     if (kind == TORC_COPY_DEVICE_TO_HOST) {
         void *stage;
-        const int idx = async ? tcu_pinned_get(&d->pinned, n, &stage) : -1;
+        // The staged copy ends in a host callback whose memcpy holds the stream: fine for small
+        // copies, but 256 MiB at ~10 GB/s would stall every later kernel for ~25 ms. Larger
+        // copies into pageable memory run synchronously, as cudaMemcpyAsync into pageable
+        // memory does in PyTorch.
+        const int idx = async && n <= TCU_D2H_STAGE_MAX ? tcu_pinned_get(&d->pinned, n, &stage) : -1;
         if (idx >= 0) {   // dst is written by a stream callback: valid after synchronize()
             d2h_job *j = malloc(sizeof *j);
             if (j) {
@@ -431,15 +392,17 @@ static void cuda_event_destroy(void *event) {
 }
 
 // ---- ops ----
-// A pure check of the descriptor (no device needed); the reason goes to last_error.
+// A check of the descriptor against the device's compute capability (known since init; no
+// context needed); the reason goes to last_error.
 static bool cuda_supports(int device, const torc_op *op) {
-    (void)device;
     char why[160];
     if (!op) {
         tcu_error(TORC_ERR_INVALID_ARG, "supports: NULL op");
         return false;
     }
-    if (tcu_supports_op(op, why, sizeof why)) return true;
+    if (check_index(device) != TORC_OK) return false;
+    const tcu_device *d = &g_devs[device];
+    if (tcu_supports_op(op, d->cc_major * 10 + d->cc_minor, why, sizeof why)) return true;
     tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s", why);
     return false;
 }
@@ -449,7 +412,8 @@ static int cuda_run(int device, const torc_op *op) {
     tcu_device *d = tcu_dev(device);
     if (!d) return TORC_ERR_BACKEND;
     char why[160];
-    if (!tcu_supports_op(op, why, sizeof why)) return tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s", why);
+    if (!tcu_supports_op(op, d->cc_major * 10 + d->cc_minor, why, sizeof why))
+        return tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s", why);
     return tcu_run_op(d, op);
 }
 

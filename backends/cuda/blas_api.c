@@ -60,7 +60,8 @@ static void load(void) {
     }
     void *blas = lt ? open_lib("cublas", CUBLAS_VER_MAJOR) : NULL;
     if (blas) {
-        static const char *const names[] = {"cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2", "cublasGemmEx",
+        static const char *const names[] = {"cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
+                                            "cublasGemmEx",
                                             "cublasGemmStridedBatchedEx"};
         _Static_assert(sizeof names / sizeof names[0] == sizeof(tcu_blas_api) / sizeof(void *), "one name per slot");
         void *slots[sizeof names / sizeof names[0]];

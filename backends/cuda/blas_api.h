@@ -11,6 +11,7 @@ typedef struct tcu_blas_api {
     __typeof__(cublasCreate) *create;
     __typeof__(cublasDestroy) *destroy;
     __typeof__(cublasSetStream) *set_stream;
+    __typeof__(cublasSetWorkspace) *set_workspace;
     __typeof__(cublasGemmEx) *gemm_ex;
     __typeof__(cublasGemmStridedBatchedEx) *gemm_strided_batched_ex;
 } tcu_blas_api;

@@ -3,6 +3,7 @@
 #ifndef TCU_CUDA_IMPL_H
 #define TCU_CUDA_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,7 +28,9 @@ typedef struct tcu_device {
     cudaStream_t stream;         // the device's one default stream (non-blocking)
     tcu_allocator alloc;
     tcu_pinned_pool pinned;
-    cublasHandle_t blas;         // created on the first matmul
+    pthread_mutex_t lib_mu;      // guards the lazy cuBLAS/cuBLASLt state below (handles, workspaces, cache)
+    cublasHandle_t blas;         // created on the first matmul, its workspace from the allocator
+    void *blas_ws;
     cublasLtHandle_t lt;         // created on the first fp8 matmul, with its workspace and cache
     void *lt_ws;
     size_t lt_ws_size;
@@ -37,6 +40,13 @@ typedef struct tcu_device {
 
 // The device ready for use, made current on this thread; NULL with the error set otherwise.
 tcu_device *tcu_dev(int device);
+
+// runtime_ops.c: makes device current on this thread unless the runtime says it already is.
+int tcu_make_current(int device);
+// The allocator's cudaMalloc/cudaFree and the staging pool's pinned memory and events for d;
+// each clears the runtime's last error where it handles a failure.
+void tcu_device_raw_ops(tcu_device *d, tcu_raw_ops *out);
+void tcu_device_pinned_ops(tcu_device *d, tcu_pinned_ops *out);
 bool tcu_allow_tf32(void);
 
 // Sets this thread's last error and returns status.
@@ -50,7 +60,8 @@ void *tcu_scratch(tcu_device *d, size_t nbytes);
 void tcu_scratch_free(tcu_device *d, void *p);
 
 // run.c
-bool tcu_supports_op(const torc_op *op, char *why, size_t why_n);
+// cc: the device's compute capability (major * 10 + minor); ops it cannot run are refused.
+bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t why_n);
 int tcu_run_op(tcu_device *d, const torc_op *op);
 int tcu_fill_zero(tcu_device *d, const torc_operand *out);
 
@@ -63,6 +74,10 @@ struct tcu_lt_problem;
 struct tcu_lt_plan;
 struct tcu_lt_ptrs;
 int tcu_scaled_mm(tcu_device *d, const torc_op *op);
+// TORC_OK, a torc error, or TCU_LT_NO_KERNEL when cuBLASLt has no kernel for the problem (the
+// heuristic finds none, or cublasLtMatmul answers NOT_SUPPORTED or INVALID_VALUE): nothing was
+// written and the caller runs the generic kernel.
+#define TCU_LT_NO_KERNEL 0x10000
 int tcu_lt_matmul(tcu_device *d, const struct tcu_lt_problem *p, const struct tcu_lt_plan *pl,
                   const struct tcu_lt_ptrs *ptrs, const void *a, const void *b, void *out);
 void tcu_lt_release(tcu_device *d);

@@ -29,6 +29,17 @@ const tcu_peak *tcu_peak_lookup(const char *name) {
     return NULL;
 }
 
+double tcu_mem_bandwidth_gbps(const char *name) {
+    if (!name || strstr(name, "NVL") || strstr(name, "GB200") || strstr(name, "4090 D")) return 0;
+    if (strstr(name, "A100")) return strstr(name, "80GB") ? 2039 : 1555;   // HBM2e / HBM2
+    if (strstr(name, "H100")) return strstr(name, "PCIe") ? 2000 : 3350;
+    if (strstr(name, "H200")) return 4800;
+    if (strstr(name, "L40S")) return 864;
+    if (strstr(name, "RTX 4090")) return 1008;
+    if (strstr(name, "B200")) return 8000;
+    return 0;
+}
+
 void tcu_fill_peaks(torc_device_info *info, const char *name, int cc_major, int cc_minor,
                     int sm_count, bool tf32) {
     for (int d = 0; d < TORC_DTYPE_COUNT; d++) info->peak_flops[d] = 0;

@@ -15,6 +15,10 @@ typedef struct tcu_peak {
 // The table row for a device name ("NVIDIA H100 80GB HBM3"), or NULL when unknown.
 const tcu_peak *tcu_peak_lookup(const char *name);
 
+// The device's memory bandwidth from its datasheet in GB/s (10^9 bytes), or 0 when unknown
+// (torc-bench and the GPU suite print measured bandwidth against it).
+double tcu_mem_bandwidth_gbps(const char *name);
+
 // Fills info->peak_flops and info->peak_source for a device. tf32: f32 matmuls may use TF32
 // (TORC_ALLOW_TF32=1), so f32's promise is the TF32 tensor-core peak. cc_major/cc_minor and
 // sm_count are reported in peak_source (torc_device_info has no fields for them).

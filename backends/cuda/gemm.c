@@ -28,23 +28,49 @@ static const char *blas_status_name(cublasStatus_t s) {
     }
 }
 
+// cuBLAS's workspace: PyTorch's default sizes (CUBLAS_WORKSPACE_CONFIG :4096:8 on Hopper, about
+// 4 MiB before). It comes from the caching allocator, so that under memory pressure cuBLAS does
+// not fail on its own cudaMalloc while the cache holds free blocks, and the bytes are counted.
+static size_t blas_workspace_size(const tcu_device *d) { return (size_t)(d->cc_major >= 9 ? 32 : 4) << 20; }
+
+// The device's handle, created once: two threads' first matmuls on one device take the lock.
 static int blas_handle(tcu_device *d, const tcu_blas_api *api) {
-    if (d->blas) return TORC_OK;
-    cublasHandle_t h;
-    cublasStatus_t s = api->create(&h);
-    if (s != CUBLAS_STATUS_SUCCESS) return tcu_error(TORC_ERR_BACKEND, "cublasCreate: %s", blas_status_name(s));
-    s = api->set_stream(h, d->stream);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        api->destroy(h);
-        return tcu_error(TORC_ERR_BACKEND, "cublasSetStream: %s", blas_status_name(s));
+    pthread_mutex_lock(&d->lib_mu);
+    int rc = TORC_OK;
+    if (!d->blas) {
+        cublasHandle_t h;
+        void *ws = NULL;
+        const size_t ws_size = blas_workspace_size(d);
+        char err[256];
+        bool oom = false;
+        cublasStatus_t s = api->create(&h);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            pthread_mutex_unlock(&d->lib_mu);
+            return tcu_error(TORC_ERR_BACKEND, "cublasCreate: %s", blas_status_name(s));
+        }
+        if ((s = api->set_stream(h, d->stream)) != CUBLAS_STATUS_SUCCESS)
+            rc = tcu_error(TORC_ERR_BACKEND, "cublasSetStream: %s", blas_status_name(s));
+        else if (!(ws = tcu_allocator_alloc(&d->alloc, ws_size, 0, &oom, err, sizeof err)))
+            rc = tcu_error(oom ? TORC_ERR_OOM : TORC_ERR_BACKEND, "%s", err);
+        else if ((s = api->set_workspace(h, ws, ws_size)) != CUBLAS_STATUS_SUCCESS)
+            rc = tcu_error(TORC_ERR_BACKEND, "cublasSetWorkspace: %s", blas_status_name(s));
+        if (rc == TORC_OK) {
+            d->blas = h;
+            d->blas_ws = ws;
+        } else {
+            api->destroy(h);
+            if (ws) tcu_allocator_free(&d->alloc, ws);
+        }
     }
-    d->blas = h;
-    return TORC_OK;
+    pthread_mutex_unlock(&d->lib_mu);
+    return rc;
 }
 
 void tcu_gemm_release(tcu_device *d) {
     if (d->blas) tcu_blas_api_get()->destroy(d->blas);  // a handle exists only if the API loaded
     d->blas = NULL;
+    if (d->blas_ws) tcu_scratch_free(d, d->blas_ws);   // the stream was synchronised: no gemm uses it
+    d->blas_ws = NULL;
 }
 
 static int run_blas(tcu_device *d, const torc_op *op, const tcu_gemm_plan *pl) {

@@ -40,6 +40,12 @@ void tcu_lt_plan_build(const tcu_lt_problem *p, tcu_lt_plan *pl) {
         snprintf(pl->why, sizeof pl->why, "scaled_mm writes float32, bfloat16, float16 or an fp8 dtype");
         return;
     }
+    // cuBLASLt's fp8 table (cublasLtMatmul, "FP8 data types"): e4m3 x e4m3 writes e4m3, bf16, f16
+    // or f32, never e5m2; e5m2 outputs need one e5m2 operand.
+    if (p->out == TORC_DTYPE_F8_E5M2 && p->a == TORC_DTYPE_F8_E4M3FN && p->b == TORC_DTYPE_F8_E4M3FN) {
+        snprintf(pl->why, sizeof pl->why, "cuBLASLt has no e4m3 x e4m3 kernel with a float8_e5m2 output");
+        return;
+    }
     if (p->m % 16 || p->n % 16 || p->k % 16) {
         snprintf(pl->why, sizeof pl->why,
                  "cuBLASLt fp8 needs every matrix dimension to be a multiple of 16, got m=%lld n=%lld k=%lld "
@@ -138,7 +144,15 @@ void tcu_lt_descs_destroy(tcu_lt_descs *d) {
 }
 
 // ---- cache ----
-void tcu_lt_key_of(const tcu_lt_plan *pl, const tcu_lt_problem *p, tcu_lt_key *k) {
+uint32_t tcu_lt_alignment(const void *p) {
+    const uintptr_t a = (uintptr_t)p;
+    uint32_t al = 1;
+    while (al < 256 && !(a & al)) al <<= 1;
+    return al;
+}
+
+void tcu_lt_key_of(const tcu_lt_plan *pl, const tcu_lt_problem *p, const tcu_lt_ptrs *ptrs, const void *A,
+                   const void *B, const void *D, tcu_lt_key *k) {
     memset(k, 0, sizeof *k);  // padding too: keys compare with memcmp
     k->mm = pl->mm;
     k->nn = pl->nn;
@@ -151,15 +165,21 @@ void tcu_lt_key_of(const tcu_lt_plan *pl, const tcu_lt_problem *p, tcu_lt_key *k
     k->type_d = (int)pl->type_d;
     k->fast_accum = p->fast_accum;
     k->cc = p->cc_major * 10 + p->cc_minor;
+    k->align_a = tcu_lt_alignment(A);
+    k->align_b = tcu_lt_alignment(B);
+    k->align_d = tcu_lt_alignment(D);
+    k->has_scale_d = tcu_is_fp8(p->out) && ptrs->scale_d;
+    k->has_amax = tcu_is_fp8(p->out) && ptrs->amax_d;
 }
 
-const cublasLtMatmulAlgo_t *tcu_lt_cache_find(tcu_lt_cache *c, const tcu_lt_key *k) {
+bool tcu_lt_cache_find(tcu_lt_cache *c, const tcu_lt_key *k, cublasLtMatmulAlgo_t *algo) {
     for (int i = 0; i < TCU_LT_CACHE_SLOTS; i++)
         if (c->used[i] && memcmp(&c->key[i], k, sizeof *k) == 0) {
             c->used[i] = ++c->tick;
-            return &c->algo[i];
+            *algo = c->algo[i];
+            return true;
         }
-    return NULL;
+    return false;
 }
 
 void tcu_lt_cache_put(tcu_lt_cache *c, const tcu_lt_key *k, const cublasLtMatmulAlgo_t *algo) {
@@ -193,7 +213,9 @@ tcu_smm_path tcu_smm_decide(const torc_op *op, int cc_major, int cc_minor, bool 
     p->fast_accum = false;
     tcu_lt_plan_build(p, pl);
     if (cc_major * 10 + cc_minor < 89) return TCU_SMM_REFUSE;
-    if (!pl->ok || p->k == 0) return TCU_SMM_GENERIC;
+    // An empty product (k == 0: zeros; m or n == 0: nothing to write, amax 0) is the generic
+    // kernel's: cuBLASLt is never asked about empty matrices.
+    if (!pl->ok || p->k == 0 || p->m == 0 || p->n == 0) return TCU_SMM_GENERIC;
     if (((uintptr_t)a->data | (uintptr_t)b->data | (via_f32 ? 0 : (uintptr_t)c->data)) & 15) {
         snprintf(pl->why, sizeof pl->why, "cuBLASLt fp8 needs 16-byte aligned operands");
         pl->ok = false;

@@ -1,6 +1,7 @@
 // backends/cuda/lt_plan.h — fp8 scaled matmul through cuBLASLt: the layout and capability
-// decisions (TN layout, multiples of 16, sm_89+, no e5m2 x e5m2), the descriptors, and a per-shape
-// cache of the heuristic's algorithm. Plain C: the decisions are unit-tested on the CPU.
+// decisions (TN layout, multiples of 16, sm_89+, no e5m2 x e5m2, no e4m3 x e4m3 -> e5m2), the
+// descriptors, and a cache of the heuristic's algorithm per problem and alignment. Plain C: the
+// decisions are unit-tested on the CPU.
 #ifndef TCU_LT_PLAN_H
 #define TCU_LT_PLAN_H
 
@@ -59,7 +60,7 @@ void tcu_lt_descs_destroy(tcu_lt_descs *d);
 
 // ---- SCALED_MM: which path runs an op ----
 typedef enum tcu_smm_path {
-    TCU_SMM_LT,       // cuBLASLt (plan ok, pointers 16-byte aligned)
+    TCU_SMM_LT,       // cuBLASLt (plan ok, pointers 16-byte aligned, no empty dimension)
     TCU_SMM_GENERIC,  // the generic kernel: any layout or size cuBLASLt does not take
     TCU_SMM_REFUSE    // the device cannot run fp8 matmuls (pl->why says so)
 } tcu_smm_path;
@@ -71,11 +72,20 @@ tcu_smm_path tcu_smm_decide(const torc_op *op, int cc_major, int cc_minor, bool 
 // The generic kernel's arguments for op.
 void tcu_smm_args_from_op(const torc_op *op, tcu_smm_args *s);
 
-// ---- the heuristic cache: one algorithm per problem shape ----
+// ---- the heuristic cache: one algorithm per problem ----
+// The largest power of two (at most 256) that divides p's address: what cuBLASLt may assume
+// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES, 256 when not set).
+uint32_t tcu_lt_alignment(const void *p);
+
+// Everything the heuristic's choice depends on: the shape, the types, the operands' alignment
+// (an algorithm picked for 256-byte aligned pointers may not run on a +16 B view) and the
+// epilogue (D scale, amax).
 typedef struct tcu_lt_key {
     int64_t mm, nn, k, lda, ldb, ldc;
     int type_a, type_b, type_d;
     int fast_accum, cc;
+    uint32_t align_a, align_b, align_d;   // of A', B' and D' (C aliases D)
+    int has_scale_d, has_amax;
 } tcu_lt_key;
 
 #define TCU_LT_CACHE_SLOTS 64
@@ -87,9 +97,11 @@ typedef struct tcu_lt_cache {
     uint64_t tick;
 } tcu_lt_cache;
 
-void tcu_lt_key_of(const tcu_lt_plan *pl, const tcu_lt_problem *p, tcu_lt_key *k);
-// The cached algorithm for k, or NULL.
-const cublasLtMatmulAlgo_t *tcu_lt_cache_find(tcu_lt_cache *c, const tcu_lt_key *k);
+// A' and B' are the operands as cuBLASLt sees them (b and a when pl->swap), D' the output.
+void tcu_lt_key_of(const tcu_lt_plan *pl, const tcu_lt_problem *p, const tcu_lt_ptrs *ptrs, const void *A,
+                   const void *B, const void *D, tcu_lt_key *k);
+// Copies the cached algorithm for k into *algo; false when there is none.
+bool tcu_lt_cache_find(tcu_lt_cache *c, const tcu_lt_key *k, cublasLtMatmulAlgo_t *algo);
 // Stores an algorithm, evicting the least recently used entry when full.
 void tcu_lt_cache_put(tcu_lt_cache *c, const tcu_lt_key *k, const cublasLtMatmulAlgo_t *algo);
 

@@ -171,6 +171,8 @@ typedef struct tcu_rows_plan {
     bool fits32;
 } tcu_rows_plan;
 
+#define TCU_ROWS_PER_THREAD_MIN (16 * TCU_THREADS)   // rows for a thread per row: 16 full blocks
+
 static inline bool tcu_rows_plan_build(tcu_rows_plan *pl, const torc_operand *in0,
                                        const torc_operand *out0, int dim) {
     torc_operand in1 = *in0, out1 = *out0;   // a 0-dim tensor is one row of one element
@@ -192,7 +194,10 @@ static inline bool tcu_rows_plan_build(tcu_rows_plan *pl, const torc_operand *in
     pl->len = in->shape[dim];
     pl->in_step = in->stride[dim];
     pl->out_step = out->stride[dim];
-    const bool rows_coalesced = pl->n_rows > 1 && pl->rows.stride[1][TCU_D - 1] == 1;
+    // A thread per strided row reads coalesced across rows, but only pays when the rows alone
+    // fill the device: few long rows (softmax over dim 0 of (50000, 8)) share a warp or a block
+    // each instead.
+    const bool rows_coalesced = pl->n_rows >= TCU_ROWS_PER_THREAD_MIN && pl->rows.stride[1][TCU_D - 1] == 1;
     pl->group = tcu_group_size(pl->len, pl->in_step == 1, rows_coalesced);
     pl->per_block = TCU_THREADS / pl->group;
     const int64_t blocks = (pl->n_rows + pl->per_block - 1) / pl->per_block;

@@ -141,7 +141,7 @@ static bool dtypes_ok(const torc_op *op) {
     }
 }
 
-bool tcu_supports_op(const torc_op *op, char *why, size_t n) {
+bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
     const int code = op->code;
     if (code < 0 || code >= TORC_OP_COUNT) {
         snprintf(why, n, "unknown opcode %d", code);
@@ -233,6 +233,12 @@ bool tcu_supports_op(const torc_op *op, char *why, size_t n) {
         if (a->ndim != 2 || b->ndim != 2 || c->ndim != 2 || a->shape[1] != b->shape[0] ||
             c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1] || n2 != 1 || n3 != 1) {
             snprintf(why, n, "_scaled_mm: operands must be (M, K) @ (K, N) -> (M, N) with one-element scales");
+            return false;
+        }
+        if (cc < 89) {  // as PyTorch's _scaled_mm: no fp8 matmul below Ada (sm_89) or Hopper
+            snprintf(why, n,
+                     "_scaled_mm: fp8 matmul needs compute capability 8.9 or newer (this device is %d.%d); "
+                     "fp8 matmuls need an Ada (sm_89) or Hopper (sm_90) GPU", cc / 10, cc % 10);
             return false;
         }
         return true;
