@@ -70,7 +70,7 @@ static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, tor
 }
 
 static torc_tensor *binary(const torc_tensor *a, const torc_tensor *b, torc_opcode code, double alpha) {
-    if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!a || !b) return TORC_NULL_ARG_FAIL("tensor is NULL");
     const torc_tensor *ts[2] = {a, b};
     torc_dtype common = a->dtype;  // two tensors of one dtype promote to it
     if (a->dtype != b->dtype && torc_result_type(2, ts, 0, NULL, &common)) return NULL;
@@ -80,7 +80,7 @@ static torc_tensor *binary(const torc_tensor *a, const torc_tensor *b, torc_opco
 // tensor (op) scalar: the scalar takes part in promotion as a scalar (it only lifts the
 // category), then becomes a zero-dim tensor of the common dtype on a's device.
 static torc_tensor *binary_scalar(const torc_tensor *a, torc_scalar s, torc_opcode code, bool reversed) {
-    if (!a) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!a) return TORC_NULL_ARG_FAIL("tensor is NULL");
     torc_dtype common;
     if (torc_result_type(1, &a, 1, &s, &common)) return NULL;
     // Comparisons compare in the common dtype; arithmetic computes in it.
@@ -141,7 +141,7 @@ static torc_status binary_(torc_tensor *self, const torc_tensor *other, torc_opc
 // grad_fn: the name the op records under (NULL: the opcode's).
 static torc_status binary_named_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha,
                                  const char *grad_fn) {
-    if (!self || !other) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!self || !other) return torc__null_arg("tensor is NULL");
     const torc_tensor *ts[2] = {self, other};
     torc_dtype common;
     if (torc_result_type(2, ts, 0, NULL, &common)) return torc_last_status();
@@ -153,7 +153,7 @@ static torc_status binary_t_(torc_tensor *self, const torc_tensor *other, torc_o
 }
 
 static torc_status binary_s_(torc_tensor *self, torc_scalar s, torc_opcode code) {
-    if (!self) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!self) return torc__null_arg("tensor is NULL");
     const torc_tensor *t = self;
     torc_dtype common;
     if (torc_result_type(1, &t, 1, &s, &common)) return torc_last_status();
@@ -181,7 +181,7 @@ torc_status torc_div_scalar_(torc_tensor *self, torc_scalar s) { return binary_s
 
 // ---- where ----
 torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, const torc_tensor *b) {
-    if (!cond || !a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!cond || !a || !b) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (cond->dtype != TORC_DTYPE_BOOL)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
                               torc__dtype_c10_name(cond->dtype));

@@ -297,14 +297,15 @@ static torc_tensor *apply_reduction(torc_tensor *t, const char *red, int n, cons
 // The three einops operations; reduction is NULL for rearrange and repeat.
 static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind kind, const char *reduction,
                                  const char *axes) {
-    if (!x) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!x) return TORC_NULL_ARG_FAIL("tensor is NULL");
     eo_ctx c = {.what = kind == EO_REARRANGE ? "rearrange" : kind == EO_REPEAT ? "repeat" : reduction,
                 .pattern = pattern, .axes_str = axes, .x = x};
     if (kind == EO_REDUCE && !reduction) {
         c.what = "(null)";
-        return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "reduction is NULL");
+        return torc_last_status() ? NULL : EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "reduction is NULL");
     }
-    if (!pattern) return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "pattern is NULL");
+    if (!pattern)  // torc__null_arg's rule: an error already set is kept
+        return torc_last_status() ? NULL : EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "pattern is NULL");
     const char *arrow = strstr(pattern, "->");
     if (!arrow || strstr(arrow + 2, "->"))
         return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "Pattern must contain exactly one \"->\"");
