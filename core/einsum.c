@@ -203,8 +203,9 @@ static torc_tensor *as_batched_matrix(torc_tensor *t, const int *order, int nb, 
     if (n1 == 1 && n2 == 1) return t;
     int64_t shape[TORC_MAX_DIMS];
     for (int i = 0; i < nb; i++) shape[i] = t->shape[i];
-    shape[nb] = torc__numel(n1, t->shape + nb);
-    shape[nb + 1] = torc__numel(n2, t->shape + nb + n1);
+    // (a group of an empty tensor's other dims may not fit)
+    if (!torc__numel_err(n1, t->shape + nb, &shape[nb]) || !torc__numel_err(n2, t->shape + nb + n1, &shape[nb + 1]))
+        return NULL;
     return torc_reshape(t, nb + 2, shape);
 }
 

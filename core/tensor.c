@@ -181,7 +181,7 @@ bool torc__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
     bool ok = true;
     for (int i = ndim - 1; i >= 0; i--) {
         stride[i] = s;
-        if (ok && !torc__size_mul(s, shape[i] > 1 ? shape[i] : 1, &s)) ok = false;
+        if (i > 0 && ok && !torc__size_mul(s, shape[i] > 1 ? shape[i] : 1, &s)) ok = false;  // (dim 0's size is no stride)
     }
     return ok;
 }

@@ -64,6 +64,28 @@ START_TEST(view_sizes_overflow) {
 }
 END_TEST
 
+START_TEST(pattern_sizes_overflow) {
+    torc_scope_push();
+    torc_tensor *x = torc_zeros(TORC_SHAPE(2, 3), TORC_DTYPE_F32);
+    ck_assert_ptr_null(torc_repeat(x, "h w -> h w c", "c=4611686018427387904"));
+    tu_assert_error(TORC_ERR_INVALID_ARG, "Storage size calculation overflowed with sizes=[2, 3, 4611686018427387904]");
+    ck_assert_ptr_null(torc_repeat(x, "h w -> h w 99999999999999999999", NULL));
+    tu_assert_error(TORC_ERR_INVALID_ARG, "Anonymous axis length 99999999999999999999 is too large");
+    // 2^62 * 4 wraps to 0: a dim of 0 must not pass for it.
+    torc_tensor *e = torc_zeros(TORC_SHAPE(0, 3), TORC_DTYPE_F32);
+    ck_assert_ptr_null(torc_rearrange(e, "(a b) w -> a b w", "a=4611686018427387904, b=4"));
+    tu_assert_error(TORC_ERR_SHAPE, "the lengths [4611686018427387904, 4] of dim 0 multiply past 2^63");
+    torc_tensor *y = torc_rearrange(e, "(a b) w -> a b w", "a=4611686018427387904, b=0");
+    ck_assert_msg(y != NULL, "%s", torc_last_error());
+    tu_assert_shape(y, P62, 0, 3);
+    // einsum's merged dims of an empty operand whose other dims are huge.
+    torc_tensor *z = torc_expand(torc_zeros(TORC_SHAPE(1, 1, 1), TORC_DTYPE_F32), TORC_SHAPE(0, P62, 4));
+    ck_assert_ptr_nonnull(z);
+    ck_assert_ptr_null(TORC_EINSUM("a b c, a b c -> a", z, z));
+    torc_scope_pop();
+}
+END_TEST
+
 // ---- item 2: .npy files whose header lies ----
 static void write_npy(const char *path, const char *descr, const char *shape, const void *data, size_t n) {
     char dict[256];
@@ -304,6 +326,7 @@ static Suite *make_suite(void) {
     tcase_add_checked_fixture(tc, NULL, cleanup);
     tcase_add_test(tc, creation_sizes_overflow);
     tcase_add_test(tc, view_sizes_overflow);
+    tcase_add_test(tc, pattern_sizes_overflow);
     tcase_add_test(tc, npy_sizes_do_not_wrap);
     tcase_add_test(tc, get_batch_sizes_overflow);
     tcase_add_test(tc, as_strided_bounds_do_not_wrap);
