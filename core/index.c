@@ -152,7 +152,9 @@ torc_tensor *torc_cat(int n, torc_tensor *const *ts, int dim) {
                 return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Sizes of tensors must match except in dimension %d. Expected size "
                                                       "%lld but got size %lld for tensor number %d in the list.",
                                       dim, (long long)first->shape[d], (long long)t->shape[d], i);
-        shape[dim] += t->shape[dim];
+        // A sum past int64_t (expanded inputs cost no storage) saturates: torc__new then reports
+        // the overflow (or, for 1-byte dtypes, that the memory is not there).
+        if (!torc__size_add(shape[dim], t->shape[dim], &shape[dim])) shape[dim] = INT64_MAX;
     }
     // The inputs that take part (all of them unless some were skipped).
     torc_tensor *const *in = ts;

@@ -60,6 +60,10 @@ START_TEST(view_sizes_overflow) {
     double v = 0;
     ck_assert_int_eq(torc_item(torc_select(torc_select(big, 0, P62 - 1), 0, 0), &v), TORC_OK);
     ck_assert(v == 1.0);
+    // cat of expanded inputs whose lengths add up past int64_t.
+    torc_tensor *half = torc_expand(one, TORC_SHAPE(P62 + P62 / 2, 1));
+    ck_assert_ptr_null(torc_cat(2, (torc_tensor *[]){half, half}, 0));
+    tu_assert_error(TORC_ERR_INVALID_ARG, "Storage size calculation overflowed with sizes=[9223372036854775807, 1]");
     torc_scope_pop();
 }
 END_TEST
