@@ -146,8 +146,9 @@ torc_dataset *torc_dataset_open(const char *path, const char *dtype) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(ds, TORC_ERR_IO, "cannot open dataset '%s': %s", strerror(errno), NULL);
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        const char *why = S_ISREG(sb.st_mode) ? strerror(errno) : "not a regular file";
+    const bool stat_ok = fstat(fd, &sb) == 0;
+    if (!stat_ok || !S_ISREG(sb.st_mode)) {
+        const char *why = stat_ok ? "not a regular file" : strerror(errno);  // (sb is unset when fstat failed)
         close(fd);
         return fail(ds, TORC_ERR_IO, "cannot open dataset '%s': %s", why, NULL);
     }
