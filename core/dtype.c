@@ -119,7 +119,7 @@ bool torc_dtype_is_fp8(torc_dtype d) { return d == TORC_DTYPE_F8_E4M3FN || d == 
 
 torc_status torc_dtype_from_name(const char *name, torc_dtype *out) {
     if (!name || !out)
-        return torc__error(TORC_ERR_INVALID_ARG, "dtype_from_name: name and out must not be NULL");
+        return torc__null_arg("dtype_from_name: name and out must not be NULL");
     const char *n = strncmp(name, "torch.", 6) == 0 ? name + 6 : name;
     for (int d = 0; d < TORC_DTYPE_COUNT; d++) {
         const dtype_info *e = &dtype_table[d];
@@ -221,7 +221,7 @@ static torc_status fp8_promotion_error(torc_dtype a, torc_dtype b) {
 }
 
 torc_status torc_promote_types(torc_dtype a, torc_dtype b, torc_dtype *out) {
-    if (!out) return torc__error(TORC_ERR_INVALID_ARG, "promote_types: out must not be NULL");
+    if (!out) return torc__null_arg("promote_types: out must not be NULL");
     if (!torc__dtype_valid(a)) return invalid_dtype(a);
     if (!torc__dtype_valid(b)) return invalid_dtype(b);
     if (a != b && (torc_dtype_is_fp8(a) || torc_dtype_is_fp8(b))) return fp8_promotion_error(a, b);
@@ -259,7 +259,7 @@ static torc_status combine_categories(torc_dtype higher, torc_dtype lower, torc_
 
 torc_status torc_result_type(int n_tensors, const torc_tensor *const *tensors, int n_scalars,
                              const torc_scalar *scalars, torc_dtype *out) {
-    if (!out) return torc__error(TORC_ERR_INVALID_ARG, "result_type: out must not be NULL");
+    if (!out) return torc__null_arg("result_type: out must not be NULL");
     if (n_tensors < 0 || n_scalars < 0 || (n_tensors > 0 && !tensors) ||
         (n_scalars > 0 && !scalars))
         return torc__error(TORC_ERR_INVALID_ARG,
