@@ -326,7 +326,7 @@ torc_tensor *torc_as_strided(torc_tensor *t, int ndim, const int64_t *shape, con
         if (shape[i] < 0 || stride[i] < 0)
             return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "as_strided: negative sizes and strides are not supported");
     const size_t es = torc_dtype_size(t->dtype);
-    size_t need;  // the bytes from the storage's start the view reaches (its offset counts even when empty)
+    size_t need;  // the bytes from the storage's start the view reaches (0 when it is empty)
     int64_t numel;
     if (!torc__extent_err(ndim, shape, stride, storage_offset, es, &need) || !torc__numel_err(ndim, shape, &numel))
         return NULL;
