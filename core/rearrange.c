@@ -431,6 +431,9 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
         return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG,
                             "the pattern has %d elementary axes; torc tensors have at most %d dims",
                             n_left > n_right ? n_left : n_right, TORC_MAX_DIMS);
+    if (rc.n_groups > TORC_MAX_DIMS)  // "1" / "()" dims count too (found by tests/fuzz/fuzz_rearrange.c)
+        return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "the result would have %d dims; torc tensors have at most %d",
+                            rc.n_groups, TORC_MAX_DIMS);
 
     // ---- the steps, as torc ops ----
     torc_scope_push();

@@ -75,6 +75,12 @@ START_TEST(pattern_sizes_overflow) {
     tu_assert_error(TORC_ERR_INVALID_ARG, "Storage size calculation overflowed with sizes=[2, 3, 4611686018427387904]");
     ck_assert_ptr_null(torc_repeat(x, "h w -> h w 99999999999999999999", NULL));
     tu_assert_error(TORC_ERR_INVALID_ARG, "Anonymous axis length 99999999999999999999 is too large");
+    // More result dims than a tensor has, made of "1"s (a stack overflow, found by fuzz_rearrange).
+    ck_assert_ptr_null(torc_rearrange(x, "a b -> a b 1 1 1 1 1 1 1", NULL));
+    tu_assert_error(TORC_ERR_INVALID_ARG, "the result would have 9 dims; torc tensors have at most 8");
+    ck_assert_ptr_null(torc_repeat(x, "a b -> a b () () () () () ()  c", "c=2"));
+    tu_assert_error(TORC_ERR_INVALID_ARG, "the result would have 9 dims");
+    tu_assert_shape(torc_rearrange(x, "a b -> a b 1 1 1 1 1 1", NULL), 2, 3, 1, 1, 1, 1, 1, 1);
     // 2^62 * 4 wraps to 0: a dim of 0 must not pass for it.
     torc_tensor *e = torc_zeros(TORC_SHAPE(0, 3), TORC_DTYPE_F32);
     ck_assert_ptr_null(torc_rearrange(e, "(a b) w -> a b w", "a=4611686018427387904, b=4"));
