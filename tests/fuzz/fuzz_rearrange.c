@@ -54,6 +54,7 @@ static void fuzz_write_seeds(void) {
         {2, 2, {2, 3}, "h w -> h w c", "c=3"},
         {2, 2, {2, 3}, "h w -> h (w c)", "c=2"},
         {2, 2, {2, 3}, "h w -> (2 h) w", NULL},
+        {0, 2, {2, 3}, "a b -> a b 1 1 1 1 1 1 1", NULL},  // once a stack overflow (9 result dims)
     };
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         uint8_t buf[8 + 2 * MAX_TEXT];
