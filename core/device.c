@@ -245,7 +245,7 @@ torc_status torc_set_default_device(torc_device *dev) {
 }
 
 torc_device *torc_device_get(const char *name) {
-    if (!name) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_device_get: name is NULL");
+    if (!name) return TORC_NULL_ARG_FAIL("torc_device_get: name is NULL");
     char backend[64];
     int index = 0;
     const char *colon = strchr(name, ':');
@@ -309,6 +309,6 @@ torc_status torc_device_info_get(const torc_device *dev, torc_device_info *info)
 }
 
 torc_status torc_device_synchronize(torc_device *dev) {
-    if (!dev) return torc__error(TORC_ERR_INVALID_ARG, "torc_device_synchronize: device is NULL");
+    if (!dev) return torc__null_arg("torc_device_synchronize: device is NULL");
     return torc__dev_sync(dev);
 }

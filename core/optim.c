@@ -544,7 +544,7 @@ static torc_status check_params(const torc_optimizer *opt, int n, torc_tensor *c
     if (n <= 0 || !params) return torc__error(TORC_ERR_INVALID_ARG, "optimizer got an empty parameter list");
     for (int i = 0; i < n; i++) {
         const torc_tensor *p = params[i];
-        if (!p) return torc__error(TORC_ERR_INVALID_ARG, "optimizer can only optimize Tensors, but parameter %d is NULL", i);
+        if (!p) return torc__null_arg("optimizer can only optimize Tensors, but parameter %d is NULL", i);
         if (!torc_dtype_is_floating(p->dtype))
             return torc__error(TORC_ERR_DTYPE, "optimizer can only optimize floating-point Tensors, but parameter %d is %s",
                                i, torc_dtype_name(p->dtype));
@@ -641,14 +641,14 @@ torc_tensor *torc_optimizer_param(const torc_optimizer *opt, int index) {
 
 int torc_optimizer_add_param_group(torc_optimizer *opt, int n_params, torc_tensor *const *params, const char *hparams) {
     if (!opt) {
-        torc__error(TORC_ERR_INVALID_ARG, "optimizer is NULL");
+        torc__null_arg("optimizer is NULL");
         return -1;
     }
     return add_group(opt, n_params, params, hparams ? hparams : "");
 }
 
 static bool group_ok(const torc_optimizer *opt, int group, bool allow_all) {
-    if (!opt) return torc__error(TORC_ERR_INVALID_ARG, "optimizer is NULL"), false;
+    if (!opt) return torc__null_arg("optimizer is NULL"), false;
     if ((allow_all && group == -1) || (group >= 0 && group < opt->n_groups)) return true;
     torc__error(TORC_ERR_INVALID_ARG, "parameter group %d out of range (the optimizer has %d)", group, opt->n_groups);
     return false;
@@ -656,7 +656,7 @@ static bool group_ok(const torc_optimizer *opt, int group, bool allow_all) {
 
 torc_status torc_optimizer_set_hparams(torc_optimizer *opt, int group, const char *settings) {
     if (!group_ok(opt, group, true)) return torc_last_status();
-    if (!settings) return torc__error(TORC_ERR_INVALID_ARG, "settings is NULL");
+    if (!settings) return torc__null_arg("settings is NULL");
     const int g0 = group < 0 ? 0 : group, g1 = group < 0 ? opt->n_groups : group + 1;
     double(*scratch)[MAX_HP_TOTAL] = malloc(sizeof *scratch * (size_t)(g1 - g0));
     if (!scratch) return torc__error(TORC_ERR_OOM, "out of memory");
@@ -674,7 +674,7 @@ torc_status torc_optimizer_set_hparams(torc_optimizer *opt, int group, const cha
 
 torc_status torc_optimizer_set_hparam(torc_optimizer *opt, int group, const char *name, double value) {
     if (!group_ok(opt, group, true)) return torc_last_status();
-    if (!name) return torc__error(TORC_ERR_INVALID_ARG, "hyperparameter name is NULL");
+    if (!name) return torc__null_arg("hyperparameter name is NULL");
     const int i = find_hparam(opt->vt, name, strlen(name));
     if (i < 0) return unknown_hparam(opt->vt, name, strlen(name));
     if (opt->vt->hparams[i].n_values != 1)
@@ -697,7 +697,7 @@ torc_status torc_optimizer_set_lr(torc_optimizer *opt, double lr) { return torc_
 
 torc_status torc_optimizer_get_hparam(const torc_optimizer *opt, int group, const char *name, double *values) {
     if (!group_ok(opt, group, false)) return torc_last_status();
-    if (!name || !values) return torc__error(TORC_ERR_INVALID_ARG, "torc_optimizer_get_hparam: NULL argument");
+    if (!name || !values) return torc__null_arg("torc_optimizer_get_hparam: NULL argument");
     const int i = find_hparam(opt->vt, name, strlen(name));
     if (i < 0) return unknown_hparam(opt->vt, name, strlen(name));
     memcpy(values, &opt->groups[group].hp[opt->lib->hp_offset[i]], sizeof(double) * (size_t)opt->vt->hparams[i].n_values);
@@ -794,7 +794,7 @@ static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, tor
 }
 
 torc_status torc_optimizer_step(torc_optimizer *opt) {
-    if (!opt) return torc__error(TORC_ERR_INVALID_ARG, "optimizer is NULL");
+    if (!opt) return torc__null_arg("optimizer is NULL");
     const int n = opt->n_params, ns = opt->vt->n_states;
     torc_tensor **ps = malloc(sizeof *ps * (size_t)n), **gs = malloc(sizeof *gs * (size_t)n);
     torc_tensor **slots = malloc(sizeof *slots * (size_t)(n * ns + 1));
@@ -818,7 +818,7 @@ torc_status torc_optimizer_step(torc_optimizer *opt) {
 }
 
 torc_status torc_optimizer_zero_grad(torc_optimizer *opt, bool set_to_none) {
-    if (!opt) return torc__error(TORC_ERR_INVALID_ARG, "optimizer is NULL");
+    if (!opt) return torc__null_arg("optimizer is NULL");
     torc_status st = TORC_OK;
     torc_no_grad_begin();
     for (int i = 0; i < opt->n_params && !st; i++) {
@@ -838,7 +838,7 @@ static int state_index(const torc_optimizer *opt, const char *name, size_t len) 
 }
 
 torc_tensor *torc_optimizer_state(const torc_optimizer *opt, int index, const char *buffer) {
-    if (!opt || !buffer) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_optimizer_state: NULL argument");
+    if (!opt || !buffer) return TORC_NULL_ARG_FAIL("torc_optimizer_state: NULL argument");
     if (index < 0 || index >= opt->n_params)
         return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "optimizer parameter index %d out of range (it has %d)", index,
                               opt->n_params);
@@ -873,7 +873,7 @@ static void format_hp(const torc_optimizer *opt, const double *hp, int i, char *
 }
 
 torc_status torc_optimizer_state_dict(const torc_optimizer *opt, torc_state_dict *sd, const char *prefix) {
-    if (!opt || !sd) return torc__error(TORC_ERR_INVALID_ARG, "torc_optimizer_state_dict: NULL argument");
+    if (!opt || !sd) return torc__null_arg("torc_optimizer_state_dict: NULL argument");
     const char *p = pfx(prefix);
     char key[KEY_MAX], val[1024];
     torc_status st;
@@ -950,7 +950,7 @@ static bool group_params_match(const char *s, int first, int n) {
 }
 
 torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state_dict *sd, const char *prefix) {
-    if (!opt || !sd) return torc__error(TORC_ERR_INVALID_ARG, "torc_optimizer_load_state_dict: NULL argument");
+    if (!opt || !sd) return torc__null_arg("torc_optimizer_load_state_dict: NULL argument");
     const char *p = pfx(prefix);
     const size_t plen = strlen(p);
     const int ns = opt->vt->n_states;

@@ -682,7 +682,7 @@ static const char *check_widening(const st_header *h, const unsigned char *data,
 }
 
 torc_state_dict *torc_load(const char *path, torc_device *dev) {
-    if (!path) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_load: path is NULL");
+    if (!path) return TORC_NULL_ARG_FAIL("torc_load: path is NULL");
     if (!dev && !(dev = torc_default_device())) return NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return io_error(path, "cannot open"), NULL;
