@@ -685,6 +685,8 @@ static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, tor
         if (!p->grad) continue;
         torc_status st = check_grad(p, p->grad, i);
         if (st) return st;
+        if (opt->steps[i] == INT64_MAX)
+            return torc__error(TORC_ERR_RUNTIME, "optimizer '%s': parameter %d has taken INT64_MAX steps", opt->vt->name, i);
         ps[n] = p;
         gs[n] = p->grad;
         for (int j = 0; j < ns; j++) slots[n * ns + j] = opt->states[i * ns + j];
@@ -924,7 +926,8 @@ torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state
         snprintf(key, sizeof key, "%sstate.%d.step", p, i);
         const char *v = torc_state_dict_get_meta(sd, key);
         steps[i] = 0;
-        if (v && (!parse_i64(v, &steps[i]) || steps[i] < 0))
+        // INT64_MAX is refused too: the next step would overflow the count.
+        if (v && (!parse_i64(v, &steps[i]) || steps[i] < 0 || steps[i] == INT64_MAX))
             st = torc__error(TORC_ERR_INVALID_ARG, "state dict: '%s' is not a step count ('%s')", key, v);
     }
     // Every tensor under the prefix must be a known buffer of a known parameter, shaped like it.
