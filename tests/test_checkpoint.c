@@ -139,7 +139,8 @@ static bool exists(const char *path) {
 
 START_TEST(save_removes_stale_temporaries_and_follows_the_umask) {
     torc_state_dict *sd = every_dtype();
-    const char *path = tmp_path("m.safetensors");
+    char path[1024];  // (tmp_path's buffers are reused)
+    snprintf(path, sizeof path, "%s", tmp_path("m.safetensors"));
     // What a save killed before its rename leaves, and look-alikes that are not its own.
     static const char *const stale[] = {"m.safetensors.tmp.a1B2c3", "m.safetensors.tmp.ZZZZZZ"};
     static const char *const others[] = {"m.safetensors.tmp.abc", "m.safetensors.tmp.abc1234", "m.safetensors.tmp.ab-123",
@@ -147,7 +148,7 @@ START_TEST(save_removes_stale_temporaries_and_follows_the_umask) {
     for (size_t i = 0; i < 2; i++) write_all(tmp_path(stale[i]), "x", 1);
     for (size_t i = 0; i < 5; i++) write_all(tmp_path(others[i]), "x", 1);
     ck_assert_int_eq(mkdir(tmp_path("m.safetensors.tmp.dir123"), 0700), 0);  // not a file: kept
-    ck_assert_int_eq(torc_save(sd, path), TORC_OK);
+    ck_assert_msg(torc_save(sd, path) == TORC_OK, "%s", torc_last_error());
     for (size_t i = 0; i < 2; i++) ck_assert_msg(!exists(tmp_path(stale[i])), "left behind: %s", stale[i]);
     for (size_t i = 0; i < 5; i++) ck_assert_msg(exists(tmp_path(others[i])), "removed: %s", others[i]);
     ck_assert(exists(tmp_path("m.safetensors.tmp.dir123")));
