@@ -1,0 +1,22 @@
+# The allocation-failure sweep (tests/fault/): an LD_PRELOAD shim that fails the Nth allocation,
+# a small train + save + load program, and tests/fault/sweep.sh, which runs a sample of N on
+# each host backend here (tests/fault/sweep.sh BUILD reference --all runs every N). Not under
+# the sanitizers: ASan's allocator must come first and is not interposable by the shim.
+if(NOT TORC_SANITIZE)
+  add_library(failmalloc MODULE ${CMAKE_CURRENT_SOURCE_DIR}/fault/failmalloc.c)
+  target_compile_options(failmalloc PRIVATE ${TORC_WARNINGS})
+  set_target_properties(failmalloc PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fault)
+  add_executable(fault_train ${CMAKE_CURRENT_SOURCE_DIR}/fault/fault_train.c)
+  target_link_libraries(fault_train PRIVATE torc ${CMAKE_DL_LIBS})
+  target_compile_options(fault_train PRIVATE ${TORC_WARNINGS})
+  add_dependencies(fault_train torc_plugins failmalloc)
+  set(torc_fault_backends reference)
+  if(TORC_WITH_ONEDNN)
+    list(APPEND torc_fault_backends onednn)
+  endif()
+  foreach(backend ${torc_fault_backends})
+    add_test(NAME fault_injection_${backend}
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fault/sweep.sh ${CMAKE_BINARY_DIR} ${backend} --sample 40)
+    set_tests_properties(fault_injection_${backend} PROPERTIES LABELS "unit" TIMEOUT 600)
+  endforeach()
+endif()
