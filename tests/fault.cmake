@@ -1,3 +1,12 @@
+# The kill test: SIGKILL at random moments of 25 checkpoint saves (tests/fault/kill_save.c).
+add_executable(kill_save ${CMAKE_CURRENT_SOURCE_DIR}/fault/kill_save.c)
+target_link_libraries(kill_save PRIVATE torc)
+target_compile_options(kill_save PRIVATE ${TORC_WARNINGS})
+add_dependencies(kill_save torc_plugins)
+add_test(NAME kill_during_save COMMAND ${CMAKE_COMMAND} -E env TORC_BACKEND=reference
+  sh -c "d=$(mktemp -d) && $<TARGET_FILE:kill_save> \"$d\" 25; s=$?; rm -rf \"$d\"; exit $s")
+set_tests_properties(kill_during_save PROPERTIES LABELS "unit" TIMEOUT 300)
+
 # The allocation-failure sweep (tests/fault/): an LD_PRELOAD shim that fails the Nth allocation,
 # a small train + save + load program, and tests/fault/sweep.sh, which runs a sample of N on
 # each host backend here (tests/fault/sweep.sh BUILD reference --all runs every N). Not under
