@@ -34,8 +34,10 @@ static int child(const char *path, long start, bool once) {
             return fprintf(stderr, "save %ld: %s\n", k, torc_last_error()), 1;
         printf("%ld\n", k);
         fflush(stdout);
-        if (once) return 0;
+        if (once) break;
     }
+    for (int i = 0; i < N_TENSORS; i++) torc_release(t[i]);
+    return 0;
 }
 
 // ---- the parent ----

@@ -32,6 +32,20 @@ run() {  # run NTH STICKY -> sets rc, out
     rc=$?
 }
 
+# Same words, and numbers (hex floats) within a relative 1e-5.
+close_enough() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+a, b = sys.argv[1].split(), sys.argv[2].split()
+def num(t):
+    try: return float.fromhex(t) if "0x" in t else None
+    except ValueError: return None
+ok = len(a) == len(b) and all(x == y or (num(x) is not None and num(y) is not None and
+        abs(num(x) - num(y)) <= 1e-5 * max(abs(num(x)), abs(num(y)))) for x, y in zip(a, b))
+sys.exit(0 if ok else 1)
+PY
+}
+
 run 0 0
 if [ $rc -ne 0 ]; then
     echo "baseline run failed (exit $rc): $out"; cat "$work/stderr"; exit 1
@@ -48,7 +62,7 @@ else
     ns=$( (seq 1 10; for i in $(seq 1 "$sample"); do echo $(( (i * total + sample / 2) / sample )); done) | sort -nu)
 fi
 
-bad=0 runs=0 clean=0 same=0 inside=0
+bad=0 runs=0 clean=0 same=0 inside=0 near=0
 for n in $ns; do
     for sticky in 0 1; do
         run "$n" "$sticky"
@@ -59,6 +73,10 @@ for n in $ns; do
             echo "FAIL $what: a temporary file was left: $(ls "$work")"; bad=$((bad + 1))
         elif [ $rc -eq 0 ] && [ "$out" = "$expected" ]; then
             same=$((same + 1))
+        elif [ "$backend" = onednn ] && [ $rc -eq 0 ] && close_enough "$out" "$expected"; then
+            # The backend declined an op whose oneDNN primitive it could not build and the
+            # reference backend ran it (the documented fallback), which rounds differently.
+            near=$((near + 1))
         elif [ $rc -eq 1 ] && [[ "$out" == *"error: "* ]] && [[ "$out" != *"(no message)"* ]] &&
              [[ "$expected" == "${out%%error: *}"* ]]; then  # what came before the error is right
             clean=$((clean + 1))
@@ -75,5 +93,5 @@ for n in $ns; do
         fi
     done
 done
-echo "$backend: $total allocations; $runs runs: $same same output, $clean clean errors, $inside aborts inside libdnnl, $bad failures"
+echo "$backend: $total allocations; $runs runs: $same same output, $near same within 1e-5, $clean clean errors, $inside aborts inside libdnnl, $bad failures"
 [ $bad -eq 0 ]
