@@ -11,6 +11,7 @@
 # --all runs every N in 1..K (the full sweep: ~20 s on reference, hours on onednn, whose
 # oneDNN makes ~39000 allocations), --sample M (default 40) runs N = 1..10 and M more spread
 # evenly over 1..K, in both modes. A run is killed after FAULT_TIMEOUT seconds (default 60).
+# FAULT_TRAIN_COUNT_LOAD=1 counts from before the backend is loaded (see fault_train.c).
 set -u
 build=$1 backend=$2 mode=${3:---sample} sample=${4:-40}
 shim=$build/tests/fault/failmalloc.so prog=$build/bin/fault_train
