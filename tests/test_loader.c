@@ -173,9 +173,15 @@ static void set_up_bad(bad_file bad, const char *file, bool optimizer, char *wan
     char path_env[2100];
     snprintf(path_env, sizeof path_env, "%s:%s", empty, bad_dir);
     setenv("TORC_PLUGIN_PATH", path_env, 1);
-    if (bad == UNREADABLE && geteuid() == 0) ck_assert_int_eq(setuid(65534), 0);
     snprintf(want, n, "%s/%s: %s", bad_dir, file, why);
-    // The message also lists the empty directory, tried first.
+}
+
+// Root reads any file: for the unreadable case the load runs as "nobody" (real and effective
+// uid, which access() and open() check), keeping root as the saved uid to come back for the
+// fixture's cleanup.
+static void as_nobody(bad_file bad, bool on) {
+    if (bad != UNREADABLE || getuid() != (on ? 0u : 65534u)) return;
+    ck_assert_int_eq(on ? setresuid(65534, 65534, 0) : setresuid(0, 0, 0), 0);
 }
 
 static void assert_refused(const char *kind, const char *name, const char *empty_line, const char *want) {
@@ -197,12 +203,14 @@ START_TEST(a_bad_backend_file_first_on_the_path_is_the_error) {
     char want[2048], empty_line[1100];
     set_up_bad((bad_file)_i, "libtorc_reference.so", false, want, sizeof want);
     snprintf(empty_line, sizeof empty_line, "%s/libtorc_reference.so: no such file", tmp_path("empty"));
+    as_nobody((bad_file)_i, true);
     ck_assert_ptr_null(torc_device_get("reference"));
     assert_refused("backend", "reference", empty_line, want);
     setenv("TORC_BACKEND", "reference", 1);
     ck_assert_ptr_null(torc_default_device());
     tu_assert_error(TORC_ERR_BACKEND, "TORC_BACKEND=reference: backend 'reference' could not be loaded; tried:");
     tu_assert_error(TORC_ERR_BACKEND, want);
+    as_nobody((bad_file)_i, false);
 }
 END_TEST
 
@@ -210,6 +218,7 @@ START_TEST(a_bad_optimizer_file_first_on_the_path_is_the_error) {
     char want[2048], empty_line[1100];
     set_up_bad((bad_file)_i, "libtorc_optim_sgd.so", true, want, sizeof want);
     snprintf(empty_line, sizeof empty_line, "%s/libtorc_optim_sgd.so: no such file", tmp_path("empty"));
+    as_nobody((bad_file)_i, true);
     ck_assert_ptr_null(torc_optim_load("sgd"));
     assert_refused("optimizer", "sgd", empty_line, want);
     // By path the same file gives the same reason.
@@ -218,6 +227,7 @@ START_TEST(a_bad_optimizer_file_first_on_the_path_is_the_error) {
     ck_assert_ptr_null(torc_optim_load(path));
     tu_assert_error(TORC_ERR_BACKEND, "optimizer plugin '");
     tu_assert_error(TORC_ERR_BACKEND, want);
+    as_nobody((bad_file)_i, false);
 }
 END_TEST
 
