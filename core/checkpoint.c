@@ -119,10 +119,14 @@ torc_status torc_checkpoint_load(const char *path, int n, const char *const *nam
         st = torc__error(TORC_ERR_IO, "'%s' is not a torc checkpoint (%s is %s%s%s, expected \"%s\")", path, FORMAT_KEY,
                          format ? "\"" : "", format ? format : "missing", format ? "\"" : "", FORMAT);
     if (!st && step) {
+        // A step the caller could not count on from (negative, or INT64_MAX, whose next step
+        // overflows) is as invalid as a missing one.
         const char *s = torc_state_dict_get_meta(sd, "step");
         char *end = NULL;
+        errno = 0;
         long long v = s ? strtoll(s, &end, 10) : 0;
-        if (!s || *end || end == s) st = torc__error(TORC_ERR_IO, "'%s': the checkpoint has no valid step", path);
+        if (!s || *end || end == s || errno || v < 0 || v == INT64_MAX)
+            st = torc__error(TORC_ERR_IO, "'%s': the checkpoint has no valid step ('%s')", path, s ? s : "missing");
         step_v = v;
     }
     if (!st && gen &&

@@ -1,7 +1,6 @@
-// core/optim.c — optimizer plugins: the loader (libtorc_optim_<name>.so by name or path, ABI
-// checks), the host API table plugins compute through, and the torc_optimizer frontend.
+// core/optim.c — optimizer plugins: their checks (libtorc_optim_<name>.so by name or path, loaded
+// by plugin.c's loader), the host API table plugins compute through, and the torc_optimizer frontend.
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
@@ -136,83 +135,29 @@ static void check_vtable(const torc_optim_vtable *vt, optim_lib *lib, char *why,
     lib->hp_total = total;
 }
 
-typedef struct {
-    const char *want;   // the name asked for (NULL when loading by path)
-    char tried[2048];
-    optim_lib *lib;
-} load_ctx;
-
-// Opens path and checks it; true when the search should stop (loaded, or found but refused).
-static bool try_file(load_ctx *ctx, const char *path, bool missing_is_final) {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *why = dlerror();
-        torc__tried_append(ctx->tried, sizeof ctx->tried, path, why ? why : "cannot be opened");
-        return missing_is_final;
-    }
-    torc_optim_entry_fn entry = (torc_optim_entry_fn)dlsym(h, TORC_OPTIM_ENTRY_SYMBOL);
-    if (!entry) {
-        torc__tried_append(ctx->tried, sizeof ctx->tried, path,
-                           "no symbol " TORC_OPTIM_ENTRY_SYMBOL " (not a torc optimizer plugin)");
-        dlclose(h);
-        return true;
-    }
+// The optimizer's own checks of a plugin whose entry symbol was found (want: the name asked
+// for, NULL when loading by path). Returns the new lib or NULL with why.
+static void *accept_optim(void *want, const char *path, void *h, void *entry_sym, char *why, size_t n,
+                          bool *keep_open) {
+    (void)keep_open;
     optim_lib *lib = calloc(1, sizeof *lib);
     if (!lib) {
-        torc__tried_append(ctx->tried, sizeof ctx->tried, path, "out of memory");
-        dlclose(h);
-        return true;
+        snprintf(why, n, "out of memory");
+        return NULL;
     }
-    const torc_optim_vtable *vt = entry(TORC_OPTIM_ABI_VERSION);
-    char why[384];
-    check_vtable(vt, lib, why, sizeof why);
-    if (!why[0] && ctx->want && strcmp(vt->name, ctx->want))
-        snprintf(why, sizeof why, "file is named for optimizer '%s' but its vtable says '%s'", ctx->want, vt->name);
+    const torc_optim_vtable *vt = ((torc_optim_entry_fn)entry_sym)(TORC_OPTIM_ABI_VERSION);
+    check_vtable(vt, lib, why, n);
+    if (!why[0] && want && strcmp(vt->name, want))
+        snprintf(why, n, "file is named for optimizer '%s' but its vtable says '%s'", (const char *)want, vt->name);
     if (why[0]) {
-        torc__tried_append(ctx->tried, sizeof ctx->tried, path, why);
         free(lib);
-        dlclose(h);
-        return true;
+        return NULL;
     }
     snprintf(lib->name, sizeof lib->name, "%s", vt->name);
     snprintf(lib->path, sizeof lib->path, "%s", path);
     lib->handle = h;
     lib->vt = vt;
-    ctx->lib = lib;
-    return true;
-}
-
-static bool try_dir(const char *dir, void *vctx) {
-    load_ctx *ctx = vctx;
-    char path[512];
-    snprintf(path, sizeof path, "%s/libtorc_optim_%s.so", dir, ctx->want);
-    return try_file(ctx, path, false);
-}
-
-typedef struct {
-    char list[512];
-} available_ctx;
-
-static bool collect_available(const char *dir, void *vctx) {
-    available_ctx *ctx = vctx;
-    DIR *d = opendir(dir);
-    if (!d) return false;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        size_t len = strlen(n);
-        if (strncmp(n, "libtorc_optim_", 14) || len < 18 || strcmp(n + len - 3, ".so")) continue;
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(len - 17), n + 14);
-        bool seen = false;
-        for (char *p = strstr(ctx->list, name); p && !seen; p = strstr(p + 1, name))
-            seen = (p == ctx->list || p[-1] == ' ') && (p[strlen(name)] == ',' || p[strlen(name)] == '\0');
-        if (seen) continue;
-        size_t used = strlen(ctx->list);
-        snprintf(ctx->list + used, sizeof ctx->list - used, "%s%s", used ? ", " : "", name);
-    }
-    closedir(d);
-    return false;
+    return lib;
 }
 
 // The <name> of a path ending in libtorc_optim_<name>.so, or NULL for a file named otherwise.
@@ -239,30 +184,19 @@ static const optim_lib *load_locked(const char *spec) {
         return NULL;
     }
     char file_name[64];  // by path: libtorc_optim_<name>.so must hold the optimizer <name>
-    load_ctx ctx = {.want = by_path ? name_in_file(spec, file_name, sizeof file_name) : spec};
-    if (by_path) try_file(&ctx, spec, true);
-    else torc__plugin_dirs_each(try_dir, &ctx);
-    if (!ctx.lib) {
-        if (by_path) {
-            torc__error(TORC_ERR_BACKEND, "optimizer plugin '%s' could not be loaded:%s", spec, ctx.tried);
-        } else {
-            available_ctx av = {{0}};
-            torc__plugin_dirs_each(collect_available, &av);
-            if (!ctx.tried[0]) snprintf(ctx.tried, sizeof ctx.tried, "\n  (no plugin directory found)");
-            torc__error(TORC_ERR_BACKEND, "optimizer '%s' could not be loaded; tried:%s\navailable optimizers: %s",
-                        spec, ctx.tried, av.list[0] ? av.list : "(none found)");
-        }
-        return NULL;
-    }
+    optim_lib *lib = by_path ? torc__plugin_load_file(&torc__plugin_optimizer, spec, accept_optim,
+                                                      (void *)name_in_file(spec, file_name, sizeof file_name))
+                             : torc__plugin_load(&torc__plugin_optimizer, spec, accept_optim, (void *)spec);
+    if (!lib) return NULL;
     // The same file loaded under another spelling (name vs path): keep one entry.
     for (int i = 0; i < g_n_libs; i++)
-        if (g_libs[i]->vt == ctx.lib->vt) {
-            dlclose(ctx.lib->handle);  // drops only the extra reference dlopen took
-            free(ctx.lib);
+        if (g_libs[i]->vt == lib->vt) {
+            dlclose(lib->handle);  // drops only the extra reference dlopen took
+            free(lib);
             return g_libs[i];
         }
-    g_libs[g_n_libs++] = ctx.lib;
-    return ctx.lib;
+    g_libs[g_n_libs++] = lib;
+    return lib;
 }
 
 static const optim_lib *load_lib(const char *spec) {
@@ -743,6 +677,8 @@ static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, tor
         if (!p->grad) continue;
         torc_status st = check_grad(p, p->grad, i);
         if (st) return st;
+        if (opt->steps[i] == INT64_MAX)
+            return torc__error(TORC_ERR_RUNTIME, "optimizer '%s': parameter %d has taken INT64_MAX steps", opt->vt->name, i);
         ps[n] = p;
         gs[n] = p->grad;
         for (int j = 0; j < ns; j++) slots[n * ns + j] = opt->states[i * ns + j];
@@ -999,7 +935,8 @@ torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state
         snprintf(key, sizeof key, "%sstate.%d.step", p, i);
         const char *v = torc_state_dict_get_meta(sd, key);
         steps[i] = 0;
-        if (v && (!parse_i64(v, &steps[i]) || steps[i] < 0))
+        // INT64_MAX is refused too: the next step would overflow the count.
+        if (v && (!parse_i64(v, &steps[i]) || steps[i] < 0 || steps[i] == INT64_MAX))
             st = torc__error(TORC_ERR_INVALID_ARG, "state dict: '%s' is not a step count ('%s')", key, v);
     }
     // Every tensor under the prefix must be a known buffer of a known parameter, shaped like it.

@@ -38,12 +38,26 @@ struct torc_device {
     _Atomic uint64_t total_in_use, total_peak;
 };
 
-// ---- plugin search (plugin.c), shared by the backend and optimizer loaders ----
-// Calls fn(dir, ctx) for each plugin directory in order: the entries of TORC_PLUGIN_PATH, then
-// <directory of libtorc.so>/torc. Stops and returns true as soon as fn returns true.
-bool torc__plugin_dirs_each(bool (*fn)(const char *dir, void *ctx), void *ctx);
-// Appends "\n  path: why" to the bounded list of files tried (for "could not be loaded" errors).
-void torc__tried_append(char *tried, size_t cap, const char *path, const char *why);
+// ---- the plugin loader (plugin.c), one for every kind of plugin ----
+// A kind names its files <prefix><name>.so and exports entry_symbol.
+typedef struct torc__plugin_kind {
+    const char *what;          // "backend", "optimizer": in messages
+    const char *prefix;        // "libtorc_", "libtorc_optim_"
+    const char *entry_symbol;  // the one exported function
+} torc__plugin_kind;
+extern const torc__plugin_kind torc__plugin_backend, torc__plugin_optimizer;
+// The kind's own checks of a plugin whose entry symbol was found: returns what the kind keeps
+// for it, or NULL with the reason in why (then the loader dlcloses handle unless *keep_open).
+typedef void *(*torc__plugin_accept_fn)(void *ctx, const char *path, void *handle, void *entry, char *why, size_t n,
+                                        bool *keep_open);
+// Loads <prefix><name>.so from the directories of TORC_PLUGIN_PATH, then <directory of
+// libtorc.so>/torc. The first file of that name decides: if it cannot be loaded (not a file,
+// dangling link, unreadable, not a library, no entry symbol, refused by accept) that is the
+// error, never a later file. The error (TORC_ERR_BACKEND) lists every file tried and why, and
+// the kind's plugins that are there. name must already be checked (no '/').
+void *torc__plugin_load(const torc__plugin_kind *kind, const char *name, torc__plugin_accept_fn accept, void *ctx);
+// The same for one file given by its path.
+void *torc__plugin_load_file(const torc__plugin_kind *kind, const char *path, torc__plugin_accept_fn accept, void *ctx);
 
 // The reference backend's device 0 (loaded on demand): the fallback for host-memory devices
 // and the oracle for tools. NULL (with the error set) if it cannot be loaded.
