@@ -65,13 +65,17 @@ static void write_seed(const char *dir, int k, int version) {
     fclose(f);
 }
 
+static void write_seeds(const char *dir) {
+    for (size_t k = 0; k < sizeof g_kinds / sizeof g_kinds[0]; k++)
+        for (int v = 0; v <= 2; v++) write_seed(dir, (int)k, v);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     setenv("TORC_BACKEND", "reference", 0);
     const char *seeds = getenv("TORC_FUZZ_SEEDS");
     if (seeds) {
-        for (size_t k = 0; k < sizeof g_kinds / sizeof g_kinds[0]; k++)
-            for (int v = 0; v <= 2; v++) write_seed(seeds, (int)k, v);
+        write_seeds(seeds);
         exit(0);
     }
     g_fd = memfd_create("fuzz_dataset", 0);
