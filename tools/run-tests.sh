@@ -16,7 +16,8 @@ for t in tensor view; do
   CK_FORK=no TORC_BACKEND=reference TORC_TEST_PLUGIN_DIR="$PWD/build-test/tests/plugins" \
     TORC_TEST_DATA="$PWD/tests/golden" \
     valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
-    "build-test/bin/test_$t" >/dev/null
+    "build-test/bin/test_$t" >"build-test/valgrind-$t.log" 2>&1 ||
+    { tail -n 40 "build-test/valgrind-$t.log"; echo "valgrind: test_$t FAILED"; exit 1; }
 done
 echo "valgrind: no leaks in the core suites"
 echo "== build with AddressSanitizer + UBSan and test (the register-spill check ran above)"
