@@ -271,7 +271,7 @@ static torc_status read_meta(const torc_state_dict *sd, const char *prefix, cons
 
 torc_status torc_grad_scaler_load_state_dict(torc_grad_scaler *gs, const torc_state_dict *sd, const char *prefix) {
     if (!gs || !sd) return torc__null_arg("torc_grad_scaler_load_state_dict: NULL argument");
-    double scale, gf, bf, gi, gt, en;
+    double scale = 0, gf = 0, bf = 0, gi = 0, gt = 0, en = 0;  // gcc -O3 cannot see read_meta set them
     torc_status st = read_meta(sd, prefix, "scale", &scale);
     if (!st) st = read_meta(sd, prefix, "growth_factor", &gf);
     if (!st) st = read_meta(sd, prefix, "backoff_factor", &bf);

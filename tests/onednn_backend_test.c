@@ -907,7 +907,7 @@ END_TEST
 // ---- reductions ----
 static void check_reduce(torc_opcode code, torc_dtype idt, torc_dtype odt, int nd, const int64_t *shape,
                          uint32_t mask, enum layout li, double lo, double hi) {
-    int64_t oshape[TORC_MAX_DIMS];
+    int64_t oshape[TORC_MAX_DIMS] = {0};  // (nd may be 0: gcc -O3 then warns it is read unset)
     for (int d = 0; d < nd; d++) oshape[d] = (mask >> d) & 1 ? 1 : shape[d];
     tensor in, out;
     tensor_make(&in, idt, nd, shape, li, 0x4, lo, hi);
