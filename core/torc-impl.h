@@ -283,6 +283,10 @@ torc_status torc__inplace_end(torc_tensor *self, torc_node *rec, torc_status st)
 void torc__check_inplace(torc_tensor *t, torc_status *st);
 // Called by torc_release when a tensor dies: drops its grad, grad_fn and view base.
 void torc__autograd_release(torc_tensor *t);
+// Called on this thread by backward after each gradient accumulated into a leaf's .grad (the hook
+// may take t->grad); a nonzero status stops backward. NULL removes it. Used by DDP (core/ddp.c).
+typedef torc_status (*torc__leaf_grad_hook)(torc_tensor *t, void *ctx);
+void torc__set_leaf_grad_hook(torc__leaf_grad_hook hook, void *ctx);
 
 // ---- autocast (autocast.c) ----
 // One-line hooks at the top of the frontends autocast changes (matmul.c, reduce.c, unary.c,

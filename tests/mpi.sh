@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# tests/mpi.sh PART MPI_TEST — one part of the data-parallel tests, run with mpirun (see
+# tests/mpi.cmake). Exits 77 with a reason when mpirun (Open MPI) is missing.
+set -euo pipefail
+part=$1 bin=$2
+command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# One thread per rank, shared memory and loopback only; quiet about the missing InfiniBand.
+export TORC_NUM_THREADS=1 OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_btl=self,vader,tcp
+run() { local np=$1; shift; timeout 60 mpirun -np "$np" --oversubscribe --bind-to none "$@"; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Max |a - b| over the numbers of two result files (loss curve and parameters), relative.
+maxdiff() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+a = [l.split() for l in open(sys.argv[1])]; b = [l.split() for l in open(sys.argv[2])]
+assert len(a) == len(b) and len(a) > 0, (len(a), len(b))
+d = max(abs(float.fromhex(x[-1]) - float.fromhex(y[-1])) / (1 + abs(float.fromhex(y[-1]))) for x, y in zip(a, b))
+print(d)
+PY
+}
+
+case $part in
+collectives)
+  run 2 "$bin" collectives
+  run 3 "$bin" collectives ;;
+ddp)  # 2 ranks x B/2 against 1 rank x B, SGD and Adam, 20 steps: within 1e-5; an unused parameter
+  for opt in sgd adam; do
+    run 1 "$bin" train --optim $opt --steps 20 --batch 32 --out "$tmp/one.$opt"
+    run 2 "$bin" train --optim $opt --steps 20 --batch 32 --out "$tmp/two.$opt"
+    d=$(maxdiff "$tmp/one.$opt" "$tmp/two.$opt")
+    echo "$opt: 2 ranks vs 1 rank, max relative difference $d"
+    python3 -c "import sys; sys.exit(0 if $d <= 1e-5 else 1)" || { echo "FAIL: $opt differs by $d > 1e-5"; exit 1; }
+  done
+  run 2 "$bin" train --optim sgd --steps 3 --batch 32 --unused ;;
+deterministic)  # bit-identical loss curve and parameters for 1, 2 and 4 ranks
+  for opt in sgd adam; do
+    for np in 1 2 4; do run $np "$bin" train --optim $opt --steps 20 --batch 32 --deterministic --out "$tmp/det.$opt.$np"; done
+    cmp "$tmp/det.$opt.1" "$tmp/det.$opt.2" && cmp "$tmp/det.$opt.1" "$tmp/det.$opt.4" ||
+      { echo "FAIL: deterministic $opt runs differ across process counts"; exit 1; }
+    echo "$opt: 1, 2 and 4 ranks bit-identical ($(wc -l < "$tmp/det.$opt.1") values)"
+  done ;;
+checkpoint)  # saved by 2 ranks at step 10, resumed on 1: the same as the 2-rank run to step 20
+  run 2 "$bin" train --optim adam --steps 20 --batch 32 --deterministic --save "$tmp/ck.safetensors" --save-at 10 --out "$tmp/full"
+  run 1 "$bin" train --optim adam --steps 20 --batch 32 --deterministic --resume "$tmp/ck.safetensors" --out "$tmp/resumed"
+  grep '^param' "$tmp/full" > "$tmp/full.p"; grep '^param' "$tmp/resumed" > "$tmp/resumed.p"
+  cmp "$tmp/full.p" "$tmp/resumed.p" || { echo "FAIL: resumed on 1 rank differs from the 2-rank run"; exit 1; }
+  grep '^loss 1[1-9]\|^loss 20' "$tmp/full" > "$tmp/full.l"; grep '^loss' "$tmp/resumed" > "$tmp/resumed.l"
+  cmp "$tmp/full.l" "$tmp/resumed.l" || { echo "FAIL: resumed loss curve differs"; exit 1; }
+  echo "checkpoint from 2 ranks resumed on 1: bit-identical to the 2-rank run" ;;
+failure)  # the last rank is killed at step 5: the others exit non-zero with a message within 10 s
+  start=$(date +%s.%N)
+  set +e
+  TORC_COMM_TIMEOUT=8 timeout 30 mpirun -np 2 --oversubscribe --bind-to none "$bin" train --steps 100000 --batch 32 --die-at 5 > "$tmp/log" 2>&1
+  rc=$?
+  set -e
+  took=$(python3 -c "import time; print(round(time.time() - $start, 2))")
+  cat "$tmp/log"
+  [ $rc -ne 0 ] || { echo "FAIL: the job exited 0 after a rank died"; exit 1; }
+  [ $rc -ne 124 ] || { echo "FAIL: the job hung (killed by timeout)"; exit 1; }
+  grep -qi "rank 1" "$tmp/log" || { echo "FAIL: no message naming rank 1"; exit 1; }
+  python3 -c "import sys; sys.exit(0 if $took < 10 else 1)" || { echo "FAIL: took $took s (limit 10 s)"; exit 1; }
+  echo "a killed rank ended the job in $took s with exit status $rc" ;;
+netns)  bash "$(dirname "$0")/mpi_netns.sh" "$bin" "$tmp" ;;
+*) echo "unknown part $part"; exit 2 ;;
+esac
