@@ -993,6 +993,13 @@ TORC_API int torc_dataset_shape(const torc_dataset *ds, int64_t *shape);
 // New references in *x / *y; TORC_ERR_INVALID_ARG if numel <= seq_len or batch/seq_len < 1.
 TORC_API torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev,
                                     torc_generator *gen, torc_tensor **x, torc_tensor **y);
+// Data parallel: rank's share of the global batch, rows [rank * global_batch / world, (rank + 1) *
+// global_batch / world) of what torc_get_batch(ds, global_batch, ...) draws from the same
+// generator state, which advances by global_batch counters on every rank. So the ranks' streams
+// stay aligned step after step and their union in rank order is the one-process batch.
+// TORC_ERR_INVALID_ARG when world does not divide global_batch or rank is out of range.
+TORC_API torc_status torc_get_batch_shard(torc_dataset *ds, int64_t global_batch, int64_t seq_len, int rank, int world,
+                                          torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y);
 
 #ifdef __cplusplus
 }
