@@ -105,7 +105,7 @@ void torc__mem_record_free(torc__mem_record *log) {
 }
 
 torc_status torc_memory_stats_get(const torc_device *dev, torc_memory_stats *out) {
-    if (!dev || !out) return torc__error(TORC_ERR_INVALID_ARG, "torc_memory_stats_get: NULL argument");
+    if (!dev || !out) return torc__null_arg("torc_memory_stats_get: NULL argument");
     torc_device *d = (torc_device *)dev;
     for (int i = 0; i < TORC_MEM_TAG_COUNT; i++) {
         out->in_use[i] = atomic_load(&d->in_use[i]);

@@ -290,11 +290,11 @@ torc_status torc__fp8_matmul_backward(const torc_node *n, const torc_tensor *g, 
 
 // ---- inspection ----
 torc_tensor *torc_autocast_fp8_scales(const torc_tensor *param) {
-    if (!param) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!param) return TORC_NULL_ARG_FAIL("tensor is NULL");
     return param->fp8_meta ? torc_clone(param->fp8_meta->scale) : NULL;
 }
 
 torc_tensor *torc_autocast_fp8_amax_history(const torc_tensor *param) {
-    if (!param) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!param) return TORC_NULL_ARG_FAIL("tensor is NULL");
     return param->fp8_meta ? torc_clone(param->fp8_meta->hist) : NULL;
 }

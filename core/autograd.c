@@ -423,7 +423,7 @@ void torc__autograd_release(torc_tensor *t) {
 
 // ---- tensor-level autograd state ----
 torc_status torc_set_requires_grad(torc_tensor *t, bool requires_grad) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     if (!refresh(t)) return torc_last_status();
     if (requires_grad && !torc_dtype_is_floating(t->dtype))
         return torc__error(TORC_ERR_AUTOGRAD, "only Tensors of floating point dtype can require gradients");
@@ -448,7 +448,7 @@ torc_tensor *torc_grad(const torc_tensor *t) {
 }
 
 torc_status torc_set_grad(torc_tensor *t, torc_tensor *grad) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     if (grad) {
         if (grad->dtype != t->dtype)
             return torc__error(TORC_ERR_DTYPE, "assigned grad has data of a different type");
@@ -464,7 +464,7 @@ torc_status torc_set_grad(torc_tensor *t, torc_tensor *grad) {
 }
 
 torc_status torc_retain_grad(torc_tensor *t) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     if (!refresh(t)) return torc_last_status();
     if (!t->requires_grad)
         return torc__error(TORC_ERR_AUTOGRAD, "can't retain_grad on Tensor that has requires_grad=False");
@@ -823,7 +823,7 @@ static torc_status run_engine(engine *e, int n_roots, torc_tensor *const *roots,
     // Root gradients: given ones are checked and cast, missing ones are ones for scalars.
     for (int i = 0; !st && i < n_roots; i++) {
         torc_tensor *t = roots[i];
-        if (!t) st = torc__error(TORC_ERR_INVALID_ARG, "output %d is NULL", i);
+        if (!t) st = torc__null_arg("output %d is NULL", i);
         else if (!refresh(t)) st = torc_last_status();
         else if (!t->requires_grad)
             st = torc__error(TORC_ERR_AUTOGRAD, "element %d of tensors does not require grad and does not have a grad_fn", i);
@@ -900,7 +900,7 @@ static torc_status run_engine(engine *e, int n_roots, torc_tensor *const *roots,
 }
 
 torc_status torc_backward(torc_tensor *t, const torc_tensor *gradient, bool retain_graph) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     engine e = {.accumulate = true, .keep_graph = retain_graph};
     torc_tensor *g = (torc_tensor *)gradient;
     return run_engine(&e, 1, &t, &g);
@@ -913,7 +913,7 @@ torc_status torc_autograd_grad(int n_outputs, torc_tensor *const *outputs, torc_
         return torc__error(TORC_ERR_INVALID_ARG, "torc_autograd_grad: expected outputs, inputs and a grads array");
     for (int j = 0; j < n_inputs; j++) {
         grads[j] = NULL;
-        if (!inputs[j]) return torc__error(TORC_ERR_INVALID_ARG, "input %d is NULL", j);
+        if (!inputs[j]) return torc__null_arg("input %d is NULL", j);
         if (!refresh(inputs[j])) return torc_last_status();
         if (!inputs[j]->requires_grad)
             return torc__error(TORC_ERR_AUTOGRAD, "One of the differentiated Tensors does not require grad");

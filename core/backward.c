@@ -19,8 +19,8 @@
 #define T(x) ((torc_tensor *)(x))
 #define BW(name) static torc_status name(const torc_node *n, const torc_tensor *g, const bool *need, torc_tensor **gin)
 
-// NULL-propagating forms of the ops the formulas chain: the first failure's error survives
-// (a public op given NULL would replace it with "tensor is NULL").
+// NULL-propagating forms of the ops the formulas chain: after a failure they skip the call (a
+// public op given NULL would keep the first error too, torc__null_arg, but still run its checks).
 #define W1(fn) \
     static torc_tensor *op_##fn(const torc_tensor *a) { return a ? torc_##fn(a) : NULL; }
 #define W2(fn) \

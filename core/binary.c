@@ -117,7 +117,7 @@ static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, tor
 }
 
 static torc_tensor *binary(const torc_tensor *a, const torc_tensor *b, torc_opcode code, double alpha) {
-    if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!a || !b) return TORC_NULL_ARG_FAIL("tensor is NULL");
     const torc_tensor *ts[2] = {a, b};
     torc_dtype common = a->dtype;  // two tensors of one dtype promote to it
     if (a->dtype != b->dtype && torc_result_type(2, ts, 0, NULL, &common)) return NULL;
@@ -155,7 +155,7 @@ static bool clamp_scalar_in_range(torc_opcode code, torc_dtype common, torc_scal
 // tensor (op) scalar: the scalar takes part in promotion as a scalar (it only lifts the
 // category), then becomes a zero-dim tensor on a's device in the dtype the kernel reads it in.
 static torc_tensor *binary_scalar(const torc_tensor *a, torc_scalar s, torc_opcode code, bool reversed) {
-    if (!a) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!a) return TORC_NULL_ARG_FAIL("tensor is NULL");
     torc_dtype common;
     if (torc_result_type(1, &a, 1, &s, &common)) return NULL;
     if ((code == TORC_OP_MAXIMUM || code == TORC_OP_MINIMUM) && !clamp_scalar_in_range(code, common, &s)) return NULL;
@@ -196,7 +196,7 @@ torc_tensor *torc_rsub_scalar(const torc_tensor *a, torc_scalar s) { return bina
 // Python's `s / a` is Tensor.__rdiv__: a.reciprocal() * s (so an integer a gives floats, -2 / u8
 // 200 is -0.01, and the grad_fn is MulBackward0).
 torc_tensor *torc_rdiv_scalar(const torc_tensor *a, torc_scalar s) {
-    if (!a) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!a) return TORC_NULL_ARG_FAIL("tensor is NULL");
     torc_scope_push();
     torc_tensor *r = torc_reciprocal(a);
     r = r ? torc_keep(torc_mul_scalar(r, s)) : NULL;
@@ -225,7 +225,7 @@ static torc_status binary_(torc_tensor *self, const torc_tensor *other, torc_opc
 // grad_fn: the name the op records under (NULL: the opcode's).
 static torc_status binary_named_(torc_tensor *self, const torc_tensor *other, torc_opcode code, double alpha,
                                  const char *grad_fn) {
-    if (!self || !other) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!self || !other) return torc__null_arg("tensor is NULL");
     const torc_tensor *ts[2] = {self, other};
     torc_dtype common;
     if (torc_result_type(2, ts, 0, NULL, &common)) return torc_last_status();
@@ -237,7 +237,7 @@ static torc_status binary_t_(torc_tensor *self, const torc_tensor *other, torc_o
 }
 
 static torc_status binary_s_(torc_tensor *self, torc_scalar s, torc_opcode code) {
-    if (!self) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!self) return torc__null_arg("tensor is NULL");
     const torc_tensor *t = self;
     torc_dtype common;
     if (torc_result_type(1, &t, 1, &s, &common)) return torc_last_status();
@@ -265,7 +265,7 @@ torc_status torc_div_scalar_(torc_tensor *self, torc_scalar s) { return binary_s
 
 // ---- where ----
 torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, const torc_tensor *b) {
-    if (!cond || !a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!cond || !a || !b) return TORC_NULL_ARG_FAIL("tensor is NULL");
     // PyTorch takes a uint8 condition too (nonzero is true), with a deprecation warning that
     // torc, which never prints, leaves out.
     if (cond->dtype != TORC_DTYPE_BOOL && cond->dtype != TORC_DTYPE_U8)

@@ -19,7 +19,7 @@ torc_status torc_checkpoint_save(const char *path, int n, const char *const *nam
         return torc__error(TORC_ERR_INVALID_ARG, "torc_checkpoint_save: NULL argument");
     for (int i = 0; i < n; i++) {
         if (!names[i] || !*names[i] || !tensors[i])
-            return torc__error(TORC_ERR_INVALID_ARG, "torc_checkpoint_save: tensor %d has no name or is NULL", i);
+            return torc__null_arg("torc_checkpoint_save: tensor %d has no name or is NULL", i);
         if (is_optimizer_name(names[i]) || !strcmp(names[i], "__metadata__"))
             return torc__error(TORC_ERR_INVALID_ARG, "torc_checkpoint_save: the name '%s' is reserved", names[i]);
         for (int j = 0; j < i; j++)
@@ -65,7 +65,7 @@ static torc_status check_model(const char *path, const torc_state_dict *sd, int 
     for (int i = 0; i < n; i++) {
         const torc_tensor *src = torc__state_dict_peek(sd, names[i]);
         const torc_tensor *dst = tensors[i];
-        if (!dst) return torc__error(TORC_ERR_INVALID_ARG, "torc_checkpoint_load: tensor %d is NULL", i);
+        if (!dst) return torc__null_arg("torc_checkpoint_load: tensor %d is NULL", i);
         if (!src) {
             size_t used = strlen(missing);
             snprintf(missing + used, sizeof missing - used, "%s\"%s\"", used ? ", " : "", names[i]);
@@ -119,10 +119,14 @@ torc_status torc_checkpoint_load(const char *path, int n, const char *const *nam
         st = torc__error(TORC_ERR_IO, "'%s' is not a torc checkpoint (%s is %s%s%s, expected \"%s\")", path, FORMAT_KEY,
                          format ? "\"" : "", format ? format : "missing", format ? "\"" : "", FORMAT);
     if (!st && step) {
+        // A step the caller could not count on from (negative, or INT64_MAX, whose next step
+        // overflows) is as invalid as a missing one.
         const char *s = torc_state_dict_get_meta(sd, "step");
         char *end = NULL;
+        errno = 0;
         long long v = s ? strtoll(s, &end, 10) : 0;
-        if (!s || *end || end == s) st = torc__error(TORC_ERR_IO, "'%s': the checkpoint has no valid step", path);
+        if (!s || *end || end == s || errno || v < 0 || v == INT64_MAX)
+            st = torc__error(TORC_ERR_IO, "'%s': the checkpoint has no valid step ('%s')", path, s ? s : "missing");
         step_v = v;
     }
     if (!st && gen &&

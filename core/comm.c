@@ -1,9 +1,8 @@
 // core/comm.c — the comm plugin (libtorc_comm_<name>.so) and the collectives on tensors: staging
 // of non-contiguous and f16/bf16 tensors, averaging, timeouts. The plugin only moves bytes.
-// The loader follows the backend and optimizer loaders' rules (one file per name on the search
-// path decides, every file tried listed on failure) and is meant to fold into the one loader.
+// Loaded by the one plugin loader (core/plugin.c, kind torc__plugin_comm): the first file of the
+// name on the search path decides, and a failure lists every file tried.
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,63 +29,33 @@ double torc__now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-// ---- loading ----
-typedef struct {
-    const char *name;
-    char tried[2048];
-    void *handle;
-    const torc_comm_vtable *vt;
-} load_ctx;
-
-// The first libtorc_comm_<name>.so that exists decides: it loads, or the search ends with why.
-static bool try_dir(const char *dir, void *vctx) {
-    load_ctx *c = vctx;
-    char path[512], why[320];
-    snprintf(path, sizeof path, "%s/libtorc_comm_%s.so", dir, c->name);
-    if (access(path, F_OK) != 0) {
-        torc__tried_append(c->tried, sizeof c->tried, path, "no such file");
-        return false;
-    }
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        torc__tried_append(c->tried, sizeof c->tried, path, e ? e : "cannot be opened");
-        return true;
-    }
-    torc_comm_entry_fn entry = (torc_comm_entry_fn)dlsym(h, TORC_COMM_ENTRY_SYMBOL);
-    const torc_comm_vtable *vt = entry ? entry(TORC_COMM_ABI_VERSION) : NULL;
-    if (!entry) snprintf(why, sizeof why, "no symbol " TORC_COMM_ENTRY_SYMBOL " (not a torc comm plugin)");
-    else if (!vt) snprintf(why, sizeof why, "the plugin refused torc's comm ABI %u.%u", TORC_COMM_ABI_MAJOR, TORC_COMM_ABI_MINOR);
+// ---- loading (the one plugin loader, core/plugin.c, with the comm kind's checks) ----
+static void *accept(void *ctx, const char *path, void *handle, void *entry, char *why, size_t n, bool *keep_open) {
+    const char *name = ctx;
+    (void)path;
+    (void)handle;
+    const torc_comm_vtable *vt = ((torc_comm_entry_fn)entry)(TORC_COMM_ABI_VERSION);
+    if (!vt) snprintf(why, n, "the plugin refused torc's comm ABI %u.%u", TORC_COMM_ABI_MAJOR, TORC_COMM_ABI_MINOR);
     else if (vt->abi_version >> 16 != TORC_COMM_ABI_MAJOR)
-        snprintf(why, sizeof why, "plugin built for comm ABI %u.%u, but this torc speaks ABI %u.%u", vt->abi_version >> 16,
+        snprintf(why, n, "plugin built for comm ABI %u.%u, but this torc speaks ABI %u.%u", vt->abi_version >> 16,
                  vt->abi_version & 0xFFFF, TORC_COMM_ABI_MAJOR, TORC_COMM_ABI_MINOR);
     else if (vt->struct_size < TORC_COMM_VTABLE_V1_SIZE)
-        snprintf(why, sizeof why, "plugin vtable is %u bytes, smaller than the %u bytes comm ABI %u.0 requires",
-                 vt->struct_size, TORC_COMM_VTABLE_V1_SIZE, TORC_COMM_ABI_MAJOR);
-    else if (!vt->name || strcmp(vt->name, c->name))
-        snprintf(why, sizeof why, "file is named for comm plugin '%s' but its vtable says '%s'", c->name,
-                 vt->name ? vt->name : "(null)");
+        snprintf(why, n, "plugin vtable is %u bytes, smaller than the %u bytes comm ABI %u.0 requires", vt->struct_size,
+                 TORC_COMM_VTABLE_V1_SIZE, TORC_COMM_ABI_MAJOR);
+    else if (!vt->name || strcmp(vt->name, name))
+        snprintf(why, n, "file is named for comm plugin '%s' but its vtable says '%s'", name, vt->name ? vt->name : "(null)");
     else if (!vt->init || !vt->shutdown || !vt->rank || !vt->world_size || !vt->local_rank || !vt->all_reduce ||
              !vt->broadcast || !vt->all_gather || !vt->reduce_scatter || !vt->barrier || !vt->wait || !vt->abort ||
              !vt->last_error)
-        snprintf(why, sizeof why, "plugin vtable lacks a required member");
-    else why[0] = '\0';
-    if (why[0]) {
-        torc__tried_append(c->tried, sizeof c->tried, path, why);
-        dlclose(h);
-        return true;
-    }
-    void *ctx = NULL;
-    if (vt->init(&ctx) != 0) {
+        snprintf(why, n, "plugin vtable lacks a required member");
+    if (why[0]) return NULL;
+    if (vt->init(&g.ctx) != 0) {
         const char *m = vt->last_error(NULL);
-        snprintf(why, sizeof why, "init failed: %s", m && *m ? m : "(no reason given)");
-        torc__tried_append(c->tried, sizeof c->tried, path, why);
-        return true;  // kept mapped: MPI and CUDA runtimes do not survive dlclose after init
+        snprintf(why, n, "init failed: %s", m && *m ? m : "(no reason given)");
+        *keep_open = true;  // MPI and CUDA runtimes do not survive dlclose after init
+        return NULL;
     }
-    c->handle = h;
-    c->vt = vt;
-    g.ctx = ctx;
-    return true;
+    return (void *)vt;
 }
 
 torc_status torc_dist_init(const char *name) {
@@ -104,13 +73,11 @@ torc_status torc_dist_init(const char *name) {
         pthread_mutex_unlock(&g_lock);
         return st;
     }
-    load_ctx c = {.name = name};
-    torc__plugin_dirs_each(try_dir, &c);
-    if (!c.vt) {
-        if (!c.tried[0]) snprintf(c.tried, sizeof c.tried, "\n  (no plugin directory found)");
-        st = torc__error(TORC_ERR_BACKEND, "comm plugin '%s' could not be loaded; tried:%s", name, c.tried);
+    const torc_comm_vtable *vt = torc__plugin_load(&torc__plugin_comm, name, accept, (void *)name);
+    if (!vt) {
+        st = torc_last_status();
     } else {
-        g.vt = c.vt;
+        g.vt = vt;
         snprintf(g.name, sizeof g.name, "%s", name);
         g.rank = g.vt->rank(g.ctx);
         g.size = g.vt->world_size(g.ctx);

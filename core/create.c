@@ -6,13 +6,13 @@
 #include "torc-impl.h"
 
 static torc_tensor *new_default(torc_dtype dtype, int ndim, const int64_t *shape) {
-    if (ndim > 0 && !shape) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "shape is NULL");
+    if (ndim > 0 && !shape) return TORC_NULL_ARG_FAIL("shape is NULL");
     torc_device *dev = torc_default_device();
     return dev ? torc__new(dev, dtype, ndim, shape) : NULL;
 }
 
 static torc_tensor *filled(torc_tensor *t, double value) {
-    if (t && torc__fill(t, value) != TORC_OK) {
+    if (t && (!torc__check_int_scalar(t->dtype, value) || torc__fill(t, value) != TORC_OK)) {
         torc_release(t);
         return NULL;
     }
@@ -25,7 +25,7 @@ torc_tensor *torc_tensor_from(const void *data, int ndim, const int64_t *shape, 
     const size_t n = t->storage->nbytes;
     if (n && !data) {
         torc_release(t);
-        return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_tensor_from: data is NULL");
+        return TORC_NULL_ARG_FAIL("torc_tensor_from: data is NULL");
     }
     if (t->device->host_memory) memcpy(t->storage->data, data, n);
     else if (torc__dev_copy(t->device, t->storage->data, data, n, TORC_COPY_HOST_TO_DEVICE)) {
@@ -47,7 +47,7 @@ torc_tensor *torc_full(int ndim, const int64_t *shape, double value, torc_dtype 
 torc_tensor *torc_scalar_tensor(double value, torc_dtype dtype) { return filled(new_default(dtype, 0, NULL), value); }
 
 static torc_tensor *like(const torc_tensor *t) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     return torc__new(t->device, t->dtype, t->ndim, t->shape);
 }
 torc_tensor *torc_empty_like(const torc_tensor *t) {
@@ -64,7 +64,10 @@ torc_tensor *torc_arange(double start, double end, double step, torc_dtype dtype
         return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "unsupported range: %g -> %g", start, end);
     if ((step > 0 && end < start) || (step < 0 && end > start))
         return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "upper bound and larger bound inconsistent with step sign");
-    const int64_t n = (int64_t)ceil((end - start) / step);
+    const double count = ceil((end - start) / step);
+    if (!(count >= 0 && count < 0x1p63))  // PyTorch's check, before the cast that would overflow
+        return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "invalid size, possible overflow?");
+    const int64_t n = (int64_t)count;
     torc_tensor *t = new_default(dtype, 1, &n);
     if (!t) return NULL;
     torc_op op = {.code = TORC_OP_ARANGE};
@@ -105,8 +108,9 @@ torc_tensor *torc_eye(int64_t n, int64_t m, torc_dtype dtype) {
     torc_tensor *t = new_default(dtype, 2, shape);
     if (!t) return NULL;
     if (torc__fill(t, 0.0)) goto fail;
-    // The diagonal is a strided view: min(n, m) elements, stride m + 1.
-    const int64_t len = n < m ? n : m, stride = m + 1;
+    // The diagonal is a strided view: min(n, m) elements, stride m + 1 (which fits when len > 0:
+    // n * m elements do).
+    const int64_t len = n < m ? n : m, stride = len ? m + 1 : 1;
     torc_tensor *diag = torc__make_view(t, 1, &len, &stride, 0);
     if (!diag) goto fail;
     torc_status st = torc__fill(diag, 1.0);

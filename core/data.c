@@ -76,6 +76,29 @@ static torc_dataset *fail(torc_dataset *ds, torc_status st, const char *fmt, con
     return NULL;
 }
 
+// The shape tuple as Python writes it: "()", "(5,)", "(3, 4)", "(3L, 4L)" (Python 2 longs): digits
+// only, one comma between dims, each dim within int64_t. Returns NULL or what is wrong with it.
+static const char *parse_npy_shape(const char *s, int *ndim, int64_t *shape) {
+    const char *bad = "its header is malformed (shape)";
+    while (*s == ' ') s++;
+    if (*s++ != '(') return bad;
+    *ndim = 0;
+    for (;;) {
+        while (*s == ' ') s++;
+        if (*s == ')') return NULL;
+        if (*s < '0' || *s > '9') return bad;
+        int64_t v = 0;
+        for (; *s >= '0' && *s <= '9'; s++)
+            if (!torc__size_mul(v, 10, &v) || !torc__size_add(v, *s - '0', &v)) return "its shape has a dim past 2^63";
+        if (*s == 'L') s++;
+        if (*ndim == TORC_MAX_DIMS) return "its array has more than 8 dims";
+        shape[(*ndim)++] = v;
+        while (*s == ' ') s++;
+        if (*s == ',') s++;
+        else if (*s != ')') return bad;
+    }
+}
+
 // Parses the .npy header dict "{'descr': '<u2', 'fortran_order': False, 'shape': (3, 4), }".
 // Returns NULL or what is wrong with it.
 static const char *parse_npy_dict(const char *h, size_t n, char *descr, size_t dcap, bool *fortran, int *ndim,
@@ -102,29 +125,13 @@ static const char *parse_npy_dict(const char *h, size_t n, char *descr, size_t d
         else if (!strncmp(f, "False", 5)) *fortran = false;
         else err = "its header is malformed (fortran_order)";
     }
-    if (!err) {
-        s += 8;
-        while (*s == ' ') s++;
-        if (*s != '(') err = "its header is malformed (shape)";
-        *ndim = 0;
-        for (s++; !err;) {
-            while (*s == ' ' || *s == ',') s++;
-            if (*s == ')') break;
-            char *end = NULL;
-            errno = 0;
-            long long v = strtoll(s, &end, 10);
-            if (end == s || v < 0 || errno) err = "its header is malformed (shape)";
-            else if (*ndim == TORC_MAX_DIMS) err = "its array has more than 8 dims";
-            else shape[(*ndim)++] = v, s = end;
-            while (!err && *s == 'L') s++;  // Python 2 longs
-        }
-    }
+    if (!err) err = parse_npy_shape(s + 8, ndim, shape);
     free(dict);
     return err;
 }
 
 torc_dataset *torc_dataset_open(const char *path, const char *dtype) {
-    if (!path) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_dataset_open: path is NULL");
+    if (!path) return TORC_NULL_ARG_FAIL("torc_dataset_open: path is NULL");
     const elem_type *want = NULL;
     if (dtype && !(want = find_type(dtype)))
         return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG,
@@ -139,8 +146,9 @@ torc_dataset *torc_dataset_open(const char *path, const char *dtype) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(ds, TORC_ERR_IO, "cannot open dataset '%s': %s", strerror(errno), NULL);
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        const char *why = S_ISREG(sb.st_mode) ? strerror(errno) : "not a regular file";
+    const bool stat_ok = fstat(fd, &sb) == 0;
+    if (!stat_ok || !S_ISREG(sb.st_mode)) {
+        const char *why = stat_ok ? "not a regular file" : strerror(errno);  // (sb is unset when fstat failed)
         close(fd);
         return fail(ds, TORC_ERR_IO, "cannot open dataset '%s': %s", why, NULL);
     }
@@ -188,12 +196,18 @@ torc_dataset *torc_dataset_open(const char *path, const char *dtype) {
         if (fortran && ds->ndim > 1) return fail(ds, TORC_ERR_IO, ".npy file '%s' is Fortran-ordered; save it C-ordered", NULL, NULL);
         ds->type = have;
         data_off = hstart + hlen;
-        ds->numel = torc__numel(ds->ndim, ds->shape);
-        const uint64_t need = (uint64_t)ds->numel * (uint64_t)have->size, got = ds->map_len - data_off;
+        size_t need;
+        if (!torc__numel_checked(ds->ndim, ds->shape, &ds->numel) ||
+            !torc__nbytes_checked(ds->numel, (size_t)have->size, &need)) {
+            char sh[TORC_SHAPE_STR_MAX];
+            return fail(ds, TORC_ERR_IO, ".npy file '%s': its shape %s holds more bytes than fit in memory",
+                        torc__shape_str(ds->ndim, ds->shape, sh, sizeof sh), NULL);
+        }
+        const size_t got = ds->map_len - data_off;
         if (need != got) {
             char a[64], b[64];
-            snprintf(a, sizeof a, "%llu", (unsigned long long)got);
-            snprintf(b, sizeof b, "%llu", (unsigned long long)need);
+            snprintf(a, sizeof a, "%zu", got);
+            snprintf(b, sizeof b, "%zu", need);
             return fail(ds, TORC_ERR_IO,
                         need > got ? ".npy file '%s' is truncated: it holds %s data bytes but its header promises %s"
                                    : ".npy file '%s' holds %s data bytes but its header describes %s (corrupted?)",
@@ -324,7 +338,7 @@ torc_status torc_get_batch_shard(torc_dataset *ds, int64_t global_batch, int64_t
 
 static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0, int64_t rows, int64_t seq_len,
                                   torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y) {
-    if (!ds || !x) return torc__error(TORC_ERR_INVALID_ARG, "torc_get_batch: NULL argument");
+    if (!ds || !x) return torc__null_arg("torc_get_batch: NULL argument");
     *x = NULL;
     if (y) *y = NULL;
     if (batch < 1 || seq_len < 1)
@@ -336,7 +350,11 @@ static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0,
                            ds->path, (long long)ds->numel, (long long)seq_len);
     if (!dev && !(dev = torc_default_device())) return torc_last_status();
     const torc_dtype out = ds->type->out;
-    const size_t esize = torc_dtype_size(out), per = (size_t)(rows * seq_len) * esize;
+    const size_t esize = torc_dtype_size(out);
+    size_t per, both;  // the bytes of this call's (rows, L) batch, and of x and y together
+    if (!torc__nbytes_err(2, (int64_t[]){rows, seq_len}, esize, &per) ||
+        !torc__nbytes_err(3, (int64_t[]){2, rows, seq_len}, esize, &both))
+        return torc_last_status();
     // Random starts in [0, numel - seq_len), as torc_randint draws them (one counter each).
     uint64_t seed;
     const uint64_t first = torc__generator_reserve(gen, (uint64_t)batch, &seed);
@@ -349,7 +367,7 @@ static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0,
             return torc_last_status();
         }
     int which = 0;
-    unsigned char *host = dev->host_memory ? NULL : staging(ds, dev, per * (size_t)n_out, &which);
+    unsigned char *host = dev->host_memory ? NULL : staging(ds, dev, n_out == 2 ? both : per, &which);
     if (!dev->host_memory && !host) {
         torc_release(t[0]);
         torc_release(t[1]);

@@ -1,7 +1,6 @@
-// core/device.c — the backend loader and device registry: finds libtorc_<name>.so in
-// TORC_PLUGIN_PATH and next to libtorc, checks its ABI, and names devices like PyTorch.
+// core/device.c — backends and the device registry: loads libtorc_<name>.so through plugin.c's
+// loader, checks its ABI, and names devices like PyTorch.
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -41,107 +40,51 @@ static int g_n_libs;
 static torc_device *g_default;       // resolved default device (process-wide)
 static _Thread_local torc_device *tls_default;  // torc_set_default_device override
 
-// ---- plugin search (the directories come from plugin.c) ----
-typedef struct {
-    char list[512];
-} available_ctx;
-
-static bool collect_available(const char *dir, void *vctx) {
-    available_ctx *ctx = vctx;
-    DIR *d = opendir(dir);
-    if (!d) return false;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        size_t len = strlen(n);
-        if (strncmp(n, "libtorc_", 8) || len < 12 || strcmp(n + len - 3, ".so")) continue;
-        if (!strncmp(n, "libtorc_optim_", 14)) continue;  // optimizer plugins, not backends
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(len - 11), n + 8);
-        if (strstr(ctx->list, name)) continue;
-        size_t used = strlen(ctx->list);
-        snprintf(ctx->list + used, sizeof ctx->list - used, "%s%s", used ? ", " : "", name);
-    }
-    closedir(d);
-    return false;
-}
-
-typedef struct {
-    const char *name;
-    char tried[2048];
-    torc_backend_lib *lib;
-    bool fatal;  // found a file but it was refused: stop searching, report it
-} load_ctx;
-
-static void append_tried(load_ctx *ctx, const char *path, const char *why) {
-    torc__tried_append(ctx->tried, sizeof ctx->tried, path, why);
-}
-
-static bool try_dir(const char *dir, void *vctx) {
-    load_ctx *ctx = vctx;
-    char path[512];
-    snprintf(path, sizeof path, "%s/libtorc_%s.so", dir, ctx->name);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *why = dlerror();
-        append_tried(ctx, path, why ? why : "cannot be opened");
-        return false;
-    }
-    torc_backend_entry_fn entry = (torc_backend_entry_fn)dlsym(h, TORC_BACKEND_ENTRY_SYMBOL);
-    if (!entry) {
-        append_tried(ctx, path, "no symbol " TORC_BACKEND_ENTRY_SYMBOL " (not a torc backend)");
-        dlclose(h);
-        return false;
-    }
-    const torc_backend_vtable *vt = entry(TORC_BACKEND_ABI_VERSION);
-    char why[256];
+// ---- loading (the search and the file checks are plugin.c's) ----
+// The backend's own checks: ABI, required members, init. Returns the new lib or NULL with why.
+static void *accept_backend(void *vname, const char *path, void *h, void *entry_sym, char *why, size_t n,
+                            bool *keep_open) {
+    const char *name = vname;
+    const torc_backend_vtable *vt = ((torc_backend_entry_fn)entry_sym)(TORC_BACKEND_ABI_VERSION);
     if (!vt) {
-        snprintf(why, sizeof why, "the plugin refused torc's backend ABI %u.%u",
-                 TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
-    } else if (vt->abi_version >> 16 != TORC_BACKEND_ABI_MAJOR) {
-        snprintf(why, sizeof why,
-                 "plugin built for backend ABI %u.%u, but this torc speaks ABI %u.%u",
-                 vt->abi_version >> 16, vt->abi_version & 0xFFFF, TORC_BACKEND_ABI_MAJOR,
-                 TORC_BACKEND_ABI_MINOR);
-    } else if (vt->struct_size < TORC_VTABLE_V1_SIZE) {
-        snprintf(why, sizeof why,
-                 "plugin vtable is %u bytes (ABI %u.%u), smaller than the %zu bytes ABI %u.%u requires",
-                 vt->struct_size, vt->abi_version >> 16, vt->abi_version & 0xFFFF,
-                 (size_t)TORC_VTABLE_V1_SIZE, TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
-    } else if (!vt->init || !vt->device_count || !vt->device_info || !vt->alloc || !vt->free ||
-               !vt->copy || !vt->synchronize || !vt->supports || !vt->run || !vt->last_error) {
-        snprintf(why, sizeof why, "plugin vtable lacks a required member");
-    } else {
-        why[0] = '\0';
+        snprintf(why, n, "the plugin refused torc's backend ABI %u.%u", TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
+        return NULL;
     }
-    if (why[0]) {
-        append_tried(ctx, path, why);
-        dlclose(h);
-        ctx->fatal = true;
-        return true;
+    if (vt->abi_version >> 16 != TORC_BACKEND_ABI_MAJOR) {
+        snprintf(why, n, "plugin built for backend ABI %u.%u, but this torc speaks ABI %u.%u", vt->abi_version >> 16,
+                 vt->abi_version & 0xFFFF, TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
+        return NULL;
+    }
+    if (vt->struct_size < TORC_VTABLE_V1_SIZE) {
+        snprintf(why, n, "plugin vtable is %u bytes (ABI %u.%u), smaller than the %zu bytes ABI %u.%u requires",
+                 vt->struct_size, vt->abi_version >> 16, vt->abi_version & 0xFFFF, (size_t)TORC_VTABLE_V1_SIZE,
+                 TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
+        return NULL;
+    }
+    if (!vt->init || !vt->device_count || !vt->device_info || !vt->alloc || !vt->free || !vt->copy ||
+        !vt->synchronize || !vt->supports || !vt->run || !vt->last_error) {
+        snprintf(why, n, "plugin vtable lacks a required member");
+        return NULL;
     }
     if (vt->init() != 0) {
         const char *msg = vt->last_error();
-        snprintf(why, sizeof why, "init failed: %s", msg && *msg ? msg : "(no reason given)");
-        append_tried(ctx, path, why);
-        // Keep the library mapped: some runtimes (CUDA) do not survive dlclose after init.
-        ctx->fatal = true;
-        return true;
+        snprintf(why, n, "init failed: %s", msg && *msg ? msg : "(no reason given)");
+        *keep_open = true;  // some runtimes (CUDA) do not survive dlclose after init
+        return NULL;
     }
     torc_backend_lib *lib = calloc(1, sizeof *lib);
     if (!lib) {
-        append_tried(ctx, path, "out of memory");
-        ctx->fatal = true;
-        return true;
+        snprintf(why, n, "out of memory");
+        *keep_open = true;  // initialised: as above
+        return NULL;
     }
-    snprintf(lib->name, sizeof lib->name, "%s", ctx->name);
+    snprintf(lib->name, sizeof lib->name, "%s", name);
     snprintf(lib->path, sizeof lib->path, "%s", path);
     lib->handle = h;
     lib->vt = vt;
-    int n = vt->device_count();
-    lib->n_devices = n < 0 ? 0 : (n > MAX_DEVICES_PER_BACKEND ? MAX_DEVICES_PER_BACKEND : n);
-    ctx->lib = lib;
-    return true;
+    int count = vt->device_count();
+    lib->n_devices = count < 0 ? 0 : (count > MAX_DEVICES_PER_BACKEND ? MAX_DEVICES_PER_BACKEND : count);
+    return lib;
 }
 
 static bool valid_backend_name(const char *name) {
@@ -163,18 +106,9 @@ static torc_backend_lib *load_backend_locked(const char *name) {
         torc__error(TORC_ERR_BACKEND, "too many backends loaded (%d)", MAX_BACKENDS);
         return NULL;
     }
-    load_ctx ctx = {.name = name};
-    torc__plugin_dirs_each(try_dir, &ctx);
-    if (!ctx.lib) {
-        available_ctx av = {{0}};
-        torc__plugin_dirs_each(collect_available, &av);
-        if (!ctx.tried[0]) snprintf(ctx.tried, sizeof ctx.tried, "\n  (no plugin directory found)");
-        torc__error(TORC_ERR_BACKEND, "backend '%s' could not be loaded; tried:%s\navailable backends: %s",
-                    name, ctx.tried, av.list[0] ? av.list : "(none found)");
-        return NULL;
-    }
-    g_libs[g_n_libs++] = ctx.lib;
-    return ctx.lib;
+    torc_backend_lib *lib = torc__plugin_load(&torc__plugin_backend, name, accept_backend, (void *)name);
+    if (lib) g_libs[g_n_libs++] = lib;
+    return lib;
 }
 
 static torc_device *lib_device_locked(torc_backend_lib *lib, int index) {
@@ -245,7 +179,7 @@ torc_status torc_set_default_device(torc_device *dev) {
 }
 
 torc_device *torc_device_get(const char *name) {
-    if (!name) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_device_get: name is NULL");
+    if (!name) return TORC_NULL_ARG_FAIL("torc_device_get: name is NULL");
     char backend[64];
     int index = 0;
     const char *colon = strchr(name, ':');
@@ -309,6 +243,6 @@ torc_status torc_device_info_get(const torc_device *dev, torc_device_info *info)
 }
 
 torc_status torc_device_synchronize(torc_device *dev) {
-    if (!dev) return torc__error(TORC_ERR_INVALID_ARG, "torc_device_synchronize: device is NULL");
+    if (!dev) return torc__null_arg("torc_device_synchronize: device is NULL");
     return torc__dev_sync(dev);
 }

@@ -55,7 +55,7 @@ void *torc__dev_alloc(torc_device *dev, size_t nbytes) {
 void torc__dev_free(torc_device *dev, void *ptr) { dev->vt->free(dev->index, ptr); }
 
 torc_status torc_empty_cache(const torc_device *dev) {
-    if (!dev) return torc__error(TORC_ERR_INVALID_ARG, "torc_empty_cache: dev is NULL");
+    if (!dev) return torc__null_arg("torc_empty_cache: dev is NULL");
     if (!dev->vt->empty_cache || dev->vt->empty_cache(dev->index) == 0) return TORC_OK;
     return torc__error(TORC_ERR_BACKEND, "%s: empty_cache failed: %s", dev->name, backend_msg(dev));
 }

@@ -61,6 +61,23 @@ const char *torc__dtype_typemeta_name(torc_dtype d) {
     return torc__dtype_valid(d) ? n[d] : "unknown";
 }
 
+bool torc__check_int_scalar(torc_dtype dt, double v) {
+    double lo, hi;
+    const char *name;  // the C++ type c10's Scalar::to<T> names (AT_FORALL_SCALAR_TYPES: Int is "int")
+    switch (dt) {
+    // c10 compares with the limits converted to double: 2^63 passes for int64 (the kernels saturate)
+    case TORC_DTYPE_I64: lo = -0x1p63, hi = 0x1p63, name = "int64_t"; break;
+    case TORC_DTYPE_I32: lo = -0x1p31, hi = 0x1p31 - 1, name = "int"; break;
+    case TORC_DTYPE_I16: lo = -32768, hi = 32767, name = "int16_t"; break;
+    case TORC_DTYPE_I8: lo = -128, hi = 127, name = "int8_t"; break;
+    case TORC_DTYPE_U8: lo = 0, hi = 255, name = "uint8_t"; break;
+    default: return true;
+    }
+    if (v >= lo && v <= hi) return true;  // false for NaN too
+    torc__error(TORC_ERR_INVALID_ARG, "value cannot be converted to type %s without overflow", name);
+    return false;
+}
+
 static torc_status invalid_dtype(torc_dtype d) {
     return torc__error(TORC_ERR_INVALID_ARG, "invalid dtype %d (expected 0..%d)", (int)d,
                        TORC_DTYPE_COUNT - 1);
@@ -102,7 +119,7 @@ bool torc_dtype_is_fp8(torc_dtype d) { return d == TORC_DTYPE_F8_E4M3FN || d == 
 
 torc_status torc_dtype_from_name(const char *name, torc_dtype *out) {
     if (!name || !out)
-        return torc__error(TORC_ERR_INVALID_ARG, "dtype_from_name: name and out must not be NULL");
+        return torc__null_arg("dtype_from_name: name and out must not be NULL");
     const char *n = strncmp(name, "torch.", 6) == 0 ? name + 6 : name;
     for (int d = 0; d < TORC_DTYPE_COUNT; d++) {
         const dtype_info *e = &dtype_table[d];
@@ -204,7 +221,7 @@ static torc_status fp8_promotion_error(torc_dtype a, torc_dtype b) {
 }
 
 torc_status torc_promote_types(torc_dtype a, torc_dtype b, torc_dtype *out) {
-    if (!out) return torc__error(TORC_ERR_INVALID_ARG, "promote_types: out must not be NULL");
+    if (!out) return torc__null_arg("promote_types: out must not be NULL");
     if (!torc__dtype_valid(a)) return invalid_dtype(a);
     if (!torc__dtype_valid(b)) return invalid_dtype(b);
     if (a != b && (torc_dtype_is_fp8(a) || torc_dtype_is_fp8(b))) return fp8_promotion_error(a, b);
@@ -242,7 +259,7 @@ static torc_status combine_categories(torc_dtype higher, torc_dtype lower, torc_
 
 torc_status torc_result_type(int n_tensors, const torc_tensor *const *tensors, int n_scalars,
                              const torc_scalar *scalars, torc_dtype *out) {
-    if (!out) return torc__error(TORC_ERR_INVALID_ARG, "result_type: out must not be NULL");
+    if (!out) return torc__null_arg("result_type: out must not be NULL");
     if (n_tensors < 0 || n_scalars < 0 || (n_tensors > 0 && !tensors) ||
         (n_scalars > 0 && !scalars))
         return torc__error(TORC_ERR_INVALID_ARG,
@@ -255,7 +272,7 @@ torc_status torc_result_type(int n_tensors, const torc_tensor *const *tensors, i
     torc_status st;
     for (int i = 0; i < n_tensors; i++) {
         if (!tensors[i])
-            return torc__error(TORC_ERR_INVALID_ARG, "result_type: tensor %d is NULL", i);
+            return torc__null_arg("result_type: tensor %d is NULL", i);
         torc_dtype d = torc_get_dtype(tensors[i]);
         torc_dtype *group = torc_ndim(tensors[i]) > 0 ? &dim_result : &zero_result;
         if ((st = promote_skip_undefined(*group, d, group)) != TORC_OK) return st;

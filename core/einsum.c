@@ -203,8 +203,9 @@ static torc_tensor *as_batched_matrix(torc_tensor *t, const int *order, int nb, 
     if (n1 == 1 && n2 == 1) return t;
     int64_t shape[TORC_MAX_DIMS];
     for (int i = 0; i < nb; i++) shape[i] = t->shape[i];
-    shape[nb] = torc__numel(n1, t->shape + nb);
-    shape[nb + 1] = torc__numel(n2, t->shape + nb + n1);
+    // (a group of an empty tensor's other dims may not fit)
+    if (!torc__numel_err(n1, t->shape + nb, &shape[nb]) || !torc__numel_err(n2, t->shape + nb + n1, &shape[nb + 1]))
+        return NULL;
     return torc_reshape(t, nb + 2, shape);
 }
 
@@ -306,14 +307,15 @@ static bool prepare(torc_tensor *t, const es_term *term, int n_ell, const int64_
 }
 
 torc_tensor *torc_einsum(const char *equation, int n, torc_tensor *const *operands) {
-    if (!equation) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "einsum(): equation is NULL");
+    if (!equation) return TORC_NULL_ARG_FAIL("einsum(): equation is NULL");
     es_eq e;
     memset(&e, 0, sizeof e);
     e.eq = equation;
     if (n < 1 || !operands) return ES_FAIL_NULL(&e, TORC_ERR_INVALID_ARG, "must provide at least one operand");
     if (n > ES_MAX_OPERANDS) return ES_FAIL_NULL(&e, TORC_ERR_INVALID_ARG, "at most %d operands", ES_MAX_OPERANDS);
     for (int i = 0; i < n; i++) {
-        if (!operands[i]) return ES_FAIL_NULL(&e, TORC_ERR_INVALID_ARG, "operand %d is NULL", i);
+        if (!operands[i])  // torc__null_arg's rule: an error already set is kept
+            return torc_last_status() ? NULL : ES_FAIL_NULL(&e, TORC_ERR_INVALID_ARG, "operand %d is NULL", i);
         if (operands[i]->dtype != operands[0]->dtype)
             return ES_FAIL_NULL(&e, TORC_ERR_DTYPE, "expected scalar type %s but found %s",
                                 torc__dtype_c10_name(operands[0]->dtype), torc__dtype_c10_name(operands[i]->dtype));

@@ -28,6 +28,16 @@ torc_status torc__error(torc_status status, const char *fmt, ...) {
     return status;
 }
 
+torc_status torc__null_arg(const char *fmt, ...) {
+    if (tls_status != TORC_OK) return tls_status;
+    char buf[sizeof tls_message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return torc__error(TORC_ERR_INVALID_ARG, "%s", buf);
+}
+
 const char *torc_status_name(torc_status s) {
     static const char *const names[] = {
         [TORC_OK] = "TORC_OK",

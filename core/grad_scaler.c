@@ -55,7 +55,7 @@ void torc_grad_scaler_free(torc_grad_scaler *gs) {
 double torc_grad_scaler_get_scale(const torc_grad_scaler *gs) { return gs && gs->o.enabled ? gs->scale : 1.0; }
 
 torc_tensor *torc_grad_scaler_scale(torc_grad_scaler *gs, const torc_tensor *loss) {
-    if (!gs || !loss) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_grad_scaler_scale: NULL argument");
+    if (!gs || !loss) return TORC_NULL_ARG_FAIL("torc_grad_scaler_scale: NULL argument");
     if (!gs->o.enabled) return torc__register(torc_retain((torc_tensor *)loss));
     torc_tensor *s = torc__scalar_on(loss->device, gs->scale, TORC_DTYPE_F32);
     if (!s) return NULL;
@@ -117,7 +117,7 @@ static torc_status unscale_list(torc_grad_scaler *gs, opt_record *r, int n, torc
 }
 
 torc_status torc_grad_scaler_unscale_(torc_grad_scaler *gs, torc_optimizer *opt) {
-    if (!gs || !opt) return torc__error(TORC_ERR_INVALID_ARG, "torc_grad_scaler_unscale_: NULL argument");
+    if (!gs || !opt) return torc__null_arg("torc_grad_scaler_unscale_: NULL argument");
     if (!gs->o.enabled) return TORC_OK;
     opt_record *r = record_of(gs, opt);
     if (!r) return torc_last_status();
@@ -163,7 +163,7 @@ bool torc_grad_scaler_found_inf(const torc_grad_scaler *gs) {
 
 torc_status torc_grad_scaler_step(torc_grad_scaler *gs, torc_optimizer *opt, bool *stepped) {
     if (stepped) *stepped = false;
-    if (!gs || !opt) return torc__error(TORC_ERR_INVALID_ARG, "torc_grad_scaler_step: NULL argument");
+    if (!gs || !opt) return torc__null_arg("torc_grad_scaler_step: NULL argument");
     if (!gs->o.enabled) {
         torc_status st = torc_optimizer_step(opt);
         if (!st && stepped) *stepped = true;
@@ -188,7 +188,7 @@ torc_status torc_grad_scaler_step(torc_grad_scaler *gs, torc_optimizer *opt, boo
 }
 
 torc_status torc_grad_scaler_update(torc_grad_scaler *gs) {
-    if (!gs) return torc__error(TORC_ERR_INVALID_ARG, "torc_grad_scaler_update: NULL argument");
+    if (!gs) return torc__null_arg("torc_grad_scaler_update: NULL argument");
     if (!gs->o.enabled) return TORC_OK;
     bool checked = false, found = false;
     for (int i = 0; i < gs->n_rec; i++) {
@@ -213,7 +213,7 @@ torc_status torc_grad_scaler_update(torc_grad_scaler *gs) {
 
 // ---- state ----
 torc_status torc_grad_scaler_get_state(const torc_grad_scaler *gs, torc_grad_scaler_state *out) {
-    if (!gs || !out) return torc__error(TORC_ERR_INVALID_ARG, "torc_grad_scaler_get_state: NULL argument");
+    if (!gs || !out) return torc__null_arg("torc_grad_scaler_get_state: NULL argument");
     out->options = gs->o;
     out->scale = gs->scale;
     out->growth_tracker = gs->growth_tracker;
@@ -221,7 +221,7 @@ torc_status torc_grad_scaler_get_state(const torc_grad_scaler *gs, torc_grad_sca
 }
 
 torc_status torc_grad_scaler_set_state(torc_grad_scaler *gs, const torc_grad_scaler_state *st) {
-    if (!gs || !st) return torc__error(TORC_ERR_INVALID_ARG, "torc_grad_scaler_set_state: NULL argument");
+    if (!gs || !st) return torc__null_arg("torc_grad_scaler_set_state: NULL argument");
     torc_status s = check_options(&st->options);
     if (s) return s;
     if (!(st->scale > 0.0 && st->scale <= 3.4028234663852886e38) || st->growth_tracker < 0)
@@ -241,7 +241,7 @@ static const char *key(char *buf, size_t n, const char *prefix, const char *name
 }
 
 torc_status torc_grad_scaler_state_dict(const torc_grad_scaler *gs, torc_state_dict *sd, const char *prefix) {
-    if (!gs || !sd) return torc__error(TORC_ERR_INVALID_ARG, "torc_grad_scaler_state_dict: NULL argument");
+    if (!gs || !sd) return torc__null_arg("torc_grad_scaler_state_dict: NULL argument");
     const struct { const char *name; double v; } f[] = {
         {"scale", gs->scale},
         {"growth_factor", gs->o.growth_factor},
@@ -270,7 +270,7 @@ static torc_status read_meta(const torc_state_dict *sd, const char *prefix, cons
 }
 
 torc_status torc_grad_scaler_load_state_dict(torc_grad_scaler *gs, const torc_state_dict *sd, const char *prefix) {
-    if (!gs || !sd) return torc__error(TORC_ERR_INVALID_ARG, "torc_grad_scaler_load_state_dict: NULL argument");
+    if (!gs || !sd) return torc__null_arg("torc_grad_scaler_load_state_dict: NULL argument");
     double scale, gf, bf, gi, gt, en;
     torc_status st = read_meta(sd, prefix, "scale", &scale);
     if (!st) st = read_meta(sd, prefix, "growth_factor", &gf);

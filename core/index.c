@@ -7,7 +7,7 @@
 
 static bool check_index(const torc_tensor *index, const char *op) {
     if (!index) {
-        torc__error(TORC_ERR_INVALID_ARG, "%s: index is NULL", op);
+        torc__null_arg("%s: index is NULL", op);
         return false;
     }
     if (index->dtype != TORC_DTYPE_I64) {
@@ -27,7 +27,7 @@ static torc_tensor *finish(torc_tensor *out, torc_op *op, torc_opcode code, int 
 }
 
 torc_tensor *torc_index_select(const torc_tensor *t, int dim, const torc_tensor *index) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (!check_index(index, "index_select")) return NULL;
     if (index->ndim > 1) return TORC_FAIL_NULL(TORC_ERR_SHAPE, "index_select(): Index is supposed to be a vector");
     if (!torc__wrap_dim(&dim, t->ndim)) return NULL;
@@ -49,7 +49,7 @@ torc_tensor *torc_index_select(const torc_tensor *t, int dim, const torc_tensor 
 }
 
 torc_tensor *torc_gather(const torc_tensor *t, int dim, const torc_tensor *index) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (!check_index(index, "gather")) return NULL;
     if (!torc__wrap_dim(&dim, t->ndim)) return NULL;
     if (index->ndim != t->ndim && !(t->ndim == 0 && index->ndim <= 1))
@@ -74,7 +74,7 @@ torc_tensor *torc_gather(const torc_tensor *t, int dim, const torc_tensor *index
 }
 
 torc_tensor *torc_masked_select(const torc_tensor *t, const torc_tensor *mask) {
-    if (!t || !mask) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t || !mask) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (mask->dtype != TORC_DTYPE_BOOL)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "masked_select: expected BoolTensor for mask");
     int nd;
@@ -100,7 +100,7 @@ torc_tensor *torc_masked_select(const torc_tensor *t, const torc_tensor *mask) {
 }
 
 static torc_tensor *tri(const torc_tensor *t, int64_t k, torc_opcode code) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (t->ndim < 2)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "%s: input tensor must have at least 2 dimensions",
                               code == TORC_OP_TRIU ? "triu" : "tril");
@@ -124,7 +124,7 @@ torc_tensor *torc_cat(int n, torc_tensor *const *ts, int dim) {
     if (n <= 0 || !ts) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torch.cat(): expected a non-empty list of Tensors");
     int ref = -1, skipped = 0;  // ref: the first tensor that is not skipped (or the last)
     for (int i = 0; i < n; i++) {
-        if (!ts[i]) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torch.cat(): tensor %d is NULL", i);
+        if (!ts[i]) return TORC_NULL_ARG_FAIL("torch.cat(): tensor %d is NULL", i);
         if (ts[i]->ndim == 0)
             return TORC_FAIL_NULL(TORC_ERR_SHAPE, "zero-dimensional tensor (at position %d) cannot be concatenated", i);
         if (ref < 0 && !legacy_empty(ts[i])) ref = i;
@@ -152,7 +152,9 @@ torc_tensor *torc_cat(int n, torc_tensor *const *ts, int dim) {
                 return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Sizes of tensors must match except in dimension %d. Expected size "
                                                       "%lld but got size %lld for tensor number %d in the list.",
                                       dim, (long long)first->shape[d], (long long)t->shape[d], i);
-        shape[dim] += t->shape[dim];
+        // A sum past int64_t (expanded inputs cost no storage) saturates: torc__new then reports
+        // the overflow (or, for 1-byte dtypes, that the memory is not there).
+        if (!torc__size_add(shape[dim], t->shape[dim], &shape[dim])) shape[dim] = INT64_MAX;
     }
     // The inputs that take part (all of them unless some were skipped).
     torc_tensor *const *in = ts;
@@ -189,7 +191,7 @@ torc_tensor *torc_cat(int n, torc_tensor *const *ts, int dim) {
 torc_tensor *torc_stack(int n, torc_tensor *const *ts, int dim) {
     if (n <= 0 || !ts) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "stack expects a non-empty TensorList");
     for (int i = 0; i < n; i++) {
-        if (!ts[i]) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "stack(): tensor %d is NULL", i);
+        if (!ts[i]) return TORC_NULL_ARG_FAIL("stack(): tensor %d is NULL", i);
         if (ts[i]->ndim != ts[0]->ndim || memcmp(ts[i]->shape, ts[0]->shape, (size_t)ts[0]->ndim * sizeof(int64_t))) {
             char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
             return TORC_FAIL_NULL(TORC_ERR_SHAPE, "stack expects each tensor to be equal size, but got %s at entry 0 "

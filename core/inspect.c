@@ -17,14 +17,14 @@ torc_device *torc_get_device(const torc_tensor *t) { return t ? t->device : NULL
 uint64_t torc_version(const torc_tensor *t) { return t ? atomic_load(&t->storage->version) : 0; }
 
 int64_t torc_size(const torc_tensor *t, int dim) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL"), -1;
+    if (!t) return torc__null_arg("tensor is NULL"), -1;
     if (t->ndim == 0) return torc__error(TORC_ERR_INDEX, "dimension specified as %d but tensor has no dimensions", dim), -1;
     if (!torc__wrap_dim(&dim, t->ndim)) return -1;
     return t->shape[dim];
 }
 
 int64_t torc_stride(const torc_tensor *t, int dim) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL"), -1;
+    if (!t) return torc__null_arg("tensor is NULL"), -1;
     if (t->ndim == 0) return torc__error(TORC_ERR_INDEX, "dimension specified as %d but tensor has no dimensions", dim), -1;
     if (!torc__wrap_dim(&dim, t->ndim)) return -1;
     return t->stride[dim];
@@ -48,7 +48,7 @@ bool torc_same_storage(const torc_tensor *a, const torc_tensor *b) {
 }
 
 torc_status torc_copy_to_host(const torc_tensor *t, void *dst, size_t nbytes) {
-    if (!t || (!dst && torc_nbytes(t))) return torc__error(TORC_ERR_INVALID_ARG, "torc_copy_to_host: NULL argument");
+    if (!t || (!dst && torc_nbytes(t))) return torc__null_arg("torc_copy_to_host: NULL argument");
     const size_t need = torc_nbytes(t);
     if (nbytes < need)
         return torc__error(TORC_ERR_INVALID_ARG, "torc_copy_to_host: buffer of %zu bytes is smaller than the tensor's %zu",
@@ -73,7 +73,7 @@ torc_status torc_copy_to_host(const torc_tensor *t, void *dst, size_t nbytes) {
 
 // Reads the single element of t as double and int64 (through a host copy).
 static torc_status read_one(const torc_tensor *t, double *f, int64_t *i) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     const int64_t n = torc_numel(t);
     if (n != 1)
         return torc__error(TORC_ERR_INVALID_ARG, "a Tensor with %lld elements cannot be converted to Scalar", (long long)n);
@@ -93,11 +93,11 @@ static torc_status read_one(const torc_tensor *t, double *f, int64_t *i) {
 }
 
 torc_status torc_item(const torc_tensor *t, double *out) {
-    if (!out) return torc__error(TORC_ERR_INVALID_ARG, "torc_item: out is NULL");
+    if (!out) return torc__null_arg("torc_item: out is NULL");
     return read_one(t, out, NULL);
 }
 
 torc_status torc_item_i64(const torc_tensor *t, int64_t *out) {
-    if (!out) return torc__error(TORC_ERR_INVALID_ARG, "torc_item_i64: out is NULL");
+    if (!out) return torc__null_arg("torc_item_i64: out is NULL");
     return read_one(t, NULL, out);
 }

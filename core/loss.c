@@ -3,7 +3,7 @@
 #include "torc-impl.h"
 
 torc_tensor *torc_mse_loss(const torc_tensor *input, const torc_tensor *target) {
-    if (!input || !target) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!input || !target) return TORC_NULL_ARG_FAIL("tensor is NULL");
     TORC__AUTOCAST_F32_2(-1, input, target, torc_mse_loss(input, target));  // autocast.c: losses in f32
     torc_scope_push();
     torc_tensor *r = torc_keep(torc_mean(torc_square(torc_sub(input, target)), TORC_ALL_DIMS, false));
@@ -50,7 +50,7 @@ static bool check_nll(const torc_tensor *logp, const torc_tensor *target) {
 }
 
 torc_tensor *torc_nll_loss(const torc_tensor *log_probs, const torc_tensor *target) {
-    if (!log_probs || !target) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!log_probs || !target) return TORC_NULL_ARG_FAIL("tensor is NULL");
     TORC__AUTOCAST_F32(-1, log_probs, torc_nll_loss(log_probs, target));  // autocast.c (target stays integer)
     if (!check_nll(log_probs, target)) return NULL;
     torc_scope_push();
@@ -65,7 +65,7 @@ torc_tensor *torc_nll_loss(const torc_tensor *log_probs, const torc_tensor *targ
 }
 
 torc_tensor *torc_cross_entropy(const torc_tensor *logits, const torc_tensor *target) {
-    if (!logits || !target) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!logits || !target) return TORC_NULL_ARG_FAIL("tensor is NULL");
     TORC__AUTOCAST_F32(-1, logits, torc_cross_entropy(logits, target));  // autocast.c (target stays integer)
     if (logits->ndim < 1 || logits->ndim > 2)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "cross_entropy: expected logits of 1 or 2 dimensions (got %d)", logits->ndim);

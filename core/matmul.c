@@ -5,7 +5,7 @@
 #include "torc-impl.h"
 
 torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype) {
-    if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!a || !b) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (torc__autocast_matmul_applies(a, b)) return torc__autocast_matmul(a, b, out_dtype);  // autocast.c
     if (a->ndim == 0 || b->ndim == 0)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
@@ -114,7 +114,7 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
 }
 
 torc_tensor *torc_matmul(const torc_tensor *a, const torc_tensor *b) {
-    if (!a || !b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!a || !b) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (torc__autocast_matmul_applies(a, b)) return torc__autocast_matmul(a, b, TORC_DTYPE_COUNT);  // autocast.c
     return torc_matmul_out_dtype(a, b, a->dtype);
 }

@@ -18,14 +18,14 @@ torc_tensor *torc__copy_as(const torc_tensor *t, torc_dtype dtype) {
 }
 
 torc_tensor *torc_clone(const torc_tensor *t) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     torc_tensor *r = torc__copy_as(t, t->dtype);
     if (r) r = torc__autograd_unary(r, t, "CloneBackward0");
     return r ? torc__register(r) : NULL;
 }
 
 torc_tensor *torc_to_dtype(torc_tensor *t, torc_dtype dtype) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (!torc__dtype_valid(dtype)) return TORC_FAIL_NULL(TORC_ERR_DTYPE, "invalid dtype %d", (int)dtype);
     if (dtype == t->dtype) return torc__register(torc_retain(t));
     torc_tensor *r = torc__copy_as(t, dtype);
@@ -55,7 +55,7 @@ static torc_status copy_across(torc_tensor *dst, const torc_tensor *src) {
 }
 
 torc_tensor *torc_to_device(torc_tensor *t, torc_device *dev) {
-    if (!t || !dev) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_to_device: NULL argument");
+    if (!t || !dev) return TORC_NULL_ARG_FAIL("torc_to_device: NULL argument");
     if (dev == t->device) return torc__register(torc_retain(t));
     torc_tensor *r;
     if (dev->host_memory && t->device->host_memory) {
@@ -161,7 +161,7 @@ bool torc__check_inplace_shape(const torc_tensor *self, const torc_tensor *other
 }
 
 torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
-    if (!self || !src) return torc__error(TORC_ERR_INVALID_ARG, "torc_copy_: NULL argument");
+    if (!self || !src) return torc__null_arg("torc_copy_: NULL argument");
     if (!torc__check_inplace_shape(self, src) || !torc__check_no_internal_overlap(self) ||
         !torc__check_no_partial_overlap(self, src))
         return torc_last_status();
@@ -185,7 +185,8 @@ torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
 }
 
 static torc_status fill_(torc_tensor *self, double value, const char *grad_fn) {
-    if (!self) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!self) return torc__null_arg("tensor is NULL");
+    if (!torc__check_int_scalar(self->dtype, value)) return torc_last_status();
     torc_node *rec;
     const torc_tensor *ins[1] = {self};
     torc_status st = torc__inplace_begin(self, TORC_OP_FILL, 1, ins, NULL, grad_fn, &rec);

@@ -9,7 +9,7 @@
 
 // ---- parameters and initialisers ----
 torc_tensor *torc_parameter(torc_tensor *t) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (!torc_dtype_is_floating(t->dtype))
         return TORC_FAIL_NULL(TORC_ERR_AUTOGRAD, "only Tensors of floating point dtype can require gradients");
     // Sharing is only exact for accounting when t covers its whole storage.
@@ -22,7 +22,7 @@ torc_tensor *torc_parameter(torc_tensor *t) {
 }
 
 torc_status torc_init_normal_fan_in_(torc_tensor *t, int64_t fan_in, torc_generator *gen) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     if (fan_in <= 0) return torc__error(TORC_ERR_INVALID_ARG, "init_normal_fan_in_: fan_in must be positive, got %lld",
                                         (long long)fan_in);
     torc_no_grad_begin();
@@ -134,7 +134,7 @@ static bool grow(void **arr, int *cap, int need, size_t elem) {
 }
 
 torc_status torc_module_register_parameter(torc_module *m, const char *name, torc_tensor *param) {
-    if (!m || !param) return torc__error(TORC_ERR_INVALID_ARG, "torc_module_register_parameter: NULL argument");
+    if (!m || !param) return torc__null_arg("torc_module_register_parameter: NULL argument");
     if (!name_ok(m, name)) return torc_last_status();
     char *nm = dup_str(name);
     if (!nm || !grow((void **)&m->params, &m->cap_params, m->n_params + 1, sizeof *m->params)) {
@@ -149,7 +149,7 @@ torc_status torc_module_register_parameter(torc_module *m, const char *name, tor
 torc_status torc_module_register_module(torc_module *m, const char *name, torc_module *child) {
     if (!m || !child) {
         torc_module_free(child);
-        return torc__error(TORC_ERR_INVALID_ARG, "torc_module_register_module: NULL argument");
+        return torc__null_arg("torc_module_register_module: NULL argument");
     }
     if (child->has_parent || child == m)
         return torc__error(TORC_ERR_INVALID_ARG, "module '%s' already belongs to a parent module", name ? name : "");
@@ -170,7 +170,7 @@ torc_status torc_module_register_module(torc_module *m, const char *name, torc_m
 }
 
 torc_tensor *torc_module_forward(torc_module *m, torc_tensor *x) {
-    if (!m || !x) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_module_forward: NULL argument");
+    if (!m || !x) return TORC_NULL_ARG_FAIL("torc_module_forward: NULL argument");
     if (!m->forward) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "module %s has no forward", m->type);
     torc_scope_push();
     torc_tensor *r = torc_keep(m->forward(m, x, m->user));
@@ -226,7 +226,10 @@ static bool flat_ready(const torc_module *cm) {
     return true;
 }
 
-int torc_module_param_count(const torc_module *m) { return m && flat_ready(m) ? m->n_flat : 0; }
+int torc_module_param_count(const torc_module *m) {
+    if (!m) return torc__null_arg("module is NULL"), -1;
+    return flat_ready(m) ? m->n_flat : -1;  // -1: out of memory listing them (the error is set)
+}
 
 torc_tensor *torc_module_param(const torc_module *m, int i) {
     if (!m || !flat_ready(m) || i < 0 || i >= m->n_flat) return NULL;
@@ -248,13 +251,15 @@ torc_tensor *torc_module_get_parameter(const torc_module *m, const char *path) {
 int64_t torc_module_num_parameters(const torc_module *m) {
     int64_t n = 0;
     const int count = torc_module_param_count(m);
+    if (count < 0) return -1;
     for (int i = 0; i < count; i++) n += torc_numel(m->flat[i].t);
     return n;
 }
 
 torc_status torc_module_zero_grad(torc_module *m, bool set_to_none) {
-    if (!m) return torc__error(TORC_ERR_INVALID_ARG, "module is NULL");
+    if (!m) return torc__null_arg("module is NULL");
     const int count = torc_module_param_count(m);
+    if (count < 0) return torc_last_status();
     for (int i = 0; i < count; i++) {
         torc_tensor *p = m->flat[i].t;
         torc_status st = TORC_OK;
@@ -341,7 +346,7 @@ torc_module *torc_sequential_new(void) { return torc_module_new("Sequential", se
 torc_status torc_sequential_append(torc_module *seq, torc_module *child) {
     if (!seq) {
         torc_module_free(child);
-        return torc__error(TORC_ERR_INVALID_ARG, "sequential is NULL");
+        return torc__null_arg("sequential is NULL");
     }
     char name[24];
     snprintf(name, sizeof name, "%d", seq->n_children);

@@ -1,7 +1,6 @@
-// core/optim.c — optimizer plugins: the loader (libtorc_optim_<name>.so by name or path, ABI
-// checks), the host API table plugins compute through, and the torc_optimizer frontend.
+// core/optim.c — optimizer plugins: their checks (libtorc_optim_<name>.so by name or path, loaded
+// by plugin.c's loader), the host API table plugins compute through, and the torc_optimizer frontend.
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
@@ -136,83 +135,29 @@ static void check_vtable(const torc_optim_vtable *vt, optim_lib *lib, char *why,
     lib->hp_total = total;
 }
 
-typedef struct {
-    const char *want;   // the name asked for (NULL when loading by path)
-    char tried[2048];
-    optim_lib *lib;
-} load_ctx;
-
-// Opens path and checks it; true when the search should stop (loaded, or found but refused).
-static bool try_file(load_ctx *ctx, const char *path, bool missing_is_final) {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *why = dlerror();
-        torc__tried_append(ctx->tried, sizeof ctx->tried, path, why ? why : "cannot be opened");
-        return missing_is_final;
-    }
-    torc_optim_entry_fn entry = (torc_optim_entry_fn)dlsym(h, TORC_OPTIM_ENTRY_SYMBOL);
-    if (!entry) {
-        torc__tried_append(ctx->tried, sizeof ctx->tried, path,
-                           "no symbol " TORC_OPTIM_ENTRY_SYMBOL " (not a torc optimizer plugin)");
-        dlclose(h);
-        return true;
-    }
+// The optimizer's own checks of a plugin whose entry symbol was found (want: the name asked
+// for, NULL when loading by path). Returns the new lib or NULL with why.
+static void *accept_optim(void *want, const char *path, void *h, void *entry_sym, char *why, size_t n,
+                          bool *keep_open) {
+    (void)keep_open;
     optim_lib *lib = calloc(1, sizeof *lib);
     if (!lib) {
-        torc__tried_append(ctx->tried, sizeof ctx->tried, path, "out of memory");
-        dlclose(h);
-        return true;
+        snprintf(why, n, "out of memory");
+        return NULL;
     }
-    const torc_optim_vtable *vt = entry(TORC_OPTIM_ABI_VERSION);
-    char why[384];
-    check_vtable(vt, lib, why, sizeof why);
-    if (!why[0] && ctx->want && strcmp(vt->name, ctx->want))
-        snprintf(why, sizeof why, "file is named for optimizer '%s' but its vtable says '%s'", ctx->want, vt->name);
+    const torc_optim_vtable *vt = ((torc_optim_entry_fn)entry_sym)(TORC_OPTIM_ABI_VERSION);
+    check_vtable(vt, lib, why, n);
+    if (!why[0] && want && strcmp(vt->name, want))
+        snprintf(why, n, "file is named for optimizer '%s' but its vtable says '%s'", (const char *)want, vt->name);
     if (why[0]) {
-        torc__tried_append(ctx->tried, sizeof ctx->tried, path, why);
         free(lib);
-        dlclose(h);
-        return true;
+        return NULL;
     }
     snprintf(lib->name, sizeof lib->name, "%s", vt->name);
     snprintf(lib->path, sizeof lib->path, "%s", path);
     lib->handle = h;
     lib->vt = vt;
-    ctx->lib = lib;
-    return true;
-}
-
-static bool try_dir(const char *dir, void *vctx) {
-    load_ctx *ctx = vctx;
-    char path[512];
-    snprintf(path, sizeof path, "%s/libtorc_optim_%s.so", dir, ctx->want);
-    return try_file(ctx, path, false);
-}
-
-typedef struct {
-    char list[512];
-} available_ctx;
-
-static bool collect_available(const char *dir, void *vctx) {
-    available_ctx *ctx = vctx;
-    DIR *d = opendir(dir);
-    if (!d) return false;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        size_t len = strlen(n);
-        if (strncmp(n, "libtorc_optim_", 14) || len < 18 || strcmp(n + len - 3, ".so")) continue;
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(len - 17), n + 14);
-        bool seen = false;
-        for (char *p = strstr(ctx->list, name); p && !seen; p = strstr(p + 1, name))
-            seen = (p == ctx->list || p[-1] == ' ') && (p[strlen(name)] == ',' || p[strlen(name)] == '\0');
-        if (seen) continue;
-        size_t used = strlen(ctx->list);
-        snprintf(ctx->list + used, sizeof ctx->list - used, "%s%s", used ? ", " : "", name);
-    }
-    closedir(d);
-    return false;
+    return lib;
 }
 
 // The <name> of a path ending in libtorc_optim_<name>.so, or NULL for a file named otherwise.
@@ -239,30 +184,19 @@ static const optim_lib *load_locked(const char *spec) {
         return NULL;
     }
     char file_name[64];  // by path: libtorc_optim_<name>.so must hold the optimizer <name>
-    load_ctx ctx = {.want = by_path ? name_in_file(spec, file_name, sizeof file_name) : spec};
-    if (by_path) try_file(&ctx, spec, true);
-    else torc__plugin_dirs_each(try_dir, &ctx);
-    if (!ctx.lib) {
-        if (by_path) {
-            torc__error(TORC_ERR_BACKEND, "optimizer plugin '%s' could not be loaded:%s", spec, ctx.tried);
-        } else {
-            available_ctx av = {{0}};
-            torc__plugin_dirs_each(collect_available, &av);
-            if (!ctx.tried[0]) snprintf(ctx.tried, sizeof ctx.tried, "\n  (no plugin directory found)");
-            torc__error(TORC_ERR_BACKEND, "optimizer '%s' could not be loaded; tried:%s\navailable optimizers: %s",
-                        spec, ctx.tried, av.list[0] ? av.list : "(none found)");
-        }
-        return NULL;
-    }
+    optim_lib *lib = by_path ? torc__plugin_load_file(&torc__plugin_optimizer, spec, accept_optim,
+                                                      (void *)name_in_file(spec, file_name, sizeof file_name))
+                             : torc__plugin_load(&torc__plugin_optimizer, spec, accept_optim, (void *)spec);
+    if (!lib) return NULL;
     // The same file loaded under another spelling (name vs path): keep one entry.
     for (int i = 0; i < g_n_libs; i++)
-        if (g_libs[i]->vt == ctx.lib->vt) {
-            dlclose(ctx.lib->handle);  // drops only the extra reference dlopen took
-            free(ctx.lib);
+        if (g_libs[i]->vt == lib->vt) {
+            dlclose(lib->handle);  // drops only the extra reference dlopen took
+            free(lib);
             return g_libs[i];
         }
-    g_libs[g_n_libs++] = ctx.lib;
-    return ctx.lib;
+    g_libs[g_n_libs++] = lib;
+    return lib;
 }
 
 static const optim_lib *load_lib(const char *spec) {
@@ -544,7 +478,7 @@ static torc_status check_params(const torc_optimizer *opt, int n, torc_tensor *c
     if (n <= 0 || !params) return torc__error(TORC_ERR_INVALID_ARG, "optimizer got an empty parameter list");
     for (int i = 0; i < n; i++) {
         const torc_tensor *p = params[i];
-        if (!p) return torc__error(TORC_ERR_INVALID_ARG, "optimizer can only optimize Tensors, but parameter %d is NULL", i);
+        if (!p) return torc__null_arg("optimizer can only optimize Tensors, but parameter %d is NULL", i);
         if (!torc_dtype_is_floating(p->dtype))
             return torc__error(TORC_ERR_DTYPE, "optimizer can only optimize floating-point Tensors, but parameter %d is %s",
                                i, torc_dtype_name(p->dtype));
@@ -641,14 +575,14 @@ torc_tensor *torc_optimizer_param(const torc_optimizer *opt, int index) {
 
 int torc_optimizer_add_param_group(torc_optimizer *opt, int n_params, torc_tensor *const *params, const char *hparams) {
     if (!opt) {
-        torc__error(TORC_ERR_INVALID_ARG, "optimizer is NULL");
+        torc__null_arg("optimizer is NULL");
         return -1;
     }
     return add_group(opt, n_params, params, hparams ? hparams : "");
 }
 
 static bool group_ok(const torc_optimizer *opt, int group, bool allow_all) {
-    if (!opt) return torc__error(TORC_ERR_INVALID_ARG, "optimizer is NULL"), false;
+    if (!opt) return torc__null_arg("optimizer is NULL"), false;
     if ((allow_all && group == -1) || (group >= 0 && group < opt->n_groups)) return true;
     torc__error(TORC_ERR_INVALID_ARG, "parameter group %d out of range (the optimizer has %d)", group, opt->n_groups);
     return false;
@@ -656,7 +590,7 @@ static bool group_ok(const torc_optimizer *opt, int group, bool allow_all) {
 
 torc_status torc_optimizer_set_hparams(torc_optimizer *opt, int group, const char *settings) {
     if (!group_ok(opt, group, true)) return torc_last_status();
-    if (!settings) return torc__error(TORC_ERR_INVALID_ARG, "settings is NULL");
+    if (!settings) return torc__null_arg("settings is NULL");
     const int g0 = group < 0 ? 0 : group, g1 = group < 0 ? opt->n_groups : group + 1;
     double(*scratch)[MAX_HP_TOTAL] = malloc(sizeof *scratch * (size_t)(g1 - g0));
     if (!scratch) return torc__error(TORC_ERR_OOM, "out of memory");
@@ -674,7 +608,7 @@ torc_status torc_optimizer_set_hparams(torc_optimizer *opt, int group, const cha
 
 torc_status torc_optimizer_set_hparam(torc_optimizer *opt, int group, const char *name, double value) {
     if (!group_ok(opt, group, true)) return torc_last_status();
-    if (!name) return torc__error(TORC_ERR_INVALID_ARG, "hyperparameter name is NULL");
+    if (!name) return torc__null_arg("hyperparameter name is NULL");
     const int i = find_hparam(opt->vt, name, strlen(name));
     if (i < 0) return unknown_hparam(opt->vt, name, strlen(name));
     if (opt->vt->hparams[i].n_values != 1)
@@ -697,7 +631,7 @@ torc_status torc_optimizer_set_lr(torc_optimizer *opt, double lr) { return torc_
 
 torc_status torc_optimizer_get_hparam(const torc_optimizer *opt, int group, const char *name, double *values) {
     if (!group_ok(opt, group, false)) return torc_last_status();
-    if (!name || !values) return torc__error(TORC_ERR_INVALID_ARG, "torc_optimizer_get_hparam: NULL argument");
+    if (!name || !values) return torc__null_arg("torc_optimizer_get_hparam: NULL argument");
     const int i = find_hparam(opt->vt, name, strlen(name));
     if (i < 0) return unknown_hparam(opt->vt, name, strlen(name));
     memcpy(values, &opt->groups[group].hp[opt->lib->hp_offset[i]], sizeof(double) * (size_t)opt->vt->hparams[i].n_values);
@@ -743,6 +677,8 @@ static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, tor
         if (!p->grad) continue;
         torc_status st = check_grad(p, p->grad, i);
         if (st) return st;
+        if (opt->steps[i] == INT64_MAX)
+            return torc__error(TORC_ERR_RUNTIME, "optimizer '%s': parameter %d has taken INT64_MAX steps", opt->vt->name, i);
         ps[n] = p;
         gs[n] = p->grad;
         for (int j = 0; j < ns; j++) slots[n * ns + j] = opt->states[i * ns + j];
@@ -794,7 +730,7 @@ static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, tor
 }
 
 torc_status torc_optimizer_step(torc_optimizer *opt) {
-    if (!opt) return torc__error(TORC_ERR_INVALID_ARG, "optimizer is NULL");
+    if (!opt) return torc__null_arg("optimizer is NULL");
     const int n = opt->n_params, ns = opt->vt->n_states;
     torc_tensor **ps = malloc(sizeof *ps * (size_t)n), **gs = malloc(sizeof *gs * (size_t)n);
     torc_tensor **slots = malloc(sizeof *slots * (size_t)(n * ns + 1));
@@ -818,7 +754,7 @@ torc_status torc_optimizer_step(torc_optimizer *opt) {
 }
 
 torc_status torc_optimizer_zero_grad(torc_optimizer *opt, bool set_to_none) {
-    if (!opt) return torc__error(TORC_ERR_INVALID_ARG, "optimizer is NULL");
+    if (!opt) return torc__null_arg("optimizer is NULL");
     torc_status st = TORC_OK;
     torc_no_grad_begin();
     for (int i = 0; i < opt->n_params && !st; i++) {
@@ -838,7 +774,7 @@ static int state_index(const torc_optimizer *opt, const char *name, size_t len) 
 }
 
 torc_tensor *torc_optimizer_state(const torc_optimizer *opt, int index, const char *buffer) {
-    if (!opt || !buffer) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_optimizer_state: NULL argument");
+    if (!opt || !buffer) return TORC_NULL_ARG_FAIL("torc_optimizer_state: NULL argument");
     if (index < 0 || index >= opt->n_params)
         return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "optimizer parameter index %d out of range (it has %d)", index,
                               opt->n_params);
@@ -873,7 +809,7 @@ static void format_hp(const torc_optimizer *opt, const double *hp, int i, char *
 }
 
 torc_status torc_optimizer_state_dict(const torc_optimizer *opt, torc_state_dict *sd, const char *prefix) {
-    if (!opt || !sd) return torc__error(TORC_ERR_INVALID_ARG, "torc_optimizer_state_dict: NULL argument");
+    if (!opt || !sd) return torc__null_arg("torc_optimizer_state_dict: NULL argument");
     const char *p = pfx(prefix);
     char key[KEY_MAX], val[1024];
     torc_status st;
@@ -950,7 +886,7 @@ static bool group_params_match(const char *s, int first, int n) {
 }
 
 torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state_dict *sd, const char *prefix) {
-    if (!opt || !sd) return torc__error(TORC_ERR_INVALID_ARG, "torc_optimizer_load_state_dict: NULL argument");
+    if (!opt || !sd) return torc__null_arg("torc_optimizer_load_state_dict: NULL argument");
     const char *p = pfx(prefix);
     const size_t plen = strlen(p);
     const int ns = opt->vt->n_states;
@@ -999,7 +935,8 @@ torc_status torc_optimizer_load_state_dict(torc_optimizer *opt, const torc_state
         snprintf(key, sizeof key, "%sstate.%d.step", p, i);
         const char *v = torc_state_dict_get_meta(sd, key);
         steps[i] = 0;
-        if (v && (!parse_i64(v, &steps[i]) || steps[i] < 0))
+        // INT64_MAX is refused too: the next step would overflow the count.
+        if (v && (!parse_i64(v, &steps[i]) || steps[i] < 0 || steps[i] == INT64_MAX))
             st = torc__error(TORC_ERR_INVALID_ARG, "state dict: '%s' is not a step count ('%s')", key, v);
     }
     // Every tensor under the prefix must be a known buffer of a known parameter, shaped like it.

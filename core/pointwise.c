@@ -40,24 +40,6 @@ static bool check_kernel_dtype(torc_opcode code, torc_dtype dt) {
     return ok;
 }
 
-// Scalar::to<T> for an integer result dtype: c10's overflow check (NaN and values outside T's
-// range); in range, the kernel truncates toward zero.
-static bool check_int_value(torc_dtype dt, double v) {
-    double lo, hi;
-    const char *name;
-    switch (dt) {
-    case TORC_DTYPE_I64: lo = -0x1p63, hi = 0x1p63, name = "int64_t"; break;
-    case TORC_DTYPE_I32: lo = -0x1p31, hi = 0x1p31 - 1, name = "int32_t"; break;
-    case TORC_DTYPE_I16: lo = -32768, hi = 32767, name = "int16_t"; break;
-    case TORC_DTYPE_I8: lo = -128, hi = 127, name = "int8_t"; break;
-    case TORC_DTYPE_U8: lo = 0, hi = 255, name = "uint8_t"; break;
-    default: return true;
-    }
-    if (v >= lo && v <= hi) return true;
-    torc__error(TORC_ERR_INVALID_ARG, "value cannot be converted to type %s without overflow", name);
-    return false;
-}
-
 // The broadcast shape of the op's tensors (PyTorch's message when they do not broadcast).
 static bool broadcast_all(int n, const torc_tensor *const *ts, int *ndim, int64_t *shape) {
     *ndim = ts[0]->ndim;
@@ -82,12 +64,12 @@ static torc_status run_op(torc_tensor *out, torc_opcode code, int n, const torc_
 
 static torc_tensor *pointwise(torc_opcode code, int n, const torc_tensor *const *ts, double value) {
     for (int i = 0; i < n; i++)
-        if (!ts[i]) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+        if (!ts[i]) return TORC_NULL_ARG_FAIL("tensor is NULL");
     torc_dtype common;
     int ndim;
     int64_t shape[TORC_MAX_DIMS];
     if (!check_args(code, n, ts, &common) || !broadcast_all(n, ts, &ndim, shape) || !check_kernel_dtype(code, common) ||
-        !check_int_value(common, value))
+        !torc__check_int_scalar(common, value))
         return NULL;
     torc_tensor *out = torc__new(ts[0]->device, common, ndim, shape);
     if (!out) return NULL;
@@ -104,7 +86,7 @@ static torc_tensor *pointwise(torc_opcode code, int n, const torc_tensor *const 
 // cast to self's; the node records under the op's grad_fn (AddcmulBackward0, ...).
 static torc_status pointwise_(torc_tensor *self, torc_opcode code, int n, const torc_tensor *const *ts, double value) {
     for (int i = 0; i < n; i++)
-        if (!ts[i]) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+        if (!ts[i]) return torc__null_arg("tensor is NULL");
     torc_dtype common;
     int ndim;
     int64_t shape[TORC_MAX_DIMS];
@@ -118,7 +100,7 @@ static torc_status pointwise_(torc_tensor *self, torc_opcode code, int n, const 
                            torc__shape_str(ndim, shape, b2, sizeof b2));
     }
     if (!torc__check_can_cast(common, self->dtype) || !check_kernel_dtype(code, self->dtype) ||
-        !check_int_value(common, value) || !torc__check_no_internal_overlap(self))
+        !torc__check_int_scalar(common, value) || !torc__check_no_internal_overlap(self))
         return torc_last_status();
     for (int i = 1; i < n; i++)
         if (!torc__check_no_partial_overlap(self, ts[i])) return torc_last_status();

@@ -72,7 +72,7 @@ static torc_status fill_random(torc_tensor *t, torc_opcode code, double a, doubl
 
 static torc_tensor *random_new(int ndim, const int64_t *shape, torc_dtype dtype, torc_opcode code,
                                double a, double b, torc_generator *gen) {
-    if (ndim > 0 && !shape) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "shape is NULL");
+    if (ndim > 0 && !shape) return TORC_NULL_ARG_FAIL("shape is NULL");
     if (code != TORC_OP_RAND_INT && !torc_dtype_is_floating(dtype))
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s'",
                               code == TORC_OP_RAND_NORMAL ? "normal_kernel_cpu" : "uniform_kernel_cpu",
@@ -112,7 +112,7 @@ static torc_status fill_random_(torc_tensor *t, torc_opcode code, double a, doub
 }
 
 torc_status torc_uniform_(torc_tensor *t, double a, double b, torc_generator *gen) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     if (!torc_dtype_is_floating(t->dtype))
         return torc__error(TORC_ERR_DTYPE, "\"uniform_kernel_cpu\" not implemented for '%s'", torc_dtype_name(t->dtype));
     if (a > b) return torc__error(TORC_ERR_INVALID_ARG, "uniform_ expects to return a [from, to) range, but found from=%g > to=%g", a, b);
@@ -120,7 +120,7 @@ torc_status torc_uniform_(torc_tensor *t, double a, double b, torc_generator *ge
 }
 
 torc_status torc_normal_(torc_tensor *t, double mean, double std, torc_generator *gen) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     if (!torc_dtype_is_floating(t->dtype))
         return torc__error(TORC_ERR_DTYPE, "\"normal_kernel_cpu\" not implemented for '%s'", torc_dtype_name(t->dtype));
     if (std < 0) return torc__error(TORC_ERR_INVALID_ARG, "normal expects std >= 0.0, but found std %g", std);
@@ -133,7 +133,7 @@ static torc_status trunc_normal_body(torc_tensor *t, double mean, double std, do
 // torch.nn.init.trunc_normal_: uniform in [2l-1, 2u-1], erfinv, scale, shift, clamp.
 torc_status torc_trunc_normal_(torc_tensor *t, double mean, double std, double a, double b,
                                torc_generator *gen) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     if (!(a < b)) return torc__error(TORC_ERR_INVALID_ARG, "trunc_normal_: expected a < b, got a=%g, b=%g", a, b);
     if (std <= 0) return torc__error(TORC_ERR_INVALID_ARG, "trunc_normal_: expected std > 0, got %g", std);
     // An initialiser, like torch.nn.init: runs under no_grad so parameters can be filled.

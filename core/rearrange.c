@@ -113,7 +113,9 @@ static bool add_token(eo_ctx *c, eo_side *s, bool right, bool in_paren, const ch
         for (size_t i = 0; i < len; i++) number = number && isdigit((unsigned char)tok[i]);
         if (number) {
             int64_t v = 0;
-            for (size_t i = 0; i < len && v <= INT64_MAX / 100; i++) v = v * 10 + (tok[i] - '0');
+            for (size_t i = 0; i < len; i++)
+                if (!torc__size_mul(v, 10, &v) || !torc__size_add(v, tok[i] - '0', &v))
+                    return eo_fail(c, TORC_ERR_INVALID_ARG, "Anonymous axis length %.*s is too large", (int)len, tok);
             if (v == 1) {
                 // einops: an anonymous axis of length 1 is an empty group; inside one, nothing.
                 if (in_paren) return true;
@@ -297,14 +299,15 @@ static torc_tensor *apply_reduction(torc_tensor *t, const char *red, int n, cons
 // The three einops operations; reduction is NULL for rearrange and repeat.
 static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind kind, const char *reduction,
                                  const char *axes) {
-    if (!x) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!x) return TORC_NULL_ARG_FAIL("tensor is NULL");
     eo_ctx c = {.what = kind == EO_REARRANGE ? "rearrange" : kind == EO_REPEAT ? "repeat" : reduction,
                 .pattern = pattern, .axes_str = axes, .x = x};
     if (kind == EO_REDUCE && !reduction) {
         c.what = "(null)";
-        return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "reduction is NULL");
+        return torc_last_status() ? NULL : EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "reduction is NULL");
     }
-    if (!pattern) return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "pattern is NULL");
+    if (!pattern)  // torc__null_arg's rule: an error already set is kept
+        return torc_last_status() ? NULL : EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "pattern is NULL");
     const char *arrow = strstr(pattern, "->");
     if (!arrow || strstr(arrow + 2, "->"))
         return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "Pattern must contain exactly one \"->\"");
@@ -400,11 +403,16 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
     }
     for (int g = 0; g < lc.n_groups; g++) {
         const int64_t dim = x->shape[g];
-        int64_t known = 1;
-        int unknown = -1;
+        int64_t known, lens[EO_MAX_AXES];
+        int unknown = -1, n = 0;
         for (int i = lc.start[g]; i < lc.start[g + 1]; i++) {
             if (c.ax[lc.ax[i]].len < 0) unknown = lc.ax[i];
-            else known *= c.ax[lc.ax[i]].len;
+            else lens[n++] = c.ax[lc.ax[i]].len;
+        }
+        if (!torc__numel_checked(n, lens, &known)) {  // no dim is that long
+            char sizes[TORC_SHAPE_STR_MAX];
+            return EO_FAIL_NULL(&c, TORC_ERR_SHAPE, "Shape mismatch, the lengths %s of dim %d multiply past 2^63",
+                                torc__shape_str(n, lens, sizes, sizeof sizes), g);
         }
         if (unknown < 0) {
             if (dim != known)
@@ -423,6 +431,9 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
         return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG,
                             "the pattern has %d elementary axes; torc tensors have at most %d dims",
                             n_left > n_right ? n_left : n_right, TORC_MAX_DIMS);
+    if (rc.n_groups > TORC_MAX_DIMS)  // "1" / "()" dims count too (found by tests/fuzz/fuzz_rearrange.c)
+        return EO_FAIL_NULL(&c, TORC_ERR_INVALID_ARG, "the result would have %d dims; torc tensors have at most %d",
+                            rc.n_groups, TORC_MAX_DIMS);
 
     // ---- the steps, as torc ops ----
     torc_scope_push();
@@ -476,11 +487,13 @@ static torc_tensor *einops_apply(torc_tensor *x, const char *pattern, eo_kind ki
     bool merge = rc.n_groups != n_right;
     for (int g = 0; g < rc.n_groups && !merge; g++) merge = rc.start[g + 1] - rc.start[g] != 1;
     if (t && merge) {
-        for (int g = 0; g < rc.n_groups; g++) {
-            shape[g] = 1;
-            for (int i = rc.start[g]; i < rc.start[g + 1]; i++) shape[g] *= c.ax[rc.ax[i]].len;
+        int64_t lens[TORC_MAX_DIMS];
+        for (int g = 0; g < rc.n_groups && t; g++) {
+            int n = 0;
+            for (int i = rc.start[g]; i < rc.start[g + 1]; i++) lens[n++] = c.ax[rc.ax[i]].len;
+            if (!torc__numel_err(n, lens, &shape[g])) t = NULL;  // an empty tensor's other axes may not fit
         }
-        t = torc_reshape(t, rc.n_groups, shape);
+        if (t) t = torc_reshape(t, rc.n_groups, shape);
     }
     torc_tensor *r = torc_keep(t);  // x itself when nothing changed: a new reference to it
     torc_scope_pop();

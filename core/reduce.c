@@ -129,7 +129,7 @@ static bool check_identity(const torc_tensor *t, torc_opcode code, int n_dims, c
 
 static torc_tensor *reduce_dims(const torc_tensor *t, torc_opcode code, int n_dims, const int *dims, bool keepdim,
                                 const torc_op_params *extra) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     TORC__AUTOCAST_F32(code, t, reduce_dims(t, code, n_dims, dims, keepdim, extra));  // autocast.c
     uint32_t mask;
     if (!dims_mask(t, n_dims, dims, &mask)) return NULL;
@@ -170,7 +170,7 @@ torc_tensor *torc_norm(const torc_tensor *t, double pnorm, int n, const int *dim
 
 // argmax/argmin over one dim, or over the flattened tensor (dim == TORC_DIM_NONE).
 static torc_tensor *arg_reduce(const torc_tensor *t, int dim, bool keepdim, torc_opcode code) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (t->dtype == TORC_DTYPE_BOOL)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "%s(): does not support bool input", reduce_name(code));
     if (dim != TORC_DIM_NONE) {
@@ -197,7 +197,7 @@ torc_tensor *torc_argmin(const torc_tensor *t, int dim, bool keepdim) { return a
 
 // ---- softmax ----
 static torc_tensor *softmax_op(const torc_tensor *t, int dim, torc_opcode code) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     TORC__AUTOCAST_F32(code, t, softmax_op(t, dim, code));  // autocast.c
     if (!torc__wrap_dim(&dim, t->ndim)) return NULL;
     if (!torc_dtype_is_floating(t->dtype))

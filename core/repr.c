@@ -1,5 +1,6 @@
 // core/repr.c — the printer: output shaped like PyTorch's repr (torch/_tensor_str.py), with
 // its int/fixed/scientific formatting choice, line wrapping, summarisation and suffixes.
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@ static void put(sbuf *s, const char *fmt, ...) {
     va_list ap;
     for (;;) {
         va_start(ap, fmt);
-        int n = vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
+        int n = vsnprintf(s->buf ? s->buf + s->len : NULL, s->cap - s->len, fmt, ap);  // (no NULL + 0)
         va_end(ap);
         if (n < 0) { s->oom = true; return; }
         if (s->len + (size_t)n < s->cap) { s->len += (size_t)n; return; }
@@ -37,7 +38,8 @@ typedef struct {
 
 static int fmt_value(const formatter *f, double v, char *out, size_t n) {
     if (f->is_bool) return snprintf(out, n, "%s", v != 0 ? "True" : "False");
-    if (!f->floating) return snprintf(out, n, "%lld", (long long)v);
+    // (an int64 element near INT64_MAX reads as 2^63, one past what the cast may take)
+    if (!f->floating) return snprintf(out, n, "%lld", v >= 0x1p63 ? LLONG_MAX : (long long)v);
     if (isnan(v)) return snprintf(out, n, "nan");
     if (isinf(v)) return snprintf(out, n, v > 0 ? "inf" : "-inf");
     if (f->sci_mode) return snprintf(out, n, "%.4e", v);
@@ -137,7 +139,7 @@ static void emit(sbuf *s, const formatter *f, const double *v, const torc_tensor
 }
 
 char *torc_repr(const torc_tensor *t) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     const int64_t n = torc_numel(t);
     double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
     if (!v) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of memory");

@@ -1,14 +1,17 @@
 // core/safetensors.c — torc_save / torc_load: state dicts as safetensors files (8-byte header
 // size, JSON header, raw little-endian data), written atomically and checked fully on load.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "torc-impl.h"
@@ -141,6 +144,8 @@ static uint32_t content_crc(crc_meta *meta, int n_meta, crc_tensor *t, int n) {
 }
 
 // ---- a growable string ----
+// Out of memory is sticky: every later put is a no-op, so n stops growing and the caller checks
+// oom once at the end. No loop may wait on n to reach a value.
 typedef struct sbuf {
     char *s;
     size_t n, cap;
@@ -202,6 +207,73 @@ static bool write_all(int fd, const void *data, size_t n) {
     return true;
 }
 
+// A save writes PATH.tmp.XXXXXX (six letters or digits) and renames it onto PATH. A save killed
+// before the rename leaves that file behind; the next save to PATH removes every file of this
+// pattern, so two processes saving to one path at the same time is not supported (one of them
+// may lose its temporary and fail with an error; PATH itself always holds a whole file).
+#define TMP_SUFFIX ".tmp."
+#define TMP_SUFFIX_LEN (sizeof TMP_SUFFIX - 1 + 6)
+
+static bool is_tmp_letter(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// Splits path into its directory (malloc'ed, "." when there is none) and its base name.
+static char *dir_of(const char *path, const char **base) {
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+static void remove_stale_temporaries(const char *path) {
+    const char *base;
+    char *dir = dir_of(path, &base);
+    if (!dir) return;  // out of memory: the stale files stay until a later save
+    const size_t blen = strlen(base);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d && dfd >= 0) close(dfd);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *n = e->d_name;
+        if (strlen(n) != blen + TMP_SUFFIX_LEN || strncmp(n, base, blen) ||
+            strncmp(n + blen, TMP_SUFFIX, sizeof TMP_SUFFIX - 1))
+            continue;
+        bool ours = true;
+        for (const char *c = n + blen + sizeof TMP_SUFFIX - 1; *c; c++) ours = ours && is_tmp_letter(*c);
+        struct stat sb;
+        if (ours && fstatat(dirfd(d), n, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode))
+            unlinkat(dirfd(d), n, 0);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
+
+// Creates PATH.tmp.XXXXXX into tmp (room for strlen(path) + TMP_SUFFIX_LEN + 1) with mode 0666
+// less the umask, as open(path, O_CREAT, 0666) would give PATH itself (mkstemp's is always 0600).
+static int create_temporary(const char *path, char *tmp) {
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static _Atomic uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_sec;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        x += 0x9E3779B97F4A7C15ull * (atomic_fetch_add(&counter, 1) + 1);  // splitmix64
+        uint64_t r = x;
+        r = (r ^ (r >> 30)) * 0xBF58476D1CE4E5B9ull;
+        r = (r ^ (r >> 27)) * 0x94D049BB133111EBull;
+        r ^= r >> 31;
+        char suffix[7];
+        for (int i = 0; i < 6; i++, r /= 62) suffix[i] = letters[r % 62];
+        suffix[6] = '\0';
+        sprintf(tmp, "%s" TMP_SUFFIX "%s", path, suffix);
+        int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;  // errno is EEXIST
+}
+
 torc_status torc_save(const torc_state_dict *sd, const char *path) {
     if (!sd || !path || !*path) return torc__error(TORC_ERR_INVALID_ARG, "torc_save: NULL or empty argument");
     const int n = torc_state_dict_size(sd);
@@ -241,19 +313,19 @@ torc_status torc_save(const torc_state_dict *sd, const char *path) {
         offset += nb;
     }
     sb_str(&h, "}");
-    while (h.n % 8) sb_str(&h, " ");  // as the Python writer: data starts 8-byte aligned
+    sb_put(&h, "        ", (8 - h.n % 8) % 8);  // as the Python writer: data starts 8-byte aligned
     if (h.oom) {
         free(h.s);
         return torc__error(TORC_ERR_OOM, "out of memory writing the header of '%s'", path);
     }
     // Temporary file in the destination's directory, so the rename is atomic.
-    char *tmp = malloc(strlen(path) + 16);
+    char *tmp = malloc(strlen(path) + TMP_SUFFIX_LEN + 1);
     if (!tmp) {
         free(h.s);
         return torc__error(TORC_ERR_OOM, "out of memory");
     }
-    sprintf(tmp, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    remove_stale_temporaries(path);
+    int fd = create_temporary(path, tmp);
     if (fd < 0) {
         torc_status st = io_error(path, "cannot create a temporary file next to");
         free(tmp);
@@ -300,13 +372,10 @@ torc_status torc_save(const torc_state_dict *sd, const char *path) {
         unlink(tmp);
     } else {
         // Make the rename itself durable: fsync the directory that holds path.
-        char *dir = strdup(path);
+        const char *base;
+        char *dir = dir_of(path, &base);
         if (dir) {
-            char *slash = strrchr(dir, '/');
-            const char *d = ".";
-            if (slash == dir) d = "/";
-            else if (slash) *slash = '\0', d = dir;
-            int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (dfd >= 0) {
                 fsync(dfd);
                 close(dfd);
@@ -598,20 +667,26 @@ static const char *check_layout(st_header *h, uint64_t data_len, char *msg, size
     const char *err = NULL;
     for (int i = 0; i < h->n && !err; i++) {
         const st_entry *e = order[i];
-        uint64_t numel = 1;
-        bool overflow = false;
-        for (int d = 0; d < e->ndim; d++) {
-            if (e->shape[d] && numel > UINT64_MAX / (uint64_t)e->shape[d]) overflow = true;
-            numel *= (uint64_t)e->shape[d];
-        }
-        const uint64_t esize = e->file_size;
-        if (e->end < e->begin || e->begin != at) {
+        // The contiguous strides multiply every dim but the empty ones, so they must fit even
+        // when a 0 dim makes the tensor empty: (0, 2^62, 2^62) is refused, not wrapped.
+        int64_t numel, stride_span, nonzero[TORC_MAX_DIMS];
+        for (int d = 0; d < e->ndim; d++) nonzero[d] = e->shape[d] ? e->shape[d] : 1;
+        size_t nbytes = 0;
+        const bool fits = torc__numel_checked(e->ndim, e->shape, &numel) &&
+                          torc__numel_checked(e->ndim, nonzero, &stride_span) &&
+                          torc__nbytes_checked(numel, (size_t)e->file_size, &nbytes);
+        if (!fits) {
+            char sh[TORC_SHAPE_STR_MAX];
+            snprintf(msg, cap, "tensor '%.80s': Storage size calculation overflowed with sizes=%s", e->name,
+                     torc__shape_str(e->ndim, e->shape, sh, sizeof sh));
+            err = msg;
+        } else if (e->end < e->begin || e->begin != at) {
             snprintf(msg, cap, "tensor '%.80s' has data_offsets [%llu, %llu] that overlap or leave a gap (expected to start at %llu)",
                      e->name, (unsigned long long)e->begin, (unsigned long long)e->end, (unsigned long long)at);
             err = msg;
-        } else if (overflow || numel > UINT64_MAX / esize || numel * esize != e->end - e->begin) {
+        } else if ((uint64_t)nbytes != e->end - e->begin) {
             snprintf(msg, cap, "tensor '%.80s' has %llu data bytes but its shape and dtype need %llu", e->name,
-                     (unsigned long long)(e->end - e->begin), (unsigned long long)(numel * esize));
+                     (unsigned long long)(e->end - e->begin), (unsigned long long)nbytes);
             err = msg;
         } else if (e->end > data_len) {
             snprintf(msg, cap, "truncated: tensor '%.80s' ends at byte %llu of a %llu-byte data section", e->name,
@@ -682,7 +757,7 @@ static const char *check_widening(const st_header *h, const unsigned char *data,
 }
 
 torc_state_dict *torc_load(const char *path, torc_device *dev) {
-    if (!path) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "torc_load: path is NULL");
+    if (!path) return TORC_NULL_ARG_FAIL("torc_load: path is NULL");
     if (!dev && !(dev = torc_default_device())) return NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return io_error(path, "cannot open"), NULL;

@@ -27,7 +27,7 @@ static bool check_scale(const torc_tensor *s, const char *what, const torc_devic
 torc_tensor *torc_scaled_mm(const torc_tensor *a, const torc_tensor *b, const torc_tensor *scale_a,
                             const torc_tensor *scale_b, torc_dtype out_dtype, const torc_tensor *scale_out,
                             torc_tensor *amax_out) {
-    if (!a || !b || !scale_a || !scale_b) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!a || !b || !scale_a || !scale_b) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (a->ndim != 2) return TORC_FAIL_NULL(TORC_ERR_SHAPE, "_scaled_mm: self must be a matrix, got %d-D tensor", a->ndim);
     if (b->ndim != 2) return TORC_FAIL_NULL(TORC_ERR_SHAPE, "_scaled_mm: mat2 must be a matrix, got %d-D tensor", b->ndim);
     if (a->shape[1] != b->shape[0])
@@ -80,7 +80,7 @@ torc_tensor *torc_scaled_mm(const torc_tensor *a, const torc_tensor *b, const to
 }
 
 torc_tensor *torc_to_fp8_scaled(const torc_tensor *x, const torc_tensor *scale, torc_dtype dtype) {
-    if (!x || !scale) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!x || !scale) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (!is_fp8(dtype))
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "torc_to_fp8_scaled: dtype must be Float8_e4m3fn or Float8_e5m2, got %s",
                               torc__dtype_valid(dtype) ? torc__dtype_c10_name(dtype) : "an invalid dtype");

@@ -6,7 +6,7 @@
 
 static bool check_index(const torc_tensor *index, const char *op) {
     if (!index) {
-        torc__error(TORC_ERR_INVALID_ARG, "%s: index is NULL", op);
+        torc__null_arg("%s: index is NULL", op);
         return false;
     }
     if (index->dtype != TORC_DTYPE_I64) {
@@ -38,7 +38,7 @@ static torc_tensor *run_into_copy(const torc_tensor *self, torc_op *op, uint64_t
 }
 
 torc_tensor *torc_index_add(const torc_tensor *self, int dim, const torc_tensor *index, const torc_tensor *source) {
-    if (!self || !source) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!self || !source) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (!check_index(index, "index_add") || !same_dtype(self, source, "index_add_", "source") ||
         !torc__same_device(self, source) || !torc__same_device(self, index) || !torc__wrap_dim(&dim, self->ndim))
         return NULL;
@@ -71,7 +71,7 @@ torc_tensor *torc_index_add(const torc_tensor *self, int dim, const torc_tensor 
 }
 
 torc_tensor *torc_scatter_add(const torc_tensor *self, int dim, const torc_tensor *index, const torc_tensor *src) {
-    if (!self || !src) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!self || !src) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (!check_index(index, "scatter_add")) return NULL;
     if (self->dtype != src->dtype)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "scatter(): Expected self.dtype to be equal to src.dtype");
@@ -97,7 +97,7 @@ torc_tensor *torc_scatter_add(const torc_tensor *self, int dim, const torc_tenso
 }
 
 torc_tensor *torc_masked_scatter(const torc_tensor *self, const torc_tensor *mask, const torc_tensor *source) {
-    if (!self || !mask || !source) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!self || !mask || !source) return TORC_NULL_ARG_FAIL("tensor is NULL");
     if (mask->dtype != TORC_DTYPE_BOOL)
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "masked_scatter_ only supports boolean masks, but got mask with dtype %s",
                               torc__dtype_c10_name(mask->dtype));

@@ -168,17 +168,22 @@ static void data_free(pool_cache *c, torc_device *dev, void *p, size_t nbytes) {
 
 // ---- shapes ----
 int64_t torc__numel(int ndim, const int64_t *shape) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    return n;
+    // Every tensor's shape was checked when it was made; only an empty one may have dims whose
+    // product overflows, and its count is 0 whatever the order of the dims.
+    int64_t n;
+    return torc__numel_checked(ndim, shape, &n) ? n : 0;
 }
 
-void torc__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
+bool torc__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
+    // An empty tensor's other dims may be as large as the caller likes (PyTorch allows
+    // (0, 2^62, 4)), so the running product is checked even when numel was.
     int64_t s = 1;
+    bool ok = true;
     for (int i = ndim - 1; i >= 0; i--) {
         stride[i] = s;
-        s *= shape[i] > 1 ? shape[i] : 1;
+        if (i > 0 && ok && !torc__size_mul(s, shape[i] > 1 ? shape[i] : 1, &s)) ok = false;  // (dim 0's size is no stride)
     }
+    return ok;
 }
 
 const char *torc__shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
@@ -306,28 +311,29 @@ torc_tensor *torc__new(torc_device *dev, torc_dtype dtype, int ndim, const int64
                                   "Trying to create tensor with negative dimension %lld: %s",
                                   (long long)shape[i], torc__shape_str(ndim, shape, b, sizeof b));
         }
-    const int64_t numel = torc__numel(ndim, shape);
-    const size_t esize = torc_dtype_size(dtype);
-    size_t nbytes;  // (an overflow-checked multiply, not a ~40-cycle division)
-    if (numel > 0 && __builtin_mul_overflow((size_t)numel, esize, &nbytes))
-        return TORC_FAIL_NULL(TORC_ERR_OOM, "tensor of %lld elements is too large", (long long)numel);
+    size_t nbytes;
+    int64_t stride[TORC_MAX_DIMS];
+    if (!torc__nbytes_err(ndim, shape, torc_dtype_size(dtype), &nbytes)) return NULL;
+    if (!torc__contiguous_strides(ndim, shape, stride))
+        return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "Stride calculation overflowed");
     pool_cache *c = pool_get();
     torc_tensor *t = obj_alloc(c, TORC__POOL_TENSOR, sizeof *t);
     if (!t) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for a tensor header");
-    t->storage = storage_new(c, dev, (size_t)numel * esize);
+    t->storage = storage_new(c, dev, nbytes);
     if (!t->storage) {
         obj_free(c, TORC__POOL_TENSOR, t, sizeof *t);
         if (torc_last_status() == TORC_OK || torc_last_status() != TORC_ERR_OOM)
-            torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu bytes", dev->name,
-                        (size_t)numel * esize);
+            torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu bytes", dev->name, nbytes);
         return NULL;
     }
     atomic_init(&t->refcount, 1);
     t->device = dev;
     t->dtype = dtype;
     t->ndim = ndim;
-    if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
-    torc__contiguous_strides(ndim, shape, t->stride);
+    if (ndim) {
+        memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+        memcpy(t->stride, stride, (size_t)ndim * sizeof *stride);
+    }
     return t;
 }
 
@@ -378,7 +384,7 @@ void torc__operand(const torc_tensor *t, torc_operand *op) {
 }
 
 torc_status torc_set_mem_tag(torc_tensor *t, torc_mem_tag tag) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "torc_set_mem_tag: tensor is NULL");
+    if (!t) return torc__null_arg("torc_set_mem_tag: tensor is NULL");
     if ((unsigned)tag >= TORC_MEM_TAG_COUNT)
         return torc__error(TORC_ERR_INVALID_ARG, "torc_set_mem_tag: invalid tag %d", (int)tag);
     torc_storage *s = t->storage;

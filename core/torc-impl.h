@@ -15,6 +15,12 @@ torc_status torc__error(torc_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 // Same, for functions returning a pointer: sets the error and evaluates to NULL.
 #define TORC_FAIL_NULL(status, ...) (torc__error((status), __VA_ARGS__), (void *)0)
+// Every "... is NULL" argument check reports through these. A NULL argument usually is the
+// result of an earlier call that failed (torc_pow(torc_sub(a, b), 2)), so when an error is
+// already set it is kept and its status returned: the user sees the first error of a chain,
+// not "tensor is NULL". Otherwise the message is set with TORC_ERR_INVALID_ARG.
+torc_status torc__null_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define TORC_NULL_ARG_FAIL(...) (torc__null_arg(__VA_ARGS__), (void *)0)
 
 // ---- devices (device.c) ----
 typedef struct torc_backend_lib torc_backend_lib;  // one loaded plugin file
@@ -32,12 +38,26 @@ struct torc_device {
     _Atomic uint64_t total_in_use, total_peak;
 };
 
-// ---- plugin search (plugin.c), shared by the backend and optimizer loaders ----
-// Calls fn(dir, ctx) for each plugin directory in order: the entries of TORC_PLUGIN_PATH, then
-// <directory of libtorc.so>/torc. Stops and returns true as soon as fn returns true.
-bool torc__plugin_dirs_each(bool (*fn)(const char *dir, void *ctx), void *ctx);
-// Appends "\n  path: why" to the bounded list of files tried (for "could not be loaded" errors).
-void torc__tried_append(char *tried, size_t cap, const char *path, const char *why);
+// ---- the plugin loader (plugin.c), one for every kind of plugin ----
+// A kind names its files <prefix><name>.so and exports entry_symbol.
+typedef struct torc__plugin_kind {
+    const char *what;          // "backend", "optimizer": in messages
+    const char *prefix;        // "libtorc_", "libtorc_optim_"
+    const char *entry_symbol;  // the one exported function
+} torc__plugin_kind;
+extern const torc__plugin_kind torc__plugin_backend, torc__plugin_optimizer, torc__plugin_comm;
+// The kind's own checks of a plugin whose entry symbol was found: returns what the kind keeps
+// for it, or NULL with the reason in why (then the loader dlcloses handle unless *keep_open).
+typedef void *(*torc__plugin_accept_fn)(void *ctx, const char *path, void *handle, void *entry, char *why, size_t n,
+                                        bool *keep_open);
+// Loads <prefix><name>.so from the directories of TORC_PLUGIN_PATH, then <directory of
+// libtorc.so>/torc. The first file of that name decides: if it cannot be loaded (not a file,
+// dangling link, unreadable, not a library, no entry symbol, refused by accept) that is the
+// error, never a later file. The error (TORC_ERR_BACKEND) lists every file tried and why, and
+// the kind's plugins that are there. name must already be checked (no '/').
+void *torc__plugin_load(const torc__plugin_kind *kind, const char *name, torc__plugin_accept_fn accept, void *ctx);
+// The same for one file given by its path.
+void *torc__plugin_load_file(const torc__plugin_kind *kind, const char *path, torc__plugin_accept_fn accept, void *ctx);
 
 // The reference backend's device 0 (loaded on demand): the fallback for host-memory devices
 // and the oracle for tools. NULL (with the error set) if it cannot be loaded.
@@ -111,8 +131,10 @@ torc_tensor *torc__make_view(const torc_tensor *t, int ndim, const int64_t *shap
                              const int64_t *stride, int64_t offset);
 // Hands a freshly created reference to the current scope (if any) and returns t.
 torc_tensor *torc__register(torc_tensor *t);
-void torc__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
-int64_t torc__numel(int ndim, const int64_t *shape);  // shapes already checked (no overflow)
+// Row-major strides of shape; false when they overflow int64_t (possible only for an empty
+// shape: a nonempty one's strides are below its numel), the strides then being meaningless.
+bool torc__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+int64_t torc__numel(int ndim, const int64_t *shape);  // shapes already checked (0 if one overflows)
 
 // ---- overflow-checked sizes (size.c): every size computed from user input or a file ----
 // Each returns true with the result, or false with *out untouched; the _err forms also set
@@ -210,6 +232,11 @@ const char *torc__dtype_c10_name(torc_dtype d);
 // caffe2::TypeMeta's name ("float", "c10::Half", "long int"): what matmul's and lerp's dtype
 // messages print ("expected m1 and m2 to have the same dtype, but got: float != double").
 const char *torc__dtype_typemeta_name(torc_dtype d);
+
+// Scalar::to<T> for an integer dtype (full, fill_, addcmul's value): c10's overflow check, NaN
+// and values outside the type's range give PyTorch's "value cannot be converted to type int64_t
+// without overflow" (TORC_ERR_INVALID_ARG). True for other dtypes; in range, kernels truncate.
+bool torc__check_int_scalar(torc_dtype dt, double v);
 
 // ---- in-place and out= argument checks (move.c), with PyTorch's messages ----
 bool torc__check_can_cast(torc_dtype result, torc_dtype out);

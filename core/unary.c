@@ -64,7 +64,7 @@ static torc_status run_unary(torc_tensor *out, const torc_tensor *in, torc_opcod
 }
 
 static torc_tensor *unary(const torc_tensor *t, torc_opcode code, const torc_op_params *p, torc_dtype out_dtype) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     TORC__AUTOCAST_F32(code, t, unary(t, code, p, out_dtype));  // autocast.c: exp, log, ... in f32
     if (out_dtype == TORC_DTYPE_COUNT) out_dtype = unary_out_dtype(code, t->dtype);
     if (out_dtype == TORC_DTYPE_COUNT) return NULL;
@@ -113,7 +113,7 @@ static torc_status pow_scalar_dtype(const torc_tensor *t, torc_scalar e, torc_dt
 }
 
 torc_tensor *torc_pow_scalar(const torc_tensor *t, torc_scalar exponent) {
-    if (!t) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     torc_dtype d;
     if (pow_scalar_dtype(t, exponent, &d)) return NULL;
     if (d == TORC_DTYPE_BOOL) {  // bool ** bool stays bool: t ** True is t, t ** False all True
@@ -130,7 +130,7 @@ torc_tensor *torc_pow_scalar(const torc_tensor *t, torc_scalar exponent) {
 
 // ---- in place ----
 static torc_status unary_(torc_tensor *t, torc_opcode code, const torc_op_params *p, torc_dtype result) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     if (result == TORC_DTYPE_COUNT) result = unary_out_dtype(code, t->dtype);
     if (result == TORC_DTYPE_COUNT) return torc_last_status();
     if (!torc__check_can_cast(result, t->dtype) || !torc__check_no_internal_overlap(t)) return torc_last_status();
@@ -150,7 +150,7 @@ torc_status torc_relu_(torc_tensor *t) { return unary_(t, TORC_OP_RELU, NULL, TO
 torc_status torc_sigmoid_(torc_tensor *t) { return unary_(t, TORC_OP_SIGMOID, NULL, TORC_DTYPE_COUNT); }
 
 torc_status torc_pow_scalar_(torc_tensor *t, torc_scalar e) {
-    if (!t) return torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) return torc__null_arg("tensor is NULL");
     torc_dtype d;
     if (pow_scalar_dtype(t, e, &d)) return torc_last_status();
     if (d == TORC_DTYPE_BOOL) {  // bool ** bool, as in torc_pow_scalar

@@ -21,6 +21,7 @@ static torc_tensor *finish_view_(torc_tensor *v, torc_tensor *base, const char *
 static bool infer_size(int ndim, const int64_t *shape, int64_t numel, int64_t *out) {
     int infer = -1;
     int64_t prod = 1;
+    bool overflow = false;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] == -1) {
             if (infer >= 0) {
@@ -31,11 +32,12 @@ static bool infer_size(int ndim, const int64_t *shape, int64_t numel, int64_t *o
         } else if (shape[i] < 0) {
             torc__error(TORC_ERR_SHAPE, "invalid shape dimension %lld", (long long)shape[i]);
             return false;
-        } else {
-            prod *= shape[i];
+        } else if (!overflow && !torc__size_mul(prod, shape[i], &prod)) {
+            overflow = true;  // no tensor has that many elements: the shape is invalid
         }
         out[i] = shape[i];
     }
+    if (overflow) prod = -1;  // matches no numel and divides none
     if (numel == prod || (infer >= 0 && prod > 0 && numel % prod == 0)) {
         if (infer >= 0) {
             if (prod == 0) {
@@ -66,11 +68,7 @@ static bool compute_stride(int on, const int64_t *oshape, const int64_t *ostride
         memcpy(nstride, ostride, (size_t)on * sizeof *ostride);
         return true;
     }
-    if (numel == 0) {
-        for (int d = nn - 1; d >= 0; d--)
-            nstride[d] = d == nn - 1 ? 1 : (nshape[d + 1] > 1 ? nshape[d + 1] : 1) * nstride[d + 1];
-        return true;
-    }
+    if (numel == 0) return torc__contiguous_strides(nn, nshape, nstride);
     int view_d = nn - 1;
     int64_t chunk_base_stride = ostride[on - 1], tensor_numel = 1, view_numel = 1;
     for (int td = on - 1; td >= 0; td--) {
@@ -93,7 +91,7 @@ static bool compute_stride(int on, const int64_t *oshape, const int64_t *ostride
 }
 
 static bool check_tensor(const torc_tensor *t) {
-    if (!t) torc__error(TORC_ERR_INVALID_ARG, "tensor is NULL");
+    if (!t) torc__null_arg("tensor is NULL");
     return t != NULL;
 }
 
@@ -198,10 +196,15 @@ torc_tensor *torc_slice(torc_tensor *t, int dim, int64_t start, int64_t end, int
     int64_t sh[TORC_MAX_DIMS], st[TORC_MAX_DIMS];
     memcpy(sh, t->shape, sizeof sh);
     memcpy(st, t->stride, sizeof st);
-    sh[dim] = (end - start + step - 1) / step;
-    st[dim] = t->stride[dim] * step;
-    return finish_view(torc__make_view(t, t->ndim, sh, st, t->offset + start * t->stride[dim]), t,
-                       "SliceBackward0", dim, start, end, step);
+    sh[dim] = end == start ? 0 : (end - start - 1) / step + 1;  // ceil((end - start) / step), no overflow
+    // A step past the end leaves at most one element, whose stride nothing reads: the product,
+    // which may not fit then, is kept only when it does.
+    if (__builtin_mul_overflow(t->stride[dim], step, &st[dim])) st[dim] = t->stride[dim];
+    // Only an empty result's start may lie past what fits (start == size); nothing reads it.
+    int64_t off;
+    if (__builtin_mul_overflow(start, t->stride[dim], &off) || __builtin_add_overflow(off, t->offset, &off))
+        off = t->offset;
+    return finish_view(torc__make_view(t, t->ndim, sh, st, off), t, "SliceBackward0", dim, start, end, step);
 }
 
 torc_tensor *torc_narrow(torc_tensor *t, int dim, int64_t start, int64_t length) {
@@ -214,7 +217,7 @@ torc_tensor *torc_narrow(torc_tensor *t, int dim, int64_t start, int64_t length)
                               (long long)-size, (long long)size, (long long)start);
     if (start < 0) start += size;
     if (length < 0) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "narrow(): length must be non-negative.");
-    if (start + length > size)
+    if (length > size - start)  // start + length, which may overflow
         return TORC_FAIL_NULL(TORC_ERR_INDEX, "start (%lld) + length (%lld) exceeds dimension size (%lld).",
                               (long long)start, (long long)length, (long long)size);
     return torc_slice(t, dim, start, start + length, 1);
@@ -249,6 +252,8 @@ torc_tensor *torc_expand(torc_tensor *t, int ndim, const int64_t *shape) {
                                   (long long)want, (long long)size, i, torc__shape_str(ndim, shape, bs, sizeof bs),
                                   torc__shape_str(t->ndim, t->shape, bt, sizeof bt));
     }
+    int64_t numel;  // stride 0 costs no storage, but the element count must still fit
+    if (!torc__numel_err(ndim, sh, &numel)) return NULL;
     return finish_view(torc__make_view(t, ndim, sh, st, t->offset), t, "ExpandBackward0");
 }
 
@@ -266,7 +271,10 @@ torc_tensor *torc_unsqueeze(torc_tensor *t, int dim) {
     for (int i = 0, j = 0; i <= t->ndim; i++) {
         if (i == dim) {
             sh[i] = 1;
-            st[i] = i < t->ndim ? t->shape[i] * t->stride[i] : 1;
+            // PyTorch's stride for the new dim; nothing reads a size-1 dim's stride, so a product
+            // that does not fit (an empty tensor's huge dims) keeps its wrapped value.
+            st[i] = 1;
+            if (i < t->ndim) __builtin_mul_overflow(t->shape[i], t->stride[i], &st[i]);
         } else {
             sh[i] = t->shape[j];
             st[i] = t->stride[j++];
@@ -302,8 +310,8 @@ torc_tensor *torc_flatten(torc_tensor *t, int start_dim, int end_dim) {
     int64_t sh[TORC_MAX_DIMS];
     int n = 0;
     for (int i = 0; i < start_dim; i++) sh[n++] = t->shape[i];
-    int64_t m = 1;
-    for (int i = start_dim; i <= end_dim; i++) m *= t->shape[i];
+    int64_t m;  // overflows only for an empty tensor's other dims
+    if (!torc__numel_err(end_dim - start_dim + 1, t->shape + start_dim, &m)) return NULL;
     sh[n++] = m;
     for (int i = end_dim + 1; i < t->ndim; i++) sh[n++] = t->shape[i];
     return torc_reshape(t, n, sh);
@@ -314,16 +322,20 @@ torc_tensor *torc_as_strided(torc_tensor *t, int ndim, const int64_t *shape, con
     if (!check_tensor(t) || !check_ndim(ndim, shape) || (ndim > 0 && !stride)) return NULL;
     if (storage_offset < 0)
         return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "Tensor: invalid storage offset %lld", (long long)storage_offset);
-    int64_t last = storage_offset;  // the highest element index the view touches
-    bool empty = false;
-    for (int i = 0; i < ndim; i++) {
+    for (int i = 0; i < ndim; i++)
         if (shape[i] < 0 || stride[i] < 0)
             return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "as_strided: negative sizes and strides are not supported");
-        if (shape[i] == 0) empty = true;
-        else last += (shape[i] - 1) * stride[i];
-    }
     const size_t es = torc_dtype_size(t->dtype);
-    const uint64_t need = empty ? 0 : (uint64_t)(last + 1) * es;
+    size_t need;  // the bytes from the storage's start the view reaches (0 when it is empty)
+    int64_t numel;
+    if (!torc__extent_err(ndim, shape, stride, storage_offset, es, &need) || !torc__numel_err(ndim, shape, &numel))
+        return NULL;
+    size_t offset_bytes;  // an empty view reaches nothing, but its data pointer must still be computable
+    if (!torc__nbytes_checked(storage_offset, es, &offset_bytes)) {
+        char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
+        return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "Storage size calculation overflowed with sizes=%s and strides=%s",
+                              torc__shape_str(ndim, shape, b1, sizeof b1), torc__shape_str(ndim, stride, b2, sizeof b2));
+    }
     if (need > t->storage->nbytes) {
         char b1[TORC_SHAPE_STR_MAX], b2[TORC_SHAPE_STR_MAX];
         return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG,

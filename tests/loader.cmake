@@ -10,4 +10,5 @@ foreach(kind major size)
   set_target_properties(torc_bad${kind} PROPERTIES PREFIX "lib" LIBRARY_OUTPUT_DIRECTORY ${TORC_TEST_PLUGIN_DIR})
   add_dependencies(test_loader torc_bad${kind})
 endforeach()
+add_dependencies(test_loader torc_optim_badmajor)  # (tests/optim.cmake) for the wrong-ABI optimizer case
 set_property(TEST loader APPEND PROPERTY ENVIRONMENT "TORC_TEST_PLUGIN_DIR=${TORC_TEST_PLUGIN_DIR}")

@@ -132,6 +132,40 @@ START_TEST(save_is_atomic) {
 }
 END_TEST
 
+static bool exists(const char *path) {
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+START_TEST(save_removes_stale_temporaries_and_follows_the_umask) {
+    torc_state_dict *sd = every_dtype();
+    char path[1024];  // (tmp_path's buffers are reused)
+    snprintf(path, sizeof path, "%s", tmp_path("m.safetensors"));
+    // What a save killed before its rename leaves, and look-alikes that are not its own.
+    static const char *const stale[] = {"m.safetensors.tmp.a1B2c3", "m.safetensors.tmp.ZZZZZZ"};
+    static const char *const others[] = {"m.safetensors.tmp.abc", "m.safetensors.tmp.abc1234", "m.safetensors.tmp.ab-123",
+                                         "n.safetensors.tmp.a1B2c3", "xm.safetensors.tmp.a1B2c3"};
+    for (size_t i = 0; i < 2; i++) write_all(tmp_path(stale[i]), "x", 1);
+    for (size_t i = 0; i < 5; i++) write_all(tmp_path(others[i]), "x", 1);
+    ck_assert_int_eq(mkdir(tmp_path("m.safetensors.tmp.dir123"), 0700), 0);  // not a file: kept
+    ck_assert_msg(torc_save(sd, path) == TORC_OK, "%s", torc_last_error());
+    for (size_t i = 0; i < 2; i++) ck_assert_msg(!exists(tmp_path(stale[i])), "left behind: %s", stale[i]);
+    for (size_t i = 0; i < 5; i++) ck_assert_msg(exists(tmp_path(others[i])), "removed: %s", others[i]);
+    ck_assert(exists(tmp_path("m.safetensors.tmp.dir123")));
+    // The file gets 0666 less the umask, as open(path, O_CREAT, 0666) would.
+    static const mode_t masks[] = {022, 077, 0, 027};
+    for (size_t i = 0; i < 4; i++) {
+        mode_t old = umask(masks[i]);
+        ck_assert_int_eq(torc_save(sd, path), TORC_OK);
+        umask(old);
+        struct stat sb;
+        ck_assert_int_eq(stat(path, &sb), 0);
+        ck_assert_int_eq(sb.st_mode & 0777, 0666 & ~masks[i]);
+    }
+    torc_state_dict_free(sd);
+}
+END_TEST
+
 START_TEST(load_refuses_truncated_and_corrupted) {
     torc_state_dict *sd = every_dtype();
     const char *path = tmp_path("good.safetensors");
@@ -226,12 +260,23 @@ START_TEST(load_checks_structure) {
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}", 4, "malformed JSON header"},
         {"[1,2]   ", 0, "does not start with '{'"},
         {"{} x", 0, "trailing characters"},
+        // Empty, but its contiguous strides would be 2^124: refused, not wrapped.
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[0,4611686018427387903,4611686018427387903],\"data_offsets\":[0,0]}}", 0,
+         "tensor 'a': Storage size calculation overflowed with sizes=[0, 4611686018427387903, 4611686018427387903]"},
+        {"{\"a\":{\"dtype\":\"F64\",\"shape\":[4611686018427387903,4],\"data_offsets\":[0,0]}}", 0,
+         "Storage size calculation overflowed"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_st(p, cases[i].header, f, cases[i].n);
         ck_assert_ptr_null(torc_load(p, NULL));
         tu_assert_error(TORC_ERR_IO, cases[i].msg);
     }
+    // The largest dim beside a 0 dim is fine when the strides fit.
+    write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[0,4611686018427387903],\"data_offsets\":[0,0]}}", f, 0);
+    sd = torc_load(p, NULL);
+    ck_assert_msg(sd != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_numel(torc_state_dict_get(sd, "a")), 0);
+    torc_state_dict_free(sd);
     uint64_t huge = (uint64_t)1 << 40;
     write_all(p, &huge, 8);
     ck_assert_ptr_null(torc_load(p, NULL));
@@ -448,6 +493,56 @@ START_TEST(load_refusals_leave_everything_untouched) {
 }
 END_TEST
 
+// Rewrites one metadata value of a saved checkpoint.
+static void set_meta_in_file(const char *path, const char *key, const char *value) {
+    torc_state_dict *sd = torc_load(path, NULL);
+    ck_assert_ptr_nonnull(sd);
+    ck_assert_int_eq(torc_state_dict_set_meta(sd, key, value), TORC_OK);
+    ck_assert_int_eq(torc_save(sd, path), TORC_OK);
+    torc_state_dict_free(sd);
+}
+
+START_TEST(step_counts_cannot_overflow) {
+    run a = run_new("adam", "lr=0.01", 4);
+    run_steps(&a, 1);
+    const char *path = tmp_path("s.safetensors");
+    torc_tensor *params[] = {a.W, a.b};
+    ck_assert_int_eq(torc_checkpoint_save(path, 2, g_names, params, a.opt, 1, a.gen), TORC_OK);
+    int64_t step = 7;
+    // The optimizer's count at INT64_MAX: the next step would overflow, so it is refused.
+    set_meta_in_file(path, "optimizer.state.0.step", "9223372036854775807");
+    ck_assert_int_eq(torc_checkpoint_load(path, 2, g_names, params, a.opt, &step, a.gen),
+                     TORC_ERR_INVALID_ARG);
+    tu_assert_error(TORC_ERR_INVALID_ARG, "state dict: 'optimizer.state.0.step' is not a step count ('9223372036854775807')");
+    set_meta_in_file(path, "optimizer.state.0.step", "9223372036854775808");  // past int64
+    ck_assert_int_eq(torc_checkpoint_load(path, 2, g_names, params, a.opt, &step, a.gen),
+                     TORC_ERR_INVALID_ARG);
+    // One below loads, takes one step, and then the count refuses to wrap.
+    set_meta_in_file(path, "optimizer.state.0.step", "9223372036854775806");
+    ck_assert_msg(torc_checkpoint_load(path, 2, g_names, params, a.opt, &step, a.gen) == TORC_OK, "%s",
+                  torc_last_error());
+    run_steps(&a, 1);
+    ck_assert_int_eq(torc_optimizer_param_step_count(a.opt, 0), INT64_MAX);
+    ck_assert_int_eq(torc_optimizer_param_step_count(a.opt, 1), 2);
+    torc_scope_push();
+    ck_assert_int_eq(torc_set_grad(a.W, torc_ones_like(a.W)), TORC_OK);
+    torc_scope_pop();
+    ck_assert_int_eq(torc_optimizer_step(a.opt), TORC_ERR_RUNTIME);
+    tu_assert_error(TORC_ERR_RUNTIME, "optimizer 'adam': parameter 0 has taken INT64_MAX steps");
+    ck_assert_int_eq(torc_optimizer_param_step_count(a.opt, 0), INT64_MAX);
+    // The checkpoint's own step: negative, INT64_MAX and past int64 are refused, nothing changed.
+    step = 7;
+    static const char *const bad_steps[] = {"-1", "9223372036854775807", "99999999999999999999", "12x"};
+    for (size_t i = 0; i < 4; i++) {
+        set_meta_in_file(path, "step", bad_steps[i]);
+        ck_assert_int_eq(torc_checkpoint_load(path, 2, g_names, params, NULL, &step, NULL), TORC_ERR_IO);
+        tu_assert_error(TORC_ERR_IO, "the checkpoint has no valid step");
+        ck_assert_int_eq(step, 7);
+    }
+    run_free(&a);
+}
+END_TEST
+
 START_TEST(checkpoint_contents) {
     run a = run_new("sgd", "lr=0.1 momentum=0.9", 3);
     run_steps(&a, 2);
@@ -482,6 +577,7 @@ static Suite *make_suite(void) {
     tcase_set_timeout(io, 60);
     tcase_add_test(io, save_load_every_dtype);
     tcase_add_test(io, save_is_atomic);
+    tcase_add_test(io, save_removes_stale_temporaries_and_follows_the_umask);
     tcase_add_test(io, load_refuses_truncated_and_corrupted);
     tcase_add_test(io, load_checks_structure);
     tcase_add_test(io, load_widens_unsigned);
@@ -492,6 +588,7 @@ static Suite *make_suite(void) {
     tcase_add_test(ck, resume_is_exact_for_every_optimizer);
     tcase_add_test(ck, load_refusals_leave_everything_untouched);
     tcase_add_test(ck, checkpoint_contents);
+    tcase_add_test(ck, step_counts_cannot_overflow);
     suite_add_tcase(s, ck);
     return s;
 }

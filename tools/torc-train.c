@@ -5,7 +5,6 @@
 // The Cruncher is L Linear(D, D) without bias ("layers.i.weight", (D, D)) and a Linear(D, 1)
 // ("final.weight", (D, 1)); its forward is x -> x @ W0 @ ... @ W(L-1) @ Wf, squeezed to (B).
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,51 +15,7 @@
 
 #include "torc/torc.h"
 
-// ---- options ----
-typedef struct options {
-    const char *backend;      // device name, NULL: torc's default
-    const char *optim;        // plugin name or path
-    double lr;
-    char hparams[1024];       // extra "name=value" settings, space-separated
-    int64_t dim, batch, steps;
-    int layers;
-    uint64_t seed;
-    const char *checkpoint;   // save here every `every` steps and at the end
-    int64_t every;
-    const char *resume;       // start from this checkpoint
-    const char *init_from;    // start from these weights alone (fresh optimizer and generator)
-    int64_t log_every;        // plain-output lines (0: about 10 over the run)
-    torc_dtype autocast;      // F32: off; BF16, F16 (with a GradScaler) or F8_E4M3FN (fp8 matmuls)
-    double loss_scale;        // the GradScaler's initial scale under --autocast f16
-} options;
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: torc-train [options]\n"
-            "Trains the course's Cruncher on y = x @ arange(D) with mse_loss and prints a summary.\n"
-            "  --backend NAME      device: reference, onednn, cuda, cuda:1, cpu (default: torc's best)\n"
-            "  --optim NAME|PATH   optimizer plugin: sgd, adagrad, rmsprop, adam, adamw or a .so path\n"
-            "                      (default adam)\n"
-            "  --lr X              learning rate (default 0.01)\n"
-            "  --hp NAME=VALUE     any other hyperparameter, repeatable (--hp betas=0.9,0.99 --hp amsgrad=true)\n"
-            "  --dim D             model width (default 32)\n"
-            "  --layers L          hidden Linear(D, D) layers (default 2)\n"
-            "  --batch B           batch size (default 64)\n"
-            "  --steps N           train until step N (default 300)\n"
-            "  --seed S            seed for the weights and the data (default 0)\n"
-            "  --checkpoint PATH   save a checkpoint to PATH every --every steps and at the end\n"
-            "  --every N           checkpoint interval in steps (default: only at the end)\n"
-            "  --resume PATH       continue from a checkpoint: model, optimizer (its hyperparameters\n"
-            "                      replace --lr/--hp), step and generator, up to --steps\n"
-            "  --init-from PATH    start from the model weights in a safetensors file (e.g. written by\n"
-            "                      Python: layers.<i>.weight (D, D), final.weight (D, 1), float32);\n"
-            "                      the optimizer, step and generator start fresh\n"
-            "  --log-every N       print a line every N steps when stdout is not a terminal\n"
-            "  --autocast MODE     bf16, f16 (with dynamic loss scaling) or fp8 (e4m3 matmuls, e5m2\n"
-            "                      gradients) for the forward pass; f32 master weights (default: off)\n"
-            "  --loss-scale X      initial loss scale under --autocast f16 (default 65536, PyTorch's)\n"
-            "  -h, --help          this text\n");
-}
+#include "train_args.h"
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -75,60 +30,6 @@ static void die(const char *fmt, ...) {
 // Exit-on-error checks: tools only, never the library.
 #define CHECK(call) do { if ((call) != TORC_OK) die("%s", torc_last_error()); } while (0)
 #define CHECK_PTR(p) do { if (!(p)) die("%s", torc_last_error()); } while (0)
-
-static int64_t parse_int(const char *flag, const char *v, int64_t min) {
-    char *end = NULL;
-    errno = 0;
-    long long x = v ? strtoll(v, &end, 10) : 0;
-    if (!v || *end || end == v || errno || x < min) die("%s expects an integer >= %lld, got '%s'", flag, (long long)min, v ? v : "");
-    return x;
-}
-
-static options parse_args(int argc, char **argv) {
-    options o = {.optim = "adam", .lr = 0.01, .dim = 32, .batch = 64, .steps = 300, .layers = 2, .every = 0,
-                 .autocast = TORC_DTYPE_F32, .loss_scale = 65536.0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) usage(stdout), exit(0);
-        if (!v) die("%s needs a value (try --help)", a);
-        i++;
-        if (!strcmp(a, "--backend")) o.backend = v;
-        else if (!strcmp(a, "--optim")) o.optim = v;
-        else if (!strcmp(a, "--lr")) {
-            char *end = NULL;
-            o.lr = strtod(v, &end);
-            if (*end || end == v) die("--lr expects a number, got '%s'", v);
-        } else if (!strcmp(a, "--hp")) {
-            if (!strchr(v, '=')) die("--hp expects NAME=VALUE, got '%s'", v);
-            size_t used = strlen(o.hparams);
-            snprintf(o.hparams + used, sizeof o.hparams - used, " %s", v);
-        } else if (!strcmp(a, "--dim")) o.dim = parse_int(a, v, 1);
-        else if (!strcmp(a, "--layers")) o.layers = (int)parse_int(a, v, 0);
-        else if (!strcmp(a, "--batch")) o.batch = parse_int(a, v, 1);
-        else if (!strcmp(a, "--steps")) o.steps = parse_int(a, v, 0);
-        else if (!strcmp(a, "--seed")) o.seed = (uint64_t)parse_int(a, v, 0);
-        else if (!strcmp(a, "--checkpoint")) o.checkpoint = v;
-        else if (!strcmp(a, "--every")) o.every = parse_int(a, v, 1);
-        else if (!strcmp(a, "--resume")) o.resume = v;
-        else if (!strcmp(a, "--init-from")) o.init_from = v;
-        else if (!strcmp(a, "--log-every")) o.log_every = parse_int(a, v, 1);
-        else if (!strcmp(a, "--autocast")) {
-            if (!strcmp(v, "bf16")) o.autocast = TORC_DTYPE_BF16;
-            else if (!strcmp(v, "f16")) o.autocast = TORC_DTYPE_F16;
-            else if (!strcmp(v, "fp8")) o.autocast = TORC_DTYPE_F8_E4M3FN;
-            else if (!strcmp(v, "off") || !strcmp(v, "f32")) o.autocast = TORC_DTYPE_F32;
-            else die("--autocast expects bf16, f16, fp8 or off, got '%s'", v);
-        } else if (!strcmp(a, "--loss-scale")) {
-            char *end = NULL;
-            o.loss_scale = strtod(v, &end);
-            if (*end || end == v || !(o.loss_scale > 0)) die("--loss-scale expects a positive number, got '%s'", v);
-        }
-        else die("unknown option '%s' (try --help)", a);
-    }
-    if (o.every && !o.checkpoint) die("--every needs --checkpoint PATH");
-    if (o.init_from && o.resume) die("--init-from and --resume exclude each other (--resume restores the weights too)");
-    return o;
-}
 
 // ---- output helpers ----
 static double now(void) {
@@ -189,6 +90,7 @@ static void scaler_tensors(const torc_grad_scaler *scaler, torc_tensor **t) {
 static void save(const char *path, torc_module *model, const torc_optimizer *opt, int64_t step, torc_generator *gen,
                  const torc_grad_scaler *scaler) {
     const int n = torc_module_param_count(model);
+    if (n < 0) die("%s", torc_last_error());
     const char *names[258];
     torc_tensor *tensors[258];
     if (n > 256) die("model has more than 256 parameters");
@@ -203,7 +105,13 @@ static void save(const char *path, torc_module *model, const torc_optimizer *opt
 }
 
 int main(int argc, char **argv) {
-    options o = parse_args(argc, argv);
+    train_options o;
+    char err[512];
+    switch (train_args_parse(argc, argv, &o, err, sizeof err)) {
+    case TRAIN_ARGS_HELP: train_args_usage(stdout); return 0;
+    case TRAIN_ARGS_ERROR: die("%s", err); break;
+    case TRAIN_ARGS_OK: break;
+    }
     // ---- device, model, optimizer ----
     torc_device *dev = o.backend ? torc_device_get(o.backend) : torc_default_device();
     CHECK_PTR(dev);
@@ -215,6 +123,7 @@ int main(int argc, char **argv) {
     torc_module *model = torc_cruncher_new(o.dim, o.layers, TORC_DTYPE_F32, gen);
     CHECK_PTR(model);
     const int n_params = torc_module_param_count(model);
+    if (n_params < 0) die("%s", torc_last_error());  // out of memory listing them: not an empty list
     torc_tensor *params[258];
     if (n_params > 256) die("model has more than 256 parameters");
     for (int i = 0; i < n_params; i++) params[i] = torc_module_param(model, i);

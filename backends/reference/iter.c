@@ -73,6 +73,12 @@ void ref_iter_init(ref_iter *it, int ndim, const int64_t *shape, int nops, char 
     it->nops = nops;
     it->numel = 1;
     for (int k = 0; k < nops; k++) it->data[k] = data[k];
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] == 0) {  // nothing to visit; an empty view's other dims and strides may be
+            it->numel = 0;    // anything, their byte strides need not even fit int64_t
+            it->ndim = 1;
+            return;
+        }
     int nd = 0;
     for (int d = 0; d < ndim; d++) {
         it->numel *= shape[d];

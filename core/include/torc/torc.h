@@ -37,6 +37,10 @@ typedef struct torc_generator torc_generator; // opaque Philox generator (seed, 
 // ---- errors ----
 // The status and message of the last failed call on this thread (TORC_OK / "" if none since
 // torc_clear_error). The string stays valid until the next torc call on this thread.
+// A NULL argument while an error is set returns that error unchanged: the NULL is most likely
+// the result of a call that failed (torc_mse_loss(torc_module_forward(m, x), y)), and the first
+// error of a chain is the one worth reading. Clear an error you have handled (torc_clear_error)
+// before relying on "... is NULL" messages.
 TORC_API torc_status torc_last_status(void);
 TORC_API const char *torc_last_error(void);
 TORC_API void torc_clear_error(void);
@@ -617,12 +621,14 @@ TORC_API torc_module *torc_module_child(const torc_module *m, const char *name);
 // Iteration over every parameter of the tree, i in [0, torc_module_param_count): the tensor
 // and its path, both borrowed and valid until the tree changes or is freed. The list is
 // cached in the module: do not query one tree from several threads at once.
+// torc_module_param_count is -1 with the error set when the list cannot be built (out of host
+// memory, or m NULL): never 0 for a tree that has parameters.
 TORC_API int torc_module_param_count(const torc_module *m);
 TORC_API torc_tensor *torc_module_param(const torc_module *m, int i);
 TORC_API const char *torc_module_param_name(const torc_module *m, int i);
 // The parameter with that path ("final.weight"), borrowed, or NULL.
 TORC_API torc_tensor *torc_module_get_parameter(const torc_module *m, const char *path);
-TORC_API int64_t torc_module_num_parameters(const torc_module *m);  // elements over all parameters
+TORC_API int64_t torc_module_num_parameters(const torc_module *m);  // elements over all parameters; -1 as above
 // Clears every parameter's .grad (set_to_none) or fills it with zeros.
 TORC_API torc_status torc_module_zero_grad(torc_module *m, bool set_to_none);
 

@@ -1,0 +1,132 @@
+// tools/train_args.c — torc-train's command-line parser: every value is checked against the
+// range its option accepts before the training loop sees it (no silent casts or wraps).
+#include "train_args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void train_args_usage(FILE *f) {
+    fprintf(f,
+            "usage: torc-train [options]\n"
+            "Trains the course's Cruncher on y = x @ arange(D) with mse_loss and prints a summary.\n"
+            "  --backend NAME      device: reference, onednn, cuda, cuda:1, cpu (default: torc's best)\n"
+            "  --optim NAME|PATH   optimizer plugin: sgd, adagrad, rmsprop, adam, adamw or a .so path\n"
+            "                      (default adam)\n"
+            "  --lr X              learning rate (default 0.01)\n"
+            "  --hp NAME=VALUE     any other hyperparameter, repeatable (--hp betas=0.9,0.99 --hp amsgrad=true)\n"
+            "  --dim D             model width, 1..%lld (default 32)\n"
+            "  --layers L          hidden Linear(D, D) layers, 0..%lld (default 2)\n"
+            "  --batch B           batch size, 1..%lld (default 64)\n"
+            "  --steps N           train until step N (default 300)\n"
+            "  --seed S            seed for the weights and the data (default 0)\n"
+            "  --checkpoint PATH   save a checkpoint to PATH every --every steps and at the end\n"
+            "  --every N           checkpoint interval in steps (default: only at the end)\n"
+            "  --resume PATH       continue from a checkpoint: model, optimizer (its hyperparameters\n"
+            "                      replace --lr/--hp), step and generator, up to --steps\n"
+            "  --init-from PATH    start from the model weights in a safetensors file (e.g. written by\n"
+            "                      Python: layers.<i>.weight (D, D), final.weight (D, 1), float32);\n"
+            "                      the optimizer, step and generator start fresh\n"
+            "  --log-every N       print a line every N steps when stdout is not a terminal\n"
+            "  --autocast MODE     bf16, f16 (with dynamic loss scaling) or fp8 (e4m3 matmuls, e5m2\n"
+            "                      gradients) for the forward pass; f32 master weights (default: off)\n"
+            "  --loss-scale X      initial loss scale under --autocast f16 (default 65536, PyTorch's)\n"
+            "  -h, --help          this text\n",
+            TRAIN_MAX_DIM, TRAIN_MAX_LAYERS, TRAIN_MAX_BATCH);
+}
+
+static train_args_result fail(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static train_args_result fail(char *err, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+    return TRAIN_ARGS_ERROR;
+}
+
+// A decimal integer in [min, max], the whole string; false if it is not one.
+static bool parse_int(const char *v, long long min, long long max, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    const long long x = strtoll(v, &end, 10);
+    if (end == v || *end || errno || x < min || x > max) return false;
+    *out = x;
+    return true;
+}
+
+static bool parse_double(const char *v, double *out) {
+    char *end = NULL;
+    errno = 0;
+    *out = strtod(v, &end);
+    return end != v && !*end && errno != ERANGE;
+}
+
+train_args_result train_args_parse(int argc, char **argv, train_options *o, char *err, size_t errcap) {
+    *o = (train_options){.optim = "adam", .lr = 0.01, .dim = 32, .batch = 64, .steps = 300, .layers = 2,
+                         .autocast = TORC_DTYPE_F32, .loss_scale = 65536.0};
+    // The integer options: where each goes and the range it accepts.
+    int64_t layers = o->layers, seed = 0;
+    const struct { const char *flag; int64_t *dst; long long min, max; } ints[] = {
+        {"--dim", &o->dim, 1, TRAIN_MAX_DIM},       {"--layers", &layers, 0, TRAIN_MAX_LAYERS},
+        {"--batch", &o->batch, 1, TRAIN_MAX_BATCH}, {"--steps", &o->steps, 0, TRAIN_MAX_STEPS},
+        {"--seed", &seed, 0, INT64_MAX},            {"--every", &o->every, 1, TRAIN_MAX_STEPS},
+        {"--log-every", &o->log_every, 1, TRAIN_MAX_STEPS},
+    };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return TRAIN_ARGS_HELP;
+        if (strncmp(a, "--", 2))
+            return fail(err, errcap, "unexpected argument '%s': options start with -- (try --help)", a);
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool is_int = false;
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+            if (strcmp(a, ints[k].flag)) continue;
+            if (!v || !parse_int(v, ints[k].min, ints[k].max, ints[k].dst))
+                return fail(err, errcap, "%s expects an integer from %lld to %lld, got '%s'", a, ints[k].min,
+                            ints[k].max, v ? v : "");
+            is_int = true;
+        }
+        if (is_int) {
+            i++;
+            continue;
+        }
+        const bool known = !strcmp(a, "--backend") || !strcmp(a, "--optim") || !strcmp(a, "--lr") ||
+                           !strcmp(a, "--hp") || !strcmp(a, "--checkpoint") || !strcmp(a, "--resume") || !strcmp(a, "--init-from") ||
+                           !strcmp(a, "--autocast") || !strcmp(a, "--loss-scale");
+        if (!known) return fail(err, errcap, "unknown option '%s' (try --help)", a);
+        if (!v) return fail(err, errcap, "%s needs a value (try --help)", a);
+        i++;
+        if (!strcmp(a, "--backend")) o->backend = v;
+        else if (!strcmp(a, "--optim")) o->optim = v;
+        else if (!strcmp(a, "--checkpoint")) o->checkpoint = v;
+        else if (!strcmp(a, "--resume")) o->resume = v;
+        else if (!strcmp(a, "--init-from")) o->init_from = v;
+        else if (!strcmp(a, "--lr")) {
+            if (!parse_double(v, &o->lr)) return fail(err, errcap, "--lr expects a number, got '%s'", v);
+        } else if (!strcmp(a, "--hp")) {
+            const size_t used = strlen(o->hparams), len = strlen(v);
+            if (!strchr(v, '=')) return fail(err, errcap, "--hp expects NAME=VALUE, got '%s'", v);
+            if (used + 1 + len >= sizeof o->hparams)
+                return fail(err, errcap, "--hp: the settings exceed %zu characters in all", sizeof o->hparams - 1);
+            o->hparams[used] = ' ';
+            memcpy(o->hparams + used + 1, v, len + 1);
+        } else if (!strcmp(a, "--autocast")) {
+            if (!strcmp(v, "bf16")) o->autocast = TORC_DTYPE_BF16;
+            else if (!strcmp(v, "f16")) o->autocast = TORC_DTYPE_F16;
+            else if (!strcmp(v, "fp8")) o->autocast = TORC_DTYPE_F8_E4M3FN;
+            else if (!strcmp(v, "off") || !strcmp(v, "f32")) o->autocast = TORC_DTYPE_F32;
+            else return fail(err, errcap, "--autocast expects bf16, f16, fp8 or off, got '%s'", v);
+        } else {  // --loss-scale
+            if (!parse_double(v, &o->loss_scale) || !(o->loss_scale > 0) || o->loss_scale == INFINITY)
+                return fail(err, errcap, "--loss-scale expects a positive number, got '%s'", v);
+        }
+    }
+    if (o->every && !o->checkpoint) return fail(err, errcap, "--every needs --checkpoint PATH");
+    if (o->init_from && o->resume)
+        return fail(err, errcap, "--init-from and --resume exclude each other (--resume restores the weights too)");
+    o->layers = (int)layers;
+    o->seed = (uint64_t)seed;
+    return TRAIN_ARGS_OK;
+}

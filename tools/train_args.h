@@ -1,0 +1,43 @@
+// tools/train_args.h — torc-train's command line: the options and their parser, kept apart from
+// the training loop so that tests/fuzz/fuzz_train_args.c can call the parser on any argv.
+#ifndef TORC_TRAIN_ARGS_H
+#define TORC_TRAIN_ARGS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "torc/torc.h"
+
+// The ranges the numeric options accept (the parser's errors name them). --layers is capped by
+// the 256 parameters a checkpoint of torc-train holds (L hidden weights + the final one).
+#define TRAIN_MAX_DIM 1048576LL          // 2^20: one (D, D) f32 weight is then 4 TiB
+#define TRAIN_MAX_LAYERS 255LL
+#define TRAIN_MAX_BATCH 16777216LL       // 2^24
+#define TRAIN_MAX_STEPS 4611686018427387904LL  // 2^62: step + 1 never overflows
+
+typedef struct train_options {
+    const char *backend;      // device name, NULL: torc's default
+    const char *optim;        // plugin name or path
+    double lr;
+    char hparams[1024];       // extra "name=value" settings, space-separated
+    int64_t dim, batch, steps;
+    int layers;
+    uint64_t seed;
+    const char *checkpoint;   // save here every `every` steps and at the end
+    int64_t every;
+    const char *resume;       // start from this checkpoint
+    const char *init_from;    // start from these weights alone (fresh optimizer and generator)
+    int64_t log_every;        // plain-output lines (0: about 10 over the run)
+    torc_dtype autocast;      // F32: off; BF16, F16 (with a GradScaler) or F8_E4M3FN (fp8 matmuls)
+    double loss_scale;        // the GradScaler's initial scale under --autocast f16
+} train_options;
+
+typedef enum train_args_result { TRAIN_ARGS_OK, TRAIN_ARGS_HELP, TRAIN_ARGS_ERROR } train_args_result;
+
+// Parses argv[1..argc-1] into *o (defaults first). TRAIN_ARGS_HELP for -h/--help;
+// TRAIN_ARGS_ERROR with a message naming the option (and the range it accepts) in err. Prints
+// nothing and never exits; the strings in *o point into argv.
+train_args_result train_args_parse(int argc, char **argv, train_options *o, char *err, size_t errcap);
+void train_args_usage(FILE *f);
+
+#endif
