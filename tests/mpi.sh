@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/mpi.sh PART MPI_TEST — one part of the data-parallel tests, run with mpirun (see
+# tests/mpi.sh PART MPI_TEST TORC_TRAIN — one part of the data-parallel tests, run with mpirun (see
 # tests/mpi.cmake). Exits 77 with a reason when mpirun (Open MPI) is missing.
 set -euo pipefail
-part=$1 bin=$2
+part=$1 bin=$2 train=${3:-}
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One thread per rank, shared memory and loopback only; quiet about the missing InfiniBand.
@@ -64,5 +64,25 @@ failure)  # the last rank is killed at step 5: the others exit non-zero with a m
   python3 -c "import sys; sys.exit(0 if $took < 10 else 1)" || { echo "FAIL: took $took s (limit 10 s)"; exit 1; }
   echo "a killed rank ended the job in $took s with exit status $rc" ;;
 netns)  bash "$(dirname "$0")/mpi_netns.sh" "$bin" "$tmp" ;;
+train)  # mpirun -np 2 torc-train: deterministic checkpoints equal 1 process's byte for byte; the
+        # summary reports the communication; a 2-process checkpoint resumes on 1 process
+  args=(--dim 32 --layers 2 --batch 64 --log-every 10)
+  "$train" "${args[@]}" --steps 20 --deterministic --checkpoint "$tmp/one.st" > "$tmp/one.log"
+  run 2 "$train" "${args[@]}" --steps 20 --deterministic --checkpoint "$tmp/two.st" > "$tmp/two.log"
+  cmp "$tmp/one.st" "$tmp/two.st" || { echo "FAIL: 2-process deterministic torc-train differs from 1 process"; exit 1; }
+  grep -q "data parallel: 2 processes (mpi), 32 rows each per step, deterministic" "$tmp/two.log" ||
+    { cat "$tmp/two.log"; echo "FAIL: no data-parallel banner"; exit 1; }
+  run 2 "$train" "${args[@]}" --steps 10 --deterministic --checkpoint "$tmp/half.st" > /dev/null
+  "$train" "${args[@]}" --steps 20 --deterministic --resume "$tmp/half.st" --checkpoint "$tmp/resumed.st" > /dev/null
+  cmp "$tmp/one.st" "$tmp/resumed.st" || { echo "FAIL: 2-process checkpoint resumed on 1 process differs"; exit 1; }
+  run 2 "$train" "${args[@]}" --steps 20 > "$tmp/plain.log"
+  cat "$tmp/plain.log"
+  for want in "all-reduced" "overlapped backward" "scaling eff."; do
+    grep -q "$want" "$tmp/plain.log" || { echo "FAIL: summary lacks '$want'"; exit 1; }
+  done
+  set +e; run 2 "$train" "${args[@]}" --batch 63 --steps 1 > "$tmp/odd.log" 2>&1; rc=$?; set -e
+  [ $rc -ne 0 ] && grep -q "must be divisible by the 2 processes" "$tmp/odd.log" ||
+    { cat "$tmp/odd.log"; echo "FAIL: an indivisible global batch was not refused"; exit 1; }
+  echo "torc-train under mpirun: deterministic = 1 process byte for byte, resumes across world sizes" ;;
 *) echo "unknown part $part"; exit 2 ;;
 esac
