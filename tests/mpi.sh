@@ -7,6 +7,11 @@ command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One thread per rank, shared memory and loopback only; quiet about the missing InfiniBand.
 export TORC_NUM_THREADS=1 OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_btl=self,vader,tcp
+# Under the sanitizers: Open MPI's components stay mapped and stacks are unwound in full, so
+# that every frame keeps its library's name, and Open MPI's own allocations are not reported.
+export OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1
+[ -z "${ASAN_OPTIONS:-}" ] || export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
+export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/mpi_lsan.supp:print_suppressions=0"
 run() { local np=$1; shift; timeout 60 mpirun -np "$np" --oversubscribe --bind-to none "$@"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
