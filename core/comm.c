@@ -21,6 +21,7 @@ static struct {
     char name[32];
     int rank, size, local_rank;
     double timeout_s;
+    bool timed_out;  // a collective timed out: the job is broken, later waits only look
 } g;
 
 double torc__now(void) {
@@ -184,9 +185,15 @@ static torc_status plugin_error(void) {
 // Finishes w: waits, averages, writes back into dst (rounding once), frees w.
 static torc_status finish(torc_work *w, double *finished_at) {
     torc_status st = TORC_OK;
-    if (g.vt->wait(g.ctx, w->req, g.timeout_s, finished_at)) {
-        st = plugin_error();
-        work_free(w);
+    const bool broken = g.timed_out;
+    const int rc = g.vt->wait(g.ctx, w->req, broken ? 0.01 : g.timeout_s, finished_at);
+    if (rc == TORC_COMM_TIMED_OUT) g.timed_out = true;
+    if (rc) {
+        // The first timeout's message (naming the cause) stands; later ones only repeat it.
+        st = rc == TORC_COMM_TIMED_OUT && broken ? TORC_ERR_RUNTIME : plugin_error();
+        // A collective that timed out may still write its buffers: they stay allocated (and w
+        // with them) until the process ends, which torc_dist_abort is for.
+        if (rc != TORC_COMM_TIMED_OUT) work_free(w);
         return st;
     }
     torc_no_grad_begin();

@@ -67,7 +67,21 @@ failure)  # the last rank is killed at step 5: the others exit non-zero with a m
   [ $rc -ne 124 ] || { echo "FAIL: the job hung (killed by timeout)"; exit 1; }
   grep -qi "rank 1" "$tmp/log" || { echo "FAIL: no message naming rank 1"; exit 1; }
   python3 -c "import sys; sys.exit(0 if $took < 10 else 1)" || { echo "FAIL: took $took s (limit 10 s)"; exit 1; }
-  echo "a killed rank ended the job in $took s with exit status $rc" ;;
+  echo "a killed rank ended the job in $took s with exit status $rc"
+  # The last rank stops calling collectives but stays alive: rank 0's wait times out (3 s), it
+  # names itself and the cause, and its abort ends the job.
+  start=$(date +%s.%N)
+  set +e
+  TORC_COMM_TIMEOUT=3 timeout 30 mpirun -np 2 --oversubscribe --bind-to none -x TORC_COMM_TIMEOUT "$bin" train --steps 100000 --batch 32 --hang-at 5 > "$tmp/log" 2>&1
+  rc=$?
+  set -e
+  took=$(python3 -c "import time; print(round(time.time() - $start, 2))")
+  cat "$tmp/log"
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || { echo "FAIL: exit status $rc for a hung rank"; exit 1; }
+  grep -q "rank 0: .* did not finish within 3 s: another rank has died, failed or stopped" "$tmp/log" ||
+    { echo "FAIL: no timeout message from rank 0"; exit 1; }
+  python3 -c "import sys; sys.exit(0 if $took < 10 else 1)" || { echo "FAIL: took $took s (limit 10 s)"; exit 1; }
+  echo "a hung rank ended the job in $took s with exit status $rc" ;;
 netns)  bash "$(dirname "$0")/mpi_netns.sh" "$bin" "$tmp" ;;
 train)  # mpirun -np 2 torc-train: deterministic checkpoints equal 1 process's byte for byte; the
         # summary reports the communication; a 2-process checkpoint resumes on 1 process

@@ -4,7 +4,7 @@
 // script to compare across process counts. Exits non-zero with a message naming the rank.
 //   mpi_test collectives
 //   mpi_test train --optim sgd|adam --steps N --batch B [--deterministic] [--out FILE]
-//                  [--save PATH --save-at K] [--resume PATH] [--die-at K] [--unused]
+//                  [--save PATH --save-at K] [--resume PATH] [--die-at K] [--hang-at K] [--unused]
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
@@ -139,7 +139,7 @@ static void test_collectives(void) {
 // ---- training ----
 typedef struct {
     const char *optim, *out, *save, *resume;
-    int64_t steps, batch, save_at, die_at;
+    int64_t steps, batch, save_at, die_at, hang_at;
     bool deterministic, unused;
 } train_opts;
 
@@ -212,6 +212,7 @@ static void train(const train_opts *o) {
     const int64_t B = o->batch, M = o->deterministic ? dopt.micro_batches : W;
     for (; step < o->steps; step++) {
         if (o->die_at && step == o->die_at && g_rank == W - 1) raise(SIGKILL);
+        if (o->hang_at && step == o->hang_at && g_rank == W - 1) for (;;) pause();  // alive, silent
         torc_scope_push();
         // The global batch, drawn alike on every rank; this rank takes its rows.
         torc_tensor *x = torc_randn(TORC_SHAPE(B, D), TORC_DTYPE_F32, data), *y = torc_matmul(x, w);
@@ -287,6 +288,7 @@ int main(int argc, char **argv) {
             else if (!strcmp(a, "--batch")) o.batch = atoll(v), i++;
             else if (!strcmp(a, "--save-at")) o.save_at = atoll(v), i++;
             else if (!strcmp(a, "--die-at")) o.die_at = atoll(v), i++;
+            else if (!strcmp(a, "--hang-at")) o.hang_at = atoll(v), i++;
             else FAIL("unknown option %s", a);
         }
         train(&o);

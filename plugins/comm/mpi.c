@@ -275,13 +275,13 @@ static int mpi_wait(void *vc, torc_comm_request *r, double timeout_s, double *fi
                  "rank %d: %s did not finish within %g s: another rank has died, failed or stopped calling "
                  "collectives (TORC_COMM_TIMEOUT sets the limit)",
                  c->rank, job_names[r->kind], timeout_s);
-        return 1;
+        return TORC_COMM_TIMED_OUT;
     }
     const int err = r->err;
     if (finished_at) *finished_at = r->finished_at;
     if (err) set_mpi_error(c, job_names[r->kind], err);
     free(r);
-    return err ? 1 : 0;
+    return err ? TORC_COMM_FAILED : 0;
 }
 
 static void mpi_abort(void *vc, int code) {

@@ -177,13 +177,13 @@ static int nccl_wait(void *vc, torc_comm_request *r, double timeout_s, double *f
         if (ce == cudaSuccess) break;
         if (ce != cudaErrorNotReady) {
             snprintf(c->error, sizeof c->error, "rank %d: NCCL %s: %s", c->rank, r->what, cudaGetErrorString(ce));
-            return 1;
+            return TORC_COMM_TIMED_OUT;  // the stream may still hold the collective
         }
         ncclResult_t async = ncclSuccess;
         ncclCommGetAsyncError(c->comm, &async);
         if (async != ncclSuccess) {
             snprintf(c->error, sizeof c->error, "rank %d: NCCL %s failed: %s", c->rank, r->what, ncclGetErrorString(async));
-            return 1;
+            return TORC_COMM_TIMED_OUT;  // the stream may still hold the collective
         }
         clock_gettime(CLOCK_MONOTONIC, &t);
         if (timeout_s > 0 && (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > timeout_s) {
@@ -191,7 +191,7 @@ static int nccl_wait(void *vc, torc_comm_request *r, double timeout_s, double *f
                      "rank %d: %s did not finish within %g s: another rank has died, failed or stopped calling "
                      "collectives (TORC_COMM_TIMEOUT sets the limit)", c->rank, r->what, timeout_s);
             ncclCommAbort(c->comm);
-            return 1;
+            return TORC_COMM_TIMED_OUT;
         }
         nanosleep(&(struct timespec){0, 20000}, NULL);
     }

@@ -15,8 +15,11 @@
 //   - A collective with req == NULL is blocking. With req != NULL it only starts: *req is a
 //     handle that the core passes to wait() exactly once; send and recv stay untouched by the
 //     caller until then. wait() frees the handle.
-//   - wait() returns nonzero if the collective failed or did not finish within timeout_s seconds
-//     (<= 0: no limit): a rank that died or stopped calling in shows up here, not as a hang.
+//   - wait() returns 0 when the collective finished, TORC_COMM_FAILED when it finished with an
+//     error (the handle is freed either way), and TORC_COMM_TIMED_OUT when it did not finish
+//     within timeout_s seconds (<= 0: no limit): a rank that died or stopped calling in shows up
+//     here, not as a hang. A timed-out collective stays with the plugin, which may still write
+//     its buffers: the core keeps them allocated, and the job is expected to abort().
 //   - Every call returns 0 or nonzero; on nonzero last_error(ctx) says why, naming the rank
 //     when the engine says which. The message stays valid until the next call.
 //   - abort() ends every process of the job (MPI_Abort): the way out when one rank has failed
@@ -56,6 +59,10 @@ typedef enum torc_comm_op {
     TORC_COMM_OP_MIN = 2,
     TORC_COMM_OP_COUNT
 } torc_comm_op;
+
+// wait()'s results besides 0.
+#define TORC_COMM_FAILED 1
+#define TORC_COMM_TIMED_OUT 2
 
 // Where a plugin's buffers live (torc_comm_vtable.memory).
 #define TORC_COMM_MEMORY_HOST 0u
