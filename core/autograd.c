@@ -629,19 +629,29 @@ static torc_tensor *own_grad(torc_tensor *g, torc_dtype dtype) {
     return torc__copy_as(g, dtype);
 }
 
+// The thread's leaf-gradient hook (torc__set_leaf_grad_hook): DDP's signal that a bucket may be ready.
+static _Thread_local torc__leaf_grad_hook tls_leaf_hook;
+static _Thread_local void *tls_leaf_hook_ctx;
+void torc__set_leaf_grad_hook(torc__leaf_grad_hook hook, void *ctx) {
+    tls_leaf_hook = hook;
+    tls_leaf_hook_ctx = ctx;
+}
+
 // .grad accumulation (AccumulateGrad): the first gradient becomes .grad (tagged as gradient
 // memory for leaves), later ones are added in place so .grad keeps its identity.
 static torc_status accumulate_grad(torc_tensor *t, torc_tensor *g, bool leaf) {
+    torc_status st = TORC_OK;
     if (!t->grad) {
         torc_tensor *own = own_grad(g, t->dtype);
         if (!own) return torc_last_status();
         if (leaf) torc_set_mem_tag(own, TORC_MEM_GRADIENT);
         t->grad = own;
-        return TORC_OK;
+    } else {
+        torc_scope_push();
+        st = torc_add_(t->grad, g);
+        torc_scope_pop();
     }
-    torc_scope_push();
-    torc_status st = torc_add_(t->grad, g);
-    torc_scope_pop();
+    if (!st && leaf && tls_leaf_hook) st = tls_leaf_hook(t, tls_leaf_hook_ctx);
     return st;
 }
 

@@ -315,8 +315,29 @@ static void *staging(torc_dataset *ds, torc_device *dev, size_t n, int *which) {
     return ds->stage[*which];
 }
 
+// Rows [row0, row0 + rows) of the batch torc_get_batch(ds, batch, ...) would draw: the generator
+// advances by `batch` counters whatever the rows, so every rank's stream stays aligned.
+static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0, int64_t rows, int64_t seq_len,
+                                  torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y);
+
 torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev, torc_generator *gen,
                            torc_tensor **x, torc_tensor **y) {
+    return get_batch_rows(ds, batch, 0, batch, seq_len, dev, gen, x, y);
+}
+
+torc_status torc_get_batch_shard(torc_dataset *ds, int64_t global_batch, int64_t seq_len, int rank, int world,
+                                 torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y) {
+    if (world < 1 || rank < 0 || rank >= world)
+        return torc__error(TORC_ERR_INVALID_ARG, "get_batch_shard: rank %d is out of range for world size %d", rank, world);
+    if (global_batch < 1 || global_batch % world)
+        return torc__error(TORC_ERR_INVALID_ARG, "get_batch_shard: global batch %lld is not divisible by world size %d",
+                           (long long)global_batch, world);
+    const int64_t rows = global_batch / world;
+    return get_batch_rows(ds, global_batch, (int64_t)rank * rows, rows, seq_len, dev, gen, x, y);
+}
+
+static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0, int64_t rows, int64_t seq_len,
+                                  torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y) {
     if (!ds || !x) return torc__null_arg("torc_get_batch: NULL argument");
     *x = NULL;
     if (y) *y = NULL;
@@ -330,9 +351,9 @@ torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, tor
     if (!dev && !(dev = torc_default_device())) return torc_last_status();
     const torc_dtype out = ds->type->out;
     const size_t esize = torc_dtype_size(out);
-    size_t per, both;  // the bytes of one (B, L) batch, and of x and y together
-    if (!torc__nbytes_err(2, (int64_t[]){batch, seq_len}, esize, &per) ||
-        !torc__nbytes_err(3, (int64_t[]){2, batch, seq_len}, esize, &both))
+    size_t per, both;  // the bytes of this call's (rows, L) batch, and of x and y together
+    if (!torc__nbytes_err(2, (int64_t[]){rows, seq_len}, esize, &per) ||
+        !torc__nbytes_err(3, (int64_t[]){2, rows, seq_len}, esize, &both))
         return torc_last_status();
     // Random starts in [0, numel - seq_len), as torc_randint draws them (one counter each).
     uint64_t seed;
@@ -341,7 +362,7 @@ torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, tor
     const int n_out = y ? 2 : 1;
     torc_tensor *t[2] = {NULL, NULL};
     for (int k = 0; k < n_out; k++)
-        if (!(t[k] = torc__new(dev, out, 2, (int64_t[]){batch, seq_len}))) {
+        if (!(t[k] = torc__new(dev, out, 2, (int64_t[]){rows, seq_len}))) {
             torc_release(t[0]);
             return torc_last_status();
         }
@@ -354,8 +375,8 @@ torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, tor
     }
     unsigned char *dst[2];
     for (int k = 0; k < n_out; k++) dst[k] = host ? host + per * (size_t)k : (unsigned char *)t[k]->storage->data;
-    for (int64_t b = 0; b < batch; b++) {
-        const int64_t s = (int64_t)(torc_philox_uniform(seed, first, (uint64_t)b) * (double)range);
+    for (int64_t b = 0; b < rows; b++) {
+        const int64_t s = (int64_t)(torc_philox_uniform(seed, first, (uint64_t)(row0 + b)) * (double)range);
         for (int k = 0; k < n_out; k++)
             for (int64_t l = 0; l < seq_len; l++)
                 load_elem(ds, s + k + l, dst[k] + (size_t)(b * seq_len + l) * esize);

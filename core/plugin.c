@@ -12,13 +12,15 @@
 
 #include "torc-impl.h"
 #include "torc/backend.h"
+#include "torc/comm.h"
 #include "torc/optim.h"
 
 const torc__plugin_kind torc__plugin_backend = {"backend", "libtorc_", TORC_BACKEND_ENTRY_SYMBOL};
 const torc__plugin_kind torc__plugin_optimizer = {"optimizer", "libtorc_optim_", TORC_OPTIM_ENTRY_SYMBOL};
+const torc__plugin_kind torc__plugin_comm = {"comm plugin", "libtorc_comm_", TORC_COMM_ENTRY_SYMBOL};
 // Every kind, so that listing one kind's files can leave out another's whose prefix is longer
 // ("libtorc_optim_sgd.so" is an optimizer, not the backend "optim_sgd"). A new kind is one line.
-static const torc__plugin_kind *const g_kinds[] = {&torc__plugin_backend, &torc__plugin_optimizer};
+static const torc__plugin_kind *const g_kinds[] = {&torc__plugin_backend, &torc__plugin_optimizer, &torc__plugin_comm};
 
 // The directory holding libtorc.so, + "/torc": the install tree and the build tree agree, so an
 // installed torc finds its plugins without any environment variable.

@@ -45,7 +45,7 @@ typedef struct torc__plugin_kind {
     const char *prefix;        // "libtorc_", "libtorc_optim_"
     const char *entry_symbol;  // the one exported function
 } torc__plugin_kind;
-extern const torc__plugin_kind torc__plugin_backend, torc__plugin_optimizer;
+extern const torc__plugin_kind torc__plugin_backend, torc__plugin_optimizer, torc__plugin_comm;
 // The kind's own checks of a plugin whose entry symbol was found: returns what the kind keeps
 // for it, or NULL with the reason in why (then the loader dlcloses handle unless *keep_open).
 typedef void *(*torc__plugin_accept_fn)(void *ctx, const char *path, void *handle, void *entry, char *why, size_t n,
@@ -310,6 +310,10 @@ torc_status torc__inplace_end(torc_tensor *self, torc_node *rec, torc_status st)
 void torc__check_inplace(torc_tensor *t, torc_status *st);
 // Called by torc_release when a tensor dies: drops its grad, grad_fn and view base.
 void torc__autograd_release(torc_tensor *t);
+// Called on this thread by backward after each gradient accumulated into a leaf's .grad (the hook
+// may take t->grad); a nonzero status stops backward. NULL removes it. Used by DDP (core/ddp.c).
+typedef torc_status (*torc__leaf_grad_hook)(torc_tensor *t, void *ctx);
+void torc__set_leaf_grad_hook(torc__leaf_grad_hook hook, void *ctx);
 
 // ---- autocast (autocast.c) ----
 // One-line hooks at the top of the frontends autocast changes (matmul.c, reduce.c, unary.c,

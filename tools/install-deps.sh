@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # tools/install-deps.sh — installs what torc needs on Debian 12 (run as root), only what is
-# missing: compilers, CMake, Check, oneDNN, and the small Python packages the tests use.
+# missing: compilers, CMake, Check, oneDNN, Open MPI (the mpi comm plugin and the "mpi" tests;
+# iproute2 for their two-namespace network test), and the small Python packages the tests use.
 # The CUDA toolkit is optional: when /usr/local/cuda exists the CUDA backend is built too.
 set -euo pipefail
 # clang + libclang-rt-14-dev (libFuzzer, sanitizer runtimes): the fuzz smoke (tests/fuzz).
-pkgs=(build-essential cmake pkg-config check libdnnl-dev python3 python3-pip valgrind clang libclang-rt-14-dev)
+pkgs=(build-essential cmake pkg-config check libdnnl-dev libopenmpi-dev openmpi-bin iproute2 python3 python3-pip valgrind
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

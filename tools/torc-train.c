@@ -4,6 +4,9 @@
 // Shapes: B = batch, D = dim, L = layers. x (B, D) ~ randn, y (B) = x @ arange(D).
 // The Cruncher is L Linear(D, D) without bias ("layers.i.weight", (D, D)) and a Linear(D, 1)
 // ("final.weight", (D, 1)); its forward is x -> x @ W0 @ ... @ W(L-1) @ Wf, squeezed to (B).
+// Under `mpirun -np N`, B is the global batch: rank r trains on rows [r*B/N, (r+1)*B/N) of the
+// batch one process would draw, with DDP averaging the gradients (--deterministic: fixed
+// micro-batches whose gradients are summed in one order whatever N). Rank 0 prints and saves.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdarg.h>
@@ -17,13 +20,17 @@
 
 #include "train_args.h"
 
+// In a data-parallel job a failing rank names itself and ends the job (the others would wait
+// for it in their next collective).
 static void die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "torc-train: ");
+    if (torc_dist_world_size() > 1) fprintf(stderr, "torc-train: rank %d: ", torc_dist_rank());
+    else fprintf(stderr, "torc-train: ");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
+    if (torc_dist_world_size() > 1) torc_dist_abort(1);
     exit(1);
 }
 
@@ -74,6 +81,15 @@ static void get_batch(int64_t B, int64_t D, const torc_tensor *w, torc_generator
     CHECK_PTR(*y);
 }
 
+// Rows [row0, row0 + rows) of the batch get_batch(B, ...) would draw from gen at (seed, offset):
+// element i of a draw uses counter offset + i, so a rank draws only its own rows. The caller
+// moves gen past the whole batch afterwards.
+static void get_rows(int64_t D, int64_t row0, int64_t rows, const torc_tensor *w, torc_generator *gen, uint64_t seed,
+                     uint64_t offset, torc_tensor **x, torc_tensor **y) {
+    torc_generator_set_state(gen, seed, offset + (uint64_t)(row0 * D));
+    get_batch(rows, D, w, gen, x, y);
+}
+
 // With --autocast f16 a checkpoint also holds the GradScaler's scale (f32) and growth tracker
 // (i64) as zero-dim tensors, so a resumed run scales its losses as the straight one does.
 static const char *const scaler_names[2] = {"grad_scaler.scale", "grad_scaler._growth_tracker"};
@@ -89,6 +105,7 @@ static void scaler_tensors(const torc_grad_scaler *scaler, torc_tensor **t) {
 
 static void save(const char *path, torc_module *model, const torc_optimizer *opt, int64_t step, torc_generator *gen,
                  const torc_grad_scaler *scaler) {
+    if (torc_dist_rank() != 0) return;  // every rank holds the same state: rank 0 writes it
     const int n = torc_module_param_count(model);
     if (n < 0) die("%s", torc_last_error());
     const char *names[258];
@@ -112,6 +129,19 @@ int main(int argc, char **argv) {
     case TRAIN_ARGS_ERROR: die("%s", err); break;
     case TRAIN_ARGS_OK: break;
     }
+    // ---- data parallel: on under mpirun (or with TORC_COMM, --dist, --deterministic) ----
+    const bool under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+    const char *tc = getenv("TORC_COMM");
+    const bool dist = strcmp(o.dist, "off") && (strcmp(o.dist, "auto") || under_mpirun || (tc && *tc) || o.deterministic);
+    if (!dist && o.deterministic) die("--deterministic needs data parallel (--dist auto, mpi or nccl)");
+    if (dist) CHECK(torc_dist_init(strcmp(o.dist, "auto") ? o.dist : NULL));
+    const int rank = torc_dist_rank(), world = torc_dist_world_size();
+    if (rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d's output", rank);
+    if (dist && o.deterministic && (o.micro_batches % world || o.batch % o.micro_batches))
+        die("--deterministic: --micro-batches %lld must be a multiple of the %d processes and divide --batch %lld",
+            (long long)o.micro_batches, world, (long long)o.batch);
+    if (dist && !o.deterministic && o.batch % world)
+        die("--batch %lld (the global batch) must be divisible by the %d processes", (long long)o.batch, world);
     // ---- device, model, optimizer ----
     torc_device *dev = o.backend ? torc_device_get(o.backend) : torc_default_device();
     CHECK_PTR(dev);
@@ -163,7 +193,16 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n_params; i++) names[i] = torc_module_param_name(model, i);
         CHECK(torc_checkpoint_load(o.init_from, n_params, names, params, NULL, NULL, NULL));
     }
-    const bool tty = isatty(STDOUT_FILENO);
+    torc_ddp *ddp = NULL;
+    if (dist) {  // after a resume: rank 0's weights (all ranks read the same file) go to every rank
+        torc_ddp_options dopt = TORC_DDP_OPTIONS_DEFAULT;
+        dopt.bucket_cap_bytes = (int64_t)(o.bucket_cap_mb * 1048576.0);
+        if (dopt.first_bucket_bytes > dopt.bucket_cap_bytes) dopt.first_bucket_bytes = dopt.bucket_cap_bytes;
+        dopt.deterministic = o.deterministic;
+        dopt.micro_batches = (int)o.micro_batches;
+        CHECK_PTR(ddp = torc_ddp_new(n_params, params, &dopt));
+    }
+    const bool tty = isatty(STDOUT_FILENO) && rank == 0;
     const int64_t todo = o.steps > step ? o.steps - step : 0;
     const int64_t log_every = o.log_every ? o.log_every : (todo >= 10 ? todo / 10 : 1);
     printf("torc-train: Cruncher(dim=%lld, layers=%d), batch %lld, %s (%s) on %s (%s)\n", (long long)o.dim, o.layers,
@@ -173,6 +212,10 @@ int main(int argc, char **argv) {
                : torc_dtype_name(o.autocast), scaler ? ", dynamic loss scaling" : "");
     if (o.resume) printf("  resumed from %s at step %lld\n", o.resume, (long long)step);
     if (o.init_from) printf("  weights from %s\n", o.init_from);
+    if (ddp)
+        printf("  data parallel: %d process%s (%s), %lld rows each per step%s\n", world, world > 1 ? "es" : "",
+               tc && *tc && !strcmp(o.dist, "auto") ? tc : strcmp(o.dist, "auto") ? o.dist : "mpi",
+               (long long)(o.batch / world), o.deterministic ? ", deterministic" : "");
 
     // ---- the loop ----
     torc_flops_reset();
@@ -181,20 +224,40 @@ int main(int argc, char **argv) {
     double first_loss = NAN, loss = NAN;
     const double t0 = now();
     double last_draw = -1;  // the bar is redrawn at most 20 times a second
+    double exposed = 0;     // seconds this rank waited for communication after backward
+    int micro_first = 0, micro_count = 1;  // this rank's pieces of the global batch
+    if (ddp) torc_ddp_micro_batches(ddp, &micro_first, &micro_count);
+    const int64_t pieces = ddp ? (o.deterministic ? o.micro_batches : world) : 1, rows = o.batch / pieces;
+    if (!o.deterministic) micro_first = rank;
     for (int64_t done = 0; step < o.steps; step++, done++) {
         torc_scope_push();
-        torc_tensor *x, *y;
-        get_batch(o.batch, o.dim, w, gen, &x, &y);
+        uint64_t seed, offset;
+        torc_generator_get_state(gen, &seed, &offset);
         const uint64_t f0 = torc_flops(TORC_PHASE_FORWARD, -1, -1), b0 = torc_flops(TORC_PHASE_BACKWARD, -1, -1);
-        if (o.autocast != TORC_DTYPE_F32) CHECK(torc_autocast_begin(o.autocast));
-        torc_tensor *pred = torc_module_forward(model, x);  // (B)
-        CHECK_PTR(pred);
-        torc_tensor *l = torc_mse_loss(pred, y);            // () f32, also under autocast
-        CHECK_PTR(l);
-        if (o.autocast != TORC_DTYPE_F32) CHECK(torc_autocast_end());
-        torc_tensor *lb = scaler ? torc_grad_scaler_scale(scaler, l) : l;
-        CHECK_PTR(lb);
-        CHECK(torc_backward(lb, NULL, false));
+        double losses[64];  // this rank's micro-batch losses (1 unless deterministic)
+        torc_tensor *l = NULL;
+        for (int k = 0; k < micro_count; k++) {
+            torc_tensor *x, *y;
+            get_rows(o.dim, (micro_first + k) * rows, rows, w, gen, seed, offset, &x, &y);
+            if (o.autocast != TORC_DTYPE_F32) CHECK(torc_autocast_begin(o.autocast));
+            torc_tensor *pred = torc_module_forward(model, x);  // (rows)
+            CHECK_PTR(pred);
+            l = torc_mse_loss(pred, y);                         // () f32, also under autocast
+            CHECK_PTR(l);
+            if (o.autocast != TORC_DTYPE_F32) CHECK(torc_autocast_end());
+            torc_tensor *lb = scaler ? torc_grad_scaler_scale(scaler, l) : l;
+            CHECK_PTR(lb);
+            if (ddp) CHECK(torc_ddp_begin(ddp, micro_first + k));
+            CHECK(torc_backward(lb, NULL, false));
+            CHECK(torc_item(l, &losses[k]));
+        }
+        torc_generator_set_state(gen, seed, offset + (uint64_t)(o.batch * o.dim));  // past the whole batch
+        if (ddp) {  // the averaged gradients, and the loss of the global batch
+            const double tw = now();
+            CHECK(torc_ddp_finish(ddp));
+            CHECK(torc_ddp_reduce_loss(ddp, losses, micro_count, &losses[0]));
+            exposed += now() - tw;
+        }
         const uint64_t f1 = torc_flops(TORC_PHASE_FORWARD, -1, -1);
         model_fwd += f1 - f0;
         model_bwd += torc_flops(TORC_PHASE_BACKWARD, -1, -1) - b0;
@@ -208,7 +271,7 @@ int main(int argc, char **argv) {
         }
         CHECK(torc_optimizer_zero_grad(opt, true));
         optim_flops += torc_flops(TORC_PHASE_FORWARD, -1, -1) - f1;
-        CHECK(torc_item(l, &loss));
+        loss = losses[0];
         torc_scope_pop();
         if (done == 0) first_loss = loss;
         if (!isfinite(loss)) {
@@ -269,8 +332,24 @@ int main(int argc, char **argv) {
         printf("  MFU               unknown (%s: %s)\n", torc_device_name(dev),
                info.peak_source[0] ? info.peak_source : "no promised FLOP/s");
     if (o.checkpoint) printf("  checkpoint        %s (step %lld)\n", o.checkpoint, (long long)step);
+    if (ddp && todo) {
+        torc_ddp_stats ds;
+        CHECK(torc_ddp_stats_get(ddp, &ds));
+        const double per = (double)todo;
+        printf("  data parallel     %d processes, global batch %lld%s\n", world, (long long)o.batch,
+               o.deterministic ? " (deterministic)" : "");
+        printf("    %-16s %s per step (%s)\n", o.deterministic ? "all-gathered" : "all-reduced",
+               bytes_str((uint64_t)ds.bytes_per_step, b1, sizeof b1), o.deterministic ? "each rank's sums" : "gradients");
+        printf("    %-16s %.2f ms per step in flight, %.0f%% of it overlapped backward; %.2f ms per step waited after\n",
+               "communication", 1e3 * ds.comm_s / per, ds.comm_s > 0 ? 100.0 * ds.hidden_s / ds.comm_s : 0.0,
+               1e3 * exposed / per);
+        printf("    %-16s %.0f%% (estimated: 1 - waited / step time; measure against 1 process for the real one)\n",
+               "scaling eff.", elapsed > 0 ? 100.0 * (1.0 - exposed / elapsed) : 0.0);
+    }
 
     torc_release(w);
+    torc_ddp_free(ddp);
+    if (dist) CHECK(torc_dist_shutdown());
     torc_grad_scaler_free(scaler);
     torc_optimizer_free(opt);
     torc_module_free(model);

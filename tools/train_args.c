@@ -33,6 +33,13 @@ void train_args_usage(FILE *f) {
             "  --autocast MODE     bf16, f16 (with dynamic loss scaling) or fp8 (e4m3 matmuls, e5m2\n"
             "                      gradients) for the forward pass; f32 master weights (default: off)\n"
             "  --loss-scale X      initial loss scale under --autocast f16 (default 65536, PyTorch's)\n"
+            "  --dist MODE         data parallel across processes: auto (on under mpirun or with\n"
+            "                      TORC_COMM set), off, mpi, nccl; `mpirun -np N torc-train ...` splits\n"
+            "                      --batch (the global batch) across the N ranks (default auto)\n"
+            "  --deterministic     the same loss curve and weights, bit for bit, for every process\n"
+            "                      count dividing --micro-batches\n"
+            "  --micro-batches M   deterministic mode's fixed pieces of the batch, a power of two to 64 (default 4)\n"
+            "  --bucket-cap-mb X   gradient bucket cap in MiB (default 25)\n"
             "  -h, --help          this text\n",
             TRAIN_MAX_DIM, TRAIN_MAX_LAYERS, TRAIN_MAX_BATCH);
 }
@@ -65,14 +72,15 @@ static bool parse_double(const char *v, double *out) {
 
 train_args_result train_args_parse(int argc, char **argv, train_options *o, char *err, size_t errcap) {
     *o = (train_options){.optim = "adam", .lr = 0.01, .dim = 32, .batch = 64, .steps = 300, .layers = 2,
-                         .autocast = TORC_DTYPE_F32, .loss_scale = 65536.0};
+                         .autocast = TORC_DTYPE_F32, .loss_scale = 65536.0, .dist = "auto", .micro_batches = 4,
+                         .bucket_cap_mb = 25.0};
     // The integer options: where each goes and the range it accepts.
     int64_t layers = o->layers, seed = 0;
     const struct { const char *flag; int64_t *dst; long long min, max; } ints[] = {
         {"--dim", &o->dim, 1, TRAIN_MAX_DIM},       {"--layers", &layers, 0, TRAIN_MAX_LAYERS},
         {"--batch", &o->batch, 1, TRAIN_MAX_BATCH}, {"--steps", &o->steps, 0, TRAIN_MAX_STEPS},
         {"--seed", &seed, 0, INT64_MAX},            {"--every", &o->every, 1, TRAIN_MAX_STEPS},
-        {"--log-every", &o->log_every, 1, TRAIN_MAX_STEPS},
+        {"--log-every", &o->log_every, 1, TRAIN_MAX_STEPS}, {"--micro-batches", &o->micro_batches, 1, 64},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -92,9 +100,14 @@ train_args_result train_args_parse(int argc, char **argv, train_options *o, char
             i++;
             continue;
         }
+        if (!strcmp(a, "--deterministic")) {
+            o->deterministic = true;
+            continue;
+        }
         const bool known = !strcmp(a, "--backend") || !strcmp(a, "--optim") || !strcmp(a, "--lr") ||
                            !strcmp(a, "--hp") || !strcmp(a, "--checkpoint") || !strcmp(a, "--resume") || !strcmp(a, "--init-from") ||
-                           !strcmp(a, "--autocast") || !strcmp(a, "--loss-scale");
+                           !strcmp(a, "--autocast") || !strcmp(a, "--loss-scale") || !strcmp(a, "--dist") ||
+                           !strcmp(a, "--bucket-cap-mb");
         if (!known) return fail(err, errcap, "unknown option '%s' (try --help)", a);
         if (!v) return fail(err, errcap, "%s needs a value (try --help)", a);
         i++;
@@ -103,7 +116,14 @@ train_args_result train_args_parse(int argc, char **argv, train_options *o, char
         else if (!strcmp(a, "--checkpoint")) o->checkpoint = v;
         else if (!strcmp(a, "--resume")) o->resume = v;
         else if (!strcmp(a, "--init-from")) o->init_from = v;
-        else if (!strcmp(a, "--lr")) {
+        else if (!strcmp(a, "--dist")) {
+            if (strcmp(v, "auto") && strcmp(v, "off") && strcmp(v, "mpi") && strcmp(v, "nccl"))
+                return fail(err, errcap, "--dist expects auto, off, mpi or nccl, got '%s'", v);
+            o->dist = v;
+        } else if (!strcmp(a, "--bucket-cap-mb")) {
+            if (!parse_double(v, &o->bucket_cap_mb) || !(o->bucket_cap_mb > 0) || o->bucket_cap_mb > 1048576)
+                return fail(err, errcap, "--bucket-cap-mb expects a number of MiB in (0, 1048576], got '%s'", v);
+        } else if (!strcmp(a, "--lr")) {
             if (!parse_double(v, &o->lr)) return fail(err, errcap, "--lr expects a number, got '%s'", v);
         } else if (!strcmp(a, "--hp")) {
             const size_t used = strlen(o->hparams), len = strlen(v);
@@ -126,6 +146,8 @@ train_args_result train_args_parse(int argc, char **argv, train_options *o, char
     if (o->every && !o->checkpoint) return fail(err, errcap, "--every needs --checkpoint PATH");
     if (o->init_from && o->resume)
         return fail(err, errcap, "--init-from and --resume exclude each other (--resume restores the weights too)");
+    if (o->micro_batches & (o->micro_batches - 1))
+        return fail(err, errcap, "--micro-batches expects a power of two, got %lld", (long long)o->micro_batches);
     o->layers = (int)layers;
     o->seed = (uint64_t)seed;
     return TRAIN_ARGS_OK;

@@ -30,6 +30,11 @@ typedef struct train_options {
     int64_t log_every;        // plain-output lines (0: about 10 over the run)
     torc_dtype autocast;      // F32: off; BF16, F16 (with a GradScaler) or F8_E4M3FN (fp8 matmuls)
     double loss_scale;        // the GradScaler's initial scale under --autocast f16
+    // data parallel (torc_dist_*, torc_ddp_*): --batch is the global batch, split across ranks
+    const char *dist;         // "auto" (on under mpirun or with TORC_COMM), "off", "mpi", "nccl"
+    bool deterministic;       // bit-identical results for any process count dividing micro_batches
+    int64_t micro_batches;    // deterministic mode's fixed pieces of the global batch (default 4)
+    double bucket_cap_mb;     // gradient bucket cap in MiB (default 25, PyTorch's)
 } train_options;
 
 typedef enum train_args_result { TRAIN_ARGS_OK, TRAIN_ARGS_HELP, TRAIN_ARGS_ERROR } train_args_result;

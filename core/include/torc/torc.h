@@ -866,6 +866,112 @@ TORC_API torc_status torc_checkpoint_load(const char *path, int n, const char *c
                                           torc_tensor *const *tensors, torc_optimizer *opt, int64_t *step,
                                           torc_generator *gen);
 
+// ---- distributed: collectives across processes and data-parallel training ----
+// torc talks to an existing engine through a comm plugin (torc/comm.h), loaded like a backend:
+// libtorc_comm_mpi.so (Open MPI, host-memory tensors) or libtorc_comm_nccl.so (NCCL, CUDA
+// tensors), from TORC_PLUGIN_PATH then lib/torc/. The first file of the name decides; one that
+// cannot load is an error listing every file tried and why. Launch with `mpirun -np N prog`.
+// Every rank must call the same collectives in the same order (MPI's rule).
+// A collective that does not finish within TORC_COMM_TIMEOUT seconds (default 60) fails with a
+// message naming this rank and saying another one died or stopped; torc_dist_abort then ends the
+// job (a rank that dies outright is reported by mpirun, which ends the others at once).
+typedef enum torc_reduce_op {
+    TORC_REDUCE_SUM = 0,
+    TORC_REDUCE_AVG,   // the sum divided by the world size (in f32 for f16/bf16, rounded once)
+    TORC_REDUCE_MAX,
+    TORC_REDUCE_MIN
+} torc_reduce_op;
+typedef struct torc_work torc_work;  // a started collective (torc_dist_wait frees it)
+
+// Loads comm plugin `name` ("mpi", "nccl"; NULL: $TORC_COMM, else "mpi") and joins the job.
+// Once per process; a second call with the same plugin is a no-op, with another an error.
+// TORC_ERR_BACKEND when the plugin cannot load or its init fails (the reason included).
+TORC_API torc_status torc_dist_init(const char *name);
+TORC_API bool torc_dist_is_initialized(void);
+// This process's rank, the number of processes, and its rank among those on its host: 0, 1, 0
+// before torc_dist_init.
+TORC_API int torc_dist_rank(void);
+TORC_API int torc_dist_world_size(void);
+TORC_API int torc_dist_local_rank(void);
+// Leaves the job (MPI_Finalize when the plugin started MPI). Outstanding works must be waited.
+TORC_API torc_status torc_dist_shutdown(void);
+// Ends every process of the job with exit code `code` (MPI_Abort); exit(code) when not initialised.
+TORC_API void torc_dist_abort(int code);
+
+// Collectives on tensors. f32, f64, i32 and i64 reduce natively; f16 and bf16 are widened to
+// f32 for the reduction and rounded once into t (AVG divides before rounding); other dtypes are
+// TORC_ERR_DTYPE for reductions, and move as bytes in broadcast and all_gather. Any strides: a
+// non-contiguous tensor goes through a contiguous copy. The tensors must be on a device the
+// plugin serves (host memory for mpi, CUDA for nccl; else TORC_ERR_INVALID_ARG).
+// work NULL: blocking. work != NULL: the call only starts the collective and sets *work; the
+// tensors must not be read or written until torc_dist_wait(*work) returns (which frees it).
+// Errors (any rank's failure, a timeout) are TORC_ERR_RUNTIME naming the rank.
+// all_reduce: t = op over ranks of t, in place.
+TORC_API torc_status torc_dist_all_reduce(torc_tensor *t, torc_reduce_op op, torc_work **work);
+// broadcast: t of rank root into t on every rank (same shape and dtype everywhere).
+TORC_API torc_status torc_dist_broadcast(torc_tensor *t, int root, torc_work **work);
+// all_gather (torch's all_gather_into_tensor): out (world_size * n, ...) = the `in` (n, ...) of
+// ranks 0, 1, ... stacked along dim 0. Same dtype; TORC_ERR_SHAPE otherwise.
+TORC_API torc_status torc_dist_all_gather(torc_tensor *out, const torc_tensor *in, torc_work **work);
+// reduce_scatter (torch's reduce_scatter_tensor): out (n, ...) = rows [rank*n, (rank+1)*n) of
+// op over ranks of in (world_size * n, ...).
+TORC_API torc_status torc_dist_reduce_scatter(torc_tensor *out, const torc_tensor *in, torc_reduce_op op,
+                                              torc_work **work);
+TORC_API torc_status torc_dist_barrier(void);
+// Waits for a started collective and frees it (NULL: TORC_OK). The tensors hold the result after.
+TORC_API torc_status torc_dist_wait(torc_work *work);
+
+// Distributed data parallel (PyTorch's DDP): each rank holds the whole model and the same
+// optimizer; gradients are all-reduced and averaged, so every rank takes the same step.
+// torc_ddp_new broadcasts the parameters from rank 0 (all ranks start equal) and groups them in
+// buckets in reverse order (backward produces the last layers' gradients first): the first
+// bucket holds at most first_bucket_bytes, the others at most bucket_cap_bytes (a parameter
+// larger than a cap gets a bucket of its own). During torc_backward, a bucket is all-reduced as
+// soon as its last gradient is accumulated, while backward goes on with earlier layers; buckets
+// start in order on every rank. torc_ddp_finish waits for them and writes each .grad = the mean
+// over ranks.
+typedef struct torc_ddp torc_ddp;
+typedef struct torc_ddp_options {
+    int64_t bucket_cap_bytes;    // default 25 MiB (PyTorch's bucket_cap_mb)
+    int64_t first_bucket_bytes;  // default 1 MiB (PyTorch's first bucket)
+    // Parameters that may get no gradient in a step (PyTorch's find_unused_parameters): the
+    // buckets still reduce (a missing gradient counts as zeros), and a parameter that no rank
+    // gave a gradient keeps .grad NULL. Off: finish fails naming the parameters that got none.
+    bool find_unused_parameters;
+    // Bit-identical results for every world size dividing micro_batches: the global batch is
+    // cut into micro_batches fixed pieces, each rank runs its share (torc_ddp_micro_batches says
+    // which) with one torc_backward each, and the pieces' gradients are summed in one fixed
+    // pairwise tree whatever the process count (subtrees on each rank, the top of the tree after
+    // an all-gather), then divided by micro_batches. Loss a mean over its micro-batch.
+    bool deterministic;
+    int micro_batches;           // deterministic mode: a power of two (default 4)
+} torc_ddp_options;
+#define TORC_DDP_OPTIONS_DEFAULT {25 << 20, 1 << 20, false, false, 4}
+// params: n leaf tensors (borrowed; they must outlive the ddp), the same shapes on every rank
+// (checked). Needs torc_dist_init. NULL opts: the defaults. Caller frees with torc_ddp_free.
+TORC_API torc_ddp *torc_ddp_new(int n, torc_tensor *const *params, const torc_ddp_options *opts);
+TORC_API void torc_ddp_free(torc_ddp *d);  // NULL ok
+// Deterministic mode: this rank's micro-batches are [*first, *first + *count) of micro_batches.
+TORC_API void torc_ddp_micro_batches(const torc_ddp *d, int *first, int *count);
+// Call before this step's (first) backward: arms the gradient hooks. In deterministic mode,
+// call it before each micro-batch's backward, with micro the micro-batch's index.
+TORC_API torc_status torc_ddp_begin(torc_ddp *d, int micro);
+// After the step's last backward: waits for every bucket and sets each .grad to the average.
+TORC_API torc_status torc_ddp_finish(torc_ddp *d);
+// A loss (or any scalar) as the whole global batch's: the mean over ranks (deterministic mode:
+// pass this rank's micro-batch losses in order, count = its micro-batch count; they are summed in
+// the same fixed tree as the gradients and divided by micro_batches). Blocking.
+TORC_API torc_status torc_ddp_reduce_loss(torc_ddp *d, const double *local, int count, double *global);
+// What the last finished steps cost, summed since torc_ddp_new: steps, bytes all-reduced
+// (gathered in deterministic mode) per step, seconds collectives were in flight, and how many
+// of those seconds lay before backward ended (hidden behind it).
+typedef struct torc_ddp_stats {
+    int64_t steps;
+    int64_t bytes_per_step;
+    double comm_s, hidden_s;
+} torc_ddp_stats;
+TORC_API torc_status torc_ddp_stats_get(const torc_ddp *d, torc_ddp_stats *stats);
+
 // ---- data loading ----
 // A token (or value) array on disk, memory-mapped read-only: pages are read when a batch
 // touches them, never the whole file (the course's np.memmap).
@@ -893,6 +999,13 @@ TORC_API int torc_dataset_shape(const torc_dataset *ds, int64_t *shape);
 // New references in *x / *y; TORC_ERR_INVALID_ARG if numel <= seq_len or batch/seq_len < 1.
 TORC_API torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev,
                                     torc_generator *gen, torc_tensor **x, torc_tensor **y);
+// Data parallel: rank's share of the global batch, rows [rank * global_batch / world, (rank + 1) *
+// global_batch / world) of what torc_get_batch(ds, global_batch, ...) draws from the same
+// generator state, which advances by global_batch counters on every rank. So the ranks' streams
+// stay aligned step after step and their union in rank order is the one-process batch.
+// TORC_ERR_INVALID_ARG when world does not divide global_batch or rank is out of range.
+TORC_API torc_status torc_get_batch_shard(torc_dataset *ds, int64_t global_batch, int64_t seq_len, int rank, int world,
+                                          torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y);
 
 #ifdef __cplusplus
 }
