@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tools/install-deps.sh — installs what torc needs on Debian 12 (run as root), only what is
-# missing: compiler, CMake, Check, oneDNN, and the small Python packages the tests use.
+# missing: compiler, CMake, Check, oneDNN, clang with libFuzzer (the fuzz harnesses), and the
+# small Python packages the tests use.
 # The CUDA toolkit is optional: when /usr/local/cuda exists the CUDA backend is built too.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config check libdnnl-dev python3 python3-pip valgrind)
+pkgs=(build-essential cmake pkg-config check libdnnl-dev clang libclang-rt-14-dev python3 python3-pip valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
