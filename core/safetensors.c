@@ -651,17 +651,23 @@ static int cmp_begin(const void *a, const void *b) {
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
 }
 
-// Structural checks of the entries against the data section (data_len bytes).
+static int cmp_name(const void *a, const void *b) {
+    return strcmp((*(const st_entry *const *)a)->name, (*(const st_entry *const *)b)->name);
+}
+
+// Structural checks of the entries against the data section (data_len bytes). Sorting keeps a
+// header of millions of names at O(n log n) (a pairwise check took minutes at 100 000).
 static const char *check_layout(st_header *h, uint64_t data_len, char *msg, size_t cap) {
-    for (int i = 0; i < h->n; i++)
-        for (int j = 0; j < i; j++)
-            if (!strcmp(h->e[i].name, h->e[j].name)) {
-                snprintf(msg, cap, "tensor '%.80s' appears twice", h->e[i].name);
-                return msg;
-            }
     const st_entry **order = malloc(sizeof *order * (size_t)(h->n + 1));
     if (!order) return "out of memory";
     for (int i = 0; i < h->n; i++) order[i] = &h->e[i];
+    qsort(order, (size_t)h->n, sizeof *order, cmp_name);
+    for (int i = 1; i < h->n; i++)
+        if (!strcmp(order[i]->name, order[i - 1]->name)) {
+            snprintf(msg, cap, "tensor '%.80s' appears twice", order[i]->name);
+            free(order);
+            return msg;
+        }
     qsort(order, (size_t)h->n, sizeof *order, cmp_begin);
     uint64_t at = 0;
     const char *err = NULL;

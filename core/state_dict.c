@@ -1,6 +1,7 @@
 // core/state_dict.c — torc_state_dict: an ordered map of named tensors plus a string metadata
 // map, the in-memory shape of a safetensors file (model weights, optimizer state, checkpoints).
 #define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,11 +16,58 @@ typedef struct sd_meta {
     char *key, *value;
 } sd_meta;
 
+// ---- name lookup ----
+// An open-addressing hash index beside each array, so that loading a file of n names costs O(n)
+// string compares, not O(n^2): a hostile 100 MB safetensors header holds millions of names.
+typedef struct name_index {
+    int *slot;   // entry + 1; 0 = empty
+    size_t cap;  // a power of 2, at least twice the entries
+} name_index;
+
+// The key of entry i of an array whose elements start with their char * key.
+#define KEY(base, stride, i) (*(char *const *)((const char *)(base) + (size_t)(i) * (stride)))
+
+static uint64_t hash_name(const char *s) {  // FNV-1a
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int index_find(const name_index *ix, const void *base, size_t stride, const char *name) {
+    if (!ix->cap) return -1;
+    for (size_t i = hash_name(name) & (ix->cap - 1);; i = (i + 1) & (ix->cap - 1)) {
+        if (!ix->slot[i]) return -1;
+        if (!strcmp(KEY(base, stride, ix->slot[i] - 1), name)) return ix->slot[i] - 1;
+    }
+}
+
+static void index_put(name_index *ix, const void *base, size_t stride, int e) {
+    size_t i = hash_name(KEY(base, stride, e)) & (ix->cap - 1);
+    while (ix->slot[i]) i = (i + 1) & (ix->cap - 1);
+    ix->slot[i] = e + 1;
+}
+
+// Room for one more than the n entries indexed now; false (index unchanged) when out of memory.
+static bool index_reserve(name_index *ix, const void *base, size_t stride, int n) {
+    if ((size_t)(n + 1) * 2 <= ix->cap) return true;
+    size_t cap = ix->cap ? ix->cap * 2 : 32;
+    while ((size_t)(n + 1) * 2 > cap) cap *= 2;
+    int *slot = calloc(cap, sizeof *slot);
+    if (!slot) return false;
+    free(ix->slot);
+    ix->slot = slot;
+    ix->cap = cap;
+    for (int e = 0; e < n; e++) index_put(ix, base, stride, e);
+    return true;
+}
+
 struct torc_state_dict {
     sd_entry *e;
     int n, cap;
+    name_index e_index;
     sd_meta *m;
     int n_meta, cap_meta;
+    name_index m_index;
 };
 
 torc_state_dict *torc_state_dict_new(void) {
@@ -40,19 +88,17 @@ void torc_state_dict_free(torc_state_dict *sd) {
     }
     free(sd->e);
     free(sd->m);
+    free(sd->e_index.slot);
+    free(sd->m_index.slot);
     free(sd);
 }
 
 static int find(const torc_state_dict *sd, const char *name) {
-    for (int i = 0; i < sd->n; i++)
-        if (!strcmp(sd->e[i].name, name)) return i;
-    return -1;
+    return index_find(&sd->e_index, sd->e, sizeof *sd->e, name);
 }
 
 static int find_meta(const torc_state_dict *sd, const char *key) {
-    for (int i = 0; i < sd->n_meta; i++)
-        if (!strcmp(sd->m[i].key, key)) return i;
-    return -1;
+    return index_find(&sd->m_index, sd->m, sizeof *sd->m, key);
 }
 
 torc_status torc_state_dict_set(torc_state_dict *sd, const char *name, torc_tensor *t) {
@@ -64,6 +110,7 @@ torc_status torc_state_dict_set(torc_state_dict *sd, const char *name, torc_tens
         sd->e[i].t = t;
         return TORC_OK;
     }
+    if (!index_reserve(&sd->e_index, sd->e, sizeof *sd->e, sd->n)) return torc__error(TORC_ERR_OOM, "out of memory");
     if (sd->n == sd->cap) {
         int nc = sd->cap ? sd->cap * 2 : 16;
         sd_entry *ne = realloc(sd->e, sizeof *ne * (size_t)nc);
@@ -73,7 +120,8 @@ torc_status torc_state_dict_set(torc_state_dict *sd, const char *name, torc_tens
     }
     char *copy = strdup(name);
     if (!copy) return torc__error(TORC_ERR_OOM, "out of memory");
-    sd->e[sd->n++] = (sd_entry){copy, torc_retain(t)};
+    sd->e[sd->n] = (sd_entry){copy, torc_retain(t)};
+    index_put(&sd->e_index, sd->e, sizeof *sd->e, sd->n++);
     return TORC_OK;
 }
 
@@ -111,6 +159,10 @@ torc_status torc_state_dict_set_meta(torc_state_dict *sd, const char *key, const
         sd->m[i].value = v;
         return TORC_OK;
     }
+    if (!index_reserve(&sd->m_index, sd->m, sizeof *sd->m, sd->n_meta)) {
+        free(v);
+        return torc__error(TORC_ERR_OOM, "out of memory");
+    }
     if (sd->n_meta == sd->cap_meta) {
         int nc = sd->cap_meta ? sd->cap_meta * 2 : 16;
         sd_meta *nm = realloc(sd->m, sizeof *nm * (size_t)nc);
@@ -126,7 +178,8 @@ torc_status torc_state_dict_set_meta(torc_state_dict *sd, const char *key, const
         free(v);
         return torc__error(TORC_ERR_OOM, "out of memory");
     }
-    sd->m[sd->n_meta++] = (sd_meta){k, v};
+    sd->m[sd->n_meta] = (sd_meta){k, v};
+    index_put(&sd->m_index, sd->m, sizeof *sd->m, sd->n_meta++);
     return TORC_OK;
 }
 

@@ -326,6 +326,40 @@ START_TEST(load_widens_unsigned) {
 }
 END_TEST
 
+// A header of 100 000 one-byte tensors (2.3 MB; a pairwise name check took 2 CPU minutes here,
+// so the case's timeout fails a quadratic loader).
+START_TEST(load_takes_many_names) {
+    enum { N = 100000 };
+    char *header = malloc((size_t)N * 96 + 16), *at = header;
+    ck_assert_ptr_nonnull(header);
+    at += sprintf(at, "{");
+    for (int i = 0; i < N; i++)
+        at += sprintf(at, "%s\"t%d\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%d,%d]}", i ? "," : "", i, i, i + 1);
+    sprintf(at, "}");
+    unsigned char *data = malloc(N);
+    for (int i = 0; i < N; i++) data[i] = (unsigned char)(i % 251);
+    const char *p = tmp_path("many.safetensors");
+    write_st(p, header, data, N);
+    torc_state_dict *sd = torc_load(p, NULL);
+    ck_assert_msg(sd != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_state_dict_size(sd), N);
+    ck_assert_str_eq(torc_state_dict_name(sd, N - 1), "t99999");
+    torc_scope_push();
+    int64_t v;
+    ck_assert_int_eq(torc_item_i64(torc_state_dict_get(sd, "t99999"), &v), TORC_OK);
+    ck_assert_int_eq(v, 99999 % 251);
+    torc_scope_pop();
+    torc_state_dict_free(sd);
+    // The same names twice, far apart: still found.
+    memcpy(strstr(header, "\"t99999\""), "\"t12345\"", 8);
+    write_st(p, header, data, N);
+    ck_assert_ptr_null(torc_load(p, NULL));
+    tu_assert_error(TORC_ERR_IO, "tensor 't12345' appears twice");
+    free(header);
+    free(data);
+}
+END_TEST
+
 // ---- training checkpoints ----
 // A linear model y = x @ W.T + b trained on fresh data from a generator each step (so the
 // generator's state matters): x ~ randn(8, 4), target = x @ Wtrue.T.
@@ -581,6 +615,7 @@ static Suite *make_suite(void) {
     tcase_add_test(io, load_refuses_truncated_and_corrupted);
     tcase_add_test(io, load_checks_structure);
     tcase_add_test(io, load_widens_unsigned);
+    tcase_add_test(io, load_takes_many_names);
     suite_add_tcase(s, io);
     TCase *ck = tcase_create("checkpoint");
     tcase_add_checked_fixture(ck, NULL, cleanup);

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,7 +62,7 @@ static int verify(const char *path, long *step) {
     }
     for (int i = 0; i < N_TENSORS && !bad; i++) {
         torc_scope_push();
-        double lo, hi;
+        double lo = NAN, hi = NAN;
         if (torc_item(torc_amin(t[i], 0, NULL, false), &lo) || torc_item(torc_amax(t[i], 0, NULL, false), &hi) ||
             lo != (double)s || hi != (double)s) {
             fprintf(stderr, "FAIL: step %lld but tensor %s holds [%g, %g]\n", (long long)s, g_names[i], lo, hi);
