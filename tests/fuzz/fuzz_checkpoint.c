@@ -1,7 +1,7 @@
 // tests/fuzz/fuzz_checkpoint.c — libFuzzer harness for torc_checkpoint_load: any bytes as a
 // training checkpoint (model, Adam state, step, generator) must resume or give an error that
 // leaves model, optimizer, step and generator untouched; never crash, hang or leak.
-// TORC_FUZZ_SEEDS=DIR writes the seed corpus (checkpoints saved by torc_checkpoint_save after
+// its seed program (harness.h) writes the seed corpus (checkpoints saved by torc_checkpoint_save after
 // 0..3 Adam steps, and a model-only file) and exits.
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -74,11 +74,6 @@ static model g_m;
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     setenv("TORC_BACKEND", "reference", 0);
-    const char *seeds = getenv("TORC_FUZZ_SEEDS");
-    if (seeds) {
-        write_seeds(seeds);
-        exit(0);
-    }
     g_fd = memfd_create("fuzz_checkpoint", 0);
     snprintf(g_path, sizeof g_path, "/proc/self/fd/%d", g_fd);
     model_new(&g_m);
@@ -120,9 +115,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef TORC_FUZZ_SEEDS
-// The seed program (harness.h's main): the corpus into its argument.
-static void fuzz_write_seeds(void) {
-    setenv("TORC_BACKEND", "reference", 0);
-    write_seeds(fuzz_seed_dir);
-}
+static void fuzz_write_seeds(void) { write_seeds(fuzz_seed_dir); }  // harness.h's seed program
 #endif

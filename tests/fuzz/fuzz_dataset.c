@@ -1,7 +1,7 @@
 // tests/fuzz/fuzz_dataset.c — libFuzzer harness for torc_dataset_open + torc_get_batch: any bytes
 // as a .npy or raw token file, opened with a dtype picked by the first input byte, then batches
 // drawn; must give batches inside the file or an error, never crash, hang or leak.
-// TORC_FUZZ_SEEDS=DIR writes the seed corpus (torc arrays of every dataset dtype as .npy v1 and
+// its seed program (harness.h) writes the seed corpus (torc arrays of every dataset dtype as .npy v1 and
 // v2 files and raw files, data from torc_arange copied out with torc_copy_to_host) and exits.
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -73,11 +73,6 @@ static void write_seeds(const char *dir) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     setenv("TORC_BACKEND", "reference", 0);
-    const char *seeds = getenv("TORC_FUZZ_SEEDS");
-    if (seeds) {
-        write_seeds(seeds);
-        exit(0);
-    }
     g_fd = memfd_create("fuzz_dataset", 0);
     snprintf(g_path, sizeof g_path, "/proc/self/fd/%d", g_fd);
     g_gen = torc_generator_new(1);
@@ -111,9 +106,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef TORC_FUZZ_SEEDS
-// The seed program (harness.h's main): the corpus into its argument.
-static void fuzz_write_seeds(void) {
-    setenv("TORC_BACKEND", "reference", 0);
-    write_seeds(fuzz_seed_dir);
-}
+static void fuzz_write_seeds(void) { write_seeds(fuzz_seed_dir); }  // harness.h's seed program
 #endif

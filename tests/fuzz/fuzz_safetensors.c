@@ -1,6 +1,6 @@
 // tests/fuzz/fuzz_safetensors.c — libFuzzer harness for torc_load: any bytes as a safetensors
 // file must load or give an error, never crash, hang, leak or read outside the file. What loads
-// is read back element by element, saved again and reloaded. TORC_FUZZ_SEEDS=DIR writes the
+// is read back element by element, saved again and reloaded. its seed program (harness.h) writes the
 // seed corpus (state dicts of every dtype and odd shapes, saved by torc_save) and exits.
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -59,11 +59,6 @@ static void write_seeds(const char *dir) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     setenv("TORC_BACKEND", "reference", 0);
-    const char *seeds = getenv("TORC_FUZZ_SEEDS");
-    if (seeds) {
-        write_seeds(seeds);
-        exit(0);
-    }
     g_fd = memfd_create("fuzz_safetensors", 0);
     snprintf(g_path, sizeof g_path, "/proc/self/fd/%d", g_fd);
     const char *tmp = getenv("TMPDIR");
@@ -104,9 +99,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef TORC_FUZZ_SEEDS
-// The seed program (harness.h's main): the corpus into its argument.
-static void fuzz_write_seeds(void) {
-    setenv("TORC_BACKEND", "reference", 0);
-    write_seeds(fuzz_seed_dir);
-}
+static void fuzz_write_seeds(void) { write_seeds(fuzz_seed_dir); }  // harness.h's seed program
 #endif

@@ -38,6 +38,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     fuzz_seed_dir = argv[1];
+    setenv("TORC_BACKEND", "reference", 0);  // the seeds are files: any backend writes the same
     fuzz_write_seeds();
     printf("%d seeds in %s\n", fuzz_seed_count, fuzz_seed_dir);
     return 0;
