@@ -82,7 +82,7 @@ static void bench(const torc_backend_vtable *vt, const torc_device_info *info, c
     CHECK(a && b && c, "alloc: %s", vt->last_error());
     srand(1);
     for (size_t i = 0; i < nn; i++) {
-        const float va = (float)rand() / RAND_MAX - 0.5f, vb = (float)rand() / RAND_MAX - 0.5f;
+        const float va = (float)((double)rand() / RAND_MAX - 0.5), vb = (float)((double)rand() / RAND_MAX - 0.5);
         if (isz == 4) {
             ((float *)a)[i] = va;
             ((float *)b)[i] = vb;

@@ -2088,7 +2088,7 @@ static void grad_case(builder *b, torc_opcode code, const gcase *g, run_mode mod
             unsigned char keep[8];
             memcpy(keep, p, es);
             const double x = ld_f(p, G), h = (f64 ? 1e-6 : 1e-2) * fmax(1.0, fabs(x));
-            double Lp, Lm;
+            double Lp = 0, Lm = 0;  // (read only when both forwards succeeded; clang cannot tell)
             st_f(p, G, x + h);
             const double xp = ld_f(p, G);
             bool ok = grad_loss(g, &c, &d, w, ny, &Lp);
