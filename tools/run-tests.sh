@@ -11,6 +11,9 @@ echo "== build (RelWithDebInfo) and test"
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTORC_WERROR=ON >/dev/null
 cmake --build build-test -j"$jobs"
 (cd build-test && ctest --output-on-failure -j"$jobs")
+echo "== clang build (Release, warnings as errors; tools/build-matrix.sh builds every type under both)"
+CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release -DTORC_WERROR=ON -DTORC_WITH_CUDA=OFF >/dev/null
+cmake --build build-clang -j"$jobs" >build-clang/build.log 2>&1 || { grep -E "error|Error" build-clang/build.log | head -n 40; exit 1; }
 echo "== valgrind: the core suites leak nothing (reference backend, no fork)"
 for t in tensor view; do
   CK_FORK=no TORC_BACKEND=reference TORC_TEST_PLUGIN_DIR="$PWD/build-test/tests/plugins" \
