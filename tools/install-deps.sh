@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # tools/install-deps.sh — installs what torc needs on Debian 12 (run as root), only what is
-# missing: compiler, CMake, Check, oneDNN, and the small Python packages the tests use.
+# missing: compiler, CMake, Check, oneDNN, OpenBLAS, BLIS and the small Python packages the tests use.
 # The CUDA toolkit is optional: when /usr/local/cuda exists the CUDA backend is built too.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config check libdnnl-dev python3 python3-pip valgrind)
+# libopenblas0-openmp: the onednn backend's f32 GEMM on AVX2-only CPUs (dlopen'ed, never linked;
+# the OpenMP build, which shares libgomp's threads with oneDNN); libblis4-openmp: a torc-bench --peer
+# reference. Both come with runtime kernel dispatch (Haswell/Zen/SkylakeX...).
+pkgs=(build-essential cmake pkg-config check libdnnl-dev python3 python3-pip valgrind libopenblas0-openmp
+      libblis4-openmp)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
