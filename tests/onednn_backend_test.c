@@ -492,9 +492,10 @@ START_TEST(test_device_info_zen4) {
         return;
     torc_device_info info;
     ck_assert_int_eq(vt->device_info(0, &info), 0);
-    ck_assert_msg(strstr(info.peak_source, "f32 32 (AVX-512 on 256-bit units)"), "%s", info.peak_source);
-    if (__builtin_cpu_supports("avx512bf16"))
-        ck_assert_msg(strstr(info.peak_source, "bf16 64 (AVX512-BF16)"), "%s", info.peak_source);
+    const char *ps = info.peak_source;  // under an ISA cap below AVX-512 (the ISA matrix) it names that ISA
+    if (strstr(ps, "AVX-512")) ck_assert_msg(strstr(ps, "f32 32 (AVX-512 on 256-bit units)"), "%s", ps);
+    if (strstr(ps, "AVX512-BF16")) ck_assert_msg(strstr(ps, "bf16 64 (AVX512-BF16)"), "%s", ps);
+    if (!getenv("ONEDNN_MAX_CPU_ISA")) ck_assert_msg(strstr(ps, "AVX-512"), "%s", ps);
 }
 END_TEST
 
