@@ -87,7 +87,7 @@ static void from_f16_any(float *out, const uint16_t *in, int64_t n) {
 // TORC_MAX_CPU_ISA caps these (onednn__isa); F16C is its own cpuid bit, on every AVX2 CPU made.
 static bool has_avx512(void) { return onednn__isa() >= ONEDNN_ISA_AVX512_CORE; }
 static bool has_avx2(void) { return onednn__isa() >= ONEDNN_ISA_AVX2; }
-static bool has_f16c(void) { return has_avx2() && __builtin_cpu_supports("f16c"); }
+static bool has_f16c(void) { return has_avx2() && onednn__cpu_has_f16c(); }
 
 void onednn__f32_to_bf16(uint16_t *out, const float *in, int64_t n) {
     (has_avx512() ? to_bf16_avx512 : has_avx2() ? to_bf16_avx2 : to_bf16_any)(out, (const uint32_t *)in, n);

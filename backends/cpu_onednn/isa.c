@@ -69,7 +69,7 @@ static onednn_isa from_dnnl(unsigned eff) {
 static struct {
     bool ready;
     onednn_isa torc, dnnl;
-    bool intel;
+    bool intel, f16c;
     int family;  // cpuid's display family (base + extended): 0x19 Zen 3 and Zen 4, 0x1A Zen 5
 } g_isa;
 
@@ -98,6 +98,7 @@ int onednn__isa_init(void) {
     if (__get_cpuid(1, &a, &b, &c, &d)) {
         const int base = (int)((a >> 8) & 0xf);
         g_isa.family = base == 0xf ? base + (int)((a >> 20) & 0xff) : base;
+        g_isa.f16c = (c >> 29) & 1;
     }
 #endif
     g_isa.ready = true;
@@ -108,3 +109,4 @@ onednn_isa onednn__isa(void) { return g_isa.ready ? g_isa.torc : ONEDNN_ISA_NONE
 onednn_isa onednn__dnnl_isa(void) { return g_isa.ready ? g_isa.dnnl : ONEDNN_ISA_NONE; }
 bool onednn__cpu_is_intel(void) { return g_isa.intel; }
 int onednn__cpu_family(void) { return g_isa.family; }
+bool onednn__cpu_has_f16c(void) { return g_isa.f16c; }

@@ -351,6 +351,7 @@ onednn_isa onednn__dnnl_isa(void);
 const char *onednn__isa_name(onednn_isa i);
 bool onednn__cpu_is_intel(void);
 int onednn__cpu_family(void);  // cpuid's display family (isa.c)
+bool onednn__cpu_has_f16c(void);  // F16C (vcvtph2ps / vcvtps2ph), its own cpuid bit
 
 // ---- device description (device.c) ----
 int onednn__device_info(torc_device_info *info);
