@@ -4,6 +4,7 @@
 // zero-size operands; special values; in place; what it declines; threads; device info; cache.
 #define _GNU_SOURCE  // setenv
 #include <check.h>
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <omp.h>
@@ -481,6 +482,23 @@ START_TEST(test_device_info_isa_cap) {
 }
 END_TEST
 
+// Zen 4 (AMD family 19h with AVX-512) splits each 512-bit FMA over two 256-bit units: it promises
+// 32 f32 FLOP/cycle per core (an AVX-512 FMA loop runs no faster than an AVX2 one there) and 64
+// for bf16 dot products. Other CPUs: nothing to check here.
+START_TEST(test_device_info_zen4) {
+    unsigned a, b, c, d;
+    if (!__builtin_cpu_is("amd") || !__builtin_cpu_supports("avx512f") || !__get_cpuid(1, &a, &b, &c, &d) ||
+        ((a >> 8) & 0xf) + ((a >> 20) & 0xff) != 0x19)
+        return;
+    torc_device_info info;
+    ck_assert_int_eq(vt->device_info(0, &info), 0);
+    const char *ps = info.peak_source;  // under an ISA cap below AVX-512 (the ISA matrix) it names that ISA
+    if (strstr(ps, "AVX-512")) ck_assert_msg(strstr(ps, "f32 32 (AVX-512 on 256-bit units)"), "%s", ps);
+    if (strstr(ps, "AVX512-BF16")) ck_assert_msg(strstr(ps, "bf16 64 (AVX512-BF16)"), "%s", ps);
+    if (!getenv("ONEDNN_MAX_CPU_ISA")) ck_assert_msg(strstr(ps, "AVX-512"), "%s", ps);
+}
+END_TEST
+
 // ---- threads ----
 static int omp_in_thread;
 static torc_op thread_op;
@@ -617,6 +635,36 @@ START_TEST(test_matmul_bf16_isa_cap) {
     static const mm_case small = {2, {17, 33}, {33, 5}, 0, 0};
     check_matmul(TORC_DTYPE_BF16, TORC_DTYPE_BF16, &small, L_CONTIG, L_T2, L_CONTIG);
     check_matmul(TORC_DTYPE_BF16, TORC_DTYPE_F32, &small, L_T2, L_CONTIG, L_CONTIG);
+    teardown();
+}
+END_TEST
+
+// The AVX2 family (capped to it here) runs f32 GEMMs on OpenBLAS's Haswell kernels where its
+// OpenMP build is installed (blas.c), else on oneDNN's sgemm: device info names which, and the
+// results agree with the reference either way (odd sizes, transposed and sliced operands, a batch).
+START_TEST(test_matmul_f32_avx2_blas) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;  // no AVX2 family to cap to
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+    setenv("TORC_MAX_CPU_ISA", "AVX2", 1);
+    setup();
+    torc_device_info info;
+    ck_assert_int_eq(vt->device_info(0, &info), 0);  // loads OpenBLAS first (its kernels are picked then)
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    int (*parallel)(void) = h ? (int (*)(void))dlsym(h, "openblas_get_parallel") : NULL;
+    char *(*core)(void) = h ? (char *(*)(void))dlsym(h, "openblas_get_corename") : NULL;
+    const bool want = parallel && core && parallel() == 2;  // the OpenMP build
+    ck_assert_msg(strstr(info.peak_source, want ? "f32 GEMM: OpenBLAS" : "f32 GEMM: oneDNN sgemm"), "%s",
+                  info.peak_source);
+    if (want) ck_assert_msg(!strcmp(core(), "Haswell") || !strcmp(core(), "Zen"), "OpenBLAS kernels %s", core());
+    static const mm_case cases[] = {{2, {257, 129}, {129, 255}, 0, 0}, {3, {2, 129, 257}, {2, 257, 255}, 0, 0x1},
+                                    {2, {17, 33}, {33, 5}, 0, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        check_matmul(TORC_DTYPE_F32, TORC_DTYPE_F32, &cases[c], L_CONTIG, L_CONTIG, L_CONTIG);
+        check_matmul(TORC_DTYPE_F32, TORC_DTYPE_F32, &cases[c], L_T2, L_T2, L_CONTIG);
+        check_matmul(TORC_DTYPE_F32, TORC_DTYPE_F32, &cases[c], L_ROWSLICE, L_T2, L_ROWSLICE);
+        check_matmul(TORC_DTYPE_F16, TORC_DTYPE_F16, &cases[c], L_T2, L_CONTIG, L_CONTIG);
+    }
+    if (h) dlclose(h);
     teardown();
 }
 END_TEST
@@ -1844,11 +1892,14 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_declines);
     tcase_add_test(tc, test_bad_descriptors);
     tcase_add_test(tc, test_cache);
+    tcase_add_test(tc, test_device_info_zen4);
     tcase_add_test(tc, test_threads_concurrent);
     suite_add_tcase(s, tc);
     TCase *isa = tcase_create("isa");
+    tcase_set_timeout(isa, 600);  // the f32 GEMMs against the reference, on a loaded machine
     tcase_add_test(isa, test_device_info_isa_cap);
     tcase_add_test(isa, test_matmul_bf16_isa_cap);
+    tcase_add_test(isa, test_matmul_f32_avx2_blas);
     suite_add_tcase(s, isa);
     return s;
 }

@@ -4,8 +4,10 @@
 """Times PyTorch the way torc-bench times torc and prints one JSON object.
 
 Each figure is the median of timed runs after warm-up, as the course's time_matmul:
-  matmul_<dtype>_<n>_gflops      torch.mm on n x n (f32, bf16); numpy_matmul_f32_<n>_gflops
-                                 for OpenBLAS through numpy (when numpy is installed)
+  matmul_f32_<n>_gflops          torch.mm on n x n f32 for each n of --sizes;
+                                 numpy_matmul_f32_<n>_gflops the same through numpy's BLAS
+                                 (when numpy is installed)
+  matmul_bf16_<n>_gflops         torch.mm on n x n bf16, n the largest of --sizes
   add_4x4_us                     x + y on 4x4 f32 tensors, per call
   tiny_fwd_bwd_us                relu(x @ w).sum().backward() on 4x4, per iteration
   cruncher_<D>_<L>_<B>_<opt>_<dtype>_ms
@@ -13,7 +15,9 @@ Each figure is the median of timed runs after warm-up, as the course's time_matm
                                  without bias, then Linear(D, 1), squeeze; MSE loss): zero_grad,
                                  forward, backward, step; dtype f32, or bf16 under
                                  torch.autocast (bf16 matmuls, f32 master weights)
-Usage: bench_peer.py [--quick] [--size N]
+Usage: bench_peer.py [--quick] [--sizes N,N,...] [--threads N] [--cpu-time]
+--cpu-time times by the process's CPU time over --threads instead of wall time (torc-bench
+--cpu-time: for a machine shared with other work).
 """
 import argparse
 import json
@@ -23,15 +27,18 @@ import sys
 import time
 
 
+clock = time.perf_counter
+
+
 def median_time(fn, warmup, reps, min_total=0.0):
     for _ in range(warmup):
         fn()
     times = []
     total = 0.0
     while len(times) < reps or (total < min_total and len(times) < 10 * reps):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        dt = time.perf_counter() - t0
+        dt = clock() - t0
         times.append(dt)
         total += dt
     return statistics.median(times)
@@ -48,26 +55,38 @@ def per_call(fn, calls, batches):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--size", type=int, default=2048, help="matmul size (default 2048)")
+    ap.add_argument("--full", action="store_true", help="the default repetitions")
+    ap.add_argument("--sizes", default="2048", help="f32 matmul sizes (default 2048)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
+    ap.add_argument("--cpu-time", action="store_true", help="time by CPU time over --threads")
     args = ap.parse_args()
     import torch
 
+    global clock
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    if args.cpu_time:
+        nthreads = args.threads if args.threads > 0 else torch.get_num_threads()
+        clock = lambda: time.process_time() / nthreads
     out = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads()}
     reps = 3 if args.quick else 7
-    n = args.size
+    sizes = [int(v) for v in args.sizes.split(",") if v]
 
     # ---- matmul ----
-    for name, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+    def mm_gflops(n, dt):
         a = torch.randn(n, n, dtype=dt)
         b = torch.randn(n, n, dtype=dt)
-        t = median_time(lambda: torch.mm(a, b), 2, reps)
-        out[f"matmul_{name}_{n}_gflops"] = 2.0 * n ** 3 / t / 1e9
+        return 2.0 * n ** 3 / median_time(lambda: torch.mm(a, b), 2, reps) / 1e9
+    for n in sizes:
+        out[f"matmul_f32_{n}_gflops"] = mm_gflops(n, torch.float32)
+    out[f"matmul_bf16_{max(sizes)}_gflops"] = mm_gflops(max(sizes), torch.bfloat16)
     try:
         import numpy as np
-        a = np.random.standard_normal((n, n)).astype(np.float32)
-        b = np.random.standard_normal((n, n)).astype(np.float32)
-        t = median_time(lambda: a @ b, 2, reps)
-        out[f"numpy_matmul_f32_{n}_gflops"] = 2.0 * n ** 3 / t / 1e9
+        for n in sizes:
+            a = np.random.standard_normal((n, n)).astype(np.float32)
+            b = np.random.standard_normal((n, n)).astype(np.float32)
+            t = median_time(lambda: a @ b, 2, reps)
+            out[f"numpy_matmul_f32_{n}_gflops"] = 2.0 * n ** 3 / t / 1e9
         out["numpy_version"] = np.__version__
     except ImportError:
         pass

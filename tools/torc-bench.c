@@ -1,11 +1,13 @@
 // tools/torc-bench.c — the figures users quote: matmul GFLOP/s and MFU per dtype and size, a
 // practical FMA peak (and AMX peak, where the CPU has AMX) measured here, dispatch overhead, a tiny
-// forward+backward and Cruncher training steps; --peer times PyTorch (tools/bench_peer.py) and
-// prints each ratio with the targets.
+// forward+backward and Cruncher training steps; --peer times PyTorch and numpy (tools/bench_peer.py)
+// and OpenBLAS and BLIS from C (this program again, as --blas-peer), and prints each ratio with the
+// targets and the CPU's name.
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE  // syscall()
 
 #include <cpuid.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <immintrin.h>
 #include <math.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -35,6 +38,7 @@
 typedef struct options {
     const char *backend;        // NULL: TORC_BACKEND / the default device
     bool quick, tiny, json, peer, train;
+    bool cpu_time;              // time by the process's CPU time over the thread count (a loaded machine)
     int64_t sizes[8];           // matmul sizes
     int n_sizes;
     torc_dtype dtypes[4];
@@ -46,10 +50,14 @@ typedef struct options {
 static options g_opt;
 static bool g_amx;  // the CPU has AMX-BF16 and this process may use it: torc-bench measures its peak
 
+// --cpu-time: on a machine shared with other work, wall time measures the other work too. The
+// process's CPU time over the thread count is what the threads ran for; idle threads that spin
+// (OpenMP's wait policy) count against the code timed, so it errs on the slow side.
 static double now_s(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    clock_gettime(g_opt.cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+    const double t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return g_opt.cpu_time ? t / g_opt.threads : t;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -375,16 +383,23 @@ static void tiny_fwd_bwd(void *vctx) {
 }
 
 // One Cruncher training step as the peer times it: zero_grad, forward, MSE loss, backward, step.
-// bf16: the forward under bf16 autocast (bf16 matmuls, f32 master weights), the loss in f32.
-typedef struct cruncher_ctx { torc_module *m; torc_optimizer *opt; torc_tensor *x, *target; bool bf16; } cruncher_ctx;
+// bf16 / f16: the forward under autocast to that dtype (its matmuls, f32 master weights), the loss
+// in f32.
+typedef struct cruncher_ctx {
+    torc_module *m;
+    torc_optimizer *opt;
+    torc_tensor *x, *target;
+    torc_dtype autocast;  // TORC_DTYPE_F32: none
+} cruncher_ctx;
 
 static void cruncher_step(void *vctx) {
     cruncher_ctx *c = vctx;
     torc_scope_push();
     check(torc_optimizer_zero_grad(c->opt, true) == TORC_OK, "zero_grad");
-    if (c->bf16) check(torc_autocast_begin(TORC_DTYPE_BF16) == TORC_OK, "autocast");
+    const bool ac = c->autocast != TORC_DTYPE_F32;
+    if (ac) check(torc_autocast_begin(c->autocast) == TORC_OK, "autocast");
     torc_tensor *y = torc_module_forward(c->m, c->x);
-    if (c->bf16) {
+    if (ac) {
         check(torc_autocast_end() == TORC_OK, "autocast");
         y = y ? torc_to_dtype(y, TORC_DTYPE_F32) : NULL;
     }
@@ -394,10 +409,10 @@ static void cruncher_step(void *vctx) {
     torc_scope_pop();
 }
 
-static double time_cruncher(int64_t D, int L, int64_t B, const char *opt_name, bool bf16) {
+static double time_cruncher(int64_t D, int L, int64_t B, const char *opt_name, torc_dtype autocast) {
     torc_generator *gen = torc_generator_new(0);
     cruncher_ctx c = {0};
-    c.bf16 = bf16;
+    c.autocast = autocast;
     c.m = torc_cruncher_new(D, L, TORC_DTYPE_F32, gen);
     check(c.m != NULL, "torc_cruncher_new");
     const int np = torc_module_param_count(c.m);
@@ -430,10 +445,11 @@ static double time_cruncher(int64_t D, int L, int64_t B, const char *opt_name, b
     return median(t, reps);
 }
 
-// ---- the peer: tools/bench_peer.py ----
-// Runs the script with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from the child's
-// environment only (so OpenBLAS picks its own kernels and cache sizes) and returns its stdout.
-static char *run_peer(const char *script) {
+// ---- the peers: tools/bench_peer.py, and OpenBLAS and BLIS from C ----
+// Runs argv (a peer printing one flat JSON object) with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+// removed from the child's environment only (so OpenBLAS picks its own kernels and cache sizes)
+// and returns its stdout; NULL when it failed.
+static char *run_peer(char *const argv[]) {
     int fds[2];
     if (pipe(fds)) bench_die("pipe failed: %s", strerror(errno));
     fflush(stdout);
@@ -445,9 +461,8 @@ static char *run_peer(const char *script) {
         close(fds[1]);
         unsetenv("OPENBLAS_CORETYPE");
         unsetenv("OPENBLAS_L2_SIZE");
-        char *argv[] = {(char *)g_opt.python, (char *)script, g_opt.quick || g_opt.tiny ? "--quick" : NULL, NULL};
-        execvp(g_opt.python, argv);
-        fprintf(stderr, "torc-bench: cannot run %s: %s\n", g_opt.python, strerror(errno));
+        execvp(argv[0], argv);
+        fprintf(stderr, "torc-bench: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     close(fds[1]);
@@ -464,12 +479,99 @@ static char *run_peer(const char *script) {
     if (!buf) bench_die("out of memory");
     buf[n] = '\0';
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "torc-bench: the peer (%s %s) failed (status %d); is PyTorch installed?\n", g_opt.python, script,
-                WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        fprintf(stderr, "torc-bench: the peer (%s %s) failed (status %d)%s\n", argv[0], argv[1],
+                WIFEXITED(status) ? WEXITSTATUS(status) : -1, strstr(argv[0], "python") ? "; is PyTorch installed?" : "");
         free(buf);
         return NULL;
     }
     return buf;
+}
+
+// --blas-peer: f32 GEMM (C = A B, row-major n x n) through OpenBLAS's cblas_sgemm and BLIS's
+// bli_sgemm, each loaded with dlopen as the distribution ships it (libopenblas.so.0,
+// libblis.so.4; Debian: libopenblas0-openmp, libblis4-openmp), each on --threads threads and
+// timed as time_matmul times torc. Prints one flat JSON object (a library that does not load is
+// named with dlerror's reason instead of figures). Runs in a child of its own, so neither
+// library's threads or kernel choice touch the process that times torc.
+typedef void (*cblas_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                               const float *b, int ldb, float beta, float *c, int ldc);
+typedef void (*bli_sgemm_fn)(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *alpha, const float *a,
+                             int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb, const float *beta,
+                             float *c, int64_t rsc, int64_t csc);
+typedef struct blas_lib {
+    const char *name, *soname;
+    cblas_sgemm_fn cblas;  // OpenBLAS
+    bli_sgemm_fn bli;      // BLIS
+} blas_lib;
+
+static void blas_call(const blas_lib *l, int64_t n, const float *a, const float *b, float *c) {
+    const float one = 1.0f, zero = 0.0f;
+    if (l->cblas) l->cblas(101 /* CblasRowMajor */, 111, 111 /* CblasNoTrans */, (int)n, (int)n, (int)n, 1.0f, a,
+                           (int)n, b, (int)n, 0.0f, c, (int)n);
+    else l->bli(0, 0 /* BLIS_NO_TRANSPOSE */, n, n, n, &one, a, n, 1, b, n, 1, &zero, c, n, 1);
+}
+
+static int blas_peer_main(void) {
+    blas_lib libs[] = {{"openblas", "libopenblas.so.0", NULL, NULL}, {"blis", "libblis.so.4", NULL, NULL}};
+    // Where oneDNN is capped to AVX2 or below (the AVX2 family emulated on a bigger CPU), OpenBLAS is
+    // capped alike: its Haswell kernels (AVX2 + FMA) instead of what the CPU has. BLIS cannot be
+    // capped that way (Debian's build aborts on most BLIS_ARCH_TYPE values); its choice is printed.
+    const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+    if (cap && (!strcasecmp(cap, "AVX2") || !strcasecmp(cap, "AVX"))) setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+    else if (cap && !strcasecmp(cap, "SSE41")) setenv("OPENBLAS_CORETYPE", "Nehalem", 1);
+    printf("{\n \"blas_threads\": %d", g_opt.threads);
+    for (size_t li = 0; li < sizeof libs / sizeof libs[0]; li++) {
+        blas_lib *l = &libs[li];
+        void *h = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
+        const char *why = NULL;
+        if (!h) {
+            why = dlerror();
+        } else if (li == 0) {
+            l->cblas = (cblas_sgemm_fn)dlsym(h, "cblas_sgemm");
+            void (*set)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+            char *(*core)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
+            if (!l->cblas || !set) why = "no cblas_sgemm / openblas_set_num_threads";
+            else set(g_opt.threads);
+            if (core) printf(",\n \"openblas_core\": \"%s\"", core());
+        } else {
+            l->bli = (bli_sgemm_fn)dlsym(h, "bli_sgemm");
+            void (*set)(int64_t) = (void (*)(int64_t))dlsym(h, "bli_thread_set_num_threads");
+            int (*arch)(void) = (int (*)(void))dlsym(h, "bli_arch_query_id");
+            const char *(*arch_name)(int) = (const char *(*)(int))dlsym(h, "bli_arch_string");
+            if (!l->bli || !set) why = "no bli_sgemm / bli_thread_set_num_threads";
+            else set(g_opt.threads);  // BLIS runs one thread unless told
+            if (arch && arch_name) printf(",\n \"blis_arch\": \"%s\"", arch_name(arch()));
+        }
+        if (why) {
+            printf(",\n \"%s\": \"not timed: ", l->name);
+            for (const char *p = why; *p; p++) putchar(*p == '"' || *p == '\\' ? '\'' : *p);
+            printf("\"");
+            continue;
+        }
+        for (int si = 0; si < g_opt.n_sizes; si++) {
+            const int64_t n = g_opt.sizes[si];
+            float *a = malloc(sizeof(float) * (size_t)(n * n)), *b = malloc(sizeof(float) * (size_t)(n * n)),
+                  *c = malloc(sizeof(float) * (size_t)(n * n));
+            if (!a || !b || !c) bench_die("out of memory");
+            for (int64_t i = 0; i < n * n; i++) a[i] = (float)((i * 7919) % 2001) / 1000.0f - 1.0f, b[i] = a[i] * 0.5f;
+            double t_warm = 0, t[16];
+            for (int w = 0; w < 2; w++) {
+                const double t0 = now_s();
+                blas_call(l, n, a, b, c);
+                t_warm = now_s() - t0;
+            }
+            const int reps = g_opt.tiny ? 3 : reps_for(t_warm, g_opt.quick ? 0.5 : 1.5, 3, g_opt.quick ? 7 : 15);
+            for (int r = 0; r < reps; r++) {
+                const double t0 = now_s();
+                blas_call(l, n, a, b, c);
+                t[r] = now_s() - t0;
+            }
+            printf(",\n \"%s_matmul_f32_%lld_gflops\": %.6g", l->name, (long long)n, 2.0 * (double)(n * n * n) / median(t, reps) * 1e-9);
+            free(a), free(b), free(c);
+        }
+    }
+    printf("\n}\n");
+    return 0;
 }
 
 // The peer prints one flat JSON object; its numbers are kept, its strings skipped.
@@ -520,40 +622,72 @@ typedef struct target {
     bool higher_better;     // GFLOP/s (ratio >= goal) or time (ratio <= goal)
     double goal;
     const char *meaning;
+    int amx;                // 0: every CPU; 1: only where the CPU has AMX; -1: only where it has not
 } target;
 
+// "best_f32_<n>_gflops" is the fastest of PyTorch, numpy, OpenBLAS and BLIS in the round (peer_round).
 static const target g_targets[] = {
+    {"f32 matmul 512 / FMA-loop peak", "matmul_f32_512_gflops", NULL, "fma_peak_f32_gflops", true, 0.6,
+     "torc's f32 GEMM against the FMA throughput this CPU reaches in a loop", 0},
+    {"f32 matmul 1024 / FMA-loop peak", "matmul_f32_1024_gflops", NULL, "fma_peak_f32_gflops", true, 0.85,
+     "the same at 1024", 0},
     {"f32 matmul 2048 / FMA-loop peak", "matmul_f32_2048_gflops", NULL, "fma_peak_f32_gflops", true, 0.85,
-     "torc's f32 GEMM against the FMA throughput this CPU reaches in a loop"},
-    {"f32 matmul 2048 / best of PyTorch, OpenBLAS", "matmul_f32_2048_gflops", "best_f32_2048_gflops", NULL, true, 1.0,
-     "torc's f32 GEMM against the faster of torch.mm and numpy's OpenBLAS"},
+     "the same at 2048", 0},
+    {"f32 matmul 4096 / FMA-loop peak", "matmul_f32_4096_gflops", NULL, "fma_peak_f32_gflops", true, 0.85,
+     "the same at 4096 (not in --quick)", 0},
+    {"f32 matmul 1024 / best peer", "matmul_f32_1024_gflops", "best_f32_1024_gflops", NULL, true, 1.0,
+     "against the fastest of torch.mm, numpy, OpenBLAS and BLIS (from C) in the round", 0},
+    {"f32 matmul 2048 / best peer", "matmul_f32_2048_gflops", "best_f32_2048_gflops", NULL, true, 1.0,
+     "the same at 2048", 0},
+    {"f32 matmul 4096 / best peer", "matmul_f32_4096_gflops", "best_f32_4096_gflops", NULL, true, 1.0,
+     "the same at 4096 (not in --quick)", 0},
+    {"f32 matmul 2048 / OpenBLAS (C)", "matmul_f32_2048_gflops", "openblas_matmul_f32_2048_gflops", NULL, true, 0,
+     "(no target) cblas_sgemm of the distribution's OpenBLAS, its own kernel choice", 0},
+    {"f32 matmul 2048 / BLIS (C)", "matmul_f32_2048_gflops", "blis_matmul_f32_2048_gflops", NULL, true, 0,
+     "(no target) bli_sgemm of the distribution's BLIS, its own kernel choice", 0},
+    {"f32 matmul 2048 / PyTorch", "matmul_f32_2048_gflops", "matmul_f32_2048_gflops", NULL, true, 0,
+     "(no target) torch.mm", 0},
+    {"Cruncher 1024x4 B=512 SGD f32 matmuls / FMA peak", "cruncher_1024_4_512_sgd_f32_gflops", NULL,
+     "fma_peak_f32_gflops", true, 0.8, "the step's matmul FLOPs over its whole time, against the FMA loop", 0},
     {"bf16 matmul 2048 / torc f32 matmul 2048", "matmul_bf16_2048_gflops", NULL, "matmul_f32_2048_gflops", true, 8.0,
-     "what AMX gives over f32 FMAs"},
+     "what AMX gives over f32 FMAs", 1},
     {"bf16 AMX-loop peak / f32 FMA-loop peak", "amx_peak_bf16_gflops", NULL, "fma_peak_f32_gflops", true, 0,
-     "(no target) the ceiling of the line above: tile multiplies against FMAs, no loads"},
+     "(no target) the ceiling of the line above: tile multiplies against FMAs, no loads", 1},
     {"bf16 matmul 2048 / AMX-loop peak", "matmul_bf16_2048_gflops", NULL, "amx_peak_bf16_gflops", true, 0,
-     "(no target) torc's bf16 GEMM against the tile-multiply throughput reached in a loop"},
+     "(no target) torc's bf16 GEMM against the tile-multiply throughput reached in a loop", 1},
     {"bf16 dot-product loop / f32 FMA-loop peak", "dpbf16_peak_bf16_gflops", NULL, "fma_peak_f32_gflops", true, 0,
-     "(no target; CPUs without AMX) the ceiling of bf16 / f32 on AVX512-BF16 dot products"},
+     "(no target) the ceiling of bf16 / f32 on AVX512-BF16 dot products", -1},
+    {"bf16 matmul 2048 / torc f32 matmul 2048", "matmul_bf16_2048_gflops", NULL, "matmul_f32_2048_gflops", true, 0,
+     "(no target) bf16 GEMM against f32 GEMM without AMX", -1},
+    {"f16 matmul 2048 / torc f32 matmul 2048", "matmul_f16_2048_gflops", NULL, "matmul_f32_2048_gflops", true, 0,
+     "(no target) f16 GEMM (f32 FMAs on every CPU torc knows) against f32 GEMM", 0},
     {"bf16 matmul 2048 / PyTorch bf16", "matmul_bf16_2048_gflops", "matmul_bf16_2048_gflops", NULL, true, 1.5,
-     "torc's bf16 GEMM against torch.mm (oneDNN: AMX where the CPU has it)"},
-    {"x + y 4x4 per call", "add_4x4_us", "add_4x4_us", NULL, false, 0.2, "dispatch overhead of one tiny op"},
+     "torc's bf16 GEMM against torch.mm (oneDNN: AMX where the CPU has it)", 0},
+    {"x + y 4x4 per call", "add_4x4_us", "add_4x4_us", NULL, false, 0.2, "dispatch overhead of one tiny op", 0},
     {"tiny forward+backward", "tiny_fwd_bwd_us", "tiny_fwd_bwd_us", NULL, false, 0.1,
-     "relu(x @ w).sum().backward() on 4x4: autograd bookkeeping"},
+     "relu(x @ w).sum().backward() on 4x4: autograd bookkeeping", 0},
     {"Cruncher 1024x4 B=512 SGD f32 step", "cruncher_1024_4_512_sgd_f32_ms", "cruncher_1024_4_512_sgd_f32_ms", NULL,
-     false, 0.7, "a training step dominated by GEMMs"},
+     false, 0.7, "a training step dominated by GEMMs", 0},
     {"Cruncher 256x2 B=64 SGD f32 step", "cruncher_256_2_64_sgd_f32_ms", "cruncher_256_2_64_sgd_f32_ms", NULL, false,
-     0.3, "a small step: framework overhead shows"},
+     0.3, "a small step: framework overhead shows", 0},
     {"Cruncher 1024x4 B=512 Adam f32 step", "cruncher_1024_4_512_adam_f32_ms", "cruncher_1024_4_512_adam_f32_ms", NULL,
-     false, 0, "(no target)"},
+     false, 0, "(no target)", 0},
     {"Cruncher 256x2 B=64 Adam f32 step", "cruncher_256_2_64_adam_f32_ms", "cruncher_256_2_64_adam_f32_ms", NULL, false,
-     0, "(no target)"},
+     0, "(no target)", 0},
     {"Cruncher 1024x4 B=512 SGD bf16 autocast step", "cruncher_1024_4_512_sgd_bf16_ms", "cruncher_1024_4_512_sgd_bf16_ms",
-     NULL, false, 0.7, "bf16 matmuls, f32 master weights, against torch.autocast's step"},
+     NULL, false, 0.7, "bf16 matmuls, f32 master weights, against torch.autocast's step", 0},
     {"Cruncher 1024x4 B=512 SGD bf16 / f32 step", "cruncher_1024_4_512_sgd_bf16_ms", NULL,
-     "cruncher_1024_4_512_sgd_f32_ms", false, 1.0 / 3.0, "what bf16 autocast buys a GEMM-bound step (>= 3x)"},
+     "cruncher_1024_4_512_sgd_f32_ms", false, 1.0 / 3.0, "what bf16 autocast buys a GEMM-bound step on AMX (>= 3x)", 1},
+    {"Cruncher 1024x4 B=512 SGD bf16 / f32 step", "cruncher_1024_4_512_sgd_bf16_ms", NULL,
+     "cruncher_1024_4_512_sgd_f32_ms", false, 1.0, "without AMX: bf16 autocast never slower than f32", -1},
+    {"Cruncher 256x2 B=64 SGD bf16 / f32 step", "cruncher_256_2_64_sgd_bf16_ms", NULL, "cruncher_256_2_64_sgd_f32_ms",
+     false, 1.0, "the same on the small step", -1},
+    {"Cruncher 1024x4 B=512 SGD f16 / f32 step", "cruncher_1024_4_512_sgd_f16_ms", NULL,
+     "cruncher_1024_4_512_sgd_f32_ms", false, 1.0, "without AMX: f16 autocast never slower than f32", -1},
+    {"Cruncher 256x2 B=64 SGD f16 / f32 step", "cruncher_256_2_64_sgd_f16_ms", NULL, "cruncher_256_2_64_sgd_f32_ms",
+     false, 1.0, "the same on the small step", -1},
     {"Cruncher 256x2 B=64 SGD bf16 autocast step", "cruncher_256_2_64_sgd_bf16_ms", "cruncher_256_2_64_sgd_bf16_ms", NULL,
-     false, 0, "(no target)"},
+     false, 0, "(no target)", 0},
 };
 #define N_TARGETS (int)(sizeof g_targets / sizeof g_targets[0])
 
@@ -580,9 +714,12 @@ typedef struct target_sum {
     bool met;
 } target_sum;
 
+static bool target_applies(const target *t) { return t->amx == 0 || (t->amx > 0) == g_amx; }
+
 static bool target_eval(int i, target_sum *ts) {
     double tv[MAX_ROUNDS], pv[MAX_ROUNDS], ratio[MAX_ROUNDS];
     ts->n = 0;
+    if (!target_applies(&g_targets[i])) return false;
     for (int r = 0; r < g_n_rounds; r++)
         if (target_round(i, &g_rounds[r], &tv[ts->n], &pv[ts->n], &ratio[ts->n])) {
             ts->r[ts->n] = ratio[ts->n];
@@ -597,14 +734,16 @@ static bool target_eval(int i, target_sum *ts) {
     return true;
 }
 
-static void print_targets(void) {
-    printf("\nside by side with the peer (same machine; ratio = torc / peer, taken within a round");
+static void print_targets(const torc_device_info *info) {
+    printf("\nside by side with the peer on %s (%s%s; ratio = torc / peer, taken within a round", info->name,
+           g_amx ? "AMX" : "no AMX", g_opt.cpu_time ? "; timed by CPU time over threads" : "; wall time");
     if (g_n_rounds > 1) printf(";\nwith %d rounds each column is the rounds' median, the ratio the median of the rounds' ratios", g_n_rounds);
     printf("):\n");
     printf("%-44s %14s %20s %8s %8s  %s\n", "comparison", "torc", "peer", "ratio", "goal", "status");
     for (int i = 0; i < N_TARGETS; i++) {
         const target *t = &g_targets[i];
         target_sum ts;
+        if (!target_applies(t)) continue;
         if (!target_eval(i, &ts)) {
             printf("%-44s %14s %20s %8s %8s  %s\n", t->what, "-", "-", "-", "-", "not measured");
             continue;
@@ -691,15 +830,19 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: torc-bench [--backend NAME] [--quick | --tiny] [--sizes N,N,...] [--dtypes f32,bf16,f16]\n"
             "                  [--no-train] [--json] [--peer] [--python PYTHON] [--peer-script PATH]\n"
-            "                  [--threads N] [--rounds N]\n"
+            "                  [--threads N] [--rounds N] [--cpu-time]\n"
             "Measures matmul GFLOP/s and MFU per dtype and size (median of timed runs after warm-up,\n"
             "each followed by a synchronize), a practical peak from an FMA loop in the widest ISA the\n"
             "CPU has, per-op dispatch overhead (x + y on 4x4), a tiny forward+backward and Cruncher\n"
-            "training steps (D=1024 L=4 B=512 and D=256 L=2 B=64, SGD and Adam, f32 and bf16 autocast).\n"
+            "training steps (D=1024 L=4 B=512 and D=256 L=2 B=64, SGD and Adam, f32 and bf16 autocast,\n"
+            "SGD in f16 autocast).\n"
             "  --quick        sizes 512..2048 and shorter timing budgets (default sizes 512..4096)\n"
             "  --tiny         tiny sizes: a smoke run, not a measurement\n"
-            "  --peer         also run tools/bench_peer.py (PyTorch timed the same way) and print each\n"
-            "                 ratio with the peer's figure beside it and the targets met / not met\n"
+            "  --peer         also run tools/bench_peer.py (PyTorch and numpy timed the same way) and\n"
+            "                 OpenBLAS and BLIS from C (libopenblas.so.0, libblis.so.4 where installed),\n"
+            "                 and print each ratio with the peer's figure and the targets met / not met\n"
+            "  --cpu-time     time by the process's CPU time over the thread count, not wall time: for a\n"
+            "                 machine shared with other work (threads that spin while idle count as busy)\n"
             "  --json         print the results as JSON instead of tables\n"
             "  --threads N    threads of the FMA-peak loop (default TORC_NUM_THREADS, else all CPUs)\n"
             "  --rounds N     measure N times, each round torc then the peer back to back, and report\n"
@@ -778,7 +921,7 @@ static void measure_round(const torc_device_info *info, const peak_loop *isa) {
         int64_t todo[9];
         int nt = 0;
         for (int i = 0; i < g_opt.n_sizes; i++) todo[nt++] = g_opt.sizes[i];
-        if (g_opt.peer && !g_opt.tiny && !have_size(2048) && (dt == TORC_DTYPE_F32 || dt == TORC_DTYPE_BF16)) todo[nt++] = 2048;
+        if (g_opt.peer && !g_opt.tiny && !have_size(2048)) todo[nt++] = 2048;
         for (int i = 0; i < nt; i++) {
             const int64_t n = todo[i];
             int reps;
@@ -821,59 +964,104 @@ static void measure_round(const torc_device_info *info, const peak_loop *isa) {
             const int64_t D = g_opt.tiny ? tiny_cfg[ci].D : cfg[ci].D, B = g_opt.tiny ? tiny_cfg[ci].B : cfg[ci].B;
             const int L = g_opt.tiny ? tiny_cfg[ci].L : cfg[ci].L;
             double t_sgd_f32 = 0;
-            for (int k = 0; k < 4; k++) {
+            // sgd and adam in f32 and bf16 autocast, then sgd in f16 autocast
+            for (int k = 0; k < 5; k++) {
                 const char *opt = k % 2 ? "adam" : "sgd";
-                const bool bf16 = k >= 2;
-                const double t = time_cruncher(D, L, B, opt, bf16);
+                const torc_dtype ac = k < 2 ? TORC_DTYPE_F32 : k < 4 ? TORC_DTYPE_BF16 : TORC_DTYPE_F16;
+                const char *dn = torc_dtype_short_name(ac);
+                const double t = time_cruncher(D, L, B, opt, ac);
                 if (k == 0) t_sgd_f32 = t;
-                char key[64];
-                snprintf(key, sizeof key, "cruncher_%lld_%d_%lld_%s_%s_ms", (long long)D, L, (long long)B, opt,
-                         bf16 ? "bf16" : "f32");
+                char key[64], label[24];
+                snprintf(key, sizeof key, "cruncher_%lld_%d_%lld_%s_%s_ms", (long long)D, L, (long long)B, opt, dn);
                 put(key, t * 1e3);
                 // forward 2*B*D*D per layer (+ the final D -> 1), backward twice that
                 const double flops = 3.0 * 2.0 * (double)B * (double)D * ((double)D * L + 1);
+                snprintf(key, sizeof key, "cruncher_%lld_%d_%lld_%s_%s_gflops", (long long)D, L, (long long)B, opt, dn);
+                put(key, flops / t * 1e-9);
+                snprintf(label, sizeof label, ac == TORC_DTYPE_F32 ? "%s:" : "%s autocast:", dn);
                 say("  D=%-5lld L=%d B=%-4lld %-4s %-14s %9.3f ms per step  (%.4g GFLOP/s in its matmuls)\n", (long long)D,
-                    L, (long long)B, opt, bf16 ? "bf16 autocast:" : "f32:", t * 1e3, flops / t * 1e-9);
-                if (k == 2) say("  %-26s %-14s %9.2fx the f32 step's speed\n", "", "", t_sgd_f32 / t);
+                    L, (long long)B, opt, label, t * 1e3, flops / t * 1e-9);
+                if (k == 2 || k == 4) say("  %-26s %-14s %9.2fx the f32 step's speed\n", "", "", t_sgd_f32 / t);
             }
         }
     }
 
 }
 
-// The peer's figures into rr (plus best_f32_2048_gflops, the faster of torch and numpy); false
-// when the peer did not run or printed nothing readable.
+// The value of the string member key of a peer's flat JSON, or "?".
+static void peer_string(const char *out, const char *key, char *buf, size_t len) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *p = strstr(out, pat);
+    snprintf(buf, len, "?");
+    if (p) snprintf(buf, len, "%.*s", (int)strcspn(p + strlen(pat), "\""), p + strlen(pat));
+}
+
+// The peers' figures into rr: bench_peer.py's, then OpenBLAS's and BLIS's from C (this program
+// as --blas-peer), plus best_f32_<n>_gflops, the fastest of them at each size; false when
+// bench_peer.py did not run or printed nothing readable (the C peers are optional).
 static bool peer_round(round_res *rr) {
     const char *script = find_peer_script();
-    say("\nrunning the peer: %s %s (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for it)...\n", g_opt.python, script);
-    char *out = run_peer(script);
+    char sizes[96] = "", threads[16];
+    for (int i = 0, o = 0; i < g_opt.n_sizes; i++)
+        o += snprintf(sizes + o, sizeof sizes - (size_t)o, "%s%lld", i ? "," : "", (long long)g_opt.sizes[i]);
+    if (!have_size(2048)) strncat(sizes, ",2048", sizeof sizes - strlen(sizes) - 1);
+    snprintf(threads, sizeof threads, "%d", g_opt.threads);
+    const char *quick = g_opt.quick || g_opt.tiny ? "--quick" : "--full";
+    say("\nrunning the peers: %s %s, and OpenBLAS and BLIS from C (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset "
+        "for them)...\n", g_opt.python, script);
+    char *py_argv[] = {(char *)g_opt.python, (char *)script, (char *)quick, "--sizes", sizes, "--threads", threads,
+                       g_opt.cpu_time ? "--cpu-time" : NULL, NULL};
+    char *out = run_peer(py_argv);
     if (!out) return false;
     rr->np = parse_flat_json(out, rr->peer, MAX_RESULTS);
-    double a = 0, b = 0;
-    get(rr->peer, rr->np, "matmul_f32_2048_gflops", &a);
-    get(rr->peer, rr->np, "numpy_matmul_f32_2048_gflops", &b);
-    if (rr->np < MAX_RESULTS && (a > 0 || b > 0)) {
-        snprintf(rr->peer[rr->np].key, sizeof rr->peer[0].key, "best_f32_2048_gflops");
-        rr->peer[rr->np++].value = fmax(a, b);
-    }
     if (rr->np == 0) fprintf(stderr, "torc-bench: could not read the peer's output:\n%s\n", out);
     free(out);
-    if (rr->np > 0) {
-        say("peer figures:");
-        for (int i = 0; i < rr->np; i++) say("%s %s = %.4g", i ? ";" : "", rr->peer[i].key, rr->peer[i].value);
-        say("\n");
+    if (rr->np == 0) return false;
+    char *c_argv[] = {"/proc/self/exe", "--blas-peer", "--sizes", sizes, "--threads", threads, (char *)quick,
+                      g_opt.cpu_time ? "--cpu-time" : NULL, NULL};
+    out = run_peer(c_argv);
+    if (out) {
+        char core[64], arch[64];
+        peer_string(out, "openblas_core", core, sizeof core);
+        peer_string(out, "blis_arch", arch, sizeof arch);
+        say("OpenBLAS kernels: %s; BLIS kernels: %s\n", core, arch);
+        rr->np += parse_flat_json(out, rr->peer + rr->np, MAX_RESULTS - rr->np);
+        free(out);
     }
-    return rr->np > 0;
+    static const char *const peers[] = {"matmul_f32_%lld_gflops", "numpy_matmul_f32_%lld_gflops",
+                                        "openblas_matmul_f32_%lld_gflops", "blis_matmul_f32_%lld_gflops"};
+    static const int64_t best_sizes[] = {512, 1024, 2048, 4096};
+    for (int si = 0; si < 4; si++) {
+        double best = 0, v;
+        char key[64];
+        for (int k = 0; k < 4; k++) {
+            snprintf(key, sizeof key, peers[k], (long long)best_sizes[si]);
+            if (get(rr->peer, rr->np, key, &v) && v > best) best = v;
+        }
+        if (best > 0 && rr->np < MAX_RESULTS) {
+            snprintf(rr->peer[rr->np].key, sizeof rr->peer[0].key, "best_f32_%lld_gflops", (long long)best_sizes[si]);
+            rr->peer[rr->np++].value = best;
+        }
+    }
+    say("peer figures:");
+    for (int i = 0; i < rr->np; i++) say("%s %s = %.4g", i ? ";" : "", rr->peer[i].key, rr->peer[i].value);
+    say("\n");
+    return true;
 }
 
 int main(int argc, char **argv) {
     g_opt.train = true;
     g_opt.python = "python3";
     const char *sizes = NULL, *dtypes = NULL;
+    bool blas_peer = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--backend")) g_opt.backend = arg_value(argc, argv, &i);
         else if (!strcmp(a, "--quick")) g_opt.quick = true;
+        else if (!strcmp(a, "--full")) g_opt.quick = false;
+        else if (!strcmp(a, "--blas-peer")) blas_peer = true;
+        else if (!strcmp(a, "--cpu-time")) g_opt.cpu_time = true;
         else if (!strcmp(a, "--tiny")) g_opt.tiny = true;
         else if (!strcmp(a, "--sizes")) sizes = arg_value(argc, argv, &i);
         else if (!strcmp(a, "--dtypes")) dtypes = arg_value(argc, argv, &i);
@@ -897,6 +1085,7 @@ int main(int argc, char **argv) {
     if (g_opt.rounds < 1 || g_opt.rounds > MAX_ROUNDS) bench_die("--rounds takes 1..%d", MAX_ROUNDS);
     if (g_opt.threads < 1) g_opt.threads = 1;
     if (g_opt.threads > 256) g_opt.threads = 256;
+    if (blas_peer) return blas_peer_main();
 
     g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
     if (!g_dev) bench_die("cannot load backend '%s': %s", g_opt.backend ? g_opt.backend : "(default)", torc_last_error());
@@ -925,7 +1114,7 @@ int main(int argc, char **argv) {
             break;
         }
     }
-    if (g_opt.peer && peer_ok && !g_opt.json) print_targets();
+    if (g_opt.peer && peer_ok && !g_opt.json) print_targets(&info);
     if (g_opt.json) print_json(&info, isa.name, g_opt.threads);
     return g_opt.peer && !peer_ok ? 1 : 0;
 }

@@ -69,7 +69,8 @@ static onednn_isa from_dnnl(unsigned eff) {
 static struct {
     bool ready;
     onednn_isa torc, dnnl;
-    bool intel;
+    bool intel, f16c;
+    int family;  // cpuid's display family (base + extended): 0x19 Zen 3 and Zen 4, 0x1A Zen 5
 } g_isa;
 
 int onednn__isa_init(void) {
@@ -93,6 +94,12 @@ int onednn__isa_init(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     g_isa.intel = __builtin_cpu_is("intel");
+    unsigned a, b, c, d;
+    if (__get_cpuid(1, &a, &b, &c, &d)) {
+        const int base = (int)((a >> 8) & 0xf);
+        g_isa.family = base == 0xf ? base + (int)((a >> 20) & 0xff) : base;
+        g_isa.f16c = (c >> 29) & 1;
+    }
 #endif
     g_isa.ready = true;
     return 0;
@@ -101,3 +108,5 @@ int onednn__isa_init(void) {
 onednn_isa onednn__isa(void) { return g_isa.ready ? g_isa.torc : ONEDNN_ISA_NONE; }
 onednn_isa onednn__dnnl_isa(void) { return g_isa.ready ? g_isa.dnnl : ONEDNN_ISA_NONE; }
 bool onednn__cpu_is_intel(void) { return g_isa.intel; }
+int onednn__cpu_family(void) { return g_isa.family; }
+bool onednn__cpu_has_f16c(void) { return g_isa.f16c; }

@@ -1,8 +1,8 @@
 // backends/cpu_onednn/matmul.c — TORC_OP_MATMUL: f32 on oneDNN's dnnl_sgemm (row-major BLAS,
-// looped over the batch); bf16 on torc's AMX tile GEMM (matmul_amx.c) where the CPU has AMX, on
-// oneDNN's matmul primitive where bf16 dot products pay (device.c), else through f32 like f16
-// (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders are too slow to convert with, so the
-// host converts: convert.c).
+// looped over the batch; OpenBLAS's for the AVX2 family, blas.c); bf16 on torc's AMX tile GEMM
+// (matmul_amx.c) where the CPU has AMX, on oneDNN's matmul primitive where bf16 dot products pay
+// (device.c), else through f32 like f16 (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders
+// are too slow to convert with, so the host converts: convert.c).
 // Operands keep their strides: transposed and row-sliced views become sgemm's trans flags and
 // leading dims, stride-0 batch dims a zero batch stride (oneDNN's size-1 broadcast dims for the
 // primitive). An f32 layout sgemm cannot express goes to the primitive; one only oneDNN's
@@ -149,6 +149,8 @@ static dnnl_status_t gemm_one(const onednn_gemm *g, const float *a, const float 
         gemm_zero(g, c);
         return dnnl_success;
     }
+    if (onednn__blas_sgemm(g->transa, g->transb, g->M, g->N, g->K, a, g->lda, b, g->ldb, c, g->ldc))
+        return dnnl_success;  // the AVX2 family: OpenBLAS (blas.c)
     return dnnl_sgemm(g->transa, g->transb, g->M, g->N, g->K, 1.0f, a, g->lda, b, g->ldb, 0.0f,
                       c, g->ldc);
 }

@@ -189,6 +189,11 @@ void onednn__plan_destroy(onednn_plan *p);
 int onednn__build_matmul(const torc_op *op, onednn_plan *p);     // matmul.c
 // Runs a GEMM step (matmul.c); 0 or the dnnl error.
 int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float *c);
+// blas.c: f32 GEMM (row-major, C = op(A) op(B)) on OpenBLAS where the CPU is of the AVX2 family and
+// its OpenMP build loads; false (nothing done) elsewhere, and the caller runs dnnl_sgemm.
+bool onednn__blas_sgemm(char transa, char transb, int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
+                        const float *b, int64_t ldb, float *c, int64_t ldc);
+bool onednn__blas_active(void);  // whether f32 GEMMs run on OpenBLAS (device.c names it)
 int onednn__build_unary(const torc_op *op, onednn_plan *p);      // elementwise.c
 int onednn__build_binary(const torc_op *op, onednn_plan *p);     // elementwise.c
 int onednn__build_reduce(const torc_op *op, onednn_plan *p);     // reduce.c
@@ -346,6 +351,8 @@ onednn_isa onednn__isa(void);
 onednn_isa onednn__dnnl_isa(void);
 const char *onednn__isa_name(onednn_isa i);
 bool onednn__cpu_is_intel(void);
+int onednn__cpu_family(void);  // cpuid's display family (isa.c)
+bool onednn__cpu_has_f16c(void);  // F16C (vcvtph2ps / vcvtps2ph), its own cpuid bit
 
 // ---- device description (device.c) ----
 int onednn__device_info(torc_device_info *info);
