@@ -14,13 +14,13 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     torc_device *runner = dev;
     int rc;
     // A plugin built before an opcode was appended (an older ABI minor) is never asked about it.
-    const bool known = op->code < TORC_OP_FIRST_V1_2 || (dev->vt->abi_version & 0xFFFF) >= 2;
+    const bool known = torc_backend_op_minor[op->code] <= (dev->vt->abi_version & 0xFFFF);
     if (!known || !dev->vt->supports(dev->index, op)) {
         if (!dev->host_memory)
             return torc__error(TORC_ERR_NOT_SUPPORTED,
                                "backend '%s' cannot run op '%s' for dtype %s and has no fallback (%s)",
                                torc_device_backend_name(dev), torc_op_name(op->code), torc_dtype_name(op->out.dtype),
-                               known ? backend_msg(dev) : "the plugin predates this op, added in backend ABI 1.2");
+                               known ? backend_msg(dev) : "the plugin predates this op");
         // Host memory: the reference backend runs it on the same pointers, no copies.
         runner = torc__reference_device();
         if (!runner) return torc_last_status();

@@ -229,6 +229,10 @@ bool torc__dtype_valid(torc_dtype d);
 // c10::ScalarType's name ("Float", "Long", "Float8_e4m3fn"): PyTorch's error messages print
 // dtypes this way ("result type Float can't be cast to the desired output type Long").
 const char *torc__dtype_c10_name(torc_dtype d);
+// The backend ABI minor each opcode / dtype appeared in, generated from TORC_OP_LIST and
+// TORC_DTYPE_LIST (opnames.c, dtype.c): dispatch.c never sends a plugin anything newer.
+extern const uint8_t torc_backend_op_minor[TORC_OP_COUNT];
+extern const uint8_t torc_backend_dtype_minor[TORC_DTYPE_COUNT];
 // caffe2::TypeMeta's name ("float", "c10::Half", "long int"): what matmul's and lerp's dtype
 // messages print ("expected m1 and m2 to have the same dtype, but got: float != double").
 const char *torc__dtype_typemeta_name(torc_dtype d);

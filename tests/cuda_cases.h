@@ -37,7 +37,7 @@ static uint64_t rnd(void) {
 }
 static double urand(double lo, double hi) { return lo + (hi - lo) * (double)(rnd() >> 11) * 0x1.0p-53; }
 
-static int esize(torc_dtype d) { return tcu_dtype_size(d); }
+static int esize(torc_dtype d) { return torc_abi_dtype_size(d); }
 
 // Storage aligned as the device allocator's blocks (512 bytes), so that an alignment a view has
 // on the host is the one it has on the device.

@@ -45,7 +45,7 @@ static const torc_backend_vtable *load(const char *name, void **lib, char *why, 
 }
 
 // ---- moving test views to the device and back ----
-static size_t tv_bytes(const tview *t) { return (size_t)t->n * (size_t)tcu_dtype_size(t->dt); }
+static size_t tv_bytes(const tview *t) { return (size_t)t->n * (size_t)torc_abi_dtype_size(t->dt); }
 
 static void *upload(const tview *t) {
     void *d = cu->alloc(0, tv_bytes(t));
@@ -163,7 +163,7 @@ static double round_to(double v, torc_dtype dt) {
 // Element i of a device array, read back.
 static double fetch(const void *base, torc_dtype dt, int64_t i) {
     char buf[8];
-    const size_t es = (size_t)tcu_dtype_size(dt);
+    const size_t es = (size_t)torc_abi_dtype_size(dt);
     ck_assert_int_eq(cu->copy(0, buf, (const char *)base + (size_t)i * es, es, TORC_COPY_DEVICE_TO_HOST, false), TORC_OK);
     return tcu_load_f64(buf, 0, dt);
 }
@@ -294,7 +294,7 @@ static int64_t big_sample(int k, int64_t n) {
 }
 
 static void big_elementwise(torc_dtype dt, int code) {
-    const size_t bytes = (size_t)BIG * (size_t)tcu_dtype_size(dt);
+    const size_t bytes = (size_t)BIG * (size_t)torc_abi_dtype_size(dt);
     void *x = alloc_ok(bytes), *y = alloc_ok(bytes), *z = alloc_ok(bytes);
     const torc_operand ox = vec(x, dt, BIG), oy = vec(y, dt, BIG), oz = vec(z, dt, BIG);
     rand_uniform(&ox, 11, -2, 2);

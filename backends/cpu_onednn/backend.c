@@ -353,7 +353,7 @@ static int ensure_workspace(size_t nbytes) {
 static size_t span_bytes(const torc_operand *x) {
     int64_t last = 0;
     for (int d = 0; d < x->ndim; d++) last += (x->shape[d] - 1) * x->stride[d];
-    return (size_t)(last + 1) * onednn__dtype_size(x->dtype);
+    return (size_t)(last + 1) * torc_abi_dtype_size(x->dtype);
 }
 
 static int onednn_run(int device, const torc_op *op) {

@@ -114,7 +114,7 @@ static void run_range(const torc_op *op, const int64_t *steps, int64_t i0, int64
     }
     const int64_t sc = steps[0], sa = steps[1], sb = steps[2];
     const bool *c = (const bool *)op->in[0].data + i0 * sc;
-    const size_t es = onednn__dtype_size(op->out.dtype);
+    const size_t es = torc_abi_dtype_size(op->out.dtype);
     const char *a = (const char *)op->in[1].data + (size_t)(i0 * sa) * es, *b = (const char *)op->in[2].data + (size_t)(i0 * sb) * es;
     char *o = (char *)op->out.data + (size_t)i0 * es;
     switch (es) {

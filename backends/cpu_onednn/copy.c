@@ -89,7 +89,7 @@ int onednn__move_run(const torc_op *op) {
     if (total == 0) return 0;
     move_shape m;
     move_shape_of(op, &m);
-    const size_t esz = onednn__dtype_size(op->out.dtype);
+    const size_t esz = torc_abi_dtype_size(op->out.dtype);
     const char *src = op->in[0].data;
     char *dst = op->out.data;
     const int in = m.nd - 1;  // the innermost dim
@@ -164,7 +164,7 @@ int onednn__build_copy(const torc_op *op, onednn_plan *p) {
     if (!cast_ok(x->dtype, y->dtype))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: copy %s -> %s is left to the reference "
                              "backend (oneDNN's conversion differs from PyTorch's)",
-                             onednn__dtype_name(x->dtype), onednn__dtype_name(y->dtype));
+                             torc_abi_dtype_name(x->dtype), torc_abi_dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     onednn_view vs, vd;
     onednn__view(&vs, x, copy_dt(x->dtype));

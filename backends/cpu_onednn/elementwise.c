@@ -109,7 +109,7 @@ int onednn__build_unary(const torc_op *op, onednn_plan *p) {
     if (!out_ok(y->dtype) || src_dt(x->dtype) == dnnl_data_type_undef)
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs float32/bfloat16 outputs from "
                              "float32/bfloat16/int32/int8/uint8/bool inputs (got %s -> %s)", name,
-                             onednn__dtype_name(x->dtype), onednn__dtype_name(y->dtype));
+                             torc_abi_dtype_name(x->dtype), torc_abi_dtype_name(y->dtype));
 
     post_op post[2];
     int n_post = 1;
@@ -192,8 +192,8 @@ int onednn__build_binary(const torc_op *op, onednn_plan *p) {
         src_dt(x1->dtype) == dnnl_data_type_undef)
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs float32/bfloat16 outputs from "
                              "float32/bfloat16/int32/int8/uint8/bool inputs (got %s, %s -> %s)", name,
-                             onednn__dtype_name(x0->dtype), onednn__dtype_name(x1->dtype),
-                             onednn__dtype_name(y->dtype));
+                             torc_abi_dtype_name(x0->dtype), torc_abi_dtype_name(x1->dtype),
+                             torc_abi_dtype_name(y->dtype));
     double alpha = 1.0;
     if (op->code == TORC_OP_ADD || op->code == TORC_OP_SUB) {
         alpha = op->params.scalar.value;

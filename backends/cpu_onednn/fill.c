@@ -32,7 +32,7 @@ static bool element_of(torc_dtype d, double v, unsigned char bytes[8], size_t *s
     case TORC_DTYPE_U8: lo = 0, hi = UINT8_MAX; break;
     default: return false;
     }
-    *size = onednn__dtype_size(d);
+    *size = torc_abi_dtype_size(d);
     if (lo != hi) {  // integers: the reference's truncating conversion is exact only for these
         if (v != trunc(v) || !(v >= lo && v <= hi) || (d == TORC_DTYPE_I64 && v == hi)) return false;
         e.i64 = (int64_t)v;  // little-endian: the low bytes are the narrower integer's

@@ -132,7 +132,7 @@ bool onednn__fixup_needed(onednn_fixup kind, const torc_op *op) {
 static char *elem(const torc_operand *x, const int64_t *idx) {
     int64_t off = 0;
     for (int d = 0; d < x->ndim; d++) off += idx[d] * x->stride[d];
-    return (char *)x->data + off * (int64_t)onednn__dtype_size(x->dtype);
+    return (char *)x->data + off * (int64_t)torc_abi_dtype_size(x->dtype);
 }
 
 // The dtypes a fixed-up op reads (elementwise sources are f32/bf16/f16/i32/i8/u8/bool).

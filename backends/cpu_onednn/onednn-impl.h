@@ -43,8 +43,6 @@ typedef struct onednn_view {
 // (f64, i64, i16, bool, fp8). Bool is 1 byte of 0/1 and may be read as u8 where noted.
 dnnl_data_type_t onednn__dt(torc_dtype d);
 bool onednn__is_float(torc_dtype d);             // f32, bf16, f16
-const char *onednn__dtype_name(torc_dtype d);   // PyTorch's name: "float32", "bfloat16", ...
-size_t onednn__dtype_size(torc_dtype d);         // bytes per element
 int64_t onednn__numel(const torc_operand *x);
 bool onednn__same_shape(const torc_operand *a, const torc_operand *b);
 bool onednn__has_bcast(const torc_operand *x);  // a stride-0 dim of size > 1

@@ -30,7 +30,7 @@ int onednn__build_reduce(const torc_op *op, onednn_plan *p) {
     if (src_dt(x->dtype) == dnnl_data_type_undef || !(float_out || int_extreme))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs float32/bfloat16 outputs "
                              "(int8/uint8 for max/min) here, got %s -> %s", name,
-                             onednn__dtype_name(x->dtype), onednn__dtype_name(y->dtype));
+                             torc_abi_dtype_name(x->dtype), torc_abi_dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     if (onednn__numel(x) == 0)  // an empty reduction: 0, NaN or an error, the reference's call
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s over an empty input is left to the "

@@ -31,7 +31,7 @@ int onednn__scaled_mm_check(const torc_op *op) {
         !(od == TORC_DTYPE_F32 || od == TORC_DTYPE_BF16 || od == TORC_DTYPE_F16 || is_fp8(od)))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: scaled_mm runs fp8 x fp8 (not e5m2 x e5m2) with float32 "
                              "scales into float32, bfloat16, float16 or fp8, got %s x %s -> %s",
-                             onednn__dtype_name(a->dtype), onednn__dtype_name(b->dtype), onednn__dtype_name(od));
+                             torc_abi_dtype_name(a->dtype), torc_abi_dtype_name(b->dtype), torc_abi_dtype_name(od));
     return 0;
 }
 
@@ -57,7 +57,7 @@ static void decode(const torc_operand *x, float *dst, char *trans, int64_t *ld) 
 static void epilogue_row(const torc_op *op, const float *c, int64_t i, double scale, double scale_out, double *amax) {
     const torc_operand *o = &op->out;
     const int64_t N = o->shape[1];
-    char *row = (char *)o->data + i * o->stride[0] * (int64_t)onednn__dtype_size(o->dtype);
+    char *row = (char *)o->data + i * o->stride[0] * (int64_t)torc_abi_dtype_size(o->dtype);
     double m = *amax;
     for (int64_t j = 0; j < N; j++) {
         const double r = (double)c[j] * scale, a = fabs(r);

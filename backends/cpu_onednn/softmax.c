@@ -23,8 +23,8 @@ int onednn__build_softmax(const torc_op *op, onednn_plan *p) {
     const bool ok_out = y->dtype == TORC_DTYPE_F32 || y->dtype == TORC_DTYPE_BF16;
     if (!ok_in || !ok_out)
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs float32/bfloat16 here, got "
-                             "%s -> %s", name, onednn__dtype_name(x->dtype),
-                             onednn__dtype_name(y->dtype));
+                             "%s -> %s", name, torc_abi_dtype_name(x->dtype),
+                             torc_abi_dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     onednn_view vs, vd;
     onednn__view(&vs, x, onednn__dt(x->dtype));

@@ -81,7 +81,7 @@ static int run_blas(tcu_device *d, const torc_op *op, const tcu_gemm_plan *pl) {
     const torc_dtype in_dt = op->in[0].dtype, out_dt = op->out.dtype;
     const torc_operand *pa = pl->swap ? &op->in[1] : &op->in[0];
     const torc_operand *pb = pl->swap ? &op->in[0] : &op->in[1];
-    const size_t ea = (size_t)tcu_dtype_size(in_dt), ec = (size_t)tcu_dtype_size(out_dt);
+    const size_t ea = (size_t)torc_abi_dtype_size(in_dt), ec = (size_t)torc_abi_dtype_size(out_dt);
     cublasComputeType_t ct;
     const void *alpha, *beta;
     static const float one_f = 1.0f, zero_f = 0.0f;

@@ -360,7 +360,7 @@ static int run_elementwise(tcu_device *d, const torc_op *op) {
     if (!tcu_iter_build(&it, op->out.ndim, op->out.shape, op->n_in + 1, strides, 0))
         return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
     if (it.numel == 0) return TORC_OK;
-    const size_t esize = (size_t)tcu_dtype_size(op->out.dtype);
+    const size_t esize = (size_t)torc_abi_dtype_size(op->out.dtype);
     // Shortcuts: a same-dtype contiguous copy is a memcpy, a zero fill a memset.
     if (op->code == TORC_OP_COPY && op->in[0].dtype == op->out.dtype && contiguous_run(&it))
         return launched(tcu_launch_copy_bytes(op->out.data, op->in[0].data, (size_t)it.numel * esize, d->stream),

@@ -64,30 +64,6 @@ int ref_error(int status, const char *fmt, ...) {
 
 const char *ref_last_error(void) { return error_buffer(); }
 
-// ---- dtypes ----
-size_t ref_dtype_size(torc_dtype dt) {
-    static const size_t sizes[] = {
-        [TORC_DTYPE_F64] = 8, [TORC_DTYPE_F32] = 4, [TORC_DTYPE_F16] = 2, [TORC_DTYPE_BF16] = 2,
-        [TORC_DTYPE_F8_E4M3FN] = 1, [TORC_DTYPE_F8_E5M2] = 1, [TORC_DTYPE_I64] = 8,
-        [TORC_DTYPE_I32] = 4, [TORC_DTYPE_I16] = 2, [TORC_DTYPE_I8] = 1, [TORC_DTYPE_U8] = 1,
-        [TORC_DTYPE_BOOL] = 1,
-    };
-    _Static_assert(sizeof sizes / sizeof sizes[0] == TORC_DTYPE_COUNT, "a dtype without a size");
-    return ref_is_valid_dtype(dt) ? sizes[dt] : 1;
-}
-
-const char *ref_dtype_name(torc_dtype dt) {
-    static const char *const names[] = {
-        [TORC_DTYPE_F64] = "Double", [TORC_DTYPE_F32] = "Float", [TORC_DTYPE_F16] = "Half",
-        [TORC_DTYPE_BF16] = "BFloat16", [TORC_DTYPE_F8_E4M3FN] = "Float8_e4m3fn",
-        [TORC_DTYPE_F8_E5M2] = "Float8_e5m2", [TORC_DTYPE_I64] = "Long", [TORC_DTYPE_I32] = "Int",
-        [TORC_DTYPE_I16] = "Short", [TORC_DTYPE_I8] = "Char", [TORC_DTYPE_U8] = "Byte",
-        [TORC_DTYPE_BOOL] = "Bool",
-    };
-    _Static_assert(sizeof names / sizeof names[0] == TORC_DTYPE_COUNT, "a dtype without a name");
-    return ref_is_valid_dtype(dt) ? names[dt] : "Unknown";
-}
-
 // ---- the kernel table ----
 // One entry per opcode, in enum order. The size assert makes an appended opcode without a
 // reference kernel a compile error; init() refuses a table with a hole in the middle.
@@ -207,13 +183,13 @@ static int dtype_error(const torc_op *op, const ref_kernel *k) {
         return ref_error(TORC_ERR_DTYPE, "Multiplication of two Float8_e5m2 matrices is not supported");
     if (op->code == TORC_OP_SCALED_MM)
         return ref_error(TORC_ERR_DTYPE, "_scaled_mm: expected fp8 mat1/mat2, Float scales and a Float, BFloat16, "
-                         "Half or Float8 output, got %s @ %s -> %s", ref_dtype_name(in0),
-                         ref_dtype_name(op->in[1].dtype), ref_dtype_name(op->out.dtype));
+                         "Half or Float8 output, got %s @ %s -> %s", torc_abi_dtype_c10_name(in0),
+                         torc_abi_dtype_c10_name(op->in[1].dtype), torc_abi_dtype_c10_name(op->out.dtype));
     if (op->n_in > 0 && in0 != op->out.dtype)
         return ref_error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s' with out dtype '%s' (reference backend)",
-                         k->name, ref_dtype_name(in0), ref_dtype_name(op->out.dtype));
+                         k->name, torc_abi_dtype_c10_name(in0), torc_abi_dtype_c10_name(op->out.dtype));
     return ref_error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s' (reference backend)", k->name,
-                     ref_dtype_name(in0));
+                     torc_abi_dtype_c10_name(in0));
 }
 
 // False leaves the reason in last_error() (PyTorch's wording for a dtype it lacks), so a caller

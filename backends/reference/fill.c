@@ -14,7 +14,7 @@ static void fill_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 
 int ref_fill_run(const torc_op *op) {
     // The scalar is converted once; the loop only copies its bytes.
-    fill_ctx c = {{0}, ref_dtype_size(op->out.dtype)};
+    fill_ctx c = {{0}, torc_abi_dtype_size(op->out.dtype)};
     ref_store_f(c.value, op->out.dtype, op->params.scalar.value);
     int64_t step;
     if (ref_flat_step(&op->out, &step) && step == 1) {  // contiguous: one flat loop
@@ -51,10 +51,10 @@ static void copy_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 int ref_copy_run(const torc_op *op) {
     int st = ref_check_same_shape(&op->in[0], "in0", &op->out, "out");
     if (st) return st;
-    copy_ctx c = {op->in[0].dtype, op->out.dtype, ref_dtype_size(op->out.dtype)};
+    copy_ctx c = {op->in[0].dtype, op->out.dtype, torc_abi_dtype_size(op->out.dtype)};
     int64_t so, si;
     if (ref_flat_step(&op->out, &so) && so == 1 && ref_flat_step(&op->in[0], &si)) {  // one flat loop
-        const int64_t steps[2] = {(int64_t)c.size, si * (int64_t)ref_dtype_size(c.src)}, n = ref_numel(&op->out);
+        const int64_t steps[2] = {(int64_t)c.size, si * (int64_t)torc_abi_dtype_size(c.src)}, n = ref_numel(&op->out);
         if (n > 0) copy_loop((char *const[]){op->out.data, op->in[0].data}, steps, n, &c);
         return TORC_OK;
     }
@@ -81,7 +81,7 @@ int ref_arange_run(const torc_op *op) {
     int st = check_1d(op, "arange");
     if (st) return st;
     const torc_operand *o = &op->out;
-    const size_t size = ref_dtype_size(o->dtype);
+    const size_t size = torc_abi_dtype_size(o->dtype);
     const double start = op->params.range.start, step = op->params.range.step;
     if (!isfinite(start) || !isfinite(step))
         return ref_error(TORC_ERR_INVALID_ARG, "unsupported range: %g -> %g", start, op->params.range.end);
@@ -105,7 +105,7 @@ int ref_linspace_run(const torc_op *op) {
     if (op->params.range.count != n)
         return ref_error(TORC_ERR_SHAPE, "reference backend: linspace: range.count is %lld but out has %lld elements",
                          (long long)op->params.range.count, (long long)n);
-    const size_t size = ref_dtype_size(o->dtype);
+    const size_t size = torc_abi_dtype_size(o->dtype);
     const double start = op->params.range.start, end = op->params.range.end;
     const double step = n > 1 ? (end - start) / (double)(n - 1) : 0.0;
     char *base = o->data;

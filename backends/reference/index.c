@@ -59,7 +59,7 @@ static void move_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 static void move_slice(int ndim, const int64_t *shape, char *dst, const torc_operand *d, const char *src,
                        const torc_operand *s, bool accumulate) {
     char *data[2] = {dst, (char *)src};
-    const size_t size[2] = {ref_dtype_size(d->dtype), ref_dtype_size(s->dtype)};
+    const size_t size[2] = {torc_abi_dtype_size(d->dtype), torc_abi_dtype_size(s->dtype)};
     const int64_t *stride[2] = {d->stride, s->stride};
     ref_iter it;
     ref_iter_init(&it, ndim, shape, 2, data, size, stride);
@@ -97,7 +97,7 @@ static int index_slices(const torc_op *op) {
     }
     int64_t slice[TORC_MAX_DIMS];
     for (int d = 0; d < big.ndim; d++) slice[d] = d == dim ? 1 : big.shape[d];
-    const int64_t bsz = (int64_t)ref_dtype_size(big.dtype), ssz = (int64_t)ref_dtype_size(small.dtype);
+    const int64_t bsz = (int64_t)torc_abi_dtype_size(big.dtype), ssz = (int64_t)torc_abi_dtype_size(small.dtype);
     for (int64_t j = 0; j < len; j++) {
         char *bp = (char *)big.data + load_index(&idx, j) * big.stride[dim] * bsz;
         char *sp = (char *)small.data + j * small.stride[dim] * ssz;
@@ -140,7 +140,7 @@ static void elem_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
         if (!c->scatter) {
             ref_cast(o, c->other_dt, d, c->data_dt);
         } else if (c->acc) {
-            const int64_t off = (d - c->data_base) / (int64_t)ref_dtype_size(c->data_dt);
+            const int64_t off = (d - c->data_base) / (int64_t)torc_abi_dtype_size(c->data_dt);
             if (!c->touched[off]) c->touched[off] = 1, c->acc[off] = ref_load_f(d, c->data_dt);
             c->acc[off] += ref_load_f(o, c->other_dt);
         } else if (ref_is_float(c->data_dt)) ref_store_f(d, c->data_dt, ref_load_f(d, c->data_dt) + ref_load_f(o, c->other_dt));
@@ -173,7 +173,7 @@ static int index_elems(const torc_op *op) {
     memcpy(dstride, data.stride, sizeof dstride);
     dstride[dim] = 0;  // the index supplies the position along dim
     char *ptrs[3] = {data.data, idx.data, other.data};
-    const size_t sizes[3] = {ref_dtype_size(data.dtype), 8, ref_dtype_size(other.dtype)};
+    const size_t sizes[3] = {torc_abi_dtype_size(data.dtype), 8, torc_abi_dtype_size(other.dtype)};
     const int64_t *strides[3] = {dstride, idx.stride, other.stride};
     ref_iter it;
     ref_iter_init(&it, idx.ndim, idx.shape, 3, ptrs, sizes, strides);
@@ -201,7 +201,7 @@ static int index_elems(const torc_op *op) {
     }
     ref_iter_run(&it, elem_loop, &c);
     if (c.acc) {
-        const int64_t size = (int64_t)ref_dtype_size(data.dtype);
+        const int64_t size = (int64_t)torc_abi_dtype_size(data.dtype);
         for (int64_t off = 0; off < span; off++)
             if (c.touched[off]) ref_store_f((char *)data.data + off * size, data.dtype, c.acc[off]);
         free(c.acc);
@@ -226,7 +226,7 @@ static void mask_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
         if (!*(const uint8_t *)(ptr[1] + i * step[1])) continue;
         if (!c->count_only) {
             char *dense = ptr[0] + i * step[0];
-            char *flat = c->flat + c->count * c->flat_op->stride[0] * (int64_t)ref_dtype_size(c->flat_op->dtype);
+            char *flat = c->flat + c->count * c->flat_op->stride[0] * (int64_t)torc_abi_dtype_size(c->flat_op->dtype);
             if (c->scatter) ref_cast(dense, c->dense_dt, flat, c->flat_op->dtype);
             else ref_cast(flat, c->flat_op->dtype, dense, c->dense_dt);
         }
@@ -287,7 +287,7 @@ static int tri(const torc_op *op) {
     const int nd = in->ndim;
     if (nd < 2)
         return ref_error(TORC_ERR_SHAPE, "%s: input tensor must have at least 2 dimensions", ref_kernel_of(op->code)->name);
-    const int64_t isz = (int64_t)ref_dtype_size(in->dtype), osz = (int64_t)ref_dtype_size(out->dtype);
+    const int64_t isz = (int64_t)torc_abi_dtype_size(in->dtype), osz = (int64_t)torc_abi_dtype_size(out->dtype);
     // Clamp k so j - i never overflows against it (|j - i| < 2^62).
     int64_t k = op->params.tri.k;
     if (k > INT64_C(1) << 62) k = INT64_C(1) << 62;

@@ -282,7 +282,7 @@ static bool flat_sum(const torc_op *op, int64_t count) {
     memset(&c, 0, sizeof c);
     c.in = in->dtype;
     c.map = MAP_X;
-    const int64_t size = (int64_t)ref_dtype_size(in->dtype);
+    const int64_t size = (int64_t)torc_abi_dtype_size(in->dtype);
     if (count > 0) fsum_loop((char *const[]){in->data}, &size, count, &c);
     const double sum = isfinite(c.sum) ? c.sum + c.comp : c.sum;
     ref_store_f(op->out.data, op->out.dtype, op->code == TORC_OP_MEAN ? sum / (double)count : sum);
@@ -308,7 +308,7 @@ int ref_reduce_run(const torc_op *op) {
         kept[d] = red ? 1 : in->shape[d];
         reduced[d] = red ? in->shape[d] : 1;
     }
-    const size_t in_size = ref_dtype_size(in->dtype);
+    const size_t in_size = torc_abi_dtype_size(in->dtype);
     const int64_t *in_stride = in->stride;
     char *in_data = in->data;
     ref_iter_init(&o.inner, in->ndim, reduced, 1, &in_data, &in_size, &in_stride);

@@ -20,9 +20,6 @@ const char *ref_last_error(void);
 // ---- dtypes ----
 static inline bool ref_is_float(torc_dtype dt) { return dt >= TORC_DTYPE_F64 && dt <= TORC_DTYPE_F8_E5M2; }
 static inline bool ref_is_valid_dtype(torc_dtype dt) { return (unsigned)dt < TORC_DTYPE_COUNT; }
-size_t ref_dtype_size(torc_dtype dt);
-// PyTorch's ScalarType name ("Float", "BFloat16", "Long", "Bool", ...), as in its error texts.
-const char *ref_dtype_name(torc_dtype dt);
 
 // Dtype sets for the kernels' supports() checks, one bit per torc_dtype.
 #define REF_DT(d) (1u << (d))
@@ -147,7 +144,7 @@ static inline torc_dtype ref_common_float(torc_dtype a, torc_dtype b) {
 
 // out = cast(in): the one element conversion COPY, WHERE and the index ops use.
 static inline void ref_cast(void *dst, torc_dtype dst_dt, const void *src, torc_dtype src_dt) {
-    if (dst_dt == src_dt) memcpy(dst, src, ref_dtype_size(dst_dt));
+    if (dst_dt == src_dt) memcpy(dst, src, torc_abi_dtype_size(dst_dt));
     else if (ref_is_float(src_dt)) ref_store_f(dst, dst_dt, ref_load_f(src, src_dt));
     else ref_store_i(dst, dst_dt, ref_load_i(src, src_dt));
 }
@@ -190,7 +187,7 @@ int ref_check_same_shape(const torc_operand *a, const char *an, const torc_opera
 static inline char *ref_elem(const torc_operand *t, const int64_t *idx) {
     int64_t off = 0;
     for (int d = 0; d < t->ndim; d++) off += idx[d] * t->stride[d];
-    return (char *)t->data + off * (int64_t)ref_dtype_size(t->dtype);
+    return (char *)t->data + off * (int64_t)torc_abi_dtype_size(t->dtype);
 }
 
 // ---- the strided N-d iterator ----

@@ -62,8 +62,8 @@ int ref_scaled_mm_run(const torc_op *op) {
         return ref_error(TORC_ERR_OOM, "reference backend: scaled_mm: out of memory for a %lldx%lld panel",
                          (long long)K, (long long)NB);
     double *arow = panel + K * NB, *acc = arow + K;
-    const int64_t asz = (int64_t)ref_dtype_size(a->dtype), bsz = (int64_t)ref_dtype_size(b->dtype),
-                  osz = (int64_t)ref_dtype_size(o->dtype);
+    const int64_t asz = (int64_t)torc_abi_dtype_size(a->dtype), bsz = (int64_t)torc_abi_dtype_size(b->dtype),
+                  osz = (int64_t)torc_abi_dtype_size(o->dtype);
     for (int64_t j0 = 0; j0 < N; j0 += NB) {
         const int64_t nb = N - j0 < NB ? N - j0 : NB;
         for (int64_t k = 0; k < K; k++)

@@ -46,8 +46,8 @@ int ref_softmax_run(const torc_op *op) {
     for (int d = 0; d < in->ndim; d++) rows[d] = d == dim ? 1 : in->shape[d];
     if (in->ndim > 0) {  // a 0-dim tensor is one row of one element
         c.len = in->shape[dim];
-        c.in_step = in->stride[dim] * (int64_t)ref_dtype_size(in->dtype);
-        c.out_step = out->stride[dim] * (int64_t)ref_dtype_size(out->dtype);
+        c.in_step = in->stride[dim] * (int64_t)torc_abi_dtype_size(in->dtype);
+        c.out_step = out->stride[dim] * (int64_t)torc_abi_dtype_size(out->dtype);
     }
     if (c.len == 0) return TORC_OK;
     const torc_operand *ops[2] = {out, in};

@@ -34,106 +34,120 @@ extern "C" {
 //    converts on load.
 //  - Reductions: out has in[0]'s ndim with each reduced dim of size 1 (params.reduce.mask has
 //    bit d set for every reduced dim d).
+// X(ID, name, minor): every opcode in enum order, its name (torc_op_name) and the backend ABI minor
+// (of TORC_BACKEND_ABI_MAJOR) it appeared in: the core never sends an opcode to a plugin built for
+// an older minor. Append only.
+#define TORC_OP_LIST_V2_0(X) \
+    /* fills and copies */                                                                                               \
+    X(FILL, "fill", 0)                  /* out[...] = params.scalar.value (cast to out dtype) */                         \
+    X(COPY, "copy", 0)                  /* out = cast(in0): strided copy with dtype conversion */                        \
+    X(ARANGE, "arange", 0)              /* out (1-D): out[i] = range.start + i * range.step */                           \
+    X(LINSPACE, "linspace", 0)          /* out (1-D, n = range.count): PyTorch's two-sided formula: */                   \
+                                        /*   step = (end-start)/(n-1); i < n/2 ? start + i*step : end - (n-1-i)*step */  \
+    X(RAND_UNIFORM, "rand", 0)          /* out[i] = a + (b-a) * u(i), u from Philox (see torc_philox_uniform) */         \
+    X(RAND_NORMAL, "randn", 0)          /* out[i] = a + b * n(i) (a = mean, b = std), Box-Muller on Philox */            \
+    X(RAND_INT, "randint", 0)           /* out[i] = a + floor(u(i) * (b - a)), in [a, b) */                              \
+    /* unary (in0 -> out) */                                                                                             \
+    X(NEG, "neg", 0)                                                                                                     \
+    X(ABS, "abs", 0)                                                                                                     \
+    X(SIGN, "sign", 0)                                                                                                   \
+    X(SQRT, "sqrt", 0)                                                                                                   \
+    X(RSQRT, "rsqrt", 0)                                                                                                 \
+    X(SQUARE, "square", 0)                                                                                               \
+    X(RECIPROCAL, "reciprocal", 0)                                                                                       \
+    X(EXP, "exp", 0)                                                                                                     \
+    X(LOG, "log", 0)                                                                                                     \
+    X(SIN, "sin", 0)                                                                                                     \
+    X(COS, "cos", 0)                                                                                                     \
+    X(TANH, "tanh", 0)                                                                                                   \
+    X(SIGMOID, "sigmoid", 0)                                                                                             \
+    X(RELU, "relu", 0)                                                                                                   \
+    X(GELU, "gelu", 0)                  /* params.gelu.approximate: 0 exact (erf), 1 tanh approximation */               \
+    X(POW_SCALAR, "pow_scalar", 0)      /* out = in0 ^ params.scalar.value */                                            \
+    X(ERF, "erf", 0)                                                                                                     \
+    X(ERFINV, "erfinv", 0)                                                                                               \
+    X(LOGICAL_NOT, "logical_not", 0)    /* out (bool) = !in0 */                                                          \
+    /* binary (in0, in1 -> out), broadcast already applied */                                                            \
+    X(ADD, "add", 0)                    /* out = in0 + params.scalar.value * in1   (alpha; 1 for plain add) */           \
+    X(SUB, "sub", 0)                    /* out = in0 - params.scalar.value * in1 */                                      \
+    X(MUL, "mul", 0)                                                                                                     \
+    X(DIV, "div", 0)                    /* true division (integer inputs arrive with a floating out dtype) */            \
+    X(POW, "pow", 0)                                                                                                     \
+    X(MAXIMUM, "maximum", 0)            /* NaN propagates, as torch.maximum */                                           \
+    X(MINIMUM, "minimum", 0)                                                                                             \
+    X(EQ, "eq", 0)                      /* comparisons write bool; they compare in in0/in1's common dtype */             \
+    X(NE, "ne", 0)                                                                                                       \
+    X(LT, "lt", 0)                                                                                                       \
+    X(LE, "le", 0)                                                                                                       \
+    X(GT, "gt", 0)                                                                                                       \
+    X(GE, "ge", 0)                                                                                                       \
+    X(LOGICAL_AND, "logical_and", 0)                                                                                     \
+    X(LOGICAL_OR, "logical_or", 0)                                                                                       \
+    /* ternary */                                                                                                        \
+    X(WHERE, "where", 0)                /* out = in0 (bool) ? in1 : in2 */                                               \
+    /* reductions over params.reduce.mask (out keeps reduced dims as size 1) */                                          \
+    X(SUM, "sum", 0)                                                                                                     \
+    X(MEAN, "mean", 0)                                                                                                   \
+    X(PROD, "prod", 0)                                                                                                   \
+    X(MAX, "max", 0)                    /* NaN propagates */                                                             \
+    X(MIN, "min", 0)                                                                                                     \
+    X(ARGMAX, "argmax", 0)              /* exactly one reduced dim (or all dims of a flattened view); out i64; */        \
+    X(ARGMIN, "argmin", 0)              /*   the first index of the extreme value; NaN counts as the extreme */          \
+    X(VAR, "var", 0)                    /* params.reduce.correction (Bessel: 1) */                                       \
+    X(STD, "std", 0)                                                                                                     \
+    X(NORM, "norm", 0)                  /* params.reduce.p: p-norm (inf = max |x|) */                                    \
+    X(LOGSUMEXP, "logsumexp", 0)                                                                                         \
+    /* along one dim (params.dim.dim), same shape in and out */                                                          \
+    X(SOFTMAX, "softmax", 0)                                                                                             \
+    X(LOG_SOFTMAX, "log_softmax", 0)                                                                                     \
+    /* linear algebra */                                                                                                 \
+    X(MATMUL, "matmul", 0)              /* in0 (..., M, K) @ in1 (..., K, N) -> out (..., M, N); all three */            \
+                                        /* have the same ndim >= 2 and batch dims already broadcast (stride 0). */       \
+                                        /* out's dtype may be wider than the inputs' (bf16 x bf16 -> f32). */            \
+    /* indexing (params.dim.dim is the dim; index tensors are i64) */                                                    \
+    X(INDEX_SELECT, "index_select", 0)  /* out = in0.index_select(dim, in1) */                                           \
+    X(GATHER, "gather", 0)              /* out = in0.gather(dim, in1) */                                                 \
+    X(MASKED_SELECT, "masked_select", 0)/* out (1-D, numel = count of true) = in0[in1]; in0, in1 same shape */           \
+    X(INDEX_ADD, "index_add", 0)        /* in place: out.index_add_(dim, in1 (index), in0 (source)) */                   \
+    X(SCATTER_ADD, "scatter_add", 0)    /* in place: out.scatter_add_(dim, in1 (index), in0 (source)) */                 \
+    X(MASKED_SCATTER, "masked_scatter", 0)/* in place: out[in1] = in0 (1-D source, consumed in order) */                 \
+    X(TRIU, "triu", 0)                  /* out = triu(in0, params.tri.k) over the last two dims */                       \
+    X(TRIL, "tril", 0)                                                                                                   \
+    /* fp8 */                                                                                                               \
+    X(SCALED_MM, "scaled_mm", 0)        /* cuBLASLt's fp8 matmul: in0 (M, K) @ in1 (K, N) -> out (M, N), all 2-D. */     \
+                                        /* in0/in1 f8_e4m3fn or f8_e5m2 (not both e5m2); in2, in3: one-element */        \
+                                        /* f32 scales (scale_a, scale_b). r = scale_a * scale_b * sum_k a*b, */          \
+                                        /* accumulated in f32 or better (the reference: exactly, in double). */          \
+                                        /* out f32/bf16/f16: r rounded once; out fp8: r * *params.scaled_mm.scale_out */ \
+                                        /* (1 when NULL) cast with saturation to the finite range. When */               \
+                                        /* params.scaled_mm.amax_out is set, one f32 there receives max |r| */           \
+                                        /* (before scale_out; NaN if any r is NaN). */                                   \
+    /* fused pointwise. Inputs                    are broadcast to out's shape and may differ in */                      \
+    /* dtype from out (converted on load, then rounded to out's dtype); out may be identical to in0 */                   \
+    /* (the in-place forms). The math is PyTorch's CPU kernels', in the "opmath" type: float for */                      \
+    /* f32/f16/bf16 outs, double for f64, with v = params.scalar.value rounded to that type: */                          \
+    X(ADDCMUL, "addcmul", 0)            /* out = fma(v * in1, in2, in0): the product v*in1 rounded, then one fused */    \
+                                        /*   multiply-add (PyTorch's vec::fmadd(scalar * t1, t2, self)). Integer */      \
+                                        /*   outs too: in0 + v*in1*in2 wrapping, v truncated toward zero. */             \
+    X(ADDCDIV, "addcdiv", 0)            /* out = in0 + (v * in1) / in2, each step rounded (floating outs only) */        \
+    X(LERP, "lerp", 0)                  /* n_in 2, scalar weight w = params.scalar.value (floating outs only): */        \
+                                        /*   |w| < 0.5 ? fma(w, in1 - in0, in0) : fma(w - 1, in1 - in0, in1) */          \
+    /* end */
+
+// A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor: it copies
+// in[0] to out[0] (same dtype), to prove that an older plugin is never sent it.
+#ifdef TORC_TEST_EXTRA_ABI
+#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) X(TEST_EXTRA, "test_extra", 1)
+#else
+#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X)
+#endif
+
 typedef enum torc_opcode {
-    // fills and copies
-    TORC_OP_FILL = 0,     // out[...] = params.scalar.value (cast to out dtype)
-    TORC_OP_COPY,         // out = cast(in0): strided copy with dtype conversion
-    TORC_OP_ARANGE,       // out (1-D): out[i] = range.start + i * range.step
-    TORC_OP_LINSPACE,     // out (1-D, n = range.count): PyTorch's two-sided formula:
-                          //   step = (end-start)/(n-1); i < n/2 ? start + i*step : end - (n-1-i)*step
-    TORC_OP_RAND_UNIFORM, // out[i] = a + (b-a) * u(i), u from Philox (see torc_philox_uniform)
-    TORC_OP_RAND_NORMAL,  // out[i] = a + b * n(i) (a = mean, b = std), Box-Muller on Philox
-    TORC_OP_RAND_INT,     // out[i] = a + floor(u(i) * (b - a)), in [a, b)
-    // unary (in0 -> out)
-    TORC_OP_NEG,
-    TORC_OP_ABS,
-    TORC_OP_SIGN,
-    TORC_OP_SQRT,
-    TORC_OP_RSQRT,
-    TORC_OP_SQUARE,
-    TORC_OP_RECIPROCAL,
-    TORC_OP_EXP,
-    TORC_OP_LOG,
-    TORC_OP_SIN,
-    TORC_OP_COS,
-    TORC_OP_TANH,
-    TORC_OP_SIGMOID,
-    TORC_OP_RELU,
-    TORC_OP_GELU,         // params.gelu.approximate: 0 exact (erf), 1 tanh approximation
-    TORC_OP_POW_SCALAR,   // out = in0 ^ params.scalar.value
-    TORC_OP_ERF,
-    TORC_OP_ERFINV,
-    TORC_OP_LOGICAL_NOT,  // out (bool) = !in0
-    // binary (in0, in1 -> out), broadcast already applied
-    TORC_OP_ADD,          // out = in0 + params.scalar.value * in1   (alpha; 1 for plain add)
-    TORC_OP_SUB,          // out = in0 - params.scalar.value * in1
-    TORC_OP_MUL,
-    TORC_OP_DIV,          // true division (integer inputs arrive with a floating out dtype)
-    TORC_OP_POW,
-    TORC_OP_MAXIMUM,      // NaN propagates, as torch.maximum
-    TORC_OP_MINIMUM,
-    TORC_OP_EQ,           // comparisons write bool; they compare in in0/in1's common dtype
-    TORC_OP_NE,
-    TORC_OP_LT,
-    TORC_OP_LE,
-    TORC_OP_GT,
-    TORC_OP_GE,
-    TORC_OP_LOGICAL_AND,
-    TORC_OP_LOGICAL_OR,
-    // ternary
-    TORC_OP_WHERE,        // out = in0 (bool) ? in1 : in2
-    // reductions over params.reduce.mask (out keeps reduced dims as size 1)
-    TORC_OP_SUM,
-    TORC_OP_MEAN,
-    TORC_OP_PROD,
-    TORC_OP_MAX,          // NaN propagates
-    TORC_OP_MIN,
-    TORC_OP_ARGMAX,       // exactly one reduced dim (or all dims of a flattened view); out i64;
-    TORC_OP_ARGMIN,       //   the first index of the extreme value; NaN counts as the extreme
-    TORC_OP_VAR,          // params.reduce.correction (Bessel: 1)
-    TORC_OP_STD,
-    TORC_OP_NORM,         // params.reduce.p: p-norm (inf = max |x|)
-    TORC_OP_LOGSUMEXP,
-    // along one dim (params.dim.dim), same shape in and out
-    TORC_OP_SOFTMAX,
-    TORC_OP_LOG_SOFTMAX,
-    // linear algebra
-    TORC_OP_MATMUL,       // in0 (..., M, K) @ in1 (..., K, N) -> out (..., M, N); all three
-                          // have the same ndim >= 2 and batch dims already broadcast (stride 0).
-                          // out's dtype may be wider than the inputs' (bf16 x bf16 -> f32).
-    // indexing (params.dim.dim is the dim; index tensors are i64)
-    TORC_OP_INDEX_SELECT, // out = in0.index_select(dim, in1)
-    TORC_OP_GATHER,       // out = in0.gather(dim, in1)
-    TORC_OP_MASKED_SELECT,// out (1-D, numel = count of true) = in0[in1]; in0, in1 same shape
-    TORC_OP_INDEX_ADD,    // in place: out.index_add_(dim, in1 (index), in0 (source))
-    TORC_OP_SCATTER_ADD,  // in place: out.scatter_add_(dim, in1 (index), in0 (source))
-    TORC_OP_MASKED_SCATTER,// in place: out[in1] = in0 (1-D source, consumed in order)
-    TORC_OP_TRIU,         // out = triu(in0, params.tri.k) over the last two dims
-    TORC_OP_TRIL,
-    // fp8 (appended after the first release of the table)
-    TORC_OP_SCALED_MM,    // cuBLASLt's fp8 matmul: in0 (M, K) @ in1 (K, N) -> out (M, N), all 2-D.
-                          // in0/in1 f8_e4m3fn or f8_e5m2 (not both e5m2); in2, in3: one-element
-                          // f32 scales (scale_a, scale_b). r = scale_a * scale_b * sum_k a*b,
-                          // accumulated in f32 or better (the reference: exactly, in double).
-                          // out f32/bf16/f16: r rounded once; out fp8: r * *params.scaled_mm.scale_out
-                          // (1 when NULL) cast with saturation to the finite range. When
-                          // params.scaled_mm.amax_out is set, one f32 there receives max |r|
-                          // (before scale_out; NaN if any r is NaN).
-    // fused pointwise (added in ABI 1.2). Inputs are broadcast to out's shape and may differ in
-    // dtype from out (converted on load, then rounded to out's dtype); out may be identical to in0
-    // (the in-place forms). The math is PyTorch's CPU kernels', in the "opmath" type: float for
-    // f32/f16/bf16 outs, double for f64, with v = params.scalar.value rounded to that type:
-    TORC_OP_ADDCMUL,      // out = fma(v * in1, in2, in0): the product v*in1 rounded, then one fused
-                          //   multiply-add (PyTorch's vec::fmadd(scalar * t1, t2, self)). Integer
-                          //   outs too: in0 + v*in1*in2 wrapping, v truncated toward zero.
-    TORC_OP_ADDCDIV,      // out = in0 + (v * in1) / in2, each step rounded (floating outs only)
-    TORC_OP_LERP,         // n_in 2, scalar weight w = params.scalar.value (floating outs only):
-                          //   |w| < 0.5 ? fma(w, in1 - in0, in0) : fma(w - 1, in1 - in0, in1)
+#define TORC__OP_ENUM(ID, name, minor) TORC_OP_##ID,
+    TORC_OP_LIST(TORC__OP_ENUM)
+#undef TORC__OP_ENUM
     TORC_OP_COUNT
 } torc_opcode;
-
-// The first opcode of ABI 1.2: a plugin whose abi_version minor is below 2 never gets these.
-#define TORC_OP_FIRST_V1_2 TORC_OP_ADDCMUL
 
 // A strided view of device memory. data points at element [0, 0, ...] (the storage offset is
 // already applied). Strides are in elements and may be 0 (broadcast) or negative never.
