@@ -27,6 +27,7 @@ typedef struct torc_backend_lib torc_backend_lib;  // one loaded plugin file
 
 struct torc_device {
     const torc_backend_vtable *vt;
+    void *ctx;               // the backend instance's context (its init's), passed to every call
     torc_backend_lib *lib;
     int index;               // device index within its backend
     char name[48];           // "cpu", "cuda:0", "reference"
@@ -58,6 +59,11 @@ typedef void *(*torc__plugin_accept_fn)(void *ctx, const char *path, void *handl
 void *torc__plugin_load(const torc__plugin_kind *kind, const char *name, torc__plugin_accept_fn accept, void *ctx);
 // The same for one file given by its path.
 void *torc__plugin_load_file(const torc__plugin_kind *kind, const char *path, torc__plugin_accept_fn accept, void *ctx);
+// The version rule of every kind: a plugin of another major is refused (the message names both
+// versions), one of any minor of the same major is taken if its vtable (struct_size) holds at
+// least the x.0 members (min_size). abi names the ABI in messages ("backend", "optimizer").
+bool torc__plugin_version_ok(const char *abi, uint32_t host_version, uint32_t plugin_version, uint32_t struct_size,
+                             size_t min_size, char *why, size_t n);
 
 // The reference backend's device 0 (loaded on demand): the fallback for host-memory devices
 // and the oracle for tools. NULL (with the error set) if it cannot be loaded.

@@ -189,7 +189,7 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
 
 // ---- the primitive (bf16, and f32 layouts sgemm cannot express) ----
 int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
-    const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out;
+    const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out[0];
     if (op->n_in != 2)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: matmul takes 2 inputs, got %d", op->n_in);
     const int nd = y->ndim;

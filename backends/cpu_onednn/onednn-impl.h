@@ -337,7 +337,7 @@ typedef enum onednn_isa {
     ONEDNN_ISA_COUNT
 } onednn_isa;
 // Reads TORC_MAX_CPU_ISA and the CPU once (in init); an unknown name is an error.
-int onednn__isa_init(void);
+int onednn__isa_init(const char *max_cpu_isa);  // NULL: TORC_MAX_CPU_ISA
 // What torc's own loops may use: the CPU, capped by TORC_MAX_CPU_ISA (unset: by oneDNN's ISA).
 onednn_isa onednn__isa(void);
 // What oneDNN's kernels use (dnnl_get_effective_cpu_isa: the CPU capped by ONEDNN_MAX_CPU_ISA).

@@ -10,7 +10,7 @@ int onednn__build_reduce(const torc_op *op, onednn_plan *p) {
     const char *name = onednn__op_name(op->code);
     if (op->n_in != 1)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes 1 input, got %d", name, op->n_in);
-    const torc_operand *x = &op->in[0], *y = &op->out;
+    const torc_operand *x = &op->in[0], *y = &op->out[0];
     const uint32_t mask = op->params.reduce.mask;
     const int nd = x->ndim;
     if (y->ndim != nd || (nd > 0 ? (mask >> nd) != 0 : mask > 1))

@@ -62,7 +62,7 @@ static inline torc_operand tcu_as_1d(const torc_operand *t) {
 static inline bool tcu_index_plan_build(tcu_index_args *x, const torc_op *op) {
     const bool vec = op->code == TORC_OP_INDEX_SELECT || op->code == TORC_OP_GATHER ||
                      op->code == TORC_OP_INDEX_ADD || op->code == TORC_OP_SCATTER_ADD;
-    const torc_operand out1 = vec ? tcu_as_1d(&op->out) : op->out;
+    const torc_operand out1 = vec ? tcu_as_1d(&op->out[0]) : op->out[0];
     const torc_operand src1 = vec ? tcu_as_1d(&op->in[0]) : op->in[0];
     const torc_operand idx1 = vec ? tcu_as_1d(&op->in[1]) : op->in[1];
     const torc_operand *o = &out1, *s = &src1, *ix = &idx1;

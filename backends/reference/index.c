@@ -6,7 +6,7 @@
 
 // ---- dtype rules ----
 bool ref_index_dtypes(const torc_op *op) {
-    if (!ref_dt_in(op->out.dtype, REF_DT_ALL) || !ref_dt_in(op->in[0].dtype, REF_DT_ALL)) return false;
+    if (!ref_dt_in(op->out[0].dtype, REF_DT_ALL) || !ref_dt_in(op->in[0].dtype, REF_DT_ALL)) return false;
     switch (op->code) {
     case TORC_OP_INDEX_SELECT:
     case TORC_OP_GATHER:
@@ -73,7 +73,7 @@ static int index_slices(const torc_op *op) {
     const bool add = op->code == TORC_OP_INDEX_ADD;
     const torc_operand idx = as_1d(&op->in[1]);
     // `big` is indexed by idx (in0 for select, out for add); `small` has len(idx) along dim.
-    const torc_operand big = as_1d(add ? &op->out : &op->in[0]), small = as_1d(add ? &op->in[0] : &op->out);
+    const torc_operand big = as_1d(add ? &op->out[0] : &op->in[0]), small = as_1d(add ? &op->in[0] : &op->out[0]);
     if (idx.ndim != 1)
         return ref_error(TORC_ERR_SHAPE, "%s(): Index is supposed to be a vector", add ? "index_add_" : "index_select");
     int st = check_dim(op, big.ndim);
@@ -151,8 +151,8 @@ static void elem_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 static int index_elems(const torc_op *op) {
     const bool scatter = op->code == TORC_OP_SCATTER_ADD;
     const torc_operand idx = as_1d(&op->in[1]);
-    const torc_operand data = as_1d(scatter ? &op->out : &op->in[0]);
-    const torc_operand other = as_1d(scatter ? &op->in[0] : &op->out);
+    const torc_operand data = as_1d(scatter ? &op->out[0] : &op->in[0]);
+    const torc_operand other = as_1d(scatter ? &op->in[0] : &op->out[0]);
     const char *name = ref_kernel_of(op->code)->name;
     if (idx.ndim != data.ndim || other.ndim != data.ndim)
         return ref_error(TORC_ERR_SHAPE, "Index tensor must have the same number of dimensions as %s tensor",
@@ -236,8 +236,8 @@ static void mask_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 
 static int masked(const torc_op *op) {
     const bool scatter = op->code == TORC_OP_MASKED_SCATTER;
-    const torc_operand *dense = scatter ? &op->out : &op->in[0], *mask = &op->in[1];
-    const torc_operand flat = as_1d(scatter ? &op->in[0] : &op->out);
+    const torc_operand *dense = scatter ? &op->out[0] : &op->in[0], *mask = &op->in[1];
+    const torc_operand flat = as_1d(scatter ? &op->in[0] : &op->out[0]);
     int st = ref_check_same_shape(mask, "in1 (mask)", dense, scatter ? "out" : "in0");
     if (st) return st;
     if (flat.ndim != 1)
@@ -281,7 +281,7 @@ static void tri_loop(char *const *ptr, const int64_t *step, int64_t n, void *vct
 }
 
 static int tri(const torc_op *op) {
-    const torc_operand *in = &op->in[0], *out = &op->out;
+    const torc_operand *in = &op->in[0], *out = &op->out[0];
     int st = ref_check_same_shape(in, "in0", out, "out");
     if (st) return st;
     const int nd = in->ndim;

@@ -7,13 +7,13 @@
 // Matmul takes numbers: bool has no kernel in PyTorch. An integer out needs integer inputs
 // (a floating product cannot be computed exactly in int64).
 bool ref_matmul_dtypes(const torc_op *op) {
-    const torc_dtype a = op->in[0].dtype, b = op->in[1].dtype, o = op->out.dtype;
+    const torc_dtype a = op->in[0].dtype, b = op->in[1].dtype, o = op->out[0].dtype;
     if (!ref_dt_in(a, REF_DT_NUM) || !ref_dt_in(b, REF_DT_NUM) || !ref_dt_in(o, REF_DT_NUM)) return false;
     return ref_is_float(o) || (!ref_is_float(a) && !ref_is_float(b));
 }
 
 static int check_shapes(const torc_op *op) {
-    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out[0];
     if (a->ndim < 2 || a->ndim != b->ndim || a->ndim != o->ndim)
         return ref_error(TORC_ERR_SHAPE, "reference backend: matmul needs in0, in1 and out of the same ndim >= 2 "
                          "(got %d, %d and %d)", a->ndim, b->ndim, o->ndim);
@@ -125,7 +125,7 @@ static bool small_float(const torc_operand *a, const torc_operand *b, const torc
 int ref_matmul_run(const torc_op *op) {
     int st = check_shapes(op);
     if (st) return st;
-    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out[0];
     const int nd = a->ndim;
     const int64_t M = a->shape[nd - 2], K = a->shape[nd - 1], N = b->shape[nd - 1];
     if (ref_numel(o) == 0 || small_float(a, b, o, M, K, N)) return TORC_OK;

@@ -10,23 +10,42 @@ extern "C" {
 #endif
 
 // ---- versions ----
-// abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its
-// own, or whose struct_size is smaller than the v1 vtable. Minor versions only append members
-// and opcodes; the core never sends a plugin an opcode appended after the minor it was built
-// with (see TORC_OP_FIRST_V1_2).
-#define TORC_BACKEND_ABI_MAJOR 1
-#define TORC_BACKEND_ABI_MINOR 2
+// abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its own
+// (naming both versions) or whose vtable is smaller than the 2.0 one. A minor version only
+// appends: vtable members (at the end, under a "v2.N" comment), opcodes and dtypes (at the end of
+// TORC_OP_LIST / TORC_DTYPE_LIST, each tagged with its minor), members of torc_device_info. So:
+//  - the core never sends a plugin an opcode, or an operand of a dtype, newer than the minor the
+//    plugin was built with (it falls back to the reference backend on host memory, else fails
+//    with a clear error);
+//  - the core calls a member only where the plugin's struct_size covers it (TORC_STRUCT_HAS);
+//  - a plugin built for a newer minor than the core works: the core ignores what it does not
+//    know, and the plugin must not rely on being sent anything newer than host_abi_version's
+//    minor (torc_backend_entry's argument).
+// Every offset below is pinned by _Static_asserts at the end of this header: a change that would
+// break a built plugin fails the build instead.
+#define TORC_BACKEND_ABI_MAJOR 2
+#ifdef TORC_TEST_EXTRA_ABI
+#define TORC_BACKEND_ABI_MINOR 1  // tests/abi's test build: its extra opcode and dtype are minor 1's
+#else
+#define TORC_BACKEND_ABI_MINOR 0
+#endif
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
+
+// True when a struct that starts with uint32_t struct_size (and size fields of a vtable) is long
+// enough to hold member m: the test for members appended in a later minor.
+#define TORC_STRUCT_HAS(p, type, m) ((p)->struct_size >= offsetof(type, m) + sizeof(((type *)0)->m))
 
 // ---- ops ----
 // The opcode list is append-only: a value, once shipped, keeps its meaning. Semantics below
 // are the contract every backend implements and the reference backend defines.
 // Conventions:
-//  - in[i] and out are strided views (see torc_operand); out never overlaps an input unless the
-//    op says "in place", with one exception: an elementwise op (unary, binary, WHERE, COPY,
-//    ADDCMUL, ADDCDIV, LERP) may get out identical to an input (same data, dtype and strides), which is how in-place
-//    ops such as add_ run; reading element i before writing element i makes that safe. Shapes are already broadcast by the frontend: every input of an
-//    elementwise op has out's ndim and shape, broadcast dims having stride 0.
+//  - in[0 .. n_in) and out[0 .. n_out) are strided views (see torc_operand); "out" below means
+//    out[0], "in0" in[0]. An output never overlaps an input unless the op says "in place", with
+//    one exception: an elementwise op (unary, binary, WHERE, COPY, ADDCMUL, ADDCDIV, LERP) may get
+//    out identical to an input (same data, dtype and strides), which is how in-place ops such as
+//    add_ run; reading element i before writing element i makes that safe. Shapes are already
+//    broadcast by the frontend: every input of an elementwise op has out's ndim and shape,
+//    broadcast dims having stride 0.
 //  - Elementwise ops compute in the output dtype's natural precision or better (the reference
 //    uses double for floating and int64 for integer dtypes) and round once to out's dtype,
 //    except where an op states PyTorch's own rounding steps (the fused pointwise ops).
@@ -118,10 +137,10 @@ extern "C" {
                                         /* in0/in1 f8_e4m3fn or f8_e5m2 (not both e5m2); in2, in3: one-element */        \
                                         /* f32 scales (scale_a, scale_b). r = scale_a * scale_b * sum_k a*b, */          \
                                         /* accumulated in f32 or better (the reference: exactly, in double). */          \
-                                        /* out f32/bf16/f16: r rounded once; out fp8: r * *params.scaled_mm.scale_out */ \
-                                        /* (1 when NULL) cast with saturation to the finite range. When */               \
-                                        /* params.scaled_mm.amax_out is set, one f32 there receives max |r| */           \
-                                        /* (before scale_out; NaN if any r is NaN). */                                   \
+                                        /* out f32/bf16/f16: r rounded once; out fp8: r * scale_out cast with */         \
+                                        /* saturation to the finite range, scale_out = in4 (n_in 5, a one-element */     \
+                                        /* f32) or 1 (n_in 4). With n_out 2, out[1] (one-element f32) receives */        \
+                                        /* max |r| (before scale_out; NaN if any r is NaN). */                           \
     /* fused pointwise. Inputs                    are broadcast to out's shape and may differ in */                      \
     /* dtype from out (converted on load, then rounded to out's dtype); out may be identical to in0 */                   \
     /* (the in-place forms). The math is PyTorch's CPU kernels', in the "opmath" type: float for */                      \
@@ -159,7 +178,8 @@ typedef struct torc_operand {
     int64_t stride[TORC_MAX_DIMS];
 } torc_operand;
 
-#define TORC_OP_MAX_INPUTS 4
+#define TORC_OP_MAX_INPUTS 8
+#define TORC_OP_MAX_OUTPUTS 4
 
 typedef union torc_op_params {
     struct { double value; } scalar;                     // FILL, POW_SCALAR, ADD/SUB alpha,
@@ -170,27 +190,36 @@ typedef union torc_op_params {
     struct { int dim; } dim;
     struct { int64_t k; } tri;
     struct { int approximate; } gelu;
-    // SCALED_MM: device pointers (cuBLASLt's D_SCALE / AMAX_D pointer attributes), NULL if absent.
-    // They are not operands because in[] holds four views (a, b, scale_a, scale_b) at most.
-    struct { const void *scale_out; void *amax_out; } scaled_mm;
     double raw[8];                                       // room to grow without an ABI break
 } torc_op_params;
 
+// One op. The core fills every field; a backend reads it and writes only out[0 .. n_out) data.
 typedef struct torc_op {
+    uint32_t struct_size;  // sizeof(torc_op) of the core that built it (>= the 2.0 size)
+    uint32_t flags;        // 0 in 2.0; bits a later minor defines come with ops of that minor
     torc_opcode code;
-    int n_in;
+    int n_in;              // 0 .. TORC_OP_MAX_INPUTS
+    int n_out;             // 1 .. TORC_OP_MAX_OUTPUTS
     torc_operand in[TORC_OP_MAX_INPUTS];
-    torc_operand out;
+    torc_operand out[TORC_OP_MAX_OUTPUTS];
     torc_op_params params;
 } torc_op;
 
 // ---- devices ----
+// Room for this many dtypes in the arrays a plugin fills: more than TORC_DTYPE_COUNT will reach
+// in this major, so adding a dtype never changes a layout.
+#define TORC_ABI_MAX_DTYPES 32
+TORC__STATIC_ASSERT(TORC_ABI_MAX_DTYPES >= TORC_DTYPE_COUNT, "ABI: torc_device_info.peak_flops too small");
+
 typedef struct torc_device_info {
-    char name[128];             // "Intel(R) Xeon(R) ...", "NVIDIA H100 80GB HBM3"
+    uint32_t struct_size;       // set by the core before device_info(): the plugin writes only the
+                                // members it covers (TORC_STRUCT_HAS), the core zeroes the rest
     bool host_memory;           // true: pointers are host pointers (reference, onednn)
+    char name[128];             // "Intel(R) Xeon(R) ...", "NVIDIA H100 80GB HBM3"
     uint64_t total_memory;      // bytes, 0 if unknown
-    // Promised dense FLOP/s per dtype (0 = unknown); how it was derived in peak_source.
-    double peak_flops[TORC_DTYPE_COUNT];
+    // Promised dense FLOP/s per dtype, indexed by torc_dtype (0 = unknown); how it was derived
+    // in peak_source.
+    double peak_flops[TORC_ABI_MAX_DTYPES];
     char peak_source[192];
 } torc_device_info;
 
@@ -201,47 +230,122 @@ typedef enum torc_copy_kind {
 } torc_copy_kind;
 
 // ---- the vtable ----
-// Every function returns 0 (TORC_OK) or a torc_status; on failure the backend's last_error()
-// says why. Members marked optional may be NULL; the comment says what the core does then.
+// Every function returns 0 (TORC_OK) or a torc_status; on failure last_error(ctx) says why.
+// Members marked optional may be NULL; the comment says what the core does then.
+//
+// Instances. init(options, &ctx) is called once when the core loads the plugin; every other
+// member gets that ctx back as its first argument. options is a NULL-terminated array of
+// "key=value" strings (NULL: none); a key the backend does not know is an error whose message
+// names it. The backend's environment variables stay the defaults that options override.
+// shutdown(ctx) is called once, at process exit (torc_shutdown, or the core's atexit handler),
+// after which the core makes no call on ctx.
+//
+// Threading. init and shutdown never run concurrently with any other call. Every other member
+// may be called concurrently from several threads with the same ctx (torc ops run on whichever
+// thread calls them, e.g. a training loop and a data loader's workers); a backend serialises
+// internally what it must. supports() has no effect other than setting last_error's text.
+//
+// Ordering. On a host-memory backend (device_info's host_memory) run and copy complete before
+// they return. A device backend may return from run, and from copy with async = true, before the
+// work is done; then the work submitted to one device executes in the order submitted (one stream
+// per device), and:
+//  - copy(..., async = false) returns when its bytes have arrived, after all earlier work on the
+//    device (a device-to-host copy reads what earlier runs wrote);
+//  - free(ptr) may come right after a run that uses ptr returned: the backend must not hand the
+//    memory out again before that work is done (stream-ordered reuse);
+//  - synchronize(device) returns when all work submitted to the device is done;
+//  - an async copy's host source must stay unchanged until the next synchronize.
+//
+// There are no events: the core times device work with a clock around synchronize().
+//
+// Lifetimes. An op, its operands and the options array are valid only during the call: a
+// backend that returns early keeps what it needs (the device memory the operands point to stays
+// valid until freed, as above). last_error's text is per thread and valid until the next call
+// into the backend on that thread; last_error(NULL) gives the reason init failed.
 typedef struct torc_backend_vtable {
     uint32_t abi_version;   // TORC_BACKEND_ABI_VERSION the plugin was built with
     uint32_t struct_size;   // sizeof(torc_backend_vtable) the plugin was built with
     const char *name;       // "reference", "onednn", "cuda"
 
-    // v1.0
-    int (*init)(void);                          // may fail (no driver, no device): clean error
-    void (*shutdown)(void);
-    int (*device_count)(void);
-    int (*device_info)(int device, torc_device_info *info);
-    void *(*alloc)(int device, size_t nbytes);  // NULL on failure
-    void (*free)(int device, void *ptr);
-    int (*copy)(int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
+    // v2.0
+    int (*init)(const char *const *options, void **ctx);  // may fail (no driver, no device, a bad
+                                                          // option): a clean error, ctx untouched
+    void (*shutdown)(void *ctx);
+    int (*device_count)(void *ctx);
+    int (*device_info)(void *ctx, int device, torc_device_info *info);
+    void *(*alloc)(void *ctx, int device, size_t nbytes);  // NULL on failure
+    void (*free)(void *ctx, int device, void *ptr);
+    int (*copy)(void *ctx, int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
                 bool async);
-    int (*synchronize)(int device);
-    // Events for timing (optional: NULL on host backends; the core then times with a clock).
-    void *(*event_create)(int device);
-    int (*event_record)(int device, void *event);
-    int (*event_elapsed_ms)(void *start, void *end, float *ms);
-    void (*event_destroy)(void *event);
-    bool (*supports)(int device, const torc_op *op);
-    int (*run)(int device, const torc_op *op);
-    const char *(*last_error)(void);            // message of the last failure on this thread
-    // Optional: caching allocator statistics (NULL: the core's own counters are used).
-    int (*memory_stats)(int device, uint64_t *allocated, uint64_t *reserved,
+    int (*synchronize)(void *ctx, int device);
+    bool (*supports)(void *ctx, int device, const torc_op *op);
+    int (*run)(void *ctx, int device, const torc_op *op);
+    const char *(*last_error)(void *ctx);  // message of the last failure on this thread
+    // Optional: allocator statistics in bytes, for torc_device_memory_stats (NULL: the core reports
+    // its own counters of live tensor bytes for all three).
+    int (*memory_stats)(void *ctx, int device, uint64_t *allocated, uint64_t *reserved,
                         uint64_t *peak_reserved);
-    int (*empty_cache)(int device);             // optional
-
-    // added in v1.1
+    int (*empty_cache)(void *ctx, int device);  // optional (NULL: nothing is cached)
     // Optional: page-locked ("pinned") host memory, which copy(..., async = true) may read after
     // it returns (NULL: the core stages host->device copies in malloc'ed memory instead).
-    void *(*host_alloc)(int device, size_t nbytes);
-    void (*host_free)(int device, void *ptr);
+    void *(*host_alloc)(void *ctx, int device, size_t nbytes);
+    void (*host_free)(void *ctx, int device, void *ptr);
 } torc_backend_vtable;
 
-// The one symbol a backend exports. host_abi_version is the loader's
-// TORC_BACKEND_ABI_VERSION; a backend may return NULL if it cannot speak to that host.
+// The one symbol a backend exports. host_abi_version is the loader's TORC_BACKEND_ABI_VERSION; a
+// backend may return NULL if it cannot speak to that host. Declared here so that a definition
+// with another signature does not compile. It runs no device or ISA-specific code.
+TORC_API const torc_backend_vtable *torc_backend_entry(uint32_t host_abi_version);
 typedef const torc_backend_vtable *(*torc_backend_entry_fn)(uint32_t host_abi_version);
 #define TORC_BACKEND_ENTRY_SYMBOL "torc_backend_entry"
+
+// ---- the 2.0 layout, pinned (LP64) ----
+#if defined(__LP64__) || defined(_WIN64)
+#define TORC__PIN(type, m, off) TORC__STATIC_ASSERT(offsetof(type, m) == (off), "ABI 2.0: " #type "." #m " moved")
+TORC__PIN(torc_operand, data, 0);
+TORC__PIN(torc_operand, dtype, 8);
+TORC__PIN(torc_operand, ndim, 12);
+TORC__PIN(torc_operand, shape, 16);
+TORC__PIN(torc_operand, stride, 16 + 8 * TORC_MAX_DIMS);
+TORC__STATIC_ASSERT(sizeof(torc_operand) == 16 + 16 * TORC_MAX_DIMS, "ABI 2.0: torc_operand size");
+TORC__STATIC_ASSERT(sizeof(torc_op_params) == 64, "ABI 2.0: torc_op_params size");
+TORC__PIN(torc_op, struct_size, 0);
+TORC__PIN(torc_op, flags, 4);
+TORC__PIN(torc_op, code, 8);
+TORC__PIN(torc_op, n_in, 12);
+TORC__PIN(torc_op, n_out, 16);
+TORC__PIN(torc_op, in, 24);
+TORC__PIN(torc_op, out, 24 + 8 * sizeof(torc_operand));
+TORC__PIN(torc_op, params, 24 + 12 * sizeof(torc_operand));
+TORC__STATIC_ASSERT(sizeof(torc_op) == 24 + 12 * sizeof(torc_operand) + 64, "ABI 2.0: torc_op size");
+TORC__PIN(torc_device_info, struct_size, 0);
+TORC__PIN(torc_device_info, host_memory, 4);
+TORC__PIN(torc_device_info, name, 5);
+TORC__PIN(torc_device_info, total_memory, 136);
+TORC__PIN(torc_device_info, peak_flops, 144);
+TORC__PIN(torc_device_info, peak_source, 144 + 8 * 32);
+TORC__STATIC_ASSERT(sizeof(torc_device_info) == 144 + 8 * 32 + 192, "ABI 2.0: torc_device_info size");
+TORC__PIN(torc_backend_vtable, abi_version, 0);
+TORC__PIN(torc_backend_vtable, struct_size, 4);
+TORC__PIN(torc_backend_vtable, name, 8);
+TORC__PIN(torc_backend_vtable, init, 16);
+TORC__PIN(torc_backend_vtable, shutdown, 24);
+TORC__PIN(torc_backend_vtable, device_count, 32);
+TORC__PIN(torc_backend_vtable, device_info, 40);
+TORC__PIN(torc_backend_vtable, alloc, 48);
+TORC__PIN(torc_backend_vtable, free, 56);
+TORC__PIN(torc_backend_vtable, copy, 64);
+TORC__PIN(torc_backend_vtable, synchronize, 72);
+TORC__PIN(torc_backend_vtable, supports, 80);
+TORC__PIN(torc_backend_vtable, run, 88);
+TORC__PIN(torc_backend_vtable, last_error, 96);
+TORC__PIN(torc_backend_vtable, memory_stats, 104);
+TORC__PIN(torc_backend_vtable, empty_cache, 112);
+TORC__PIN(torc_backend_vtable, host_alloc, 120);
+TORC__PIN(torc_backend_vtable, host_free, 128);
+TORC__STATIC_ASSERT(sizeof(torc_backend_vtable) == 136, "ABI 2.0: torc_backend_vtable size");
+#undef TORC__PIN
+#endif
 
 #ifdef __cplusplus
 }

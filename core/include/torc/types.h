@@ -15,6 +15,9 @@
 
 #ifdef __cplusplus
 extern "C" {
+#define TORC__STATIC_ASSERT static_assert
+#else
+#define TORC__STATIC_ASSERT _Static_assert
 #endif
 
 // A tensor has at most this many dimensions (PyTorch allows more; 8 covers every model here
