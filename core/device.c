@@ -21,6 +21,7 @@ struct torc_backend_lib {
     void *handle;
     const torc_backend_vtable *vt;
     void *ctx;  // what vt->init returned: the one instance of this backend
+    bool shut_down;  // its shutdown(ctx) has run (torc_shutdown or exit)
     int n_devices;
     torc_device *devices[MAX_DEVICES_PER_BACKEND];
 };
@@ -123,16 +124,16 @@ torc_status torc_backend_load(const char *name, const char *const *options) {
     return lib ? TORC_OK : torc_last_status();
 }
 
-// Each backend's shutdown(ctx), once, in reverse load order; the libraries stay mapped (a
-// runtime such as CUDA's may still run its own exit handlers).
+// Each backend's shutdown(ctx), once, in reverse load order. The libraries stay mapped (a
+// runtime such as CUDA's may still run its own exit handlers) and the registry keeps them and
+// their devices, so pointers handed out earlier do not dangle.
 static void shutdown_all(void) {
     pthread_mutex_lock(&g_lock);
-    while (g_n_libs > 0) {
-        torc_backend_lib *lib = g_libs[--g_n_libs];
-        lib->vt->shutdown(lib->ctx);
-        g_libs[g_n_libs] = NULL;
-        // Devices stay allocated: pointers handed out earlier must not dangle.
-    }
+    for (int i = g_n_libs - 1; i >= 0; i--)
+        if (!g_libs[i]->shut_down) {
+            g_libs[i]->vt->shutdown(g_libs[i]->ctx);
+            g_libs[i]->shut_down = true;
+        }
     pthread_mutex_unlock(&g_lock);
 }
 
