@@ -82,8 +82,8 @@ static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc
         if (!(cast[k] = torc__copy_as(in[k], d))) st = torc_last_status();
         else in[k] = cast[k];
     }
-    torc_op op = {.code = code, .n_in = 2};
-    torc__operand(out, &op.out);
+    torc_op op = {.code = code, .n_in = 2, .n_out = 1};
+    torc__operand(out, &op.out[0]);
     if (!st) st = torc__broadcast_operand(in[0], out->ndim, out->shape, &op.in[0]);
     if (!st) st = torc__broadcast_operand(in[1], out->ndim, out->shape, &op.in[1]);
     if (!st) st = dispatch_binary(out, &op, alpha);
@@ -282,8 +282,8 @@ torc_tensor *torc_where(const torc_tensor *cond, const torc_tensor *a, const tor
         return NULL;
     torc_tensor *out = torc__new(a->device, common, n2, s2);
     if (!out) return NULL;
-    torc_op op = {.code = TORC_OP_WHERE, .n_in = 3};
-    torc__operand(out, &op.out);
+    torc_op op = {.code = TORC_OP_WHERE, .n_in = 3, .n_out = 1};
+    torc__operand(out, &op.out[0]);
     torc_status st = torc__broadcast_operand(cond, n2, s2, &op.in[0]);
     if (!st) st = torc__broadcast_operand(a, n2, s2, &op.in[1]);
     if (!st) st = torc__broadcast_operand(b, n2, s2, &op.in[2]);

@@ -73,15 +73,15 @@ torc_status torc__fill(torc_tensor *t, double value) {
         }
         return TORC_OK;
     }
-    torc_op op = {.code = TORC_OP_FILL, .n_in = 0};
-    torc__operand(t, &op.out);
+    torc_op op = {.code = TORC_OP_FILL, .n_in = 0, .n_out = 1};
+    torc__operand(t, &op.out[0]);
     op.params.scalar.value = value;
     return torc__dispatch(t->device, &op, 0);
 }
 
 torc_status torc__copy(torc_tensor *dst, const torc_tensor *src) {
-    torc_op op = {.code = TORC_OP_COPY, .n_in = 1};
-    torc__operand(dst, &op.out);
+    torc_op op = {.code = TORC_OP_COPY, .n_in = 1, .n_out = 1};
+    torc__operand(dst, &op.out[0]);
     torc_status st = torc__broadcast_operand(src, dst->ndim, dst->shape, &op.in[0]);
     if (st) return st;
     return torc__dispatch(dst->device, &op, 0);

@@ -70,8 +70,8 @@ torc_tensor *torc_arange(double start, double end, double step, torc_dtype dtype
     const int64_t n = (int64_t)count;
     torc_tensor *t = new_default(dtype, 1, &n);
     if (!t) return NULL;
-    torc_op op = {.code = TORC_OP_ARANGE};
-    torc__operand(t, &op.out);
+    torc_op op = {.code = TORC_OP_ARANGE, .n_out = 1};
+    torc__operand(t, &op.out[0]);
     op.params.range.start = start;
     op.params.range.step = step;
     op.params.range.end = end;
@@ -87,8 +87,8 @@ torc_tensor *torc_linspace(double start, double end, int64_t steps, torc_dtype d
     if (steps < 0) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "number of steps must be non-negative");
     torc_tensor *t = new_default(dtype, 1, &steps);
     if (!t) return NULL;
-    torc_op op = {.code = TORC_OP_LINSPACE};
-    torc__operand(t, &op.out);
+    torc_op op = {.code = TORC_OP_LINSPACE, .n_out = 1};
+    torc__operand(t, &op.out[0]);
     op.params.range.start = start;
     op.params.range.end = end;
     op.params.range.step = steps > 1 ? (end - start) / (double)(steps - 1) : 0.0;

@@ -9,18 +9,8 @@
 
 #include "torc-impl.h"
 
-// The v1 vtable ends with empty_cache; a plugin must provide at least that much.
-#define TORC_VTABLE_V1_SIZE (offsetof(torc_backend_vtable, empty_cache) + sizeof(void *))
-
-// Pin the ABI: moving a member breaks every plugin built before, so it must fail the build.
-_Static_assert(offsetof(torc_backend_vtable, abi_version) == 0, "ABI: abi_version first");
-_Static_assert(offsetof(torc_backend_vtable, struct_size) == 4, "ABI: struct_size second");
-_Static_assert(offsetof(torc_backend_vtable, name) == 8, "ABI: name third");
-_Static_assert(offsetof(torc_backend_vtable, init) == 16, "ABI: v1 members moved");
-_Static_assert(offsetof(torc_backend_vtable, run) == 16 + 13 * sizeof(void *), "ABI: v1 members moved");
-_Static_assert(offsetof(torc_op, in) == 8, "ABI: torc_op layout changed");
-_Static_assert(sizeof(torc_operand) == 8 + 4 + 4 + 2 * 8 * TORC_MAX_DIMS, "ABI: torc_operand layout changed");
-_Static_assert(sizeof(torc_op_params) == 64, "ABI: params union must stay 64 bytes");
+// A plugin's vtable holds at least every 2.0 member (the layout is pinned in backend.h).
+#define TORC_VTABLE_V2_0_SIZE (offsetof(torc_backend_vtable, host_free) + sizeof(void *))
 
 #define MAX_BACKENDS 16
 #define MAX_DEVICES_PER_BACKEND 16
@@ -30,6 +20,8 @@ struct torc_backend_lib {
     char path[512];
     void *handle;
     const torc_backend_vtable *vt;
+    void *ctx;  // what vt->init returned: the one instance of this backend
+    bool shut_down;  // its shutdown(ctx) has run (torc_shutdown or exit)
     int n_devices;
     torc_device *devices[MAX_DEVICES_PER_BACKEND];
 };
@@ -41,33 +33,31 @@ static torc_device *g_default;       // resolved default device (process-wide)
 static _Thread_local torc_device *tls_default;  // torc_set_default_device override
 
 // ---- loading (the search and the file checks are plugin.c's) ----
+typedef struct backend_request {
+    const char *name;
+    const char *const *options;  // for init, NULL-terminated (NULL: none)
+} backend_request;
+
 // The backend's own checks: ABI, required members, init. Returns the new lib or NULL with why.
-static void *accept_backend(void *vname, const char *path, void *h, void *entry_sym, char *why, size_t n,
+static void *accept_backend(void *vreq, const char *path, void *h, void *entry_sym, char *why, size_t n,
                             bool *keep_open) {
-    const char *name = vname;
+    const backend_request *req = vreq;
     const torc_backend_vtable *vt = ((torc_backend_entry_fn)entry_sym)(TORC_BACKEND_ABI_VERSION);
     if (!vt) {
         snprintf(why, n, "the plugin refused torc's backend ABI %u.%u", TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
         return NULL;
     }
-    if (vt->abi_version >> 16 != TORC_BACKEND_ABI_MAJOR) {
-        snprintf(why, n, "plugin built for backend ABI %u.%u, but this torc speaks ABI %u.%u", vt->abi_version >> 16,
-                 vt->abi_version & 0xFFFF, TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
+    if (!torc__plugin_version_ok("backend", TORC_BACKEND_ABI_VERSION, vt->abi_version, vt->struct_size,
+                                 TORC_VTABLE_V2_0_SIZE, why, n))
         return NULL;
-    }
-    if (vt->struct_size < TORC_VTABLE_V1_SIZE) {
-        snprintf(why, n, "plugin vtable is %u bytes (ABI %u.%u), smaller than the %zu bytes ABI %u.%u requires",
-                 vt->struct_size, vt->abi_version >> 16, vt->abi_version & 0xFFFF, (size_t)TORC_VTABLE_V1_SIZE,
-                 TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
-        return NULL;
-    }
-    if (!vt->init || !vt->device_count || !vt->device_info || !vt->alloc || !vt->free || !vt->copy ||
+    if (!vt->init || !vt->shutdown || !vt->device_count || !vt->device_info || !vt->alloc || !vt->free || !vt->copy ||
         !vt->synchronize || !vt->supports || !vt->run || !vt->last_error) {
         snprintf(why, n, "plugin vtable lacks a required member");
         return NULL;
     }
-    if (vt->init() != 0) {
-        const char *msg = vt->last_error();
+    void *ctx = NULL;
+    if (vt->init(req->options, &ctx) != 0) {
+        const char *msg = vt->last_error(NULL);
         snprintf(why, n, "init failed: %s", msg && *msg ? msg : "(no reason given)");
         *keep_open = true;  // some runtimes (CUDA) do not survive dlclose after init
         return NULL;
@@ -75,14 +65,16 @@ static void *accept_backend(void *vname, const char *path, void *h, void *entry_
     torc_backend_lib *lib = calloc(1, sizeof *lib);
     if (!lib) {
         snprintf(why, n, "out of memory");
+        vt->shutdown(ctx);
         *keep_open = true;  // initialised: as above
         return NULL;
     }
-    snprintf(lib->name, sizeof lib->name, "%s", name);
+    snprintf(lib->name, sizeof lib->name, "%s", req->name);
     snprintf(lib->path, sizeof lib->path, "%s", path);
     lib->handle = h;
     lib->vt = vt;
-    int count = vt->device_count();
+    lib->ctx = ctx;
+    int count = vt->device_count(ctx);
     lib->n_devices = count < 0 ? 0 : (count > MAX_DEVICES_PER_BACKEND ? MAX_DEVICES_PER_BACKEND : count);
     return lib;
 }
@@ -94,8 +86,10 @@ static bool valid_backend_name(const char *name) {
     return true;
 }
 
-// Loads (once) the backend called name. Caller holds g_lock.
-static torc_backend_lib *load_backend_locked(const char *name) {
+static void shutdown_all(void);
+
+// Loads (once) the backend called name, its init given options. Caller holds g_lock.
+static torc_backend_lib *load_backend_opts_locked(const char *name, const char *const *options) {
     for (int i = 0; i < g_n_libs; i++)
         if (!strcmp(g_libs[i]->name, name)) return g_libs[i];
     if (!valid_backend_name(name)) {
@@ -106,10 +100,44 @@ static torc_backend_lib *load_backend_locked(const char *name) {
         torc__error(TORC_ERR_BACKEND, "too many backends loaded (%d)", MAX_BACKENDS);
         return NULL;
     }
-    torc_backend_lib *lib = torc__plugin_load(&torc__plugin_backend, name, accept_backend, (void *)name);
-    if (lib) g_libs[g_n_libs++] = lib;
+    backend_request req = {name, options};
+    torc_backend_lib *lib = torc__plugin_load(&torc__plugin_backend, name, accept_backend, &req);
+    if (!lib) return NULL;
+    static bool registered;
+    if (!registered) registered = atexit(shutdown_all) == 0;
+    g_libs[g_n_libs++] = lib;
     return lib;
 }
+
+static torc_backend_lib *load_backend_locked(const char *name) { return load_backend_opts_locked(name, NULL); }
+
+torc_status torc_backend_load(const char *name, const char *const *options) {
+    if (!name) return torc__null_arg("torc_backend_load: name is NULL");
+    pthread_mutex_lock(&g_lock);
+    bool loaded = false;
+    for (int i = 0; i < g_n_libs; i++) loaded = loaded || !strcmp(g_libs[i]->name, name);
+    torc_backend_lib *lib = loaded ? NULL : load_backend_opts_locked(name, options);
+    pthread_mutex_unlock(&g_lock);
+    if (loaded)
+        return torc__error(TORC_ERR_INVALID_ARG, "backend '%s' is already loaded: options apply only when it loads",
+                           name);
+    return lib ? TORC_OK : torc_last_status();
+}
+
+// Each backend's shutdown(ctx), once, in reverse load order. The libraries stay mapped (a
+// runtime such as CUDA's may still run its own exit handlers) and the registry keeps them and
+// their devices, so pointers handed out earlier do not dangle.
+static void shutdown_all(void) {
+    pthread_mutex_lock(&g_lock);
+    for (int i = g_n_libs - 1; i >= 0; i--)
+        if (!g_libs[i]->shut_down) {
+            g_libs[i]->vt->shutdown(g_libs[i]->ctx);
+            g_libs[i]->shut_down = true;
+        }
+    pthread_mutex_unlock(&g_lock);
+}
+
+void torc_shutdown(void) { shutdown_all(); }
 
 static torc_device *lib_device_locked(torc_backend_lib *lib, int index) {
     if (index < 0 || index >= lib->n_devices) {
@@ -124,11 +152,13 @@ static torc_device *lib_device_locked(torc_backend_lib *lib, int index) {
         return NULL;
     }
     d->vt = lib->vt;
+    d->ctx = lib->ctx;
     d->lib = lib;
     d->index = index;
-    if (lib->vt->device_info(index, &d->info) != 0) {
+    d->info.struct_size = sizeof d->info;  // the rest zeroed by calloc: what a plugin does not fill
+    if (lib->vt->device_info(lib->ctx, index, &d->info) != 0) {
         torc__error(TORC_ERR_BACKEND, "backend '%s': device_info(%d) failed: %s", lib->name, index,
-                    lib->vt->last_error());
+                    lib->vt->last_error(lib->ctx));
         free(d);
         return NULL;
     }
@@ -234,6 +264,7 @@ torc_device *torc__reference_device(void) {
 const char *torc_device_name(const torc_device *dev) { return dev ? dev->name : "(null)"; }
 const char *torc_device_backend_name(const torc_device *dev) { return dev ? dev->lib->name : "(null)"; }
 const torc_backend_vtable *torc_device_vtable(const torc_device *dev) { return dev ? dev->vt : NULL; }
+void *torc_device_backend_context(const torc_device *dev) { return dev ? dev->ctx : NULL; }
 int torc_device_index(const torc_device *dev) { return dev ? dev->index : -1; }
 
 torc_status torc_device_info_get(const torc_device *dev, torc_device_info *info) {

@@ -1,38 +1,77 @@
 // core/dispatch.c — the one place the core calls a backend's vtable: op dispatch with the
-// host-memory fallback to the reference backend, FLOP counting, and memory wrappers.
+// minor-version gate and the host-memory fallback to the reference backend, FLOP counting, and
+// memory wrappers.
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "torc-impl.h"
 
 static const char *backend_msg(const torc_device *dev) {
-    const char *m = dev->vt->last_error();
+    const char *m = dev->vt->last_error(dev->ctx);
     return m && *m ? m : "(no message)";
+}
+
+// An optional member the plugin's vtable holds (its struct_size covers it) and sets. Members of
+// later minors are called only through this test.
+#define HAS_MEMBER(vt, m) (TORC_STRUCT_HAS(vt, torc_backend_vtable, m) && (vt)->m)
+
+static unsigned plugin_minor(const torc_device *dev) { return dev->vt->abi_version & 0xFFFF; }
+
+// What in op the device's plugin predates (an opcode or an operand dtype appeared in a newer
+// minor than the plugin was built with), written to why; false when it knows all of it.
+static bool predates(const torc_device *dev, const torc_op *op, char *why, size_t n) {
+    const unsigned minor = plugin_minor(dev);
+    if ((unsigned)op->code >= TORC_OP_COUNT) {
+        snprintf(why, n, "unknown opcode %d", (int)op->code);
+        return true;
+    }
+    if (torc_backend_op_minor[op->code] > minor) {
+        snprintf(why, n, "the plugin (backend ABI %u.%u) predates op '%s', added in ABI %u.%u", TORC_BACKEND_ABI_MAJOR,
+                 minor, torc_op_name(op->code), TORC_BACKEND_ABI_MAJOR, (unsigned)torc_backend_op_minor[op->code]);
+        return true;
+    }
+    for (int i = 0; i < op->n_in + op->n_out; i++) {
+        const torc_dtype d = i < op->n_in ? op->in[i].dtype : op->out[i - op->n_in].dtype;
+        if ((unsigned)d >= TORC_DTYPE_COUNT) {
+            snprintf(why, n, "unknown dtype %d", (int)d);
+            return true;
+        }
+        if (torc_backend_dtype_minor[d] > minor) {
+            snprintf(why, n, "the plugin (backend ABI %u.%u) predates dtype %s, added in ABI %u.%u",
+                     TORC_BACKEND_ABI_MAJOR, minor, torc_dtype_name(d), TORC_BACKEND_ABI_MAJOR,
+                     (unsigned)torc_backend_dtype_minor[d]);
+            return true;
+        }
+    }
+    return false;
 }
 
 torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     torc_device *runner = dev;
     int rc;
-    // A plugin built before an opcode was appended (an older ABI minor) is never asked about it.
-    const bool known = op->code < TORC_OP_FIRST_V1_2 || (dev->vt->abi_version & 0xFFFF) >= 2;
-    if (!known || !dev->vt->supports(dev->index, op)) {
+    op->struct_size = sizeof *op;
+    char why[160];
+    const bool too_new = predates(dev, op, why, sizeof why);
+    if (too_new || !dev->vt->supports(dev->ctx, dev->index, op)) {
         if (!dev->host_memory)
             return torc__error(TORC_ERR_NOT_SUPPORTED,
                                "backend '%s' cannot run op '%s' for dtype %s and has no fallback (%s)",
-                               torc_device_backend_name(dev), torc_op_name(op->code), torc_dtype_name(op->out.dtype),
-                               known ? backend_msg(dev) : "the plugin predates this op, added in backend ABI 1.2");
+                               torc_device_backend_name(dev), torc_op_name(op->code),
+                               torc_dtype_name(op->out[0].dtype), too_new ? why : backend_msg(dev));
         // Host memory: the reference backend runs it on the same pointers, no copies.
         runner = torc__reference_device();
         if (!runner) return torc_last_status();
-        if (runner == dev) return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", backend_msg(dev));
+        if (runner == dev) return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", too_new ? why : backend_msg(dev));
+        if (predates(runner, op, why, sizeof why)) return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", why);
         // The reference's run() makes exactly the checks its supports() makes before it touches
         // memory, so it is asked first and supports() only on failure, to tell a refusal (only
         // what PyTorch refuses; its reason is worded for the user) from a failed kernel.
-        rc = runner->vt->run(runner->index, op);
-        if (rc != 0 && !runner->vt->supports(runner->index, op))
+        rc = runner->vt->run(runner->ctx, runner->index, op);
+        if (rc != 0 && !runner->vt->supports(runner->ctx, runner->index, op))
             return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", backend_msg(runner));
     } else {
-        rc = runner->vt->run(runner->index, op);
+        rc = runner->vt->run(runner->ctx, runner->index, op);
     }
     if (rc != 0) {
         // A backend's status and message stand as they are (e.g. TORC_ERR_INDEX, "index 5 is
@@ -41,54 +80,83 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
         return torc__error(st, "%s", backend_msg(runner));
     }
     // FLOPs are counted in the dtype the op computes from: its first input's (out's for fills).
-    torc__flops_add(op->code, op->n_in > 0 ? op->in[0].dtype : op->out.dtype, flops);
+    torc__flops_add(op->code, op->n_in > 0 ? op->in[0].dtype : op->out[0].dtype, flops);
     return TORC_OK;
 }
 
 void *torc__dev_alloc(torc_device *dev, size_t nbytes) {
-    void *p = dev->vt->alloc(dev->index, nbytes);
+    void *p = dev->vt->alloc(dev->ctx, dev->index, nbytes);
     if (!p) torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu bytes (%s)", dev->name,
                         nbytes, backend_msg(dev));
     return p;
 }
 
-void torc__dev_free(torc_device *dev, void *ptr) { dev->vt->free(dev->index, ptr); }
+void torc__dev_free(torc_device *dev, void *ptr) { dev->vt->free(dev->ctx, dev->index, ptr); }
 
 torc_status torc_empty_cache(const torc_device *dev) {
     if (!dev) return torc__null_arg("torc_empty_cache: dev is NULL");
-    if (!dev->vt->empty_cache || dev->vt->empty_cache(dev->index) == 0) return TORC_OK;
+    if (!HAS_MEMBER(dev->vt, empty_cache) || dev->vt->empty_cache(dev->ctx, dev->index) == 0) return TORC_OK;
     return torc__error(TORC_ERR_BACKEND, "%s: empty_cache failed: %s", dev->name, backend_msg(dev));
 }
 
 torc_status torc__dev_copy(torc_device *dev, void *dst, const void *src, size_t n,
                            torc_copy_kind kind) {
     if (n == 0) return TORC_OK;
-    if (dev->vt->copy(dev->index, dst, src, n, kind, false) != 0)
+    if (dev->vt->copy(dev->ctx, dev->index, dst, src, n, kind, false) != 0)
         return torc__error(TORC_ERR_BACKEND, "%s: copy failed: %s", dev->name, backend_msg(dev));
     return TORC_OK;
 }
 
 torc_status torc__dev_sync(torc_device *dev) {
-    if (dev->vt->synchronize(dev->index) != 0)
+    if (dev->vt->synchronize(dev->ctx, dev->index) != 0)
         return torc__error(TORC_ERR_BACKEND, "%s: synchronize failed: %s", dev->name, backend_msg(dev));
     return TORC_OK;
 }
 
-// Members added in v1.1 exist when the plugin's vtable is long enough and sets them.
-#define HAS_MEMBER(vt, m) ((vt)->struct_size >= offsetof(torc_backend_vtable, m) + sizeof((vt)->m) && (vt)->m)
 
 void *torc__dev_host_alloc(torc_device *dev, size_t nbytes) {
-    return HAS_MEMBER(dev->vt, host_alloc) && HAS_MEMBER(dev->vt, host_free) ? dev->vt->host_alloc(dev->index, nbytes)
+    return HAS_MEMBER(dev->vt, host_alloc) && HAS_MEMBER(dev->vt, host_free) ? dev->vt->host_alloc(dev->ctx, dev->index, nbytes)
                                                                              : NULL;
 }
 
 void torc__dev_host_free(torc_device *dev, void *ptr) {
-    if (ptr && HAS_MEMBER(dev->vt, host_free)) dev->vt->host_free(dev->index, ptr);
+    if (ptr && HAS_MEMBER(dev->vt, host_free)) dev->vt->host_free(dev->ctx, dev->index, ptr);
 }
 
 torc_status torc__dev_copy_async(torc_device *dev, void *dst, const void *src, size_t n, torc_copy_kind kind) {
     if (n == 0) return TORC_OK;
-    if (dev->vt->copy(dev->index, dst, src, n, kind, true) != 0)
+    if (dev->vt->copy(dev->ctx, dev->index, dst, src, n, kind, true) != 0)
         return torc__error(TORC_ERR_BACKEND, "%s: copy failed: %s", dev->name, backend_msg(dev));
+    return TORC_OK;
+}
+
+#ifdef TORC_TEST_EXTRA_ABI
+// tests/abi's test build only: runs its extra opcode (a copy, dst = src, same shape and dtype).
+TORC_API torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src);
+torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src) {
+    torc_op op = {.code = TORC_OP_TEST_EXTRA, .n_in = 1, .n_out = 1};
+    torc__operand(src, &op.in[0]);
+    torc__operand(dst, &op.out[0]);
+    return torc__dispatch(dst->device, &op, 0);
+}
+#endif
+
+torc_status torc_device_memory_stats(const torc_device *dev, uint64_t *allocated, uint64_t *reserved,
+                                     uint64_t *peak_reserved) {
+    if (!dev) return torc__null_arg("torc_device_memory_stats: dev is NULL");
+    uint64_t a, r, p;
+    if (HAS_MEMBER(dev->vt, memory_stats)) {
+        if (dev->vt->memory_stats(dev->ctx, dev->index, &a, &r, &p) != 0)
+            return torc__error(TORC_ERR_BACKEND, "%s: memory_stats failed: %s", dev->name, backend_msg(dev));
+    } else {  // the core's own counters of live tensor bytes
+        torc_memory_stats m;
+        torc_status st = torc_memory_stats_get(dev, &m);
+        if (st) return st;
+        a = r = m.total_in_use;
+        p = m.total_peak;
+    }
+    if (allocated) *allocated = a;
+    if (reserved) *reserved = r;
+    if (peak_reserved) *peak_reserved = p;
     return TORC_OK;
 }

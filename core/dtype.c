@@ -7,46 +7,49 @@
 #include "torc-impl.h"
 
 // ---- the table ----
-typedef enum dtype_category { CAT_BOOL, CAT_INTEGER, CAT_FLOATING } dtype_category;
-
+// name, size, category and c10 name come from TORC_DTYPE_LIST (types.h), the one description
+// the backends share; the rest is the frontend's own, one EXTRA_<ID> per dtype.
 typedef struct dtype_info {
     const char *name;        // PyTorch's: str(torch.float32) without "torch."
-    const char *short_name;  // torc's short spelling
-    const char *alias;       // PyTorch's other attribute name (torch.float, torch.long), or NULL
     const char *c10_name;    // c10::ScalarType's name, which PyTorch's error messages print
     size_t size;             // bytes per element
-    dtype_category category;
+    torc_dtype_category category;
+    const char *short_name;  // torc's short spelling
+    const char *alias;       // PyTorch's other attribute name (torch.float, torch.long), or NULL
     // torch.finfo (min, max, eps, tiny = smallest normal) for floating dtypes;
     // torch.iinfo (imin, imax) for integers (int64's limits do not fit a double).
     double min, max, eps, tiny;
     int64_t imin, imax;
 } dtype_info;
 
+#define EXTRA_F64 "f64", "double", -DBL_MAX, DBL_MAX, DBL_EPSILON, DBL_MIN, 0, 0
+#define EXTRA_F32 "f32", "float", -FLT_MAX, FLT_MAX, FLT_EPSILON, FLT_MIN, 0, 0
+#define EXTRA_F16 "f16", "half", -65504.0, 65504.0, 0x1p-10, 0x1p-14, 0, 0
+#define EXTRA_BF16 "bf16", NULL, -0x1.fep+127, 0x1.fep+127, 0x1p-7, 0x1p-126, 0, 0
+#define EXTRA_F8_E4M3FN "f8_e4m3fn", NULL, -448.0, 448.0, 0x1p-3, 0x1p-6, 0, 0
+#define EXTRA_F8_E5M2 "f8_e5m2", NULL, -57344.0, 57344.0, 0x1p-2, 0x1p-14, 0, 0
+#define EXTRA_I64 "i64", "long", 0, 0, 0, 0, INT64_MIN, INT64_MAX
+#define EXTRA_I32 "i32", "int", 0, 0, 0, 0, INT32_MIN, INT32_MAX
+#define EXTRA_I16 "i16", "short", 0, 0, 0, 0, INT16_MIN, INT16_MAX
+#define EXTRA_I8 "i8", NULL, 0, 0, 0, 0, INT8_MIN, INT8_MAX
+#define EXTRA_U8 "u8", NULL, 0, 0, 0, 0, 0, UINT8_MAX
+#define EXTRA_BOOL "bool", NULL, 0, 0, 0, 0, 0, 1
+#define EXTRA_TEST_EXTRA "test_extra", NULL, -FLT_MAX, FLT_MAX, FLT_EPSILON, FLT_MIN, 0, 0  // tests/abi only
+
 static const dtype_info dtype_table[] = {
-    [TORC_DTYPE_F64] = {"float64", "f64", "double", "Double", 8, CAT_FLOATING,
-                        -DBL_MAX, DBL_MAX, DBL_EPSILON, DBL_MIN, 0, 0},
-    [TORC_DTYPE_F32] = {"float32", "f32", "float", "Float", 4, CAT_FLOATING,
-                        -FLT_MAX, FLT_MAX, FLT_EPSILON, FLT_MIN, 0, 0},
-    [TORC_DTYPE_F16] = {"float16", "f16", "half", "Half", 2, CAT_FLOATING,
-                        -65504.0, 65504.0, 0x1p-10, 0x1p-14, 0, 0},
-    [TORC_DTYPE_BF16] = {"bfloat16", "bf16", NULL, "BFloat16", 2, CAT_FLOATING,
-                         -0x1.fep+127, 0x1.fep+127, 0x1p-7, 0x1p-126, 0, 0},
-    [TORC_DTYPE_F8_E4M3FN] = {"float8_e4m3fn", "f8_e4m3fn", NULL, "Float8_e4m3fn", 1,
-                              CAT_FLOATING, -448.0, 448.0, 0x1p-3, 0x1p-6, 0, 0},
-    [TORC_DTYPE_F8_E5M2] = {"float8_e5m2", "f8_e5m2", NULL, "Float8_e5m2", 1, CAT_FLOATING,
-                            -57344.0, 57344.0, 0x1p-2, 0x1p-14, 0, 0},
-    [TORC_DTYPE_I64] = {"int64", "i64", "long", "Long", 8, CAT_INTEGER,
-                        0, 0, 0, 0, INT64_MIN, INT64_MAX},
-    [TORC_DTYPE_I32] = {"int32", "i32", "int", "Int", 4, CAT_INTEGER,
-                        0, 0, 0, 0, INT32_MIN, INT32_MAX},
-    [TORC_DTYPE_I16] = {"int16", "i16", "short", "Short", 2, CAT_INTEGER,
-                        0, 0, 0, 0, INT16_MIN, INT16_MAX},
-    [TORC_DTYPE_I8] = {"int8", "i8", NULL, "Char", 1, CAT_INTEGER, 0, 0, 0, 0, INT8_MIN, INT8_MAX},
-    [TORC_DTYPE_U8] = {"uint8", "u8", NULL, "Byte", 1, CAT_INTEGER, 0, 0, 0, 0, 0, UINT8_MAX},
-    [TORC_DTYPE_BOOL] = {"bool", "bool", NULL, "Bool", 1, CAT_BOOL, 0, 0, 0, 0, 0, 1},
+#define ROW(ID, name, size, cat, c10, minor) [TORC_DTYPE_##ID] = {name, c10, size, cat, EXTRA_##ID},
+    TORC_DTYPE_LIST(ROW)
+#undef ROW
 };
 _Static_assert(sizeof dtype_table / sizeof dtype_table[0] == TORC_DTYPE_COUNT,
                "a dtype without its table entry");
+
+// The backend ABI minor each dtype appeared in (dispatch.c's gate).
+const uint8_t torc_backend_dtype_minor[TORC_DTYPE_COUNT] = {
+#define MINOR(ID, name, size, cat, c10, minor) [TORC_DTYPE_##ID] = minor,
+    TORC_DTYPE_LIST(MINOR)
+#undef MINOR
+};
 
 bool torc__dtype_valid(torc_dtype d) { return (unsigned)d < TORC_DTYPE_COUNT; }
 
@@ -108,11 +111,11 @@ size_t torc_dtype_size(torc_dtype d) {
 }
 
 bool torc_dtype_is_floating(torc_dtype d) {
-    return torc__dtype_valid(d) && dtype_table[d].category == CAT_FLOATING;
+    return torc__dtype_valid(d) && dtype_table[d].category == TORC_DTYPE_CAT_FLOATING;
 }
 
 bool torc_dtype_is_integral(torc_dtype d) {
-    return torc__dtype_valid(d) && dtype_table[d].category != CAT_FLOATING;
+    return torc__dtype_valid(d) && dtype_table[d].category != TORC_DTYPE_CAT_FLOATING;
 }
 
 bool torc_dtype_is_fp8(torc_dtype d) { return d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2; }
@@ -139,7 +142,7 @@ torc_status torc_dtype_from_name(const char *name, torc_dtype *out) {
 torc_status torc_finfo(torc_dtype d, double *min, double *max, double *eps, double *tiny) {
     if (!torc__dtype_valid(d)) return invalid_dtype(d);
     const dtype_info *e = &dtype_table[d];
-    if (e->category != CAT_FLOATING)
+    if (e->category != TORC_DTYPE_CAT_FLOATING)
         return torc__error(TORC_ERR_DTYPE, "torc_finfo() requires a floating point input type "
                            "(got %s). Use torc_iinfo to handle '%s'", e->name, e->name);
     if (min) *min = e->min;
@@ -152,9 +155,9 @@ torc_status torc_finfo(torc_dtype d, double *min, double *max, double *eps, doub
 torc_status torc_iinfo(torc_dtype d, int64_t *min, int64_t *max) {
     if (!torc__dtype_valid(d)) return invalid_dtype(d);
     const dtype_info *e = &dtype_table[d];
-    if (e->category == CAT_BOOL)
+    if (e->category == TORC_DTYPE_CAT_BOOL)
         return torc__error(TORC_ERR_DTYPE, "bool is not supported by torc_iinfo");
-    if (e->category != CAT_INTEGER)
+    if (e->category != TORC_DTYPE_CAT_INTEGER)
         return torc__error(TORC_ERR_DTYPE, "torc_iinfo() requires an integer input type "
                            "(got %s). Use torc_finfo to handle '%s'", e->name, e->name);
     if (min) *min = e->imin;
@@ -194,12 +197,12 @@ static int float_rank(torc_dtype d) {
 // Both valid, neither fp8 unless equal: c10's promoteTypes table, written as its rules.
 static torc_dtype promote_valid(torc_dtype a, torc_dtype b) {
     if (a == b) return a;
-    dtype_category ca = dtype_table[a].category, cb = dtype_table[b].category;
-    if (ca == CAT_BOOL) return b;  // bool is the lowest type
-    if (cb == CAT_BOOL) return a;
-    if (ca == CAT_FLOATING && cb != CAT_FLOATING) return a;  // a float holds any integer type
-    if (cb == CAT_FLOATING && ca != CAT_FLOATING) return b;
-    if (ca == CAT_FLOATING) {
+    torc_dtype_category ca = dtype_table[a].category, cb = dtype_table[b].category;
+    if (ca == TORC_DTYPE_CAT_BOOL) return b;  // bool is the lowest type
+    if (cb == TORC_DTYPE_CAT_BOOL) return a;
+    if (ca == TORC_DTYPE_CAT_FLOATING && cb != TORC_DTYPE_CAT_FLOATING) return a;  // a float holds any integer type
+    if (cb == TORC_DTYPE_CAT_FLOATING && ca != TORC_DTYPE_CAT_FLOATING) return b;
+    if (ca == TORC_DTYPE_CAT_FLOATING) {
         int ra = float_rank(a), rb = float_rank(b);
         if (ra == rb) return TORC_DTYPE_F32;  // f16 + bf16
         return ra > rb ? a : b;

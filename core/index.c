@@ -36,9 +36,9 @@ torc_tensor *torc_index_select(const torc_tensor *t, int dim, const torc_tensor 
     if (t->ndim > 0) shape[dim] = torc_numel(index);
     torc_tensor *out = torc__new(t->device, t->dtype, t->ndim, shape);
     if (!out) return NULL;
-    torc_op op = {.code = TORC_OP_INDEX_SELECT, .n_in = 2};
+    torc_op op = {.code = TORC_OP_INDEX_SELECT, .n_in = 2, .n_out = 1};
     op.params.dim.dim = dim;
-    torc__operand(out, &op.out);
+    torc__operand(out, &op.out[0]);
     torc__operand(t, &op.in[0]);
     torc__operand(index, &op.in[1]);
     if (index->ndim == 0) {  // a scalar index acts as a 1-element vector
@@ -64,9 +64,9 @@ torc_tensor *torc_gather(const torc_tensor *t, int dim, const torc_tensor *index
         }
     torc_tensor *out = torc__new(t->device, t->dtype, index->ndim, index->shape);
     if (!out) return NULL;
-    torc_op op = {.code = TORC_OP_GATHER, .n_in = 2};
+    torc_op op = {.code = TORC_OP_GATHER, .n_in = 2, .n_out = 1};
     op.params.dim.dim = dim;
-    torc__operand(out, &op.out);
+    torc__operand(out, &op.out[0]);
     torc__operand(t, &op.in[0]);
     torc__operand(index, &op.in[1]);
     const torc_tensor *ins[2] = {t, index};
@@ -89,8 +89,8 @@ torc_tensor *torc_masked_select(const torc_tensor *t, const torc_tensor *mask) {
     if (st) return NULL;
     torc_tensor *out = torc__new(t->device, t->dtype, 1, &count);
     if (!out) return NULL;
-    torc_op op = {.code = TORC_OP_MASKED_SELECT, .n_in = 2};
-    torc__operand(out, &op.out);
+    torc_op op = {.code = TORC_OP_MASKED_SELECT, .n_in = 2, .n_out = 1};
+    torc__operand(out, &op.out[0]);
     if (torc__broadcast_operand(t, nd, shape, &op.in[0]) || torc__broadcast_operand(mask, nd, shape, &op.in[1])) {
         torc_release(out);
         return NULL;
@@ -106,9 +106,9 @@ static torc_tensor *tri(const torc_tensor *t, int64_t k, torc_opcode code) {
                               code == TORC_OP_TRIU ? "triu" : "tril");
     torc_tensor *out = torc__new(t->device, t->dtype, t->ndim, t->shape);
     if (!out) return NULL;
-    torc_op op = {.code = code, .n_in = 1};
+    torc_op op = {.code = code, .n_in = 1, .n_out = 1};
     op.params.tri.k = k;
-    torc__operand(out, &op.out);
+    torc__operand(out, &op.out[0]);
     torc__operand(t, &op.in[0]);
     return finish(out, &op, code, 1, &t);
 }

@@ -64,7 +64,7 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
     if (nb + 2 > TORC_MAX_DIMS) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "matmul: too many dims");
     const int nd = nb + 2;
 
-    torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2};
+    torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2, .n_out = 1};
     // Operand a as (batch..., M, K): broadcast batch dims get stride 0.
     torc__operand(a, &op.in[0]);
     torc__operand(b, &op.in[1]);
@@ -88,7 +88,7 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
     oshape[nb] = M, oshape[nb + 1] = N;
     torc_tensor *out = torc__new(a->device, out_dtype, nd, oshape);
     if (!out) return NULL;
-    torc__operand(out, &op.out);
+    torc__operand(out, &op.out[0]);
     const uint64_t flops = 2 * (uint64_t)torc__numel(nb, batch) * (uint64_t)M * (uint64_t)N * (uint64_t)K;
     if (torc__dispatch(a->device, &op, flops)) {
         torc_release(out);

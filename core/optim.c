@@ -70,19 +70,10 @@ static void check_vtable(const torc_optim_vtable *vt, optim_lib *lib, char *why,
         snprintf(why, n, "the plugin refused torc's optimizer ABI %u.%u", TORC_OPTIM_ABI_MAJOR, TORC_OPTIM_ABI_MINOR);
         return;
     }
-    const unsigned maj = vt->abi_version >> 16, min = vt->abi_version & 0xFFFF;
-    if (maj != TORC_OPTIM_ABI_MAJOR) {
-        snprintf(why, n, "plugin built for optimizer ABI %u.%u, but this torc speaks optimizer ABI %u.%u", maj, min,
-                 TORC_OPTIM_ABI_MAJOR, TORC_OPTIM_ABI_MINOR);
+    // The rule every plugin kind shares (plugin.c): the same major, at least the x.0 members.
+    if (!torc__plugin_version_ok("optimizer", TORC_OPTIM_ABI_VERSION, vt->abi_version, vt->struct_size,
+                                 OPTIM_VTABLE_V1_SIZE, why, n))
         return;
-    }
-    if (vt->struct_size < OPTIM_VTABLE_V1_SIZE) {
-        snprintf(why, n,
-                 "plugin vtable is %u bytes (optimizer ABI %u.%u), smaller than the %zu bytes optimizer ABI %u.%u "
-                 "requires",
-                 vt->struct_size, maj, min, (size_t)OPTIM_VTABLE_V1_SIZE, TORC_OPTIM_ABI_MAJOR, TORC_OPTIM_ABI_MINOR);
-        return;
-    }
     if (!vt->name || !valid_name(vt->name, sizeof lib->name)) {
         snprintf(why, n, "plugin vtable has no valid name (lowercase letters, digits, '_')");
         return;

@@ -54,6 +54,24 @@ static bool dirs_each(bool (*fn)(const char *dir, void *ctx), void *ctx) {
     return dir[0] && fn(dir, ctx);
 }
 
+// ---- the version rule every kind shares ----
+bool torc__plugin_version_ok(const char *abi, uint32_t host_version, uint32_t plugin_version, uint32_t struct_size,
+                             size_t min_size, char *why, size_t n) {
+    const unsigned hmaj = host_version >> 16, hmin = host_version & 0xFFFF;
+    const unsigned pmaj = plugin_version >> 16, pmin = plugin_version & 0xFFFF;
+    if (pmaj != hmaj) {
+        snprintf(why, n, "plugin built for %s ABI %u.%u, but this torc speaks %s ABI %u.%u (a different major: "
+                 "rebuild the plugin against this torc's headers)", abi, pmaj, pmin, abi, hmaj, hmin);
+        return false;
+    }
+    if (struct_size < min_size) {
+        snprintf(why, n, "plugin vtable is %u bytes (%s ABI %u.%u), smaller than the %zu bytes %s ABI %u.0 requires",
+                 struct_size, abi, pmaj, pmin, min_size, abi, hmaj);
+        return false;
+    }
+    return true;
+}
+
 // ---- loading one file ----
 typedef struct search {
     const torc__plugin_kind *kind;

@@ -51,8 +51,8 @@ static bool broadcast_all(int n, const torc_tensor *const *ts, int *ndim, int64_
 
 // Runs out = op(ts...) with every input broadcast to out's shape.
 static torc_status run_op(torc_tensor *out, torc_opcode code, int n, const torc_tensor *const *ts, double value) {
-    torc_op op = {.code = code, .n_in = n};
-    torc__operand(out, &op.out);
+    torc_op op = {.code = code, .n_in = n, .n_out = 1};
+    torc__operand(out, &op.out[0]);
     for (int i = 0; i < n; i++) {
         torc_status st = torc__broadcast_operand(ts[i], out->ndim, out->shape, &op.in[i]);
         if (st) return st;

@@ -60,8 +60,8 @@ uint64_t torc__generator_reserve(torc_generator *g, uint64_t n, uint64_t *seed) 
 }
 
 static torc_status fill_random(torc_tensor *t, torc_opcode code, double a, double b, torc_generator *gen) {
-    torc_op op = {.code = code};
-    torc__operand(t, &op.out);
+    torc_op op = {.code = code, .n_out = 1};
+    torc__operand(t, &op.out[0]);
     op.params.rng.offset = torc__generator_reserve(gen, (uint64_t)torc_numel(t), &op.params.rng.seed);
     op.params.rng.a = a;
     op.params.rng.b = b;
@@ -149,9 +149,9 @@ static torc_status trunc_normal_body(torc_tensor *t, double mean, double std, do
     const double u = (1.0 + erf((b - mean) / std / sqrt(2.0))) / 2.0;
     torc_status st = torc_uniform_(t, 2 * l - 1, 2 * u - 1, gen);
     if (st) return st;
-    torc_op op = {.code = TORC_OP_ERFINV, .n_in = 1};
-    torc__operand(t, &op.out);
-    op.in[0] = op.out;
+    torc_op op = {.code = TORC_OP_ERFINV, .n_in = 1, .n_out = 1};
+    torc__operand(t, &op.out[0]);
+    op.in[0] = op.out[0];
     if ((st = torc__dispatch(t->device, &op, 0))) return st;
     if ((st = torc_mul_scalar_(t, torc_s(std * sqrt(2.0))))) return st;
     if ((st = torc_add_scalar_(t, torc_s(mean)))) return st;

@@ -73,10 +73,10 @@ static torc_tensor *reduce(const torc_tensor *t, torc_opcode code, uint32_t mask
     if (t->ndim == 0 && torc_numel(t) == 0) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "empty zero-dim tensor");
     torc_tensor *out = torc__new(t->device, od, t->ndim, kshape);
     if (!out) return NULL;
-    torc_op op = {.code = code, .n_in = 1};
+    torc_op op = {.code = code, .n_in = 1, .n_out = 1};
     if (extra) op.params = *extra;
     op.params.reduce.mask = mask;
-    torc__operand(out, &op.out);
+    torc__operand(out, &op.out[0]);
     torc__operand(t, &op.in[0]);
     if (torc__dispatch(t->device, &op, (uint64_t)torc_numel(t))) {
         torc_release(out);
@@ -206,9 +206,9 @@ static torc_tensor *softmax_op(const torc_tensor *t, int dim, torc_opcode code) 
                               dim >= t->ndim - 1 ? "lastdim_" : "", torc__dtype_c10_name(t->dtype));
     torc_tensor *out = torc__new(t->device, t->dtype, t->ndim, t->shape);
     if (!out) return NULL;
-    torc_op op = {.code = code, .n_in = 1};
+    torc_op op = {.code = code, .n_in = 1, .n_out = 1};
     op.params.dim.dim = dim;
-    torc__operand(out, &op.out);
+    torc__operand(out, &op.out[0]);
     torc__operand(t, &op.in[0]);
     // exp, sum, divide (and a log): about 4 FLOPs an element, counted as documented in torc.h's
     // rule of one per element per elementwise pass.

@@ -59,18 +59,11 @@ torc_tensor *torc_scaled_mm(const torc_tensor *a, const torc_tensor *b, const to
     const int64_t M = a->shape[0], K = a->shape[1], N = b->shape[1];
     torc_tensor *out = torc__new(a->device, out_dtype, 2, (int64_t[]){M, N});
     if (!out) return NULL;
-    torc_op op = {.code = TORC_OP_SCALED_MM, .n_in = 4};
+    torc_op op = {.code = TORC_OP_SCALED_MM, .n_in = 4, .n_out = 1};
     for (int i = 0; i < 4; i++) torc__operand(ins[i], &op.in[i]);
-    torc__operand(out, &op.out);
-    torc_operand so, am;
-    if (scale_out) {
-        torc__operand(scale_out, &so);
-        op.params.scaled_mm.scale_out = so.data;
-    }
-    if (amax_out) {
-        torc__operand(amax_out, &am);
-        op.params.scaled_mm.amax_out = am.data;
-    }
+    torc__operand(out, &op.out[0]);
+    if (scale_out) torc__operand(scale_out, &op.in[op.n_in++]);   // optional in4
+    if (amax_out) torc__operand(amax_out, &op.out[op.n_out++]);    // optional out[1]
     if (torc__dispatch(a->device, &op, 2 * (uint64_t)M * (uint64_t)N * (uint64_t)K)) {
         torc_release(out);
         return NULL;

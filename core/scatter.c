@@ -28,7 +28,7 @@ static torc_tensor *run_into_copy(const torc_tensor *self, torc_op *op, uint64_t
                                   const torc_tensor *const *ins) {
     torc_tensor *out = torc__copy_as(self, self->dtype);
     if (!out) return NULL;
-    torc__operand(out, &op->out);
+    torc__operand(out, &op->out[0]);
     if (torc__dispatch(out->device, op, flops)) {
         torc_release(out);
         return NULL;
@@ -59,7 +59,7 @@ torc_tensor *torc_index_add(const torc_tensor *self, int dim, const torc_tensor 
     if (ns != n)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "index_add_(): Number of indices (%lld) should be equal to "
                                               "source.size(dim): (%lld), for dim: %d", (long long)n, (long long)ns, dim);
-    torc_op op = {.code = TORC_OP_INDEX_ADD, .n_in = 2};
+    torc_op op = {.code = TORC_OP_INDEX_ADD, .n_in = 2, .n_out = 1};
     op.params.dim.dim = dim;
     torc__operand(source, &op.in[0]);
     torc__operand(index, &op.in[1]);
@@ -88,7 +88,7 @@ torc_tensor *torc_scatter_add(const torc_tensor *self, int dim, const torc_tenso
                                   torc__shape_str(self->ndim, self->shape, b2, sizeof b2), dim,
                                   torc__shape_str(src->ndim, src->shape, b3, sizeof b3));
         }
-    torc_op op = {.code = TORC_OP_SCATTER_ADD, .n_in = 2};
+    torc_op op = {.code = TORC_OP_SCATTER_ADD, .n_in = 2, .n_out = 1};
     op.params.dim.dim = dim;
     torc__operand(src, &op.in[0]);
     torc__operand(index, &op.in[1]);
@@ -117,7 +117,7 @@ torc_tensor *torc_masked_scatter(const torc_tensor *self, const torc_tensor *mas
         torc_release(flat);
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "Number of elements of source < number of ones in mask");
     }
-    torc_op op = {.code = TORC_OP_MASKED_SCATTER, .n_in = 2};
+    torc_op op = {.code = TORC_OP_MASKED_SCATTER, .n_in = 2, .n_out = 1};
     torc__operand(flat, &op.in[0]);
     torc_tensor *r = NULL;
     if (!torc__broadcast_operand(mask, self->ndim, self->shape, &op.in[1])) {

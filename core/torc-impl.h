@@ -27,6 +27,7 @@ typedef struct torc_backend_lib torc_backend_lib;  // one loaded plugin file
 
 struct torc_device {
     const torc_backend_vtable *vt;
+    void *ctx;               // the backend instance's context (its init's), passed to every call
     torc_backend_lib *lib;
     int index;               // device index within its backend
     char name[48];           // "cpu", "cuda:0", "reference"
@@ -58,6 +59,11 @@ typedef void *(*torc__plugin_accept_fn)(void *ctx, const char *path, void *handl
 void *torc__plugin_load(const torc__plugin_kind *kind, const char *name, torc__plugin_accept_fn accept, void *ctx);
 // The same for one file given by its path.
 void *torc__plugin_load_file(const torc__plugin_kind *kind, const char *path, torc__plugin_accept_fn accept, void *ctx);
+// The version rule of every kind: a plugin of another major is refused (the message names both
+// versions), one of any minor of the same major is taken if its vtable (struct_size) holds at
+// least the x.0 members (min_size). abi names the ABI in messages ("backend", "optimizer").
+bool torc__plugin_version_ok(const char *abi, uint32_t host_version, uint32_t plugin_version, uint32_t struct_size,
+                             size_t min_size, char *why, size_t n);
 
 // The reference backend's device 0 (loaded on demand): the fallback for host-memory devices
 // and the oracle for tools. NULL (with the error set) if it cannot be loaded.
@@ -229,6 +235,10 @@ bool torc__dtype_valid(torc_dtype d);
 // c10::ScalarType's name ("Float", "Long", "Float8_e4m3fn"): PyTorch's error messages print
 // dtypes this way ("result type Float can't be cast to the desired output type Long").
 const char *torc__dtype_c10_name(torc_dtype d);
+// The backend ABI minor each opcode / dtype appeared in, generated from TORC_OP_LIST and
+// TORC_DTYPE_LIST (opnames.c, dtype.c): dispatch.c never sends a plugin anything newer.
+extern const uint8_t torc_backend_op_minor[TORC_OP_COUNT];
+extern const uint8_t torc_backend_dtype_minor[TORC_DTYPE_COUNT];
 // caffe2::TypeMeta's name ("float", "c10::Half", "long int"): what matmul's and lerp's dtype
 // messages print ("expected m1 and m2 to have the same dtype, but got: float != double").
 const char *torc__dtype_typemeta_name(torc_dtype d);

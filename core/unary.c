@@ -56,8 +56,8 @@ static torc_dtype unary_out_dtype(torc_opcode code, torc_dtype d) {
 
 // Runs the unary op with in -> out (same shape; out may be in itself).
 static torc_status run_unary(torc_tensor *out, const torc_tensor *in, torc_opcode code, const torc_op_params *p) {
-    torc_op op = {.code = code, .n_in = 1};
-    torc__operand(out, &op.out);
+    torc_op op = {.code = code, .n_in = 1, .n_out = 1};
+    torc__operand(out, &op.out[0]);
     torc__operand(in, &op.in[0]);
     if (p) op.params = *p;
     return torc__dispatch(out->device, &op, (uint64_t)torc_numel(out));

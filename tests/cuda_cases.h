@@ -37,7 +37,7 @@ static uint64_t rnd(void) {
 }
 static double urand(double lo, double hi) { return lo + (hi - lo) * (double)(rnd() >> 11) * 0x1.0p-53; }
 
-static int esize(torc_dtype d) { return tcu_dtype_size(d); }
+static int esize(torc_dtype d) { return torc_abi_dtype_size(d); }
 
 // Storage aligned as the device allocator's blocks (512 bytes), so that an alignment a view has
 // on the host is the one it has on the device.
@@ -150,7 +150,7 @@ static bool tv_match(const tview *got, const tview *want, double rscale) {
 }
 
 // Checks one op against the reference: ins are the tviews behind op->in[0..n_in) (NULL when
-// n_in is 0), out the view op->out was made from. Returns false on a mismatch (and prints it).
+// n_in is 0), out the view op->out[0] was made from. Returns false on a mismatch (and prints it).
 typedef bool (*case_check_fn)(torc_op *op, tview *const *ins, tview *out, double rscale);
 
 static const torc_dtype ALL_DT[] = {TORC_DTYPE_F64, TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_BF16,
@@ -201,9 +201,10 @@ static int cases_unary(case_check_fn check) {
                         torc_op op;
                         memset(&op, 0, sizeof op);
                         op.code = code;
+                        op.n_out = 1;
                         op.n_in = 1;
                         op.in[0] = in.op;
-                        op.out = out.op;
+                        op.out[0] = out.op;
                         op.params.scalar.value = exps[e];
                         if (code == TORC_OP_GELU) op.params.gelu.approximate = (int)(rnd() & 1);
                         snprintf(g_case, sizeof g_case, "unary op %d in %d out %d shape %d %s exp %g", code, in_dt,
@@ -256,10 +257,11 @@ static int cases_binary(case_check_fn check) {
                         torc_op op;
                         memset(&op, 0, sizeof op);
                         op.code = code;
+                        op.n_out = 1;
                         op.n_in = 2;
                         op.in[0] = a.op;
                         op.in[1] = b.op;
-                        op.out = out.op;
+                        op.out[0] = out.op;
                         op.params.scalar.value = alphas[al];
                         snprintf(g_case, sizeof g_case, "binary op %d (%d, %d) -> %d shape %d %s alpha %g", code, tr.a,
                                  tr.b, tr.o, s, LAYOUT_NAMES[lay], alphas[al]);
@@ -300,11 +302,12 @@ static int cases_fused(case_check_fn check) {
                         torc_op op;
                         memset(&op, 0, sizeof op);
                         op.code = code;
+                        op.n_out = 1;
                         op.n_in = code == TORC_OP_LERP ? 2 : 3;
                         op.in[0] = x.op;
                         op.in[1] = y.op;
                         op.in[2] = z.op;
-                        op.out = out.op;
+                        op.out[0] = out.op;
                         op.params.scalar.value = code == TORC_OP_LERP ? values[v] / 4 : values[v];
                         snprintf(g_case, sizeof g_case, "fused op %d dtype %d shape %d %s value %g", code, dt, s,
                                  LAYOUT_NAMES[lay], op.params.scalar.value);
@@ -329,9 +332,10 @@ static int cases_where_copy_fill(case_check_fn check) {
                     torc_op op;
                     memset(&op, 0, sizeof op);
                     op.code = TORC_OP_COPY;
+                    op.n_out = 1;
                     op.n_in = 1;
                     op.in[0] = in.op;
-                    op.out = out.op;
+                    op.out[0] = out.op;
                     snprintf(g_case, sizeof g_case, "copy %d -> %d shape %d %s", ALL_DT[i], ALL_DT[j], s, LAYOUT_NAMES[lay]);
                     failures += !check(&op, (tview *[]){&in}, &out, 1.0);
                     tv_free(&in);
@@ -346,11 +350,12 @@ static int cases_where_copy_fill(case_check_fn check) {
                 torc_op op;
                 memset(&op, 0, sizeof op);
                 op.code = TORC_OP_WHERE;
+                op.n_out = 1;
                 op.n_in = 3;
                 op.in[0] = c.op;
                 op.in[1] = x.op;
                 op.in[2] = y.op;
-                op.out = out.op;
+                op.out[0] = out.op;
                 snprintf(g_case, sizeof g_case, "where x %d shape %d %s", ALL_DT[j], s, LAYOUT_NAMES[lay]);
                 failures += !check(&op, (tview *[]){&c, &x, &y}, &out, 1.0);
                 tv_free(&c);
@@ -364,7 +369,8 @@ static int cases_where_copy_fill(case_check_fn check) {
                     torc_op f;
                     memset(&f, 0, sizeof f);
                     f.code = TORC_OP_FILL;
-                    f.out = o2.op;
+                    f.n_out = 1;
+                    f.out[0] = o2.op;
                     f.params.scalar.value = vals[v];
                     snprintf(g_case, sizeof g_case, "fill %g dtype %d shape %d %s", vals[v], ALL_DT[j], s, LAYOUT_NAMES[lay]);
                     failures += !check(&f, NULL, &o2, 1.0);
@@ -384,13 +390,15 @@ static int cases_ranges_rng(case_check_fn check) {
             tview out = tv_new(ALL_DT[j], 1, n, lay, 0, 0);
             torc_op op;
             memset(&op, 0, sizeof op);
-            op.out = out.op;
+            op.out[0] = out.op;
             op.code = TORC_OP_ARANGE;
+            op.n_out = 1;
             op.params.range.start = -3.5;
             op.params.range.step = 0.25;
             snprintf(g_case, sizeof g_case, "arange dtype %d", ALL_DT[j]);
             failures += !check(&op, NULL, &out, 0.0);
             op.code = TORC_OP_LINSPACE;
+            op.n_out = 1;
             op.params.range.start = -1;
             op.params.range.end = 7;
             op.params.range.count = 257;
@@ -399,6 +407,7 @@ static int cases_ranges_rng(case_check_fn check) {
             for (int code = TORC_OP_RAND_UNIFORM; code <= TORC_OP_RAND_INT; code++) {
                 memset(&op.params, 0, sizeof op.params);
                 op.code = code;
+                op.n_out = 1;
                 op.params.rng.seed = 0x1234567890ull + (uint64_t)j;
                 op.params.rng.offset = 1000003;
                 op.params.rng.a = code == TORC_OP_RAND_INT ? -5 : 0.5;
@@ -415,7 +424,8 @@ static int cases_ranges_rng(case_check_fn check) {
         torc_op op;
         memset(&op, 0, sizeof op);
         op.code = TORC_OP_RAND_NORMAL;
-        op.out = o3.op;
+        op.n_out = 1;
+        op.out[0] = o3.op;
         op.params.rng.seed = 42;
         op.params.rng.offset = 7;
         op.params.rng.a = 0;
@@ -470,9 +480,10 @@ static int cases_reductions(case_check_fn check) {
                         torc_op op;
                         memset(&op, 0, sizeof op);
                         op.code = code;
+                        op.n_out = 1;
                         op.n_in = 1;
                         op.in[0] = in.op;
-                        op.out = out.op;
+                        op.out[0] = out.op;
                         op.params.reduce.mask = rc->mask;
                         op.params.reduce.correction = v == 0 ? 1 : 0;
                         op.params.reduce.p = norms[v];
@@ -508,9 +519,10 @@ static int cases_softmax(case_check_fn check) {
                         torc_op op;
                         memset(&op, 0, sizeof op);
                         op.code = code;
+                        op.n_out = 1;
                         op.n_in = 1;
                         op.in[0] = in.op;
-                        op.out = out.op;
+                        op.out[0] = out.op;
                         op.params.dim.dim = dim;
                         snprintf(g_case, sizeof g_case, "softmax op %d dtype %d shape %d dim %d %s", code, in_dt, s, dim,
                                  LAYOUT_NAMES[lay]);
@@ -546,10 +558,11 @@ static int cases_matmul(case_check_fn check) {
                         torc_op op;
                         memset(&op, 0, sizeof op);
                         op.code = TORC_OP_MATMUL;
+                        op.n_out = 1;
                         op.n_in = 2;
                         op.in[0] = a.op;
                         op.in[1] = b.op;
-                        op.out = out.op;
+                        op.out[0] = out.op;
                         snprintf(g_case, sizeof g_case, "matmul %d x %d -> %d size %d a %s b %s out %d", dts[d].a, dts[d].b,
                                  dts[d].o, sz, LAYOUT_NAMES[la], LAYOUT_NAMES[lb], lo);
                         failures += !check(&op, (tview *[]){&a, &b}, &out, 4.0);
@@ -579,18 +592,20 @@ static int cases_index(case_check_fn check) {
                 torc_op op;
                 memset(&op, 0, sizeof op);
                 op.code = TORC_OP_INDEX_SELECT;
+                op.n_out = 1;
                 op.n_in = 2;
                 op.in[0] = src.op;
                 op.in[1] = idx.op;
-                op.out = out.op;
+                op.out[0] = out.op;
                 op.params.dim.dim = dim;
                 snprintf(g_case, sizeof g_case, "index_select dtype %d dim %d %s", dt, dim, LAYOUT_NAMES[lay]);
                 failures += !check(&op, (tview *[]){&src, &idx}, &out, 1.0);
                 // INDEX_ADD into a 4x5x6 out from a source shaped like index_select's out
                 tview acc = tv_new(dt, 3, src_shape, lay == 1 ? L_STEP : L_CONTIG, lo, hi);
                 op.code = TORC_OP_INDEX_ADD;
+                op.n_out = 1;
                 op.in[0] = out.op;
-                op.out = acc.op;
+                op.out[0] = acc.op;
                 snprintf(g_case, sizeof g_case, "index_add dtype %d dim %d %s", dt, dim, LAYOUT_NAMES[lay]);
                 failures += !check(&op, (tview *[]){&out, &idx}, &acc, 4.0);
                 tv_free(&acc);
@@ -601,15 +616,17 @@ static int cases_index(case_check_fn check) {
                 tview gidx = tv_new(TORC_DTYPE_I64, 3, ish, lay, 0, (double)src_shape[dim] - 1);
                 tview gout = tv_new(dt, 3, ish, L_CONTIG, 0, 0);
                 op.code = TORC_OP_GATHER;
+                op.n_out = 1;
                 op.in[0] = src.op;
                 op.in[1] = gidx.op;
-                op.out = gout.op;
+                op.out[0] = gout.op;
                 snprintf(g_case, sizeof g_case, "gather dtype %d dim %d %s", dt, dim, LAYOUT_NAMES[lay]);
                 failures += !check(&op, (tview *[]){&src, &gidx}, &gout, 1.0);
                 tview sacc = tv_new(dt, 3, src_shape, L_CONTIG, lo, hi);
                 op.code = TORC_OP_SCATTER_ADD;
+                op.n_out = 1;
                 op.in[0] = gout.op;
-                op.out = sacc.op;
+                op.out[0] = sacc.op;
                 snprintf(g_case, sizeof g_case, "scatter_add dtype %d dim %d %s", dt, dim, LAYOUT_NAMES[lay]);
                 failures += !check(&op, (tview *[]){&gout, &gidx}, &sacc, 4.0);
                 // an out-of-range index: the reference fails, the kernel reports through the error word
@@ -636,15 +653,17 @@ static int cases_index(case_check_fn check) {
                 }
                 tview sel = tv_new(dt, 1, &count, lay == 2 ? L_STEP : L_CONTIG, 0, 0);
                 op.code = TORC_OP_MASKED_SELECT;
+                op.n_out = 1;
                 op.in[0] = src.op;
                 op.in[1] = mask.op;
-                op.out = sel.op;
+                op.out[0] = sel.op;
                 snprintf(g_case, sizeof g_case, "masked_select dtype %d %s", dt, LAYOUT_NAMES[lay]);
                 failures += !check(&op, (tview *[]){&src, &mask}, &sel, 1.0);
                 tview dst = tv_new(dt, 3, src_shape, lay, lo, hi);
                 op.code = TORC_OP_MASKED_SCATTER;
+                op.n_out = 1;
                 op.in[0] = sel.op;
-                op.out = dst.op;
+                op.out[0] = dst.op;
                 snprintf(g_case, sizeof g_case, "masked_scatter dtype %d %s", dt, LAYOUT_NAMES[lay]);
                 failures += !check(&op, (tview *[]){&sel, &mask}, &dst, 1.0);
                 tv_free(&dst);
@@ -656,9 +675,10 @@ static int cases_index(case_check_fn check) {
                     const int64_t k = diagonals[kk];
                     tview tout = tv_new(dt, 3, src_shape, lay == 1 ? L_TRANS : L_CONTIG, 0, 0);
                     op.code = dim == 0 ? TORC_OP_TRIU : TORC_OP_TRIL;
+                    op.n_out = 1;
                     op.n_in = 1;
                     op.in[0] = src.op;
-                    op.out = tout.op;
+                    op.out[0] = tout.op;
                     op.params.tri.k = k;
                     snprintf(g_case, sizeof g_case, "tri op %d k %lld dtype %d %s", op.code, (long long)k, dt, LAYOUT_NAMES[lay]);
                     failures += !check(&op, (tview *[]){&src}, &tout, 1.0);
@@ -698,18 +718,21 @@ static int cases_scaled_mm(case_check_fn check) {
                             torc_op op;
                             memset(&op, 0, sizeof op);
                             op.code = TORC_OP_SCALED_MM;
+                            op.n_out = 1;
                             op.n_in = 4;
                             op.in[0] = a.op;
                             op.in[1] = b.op;
                             op.in[2] = s_a.op;
                             op.in[3] = s_b.op;
-                            op.out = out.op;
-                            op.params.scaled_mm.scale_out = (extra & 1) ? s_o.op.data : NULL;
-                            op.params.scaled_mm.amax_out = (extra & 2) ? amax.op.data : NULL;
+                            op.out[0] = out.op;
+                            // views: the inputs, then out[1] (amax) when asked for
+                            tview *views[6] = {&a, &b, &s_a, &s_b};
+                            int nv = 4;
+                            if (extra & 1) op.in[op.n_in++] = s_o.op, views[nv++] = &s_o;     // scale_out
+                            if (extra & 2) op.out[op.n_out++] = amax.op, views[nv++] = &amax;  // amax
                             snprintf(g_case, sizeof g_case, "scaled_mm %d x %d -> %d size %d layout %d extra %d at +%d B",
                                      pairs[pi].a, pairs[pi].b, outs[oi], sz, lay, extra, shift);
-                            // ins[4], ins[5]: the views behind params.scaled_mm.scale_out / amax_out
-                            failures += !check(&op, (tview *[]){&a, &b, &s_a, &s_b, &s_o, &amax}, &out, 1.0);
+                            failures += !check(&op, views, &out, 1.0);
                             tv_free(&a);
                             tv_free(&b);
                             tv_free(&out);
@@ -742,11 +765,12 @@ static int cases_fp8_saturation(case_check_fn check) {
                 torc_op op;
                 memset(&op, 0, sizeof op);
                 op.code = TORC_OP_SCALED_MM;
+                op.n_out = 1;
                 op.n_in = 4;
-                op.in[0] = a.op, op.in[1] = b.op, op.in[2] = s1.op, op.in[3] = s1.op, op.out = out.op;
-                op.params.scaled_mm.amax_out = amax_on ? amax.op.data : NULL;
+                op.in[0] = a.op, op.in[1] = b.op, op.in[2] = s1.op, op.in[3] = s1.op, op.out[0] = out.op;
+                if (amax_on) op.out[op.n_out++] = amax.op;
                 snprintf(g_case, sizeof g_case, "fp8 saturation -> %d size %d amax %d", outs[oi], sz, amax_on);
-                failures += !check(&op, (tview *[]){&a, &b, &s1, &s1, NULL, &amax}, &out, 1.0);
+                failures += !check(&op, (tview *[]){&a, &b, &s1, &s1, &amax}, &out, 1.0);
                 tv_free(&a);
                 tv_free(&b);
                 tv_free(&out);

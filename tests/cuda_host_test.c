@@ -587,7 +587,7 @@ const tcu_lt_api *__wrap_tcu_lt_api_get(void) { return &EMU_LT; }
 // What cuBLAS computes for a plan (column-major, op flags, leading dims, strided batches).
 static void emu_blas(const torc_op *op, const tcu_gemm_plan *pl) {
     const torc_operand *pa = pl->swap ? &op->in[1] : &op->in[0], *pb = pl->swap ? &op->in[0] : &op->in[1];
-    const torc_dtype dt = op->in[0].dtype, odt = op->out.dtype;
+    const torc_dtype dt = op->in[0].dtype, odt = op->out[0].dtype;
     for (int64_t ob = 0; ob < pl->outer.numel; ob++) {
         int64_t off[TCU_MAX_OPS];
         tcu_offsets64(&pl->outer, ob, off);
@@ -601,14 +601,14 @@ static void emu_blas(const torc_op *op, const tcu_gemm_plan *pl) {
                         const int64_t bj = pl->trans_b ? j + p * pl->ldb : p + j * pl->ldb;
                         sum += tcu_load_f64(pa->data, A + ai, dt) * tcu_load_f64(pb->data, B + bj, dt);
                     }
-                    tcu_store_f64(op->out.data, C + i + j * pl->ldc, odt, sum);
+                    tcu_store_f64(op->out[0].data, C + i + j * pl->ldc, odt, sum);
                 }
         }
     }
 }
 
 int tcu_matmul(tcu_device *d, const torc_op *op) {  // gemm.c's decisions, cuBLAS emulated
-    const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out[0];
     int64_t numel = 1;
     for (int i = 0; i < c->ndim; i++) numel *= c->shape[i];
     if (numel == 0) return TORC_OK;
@@ -631,6 +631,7 @@ void tcu_gemm_release(tcu_device *d) { (void)d; }
 
 // ---- the reference backend and a fake device ----
 static const torc_backend_vtable *ref;
+static void *ref_ctx, *v_ctx;  // the reference's context; the cuda plugin's, in the tests that load it
 static void *ref_lib;
 static int g_kerr;
 static tcu_device g_dev;
@@ -653,7 +654,7 @@ static void setup_ref(void) {
     ck_assert_ptr_nonnull(entry);
     ref = entry(TORC_BACKEND_ABI_VERSION);
     ck_assert_ptr_nonnull(ref);
-    ck_assert_int_eq(ref->init(), TORC_OK);
+    ck_assert_int_eq(ref->init(NULL, &ref_ctx), TORC_OK);
     memset(&g_dev, 0, sizeof g_dev);
     g_dev.sm_count = 2;  // small, so that long reductions take the split path
     g_dev.cc_major = 9;
@@ -664,7 +665,7 @@ static void setup_ref(void) {
 static void teardown_ref(void) {
     tcu_lt_release(&g_dev);
     pthread_mutex_destroy(&g_dev.lib_mu);
-    ref->shutdown();
+    ref->shutdown(ref_ctx);
     dlclose(ref_lib);
 }
 
@@ -674,19 +675,19 @@ static void teardown_ref(void) {
 static bool check_op(torc_op *op, tview *out, double rscale) {
     char why[160];
     const bool ours = tcu_supports_op(op, g_dev.cc_major * 10 + g_dev.cc_minor, why, sizeof why);
-    const bool theirs = ref->supports(0, op);
+    const bool theirs = ref->supports(ref_ctx, 0, op);
     if (ours != theirs) {
         fprintf(stderr, "%s: supports() differs: cuda %d (%s), reference %d\n", g_case, ours, ours ? "" : why, theirs);
         return false;
     }
     if (!ours) return true;
     tview want = tv_clone(out);
-    op->out.data = want.op.data;
-    const int rs = ref->run(0, op);
+    op->out[0].data = want.op.data;
+    const int rs = ref->run(ref_ctx, 0, op);
     bool ok = true;
     for (int pass = 0; pass < 2 && ok; pass++) {
         tview got = tv_clone(out);
-        op->out.data = got.op.data;
+        op->out[0].data = got.op.data;
         g_force64 = pass == 1;
         g_kerr = 0;
         const int cs = tcu_run_op(&g_dev, op);
@@ -697,19 +698,19 @@ static bool check_op(torc_op *op, tview *out, double rscale) {
             if (!ok) fprintf(stderr, "%s: kernel error %d but reference status %d\n", g_case, g_kerr, rs);
         } else if (cs != rs) {
             fprintf(stderr, "%s: status cuda %d (%s), reference %d (%s)\n", g_case, cs, cs ? g_err : "",
-                    rs, rs ? ref->last_error() : "");
+                    rs, rs ? ref->last_error(ref_ctx) : "");
             ok = false;
         } else if (cs == TORC_OK) {
             ok = tv_match(&got, &want, rscale);
-        } else if (strncmp(ref->last_error(), "reference backend:", 18) != 0 &&
-                   strcmp(g_err, ref->last_error()) != 0) {  // PyTorch's texts must be the same
-            fprintf(stderr, "%s: error text cuda '%s', reference '%s'\n", g_case, g_err, ref->last_error());
+        } else if (strncmp(ref->last_error(ref_ctx), "reference backend:", 18) != 0 &&
+                   strcmp(g_err, ref->last_error(ref_ctx)) != 0) {  // PyTorch's texts must be the same
+            fprintf(stderr, "%s: error text cuda '%s', reference '%s'\n", g_case, g_err, ref->last_error(ref_ctx));
             ok = false;
         }
         tv_free(&got);
     }
     g_force64 = false;
-    op->out.data = out->op.data;
+    op->out[0].data = out->op.data;
     tv_free(&want);
     return ok;
 }
@@ -717,21 +718,22 @@ static bool check_op(torc_op *op, tview *out, double rscale) {
 // ---- the emulated backend against the reference ----
 static bool check_emulated(torc_op *op, tview *const *ins, tview *out, double rscale) {
     (void)ins;  // host memory: the views are used where they are
-    if (op->code != TORC_OP_SCALED_MM || !op->params.scaled_mm.amax_out) return check_op(op, out, rscale);
-    // amax: each side writes its own float; they must agree
-    float *amax = op->params.scaled_mm.amax_out, want = -1, got = -2;
-    op->params.scaled_mm.amax_out = &want;
+    if (op->n_out < 2) return check_op(op, out, rscale);
+    // amax (scaled_mm's out[1]): each side writes its own float; they must agree
+    void *amax = op->out[1].data;
+    float want = -1, got = -2;
+    op->out[1].data = &want;
     tview w = tv_clone(out);
-    op->out.data = w.op.data;
-    const int rs = ref->run(0, op);
-    op->params.scaled_mm.amax_out = &got;
-    op->out.data = out->op.data;
+    op->out[0].data = w.op.data;
+    const int rs = ref->run(ref_ctx, 0, op);
+    op->out[1].data = &got;
+    op->out[0].data = out->op.data;
     bool ok = check_op(op, out, rscale);  // outputs (amax written again, into got)
     if (rs == TORC_OK && !(isnan(want) ? isnan(got) : fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f)) {
         fprintf(stderr, "%s: amax %g, reference %g\n", g_case, got, want);
         ok = false;
     }
-    op->params.scaled_mm.amax_out = amax;
+    op->out[1].data = amax;
     tv_free(&w);
     return ok;
 }
@@ -751,10 +753,11 @@ START_TEST(contiguous_float_ops_take_the_vector_path) {
         torc_op op;
         memset(&op, 0, sizeof op);
         op.code = TORC_OP_MUL;
+        op.n_out = 1;
         op.n_in = 2;
         op.in[0] = a.op;
         op.in[1] = b.op;
-        op.out = out.op;
+        op.out[0] = out.op;
         g_paths.fast = 0;
         snprintf(g_case, sizeof g_case, "vector mul dtype %d", dts[i]);
         ck_assert(check_op(&op, &out, 1.0));
@@ -815,8 +818,9 @@ START_TEST(scaled_mm_matches_reference) {
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_SCALED_MM;
+    op.n_out = 1;
     op.n_in = 4;
-    op.in[0] = a.op, op.in[1] = b.op, op.in[2] = sc.op, op.in[3] = sc.op, op.out = out.op;
+    op.in[0] = a.op, op.in[1] = b.op, op.in[2] = sc.op, op.in[3] = sc.op, op.out[0] = out.op;
     ck_assert_int_eq(tcu_run_op(&g_dev, &op), TORC_ERR_NOT_SUPPORTED);
     ck_assert_ptr_nonnull(strstr(g_err, "compute capability 8.9"));
     g_dev.cc_major = 9;
@@ -1378,10 +1382,11 @@ static torc_op mul_op(tview *a, tview *b, tview *out) {
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_MUL;
+    op.n_out = 1;
     op.n_in = 2;
     op.in[0] = a->op;
     op.in[1] = b->op;
-    op.out = out->op;
+    op.out[0] = out->op;
     return op;
 }
 
@@ -1472,10 +1477,11 @@ START_TEST(supports_decides_fp8_matmul_by_compute_capability) {
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_SCALED_MM;
+    op.n_out = 1;
     op.n_in = 4;
     op.in[0] = op.in[1] = a.op;
     op.in[2] = op.in[3] = sc.op;
-    op.out = out.op;
+    op.out[0] = out.op;
     char why[160];
     ck_assert(!tcu_supports_op(&op, 80, why, sizeof why));
     ck_assert_ptr_nonnull(strstr(why, "compute capability 8.9 or newer (this device is 8.0)"));
@@ -1499,12 +1505,13 @@ static bool lt_case(torc_dtype out_dt, int shift, bool amax, int64_t M, int64_t 
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_SCALED_MM;
+    op.n_out = 1;
     op.n_in = 4;
-    op.in[0] = a.op, op.in[1] = b.op, op.in[2] = sc.op, op.in[3] = sc.op, op.out = out.op;
-    op.params.scaled_mm.amax_out = amax ? am.op.data : NULL;
+    op.in[0] = a.op, op.in[1] = b.op, op.in[2] = sc.op, op.in[3] = sc.op, op.out[0] = out.op;
+    if (amax) op.out[op.n_out++] = am.op;
     snprintf(g_case, sizeof g_case, "scaled_mm e4m3 -> %d, %lldx%lldx%lld at +%d B, amax %d", out_dt, (long long)M,
              (long long)K, (long long)N, shift, amax);
-    const bool ok = check_emulated(&op, (tview *[]){&a, &b, &sc, &sc, NULL, &am}, &out, 1.0);
+    const bool ok = check_emulated(&op, (tview *[]){&a, &b, &sc, &sc, &am}, &out, 1.0);
     tv_free(&a);
     tv_free(&b);
     tv_free(&out);
@@ -1744,51 +1751,56 @@ START_TEST(plugin_loads_and_fails_init_cleanly_without_a_device) {
     ck_assert_uint_eq(v->struct_size, sizeof(torc_backend_vtable));
     ck_assert_ptr_nonnull(v->memory_stats);
     ck_assert_ptr_nonnull(v->empty_cache);
-    ck_assert_ptr_nonnull(v->event_create);
+    // an option it does not take is refused by name, before anything touches a driver
+    void *c = NULL;
+    ck_assert_int_eq(v->init((const char *const[]){"allow_tf32=1", "bogus=3", NULL}, &c), TORC_ERR_INVALID_ARG);
+    ck_assert_str_eq(v->last_error(NULL), "cuda: unknown option 'bogus' (it takes allow_tf32)");
+    ck_assert_int_eq(v->init((const char *const[]){"allow_tf32=yes", NULL}, &c), TORC_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(v->last_error(NULL), "allow_tf32 takes 0 or 1"));
+    ck_assert_ptr_null(c);
     // before init, nothing works and nothing crashes
-    ck_assert_int_eq(v->device_count(), 0);
-    ck_assert_ptr_null(v->alloc(0, 16));
-    ck_assert_ptr_nonnull(strstr(v->last_error(), "before init()"));
-    const int rc = v->init();
+    ck_assert_int_eq(v->device_count(v_ctx), 0);
+    ck_assert_ptr_null(v->alloc(v_ctx, 0, 16));
+    ck_assert_ptr_nonnull(strstr(v->last_error(v_ctx), "before init()"));
+    const int rc = v->init(NULL, &v_ctx);
     if (rc == TORC_OK) {  // a machine with a GPU: the GPU suite covers it
-        ck_assert_int_gt(v->device_count(), 0);
-        v->shutdown();
+        ck_assert_int_gt(v->device_count(v_ctx), 0);
+        v->shutdown(v_ctx);
         dlclose(h);
         return;
     }
     ck_assert_int_eq(rc, TORC_ERR_BACKEND);
-    const char *msg = v->last_error();
+    const char *msg = v->last_error(v_ctx);
     ck_assert(strncmp(msg, "no CUDA driver found", 20) == 0 ||
               strncmp(msg, "CUDA driver found but no CUDA device (cudaGetDeviceCount: ", 58) == 0);
     char first[512];
     snprintf(first, sizeof first, "%s", msg);
-    ck_assert_int_eq(v->init(), TORC_ERR_BACKEND);  // twice: the same clean answer
-    ck_assert_str_eq(v->last_error(), first);
-    ck_assert_int_eq(v->device_count(), 0);
-    ck_assert_ptr_null(v->alloc(0, 16));
-    ck_assert_ptr_nonnull(strstr(v->last_error(), first));
+    ck_assert_int_eq(v->init(NULL, &v_ctx), TORC_ERR_BACKEND);  // twice: the same clean answer
+    ck_assert_str_eq(v->last_error(v_ctx), first);
+    ck_assert_int_eq(v->device_count(v_ctx), 0);
+    ck_assert_ptr_null(v->alloc(v_ctx, 0, 16));
+    ck_assert_ptr_nonnull(strstr(v->last_error(v_ctx), first));
     torc_device_info info;
-    ck_assert_int_eq(v->device_info(0, &info), TORC_ERR_BACKEND);
-    ck_assert_int_eq(v->synchronize(0), TORC_ERR_BACKEND);
-    ck_assert_ptr_null(v->event_create(0));
+    ck_assert_int_eq(v->device_info(v_ctx, 0, &info), TORC_ERR_BACKEND);
+    ck_assert_int_eq(v->synchronize(v_ctx, 0), TORC_ERR_BACKEND);
     uint64_t al = 1, re = 1, pk = 1;
-    ck_assert_int_eq(v->memory_stats(0, &al, &re, &pk), TORC_ERR_BACKEND);
-    ck_assert_int_eq(v->empty_cache(0), TORC_ERR_BACKEND);
+    ck_assert_int_eq(v->memory_stats(v_ctx, 0, &al, &re, &pk), TORC_ERR_BACKEND);
+    ck_assert_int_eq(v->empty_cache(v_ctx, 0), TORC_ERR_BACKEND);
     char buf[4];
-    ck_assert_int_eq(v->copy(0, buf, buf, 4, TORC_COPY_DEVICE_TO_DEVICE, false), TORC_ERR_BACKEND);
+    ck_assert_int_eq(v->copy(v_ctx, 0, buf, buf, 4, TORC_COPY_DEVICE_TO_DEVICE, false), TORC_ERR_BACKEND);
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_FILL;
+    op.n_out = 1;
     // supports() decides by the device's compute capability: without a device, nothing
-    ck_assert(!v->supports(0, &op));
-    ck_assert_ptr_nonnull(strstr(v->last_error(), first));
-    ck_assert_int_eq(v->run(0, &op), TORC_ERR_BACKEND);
-    v->free(0, NULL);
-    v->event_destroy(NULL);
-    v->shutdown();
-    ck_assert_int_eq(v->init(), TORC_ERR_BACKEND);  // after shutdown, init probes again: same answer
-    ck_assert_str_eq(v->last_error(), first);
-    v->shutdown();
+    ck_assert(!v->supports(v_ctx, 0, &op));
+    ck_assert_ptr_nonnull(strstr(v->last_error(v_ctx), first));
+    ck_assert_int_eq(v->run(v_ctx, 0, &op), TORC_ERR_BACKEND);
+    v->free(v_ctx, 0, NULL);
+    v->shutdown(v_ctx);
+    ck_assert_int_eq(v->init(NULL, &v_ctx), TORC_ERR_BACKEND);  // after shutdown, init probes again: same answer
+    ck_assert_str_eq(v->last_error(v_ctx), first);
+    v->shutdown(v_ctx);
     dlclose(h);
 }
 END_TEST
@@ -1808,9 +1820,9 @@ START_TEST(loading_the_plugin_maps_no_cublas) {
     void *h = open_plugin("cuda");
     ck_assert_ptr_nonnull(h);
     const torc_backend_vtable *v = ((torc_backend_entry_fn)dlsym(h, TORC_BACKEND_ENTRY_SYMBOL))(TORC_BACKEND_ABI_VERSION);
-    v->init();
+    v->init(NULL, &v_ctx);
     ck_assert(!mapped("/libcublas.so"));
-    v->shutdown();
+    v->shutdown(v_ctx);
     dlclose(h);
     // and the lazy loader finds it (the toolkit is installed here)
     const tcu_blas_api *api = tcu_blas_api_get();
@@ -1827,17 +1839,19 @@ START_TEST(supports_refuses_malformed_descriptors) {
     memset(&op, 0, sizeof op);
     char why[160];
     op.code = TORC_OP_COUNT;
+    op.n_out = 1;
     ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
     ck_assert_ptr_nonnull(strstr(why, "unknown opcode"));
     op.code = TORC_OP_ADD;
+    op.n_out = 1;
     op.n_in = 1;
     ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
     ck_assert_ptr_nonnull(strstr(why, "takes 2 inputs"));
     op.n_in = 2;
-    op.out.ndim = 9;
+    op.out[0].ndim = 9;
     ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
-    op.out.ndim = 1;
-    op.out.shape[0] = 3;
+    op.out[0].ndim = 1;
+    op.out[0].shape[0] = 3;
     op.in[0].ndim = op.in[1].ndim = 1;
     op.in[0].shape[0] = 3;
     op.in[1].shape[0] = 2;

@@ -260,7 +260,7 @@ int onednn__error(int status, const char *fmt, ...) {
 }
 
 int main(void) {
-    if (onednn__isa_init() != 0) return EXIT_FAILURE;
+    if (onednn__isa_init(NULL) != 0) return EXIT_FAILURE;
     SRunner *sr = srunner_create(amx_suite());
     srunner_run_all(sr, CK_NORMAL);
     const int failed = srunner_ntests_failed(sr);

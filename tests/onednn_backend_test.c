@@ -26,6 +26,7 @@ __attribute__((visibility("default"))) const char *__asan_default_options(void) 
 
 static const torc_backend_vtable *vt;   // the backend under test
 static const torc_backend_vtable *ref;  // the oracle
+static void *vt_ctx, *ref_ctx;          // their contexts (init's)
 
 static const torc_backend_vtable *load_backend(const char *file) {
     const char *dir = getenv("TORC_BUILD_DIR");
@@ -43,14 +44,14 @@ static const torc_backend_vtable *load_backend(const char *file) {
 
 static void setup(void) {
     vt = load_backend("libtorc_onednn.so");
-    ck_assert_msg(vt->init() == 0, "init: %s", vt->last_error());
+    ck_assert_msg(vt->init(NULL, &vt_ctx) == 0, "init: %s", vt->last_error(vt_ctx));
     ref = load_backend("libtorc_reference.so");
-    ck_assert_msg(ref->init() == 0, "reference init: %s", ref->last_error());
+    ck_assert_msg(ref->init(NULL, &ref_ctx) == 0, "reference init: %s", ref->last_error(ref_ctx));
 }
 
 static void teardown(void) {
-    vt->shutdown();
-    ref->shutdown();
+    vt->shutdown(vt_ctx);
+    ref->shutdown(ref_ctx);
 }
 
 // ---- test tensors ----
@@ -211,9 +212,10 @@ static torc_op make_op(torc_opcode code, int n_in, const tensor *in, const tenso
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = code;
+    op.n_out = 1;
     op.n_in = n_in;
     for (int i = 0; i < n_in; i++) op.in[i] = in[i].op;
-    op.out = out->op;
+    op.out[0] = out->op;
     return op;
 }
 
@@ -239,8 +241,8 @@ static bool dense(const torc_operand *x) {
 static bool is_primitive_op(const torc_op *op) {
     const torc_opcode c = op->code;
     if (c == TORC_OP_COPY) {  // byte moves and dense f32 <-> bf16 casts are host loops, the rest a reorder
-        const torc_dtype s = op->in[0].dtype, d = op->out.dtype;
-        const bool cast = (s == TORC_DTYPE_F32 || d == TORC_DTYPE_F32) && dense(&op->in[0]) && dense(&op->out);
+        const torc_dtype s = op->in[0].dtype, d = op->out[0].dtype;
+        const bool cast = (s == TORC_DTYPE_F32 || d == TORC_DTYPE_F32) && dense(&op->in[0]) && dense(&op->out[0]);
         return !(s == d || (s == TORC_DTYPE_BOOL && (d == TORC_DTYPE_I8 || d == TORC_DTYPE_U8)) || cast);
     }
     return c != TORC_OP_MATMUL && c != TORC_OP_SCALED_MM && c != TORC_OP_FILL &&
@@ -252,7 +254,7 @@ static bool is_primitive_op(const torc_op *op) {
 
 // Whether this CPU's oneDNN ISA has the kernels op needs (bf16 primitives need AVX512_CORE).
 static bool must_claim_isa(const torc_op *op) {
-    bool bf16 = op->out.dtype == TORC_DTYPE_BF16;
+    bool bf16 = op->out[0].dtype == TORC_DTYPE_BF16;
     for (int i = 0; i < op->n_in; i++) bf16 = bf16 || op->in[i].dtype == TORC_DTYPE_BF16;
     return !(bf16 && is_primitive_op(op) && !dnnl_has(dnnl_cpu_isa_avx512_core));
 }
@@ -262,7 +264,7 @@ static bool must_claim(const torc_op *op) {
     // x + alpha * y with alpha other than +-1 is a host loop over dense float32 operands (one
     // rounding, as the reference); other layouts and dtypes go to the reference.
     if ((op->code == TORC_OP_ADD || op->code == TORC_OP_SUB) && fabs(op->params.scalar.value) != 1.0) {
-        bool ok = op->out.dtype == TORC_DTYPE_F32 && dense(&op->out);
+        bool ok = op->out[0].dtype == TORC_DTYPE_F32 && dense(&op->out[0]);
         for (int i = 0; i < op->n_in; i++) ok = ok && op->in[i].dtype == TORC_DTYPE_F32 && dense(&op->in[i]);
         return ok;
     }
@@ -272,15 +274,15 @@ static bool must_claim(const torc_op *op) {
 // Runs op on the backend; where the backend may decline it on this CPU (must_claim) and does, the
 // reference runs it, as the core would.
 static void run_ok(const torc_op *op, const char *what) {
-    if (!vt->supports(0, op)) {
-        ck_assert_msg(!must_claim(op), "%s: supports() is false: %s", what, vt->last_error());
-        ck_assert_msg(vt->last_error()[0] != '\0', "%s: declined without a reason", what);
-        const int st = ref->run(0, op);
-        ck_assert_msg(st == 0, "%s: reference run() = %d: %s", what, st, ref->last_error());
+    if (!vt->supports(vt_ctx, 0, op)) {
+        ck_assert_msg(!must_claim(op), "%s: supports() is false: %s", what, vt->last_error(vt_ctx));
+        ck_assert_msg(vt->last_error(vt_ctx)[0] != '\0', "%s: declined without a reason", what);
+        const int st = ref->run(ref_ctx, 0, op);
+        ck_assert_msg(st == 0, "%s: reference run() = %d: %s", what, st, ref->last_error(ref_ctx));
         return;
     }
-    int st = vt->run(0, op);
-    ck_assert_msg(st == 0, "%s: run() = %d: %s", what, st, vt->last_error());
+    int st = vt->run(vt_ctx, 0, op);
+    ck_assert_msg(st == 0, "%s: run() = %d: %s", what, st, vt->last_error(vt_ctx));
 }
 
 // oneDNN 2.6's log is off by up to ~3e-6: log and log_softmax with f32 results run on torc's host
@@ -298,7 +300,7 @@ static bool f32_log_claimed(const torc_op *op) {
     bool ok = x->dtype == TORC_DTYPE_F32;
     int64_t s = 1;
     for (int d = x->ndim - 1; d >= 0; d--) {  // row-major dense (size-1 dims: any stride), in and out alike
-        ok = ok && (x->shape[d] == 1 || (x->stride[d] == s && op->out.stride[d] == s));
+        ok = ok && (x->shape[d] == 1 || (x->stride[d] == s && op->out[0].stride[d] == s));
         s *= x->shape[d];
     }
     if (op->code == TORC_OP_LOG_SOFTMAX)
@@ -310,7 +312,7 @@ static bool f32_log_claimed(const torc_op *op) {
 // runs on a private out buffer of out's layout, before the backend runs (in-place ops overwrite
 // their input).
 static double *reference_want(const torc_op *op) {
-    const torc_operand *y = &op->out;
+    const torc_operand *y = &op->out[0];
     int64_t last = 0;
     for (int d = 0; d < y->ndim; d++) last += (y->shape[d] - 1) * y->stride[d];
     const int64_t n = numel_of(y->ndim, y->shape);
@@ -318,11 +320,11 @@ static double *reference_want(const torc_op *op) {
     double *want = malloc(sizeof(double) * (size_t)(n + 1));
     ck_assert(buf && want);
     torc_op r = *op;
-    r.out.data = buf;
-    ck_assert_msg(ref->supports(0, &r), "the reference declines op %d: %s", op->code, ref->last_error());
-    ck_assert_msg(ref->run(0, &r) == 0, "reference run: %s", ref->last_error());
+    r.out[0].data = buf;
+    ck_assert_msg(ref->supports(ref_ctx, 0, &r), "the reference declines op %d: %s", op->code, ref->last_error(ref_ctx));
+    ck_assert_msg(ref->run(ref_ctx, 0, &r) == 0, "reference run: %s", ref->last_error(ref_ctx));
     int64_t idx[TORC_MAX_DIMS] = {0}, k = 0;
-    if (n > 0) do want[k++] = get(&r.out, idx);
+    if (n > 0) do want[k++] = get(&r.out[0], idx);
         while (next_idx(y->ndim, y->shape, idx));
     free(buf);
     return want;
@@ -364,8 +366,7 @@ START_TEST(test_vtable) {
     ck_assert_uint_eq(vt->abi_version, TORC_BACKEND_ABI_VERSION);
     ck_assert_uint_eq(vt->struct_size, sizeof(torc_backend_vtable));
     ck_assert_str_eq(vt->name, "onednn");
-    ck_assert_int_eq(vt->device_count(), 1);
-    ck_assert_ptr_null(vt->event_create);
+    ck_assert_int_eq(vt->device_count(vt_ctx), 1);
     ck_assert_ptr_nonnull(vt->supports);
     ck_assert_ptr_nonnull(vt->run);
     // A host of another major version is refused.
@@ -380,27 +381,27 @@ START_TEST(test_vtable) {
 END_TEST
 
 START_TEST(test_alloc_copy) {
-    void *z = vt->alloc(0, 0);
+    void *z = vt->alloc(vt_ctx, 0, 0);
     ck_assert_ptr_nonnull(z);
     ck_assert_uint_eq((uintptr_t)z % 64, 0);
-    vt->free(0, z);
-    char *a = vt->alloc(0, 1000), *b = vt->alloc(0, 1000);
+    vt->free(vt_ctx, 0, z);
+    char *a = vt->alloc(vt_ctx, 0, 1000), *b = vt->alloc(vt_ctx, 0, 1000);
     ck_assert_uint_eq((uintptr_t)a % 64, 0);
     for (int i = 0; i < 1000; i++) a[i] = (char)i;
-    ck_assert_int_eq(vt->copy(0, b, a, 1000, TORC_COPY_DEVICE_TO_DEVICE, false), 0);
+    ck_assert_int_eq(vt->copy(vt_ctx, 0, b, a, 1000, TORC_COPY_DEVICE_TO_DEVICE, false), 0);
     ck_assert_int_eq(memcmp(a, b, 1000), 0);
-    ck_assert_int_eq(vt->copy(0, b, a, 10, TORC_COPY_HOST_TO_DEVICE, true), 0);
-    ck_assert_int_eq(vt->synchronize(0), 0);
-    ck_assert_int_eq(vt->copy(0, b, a, 0, TORC_COPY_DEVICE_TO_HOST, false), 0);
-    vt->free(0, a);
-    vt->free(0, b);
-    ck_assert_ptr_null(vt->alloc(1, 16));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "no device 1"));
-    ck_assert_ptr_null(vt->alloc(0, SIZE_MAX));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "cannot allocate"));
-    ck_assert_int_eq(vt->copy(0, NULL, a, 8, TORC_COPY_HOST_TO_DEVICE, false), TORC_ERR_INVALID_ARG);
-    ck_assert_int_eq(vt->synchronize(3), TORC_ERR_INVALID_ARG);
-    ck_assert_int_eq(vt->empty_cache(0), 0);
+    ck_assert_int_eq(vt->copy(vt_ctx, 0, b, a, 10, TORC_COPY_HOST_TO_DEVICE, true), 0);
+    ck_assert_int_eq(vt->synchronize(vt_ctx, 0), 0);
+    ck_assert_int_eq(vt->copy(vt_ctx, 0, b, a, 0, TORC_COPY_DEVICE_TO_HOST, false), 0);
+    vt->free(vt_ctx, 0, a);
+    vt->free(vt_ctx, 0, b);
+    ck_assert_ptr_null(vt->alloc(vt_ctx, 1, 16));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "no device 1"));
+    ck_assert_ptr_null(vt->alloc(vt_ctx, 0, SIZE_MAX));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "cannot allocate"));
+    ck_assert_int_eq(vt->copy(vt_ctx, 0, NULL, a, 8, TORC_COPY_HOST_TO_DEVICE, false), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(vt->synchronize(vt_ctx, 3), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(vt->empty_cache(vt_ctx, 0), 0);
 }
 END_TEST
 
@@ -408,40 +409,40 @@ END_TEST
 // step gets last step's pages back instead of faulting new ones in; empty_cache releases them.
 START_TEST(test_alloc_reuse) {
     const size_t mib = (size_t)1 << 20;
-    char *a = vt->alloc(0, mib);
+    char *a = vt->alloc(vt_ctx, 0, mib);
     ck_assert_ptr_nonnull(a);
     ck_assert_uint_eq((uintptr_t)a % 64, 0);
     memset(a, 7, mib);
-    vt->free(0, a);
-    char *b = vt->alloc(0, mib - 100);  // within a quarter: the kept block
+    vt->free(vt_ctx, 0, a);
+    char *b = vt->alloc(vt_ctx, 0, mib - 100);  // within a quarter: the kept block
     ck_assert_ptr_eq(b, a);
     memset(b, 1, mib - 100);            // all of it usable
-    char *c = vt->alloc(0, mib / 2);    // nothing kept fits that closely: a new block
+    char *c = vt->alloc(vt_ctx, 0, mib / 2);    // nothing kept fits that closely: a new block
     ck_assert_ptr_nonnull(c);
     ck_assert_ptr_ne(c, b);
-    vt->free(0, c);
-    vt->free(0, b);
-    char *d = vt->alloc(0, 2 * mib);    // larger than every kept block: a new one
+    vt->free(vt_ctx, 0, c);
+    vt->free(vt_ctx, 0, b);
+    char *d = vt->alloc(vt_ctx, 0, 2 * mib);    // larger than every kept block: a new one
     ck_assert_ptr_nonnull(d);
     ck_assert_ptr_ne(d, a);
     memset(d, 2, 2 * mib);
-    vt->free(0, d);
-    ck_assert_int_eq(vt->empty_cache(0), 0);
+    vt->free(vt_ctx, 0, d);
+    ck_assert_int_eq(vt->empty_cache(vt_ctx, 0), 0);
     char *small[4];
     for (int i = 0; i < 4; i++) {  // small blocks are glibc's: aligned, distinct, usable
-        small[i] = vt->alloc(0, (size_t)(i * 1000 + 1));
+        small[i] = vt->alloc(vt_ctx, 0, (size_t)(i * 1000 + 1));
         ck_assert_ptr_nonnull(small[i]);
         ck_assert_uint_eq((uintptr_t)small[i] % 64, 0);
         memset(small[i], i, (size_t)(i * 1000 + 1));
     }
-    for (int i = 0; i < 4; i++) vt->free(0, small[i]);
-    vt->free(0, NULL);
+    for (int i = 0; i < 4; i++) vt->free(vt_ctx, 0, small[i]);
+    vt->free(vt_ctx, 0, NULL);
 }
 END_TEST
 
 START_TEST(test_device_info) {
-    torc_device_info info;
-    ck_assert_int_eq(vt->device_info(0, &info), 0);
+    torc_device_info info = {.struct_size = sizeof info};  // as the core passes it: zeroed, sized
+    ck_assert_int_eq(vt->device_info(vt_ctx, 0, &info), 0);
     ck_assert_uint_gt(strlen(info.name), 0);
     ck_assert(info.host_memory);
     ck_assert_uint_gt(info.total_memory, 1u << 20);
@@ -463,7 +464,7 @@ START_TEST(test_device_info) {
     ck_assert_ptr_nonnull(p);
     ck_assert_int_eq(sscanf(p, "f32 %d", &fpc), 1);
     ck_assert_msg(fabs(f32 - cores * ghz * 1e9 * fpc) <= 0.01 * f32, "%g vs %s", f32, info.peak_source);
-    ck_assert_int_eq(vt->device_info(1, &info), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(vt->device_info(vt_ctx, 1, &info), TORC_ERR_INVALID_ARG);
 }
 END_TEST
 
@@ -473,8 +474,8 @@ END_TEST
 START_TEST(test_device_info_isa_cap) {
     setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
     setup();
-    torc_device_info info;
-    ck_assert_int_eq(vt->device_info(0, &info), 0);
+    torc_device_info info = {.struct_size = sizeof info};  // as the core passes it: zeroed, sized
+    ck_assert_int_eq(vt->device_info(vt_ctx, 0, &info), 0);
     ck_assert_msg(strstr(info.peak_source, "f32 32 (AVX2 FMA)") && strstr(info.peak_source, "bf16 32 (via f32)"),
                   "%s", info.peak_source);
     ck_assert_double_eq(info.peak_flops[TORC_DTYPE_BF16], info.peak_flops[TORC_DTYPE_F32]);
@@ -490,8 +491,8 @@ START_TEST(test_device_info_zen4) {
     if (!__builtin_cpu_is("amd") || !__builtin_cpu_supports("avx512f") || !__get_cpuid(1, &a, &b, &c, &d) ||
         ((a >> 8) & 0xf) + ((a >> 20) & 0xff) != 0x19)
         return;
-    torc_device_info info;
-    ck_assert_int_eq(vt->device_info(0, &info), 0);
+    torc_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(vt->device_info(vt_ctx, 0, &info), 0);
     const char *ps = info.peak_source;  // under an ISA cap below AVX-512 (the ISA matrix) it names that ISA
     if (strstr(ps, "AVX-512")) ck_assert_msg(strstr(ps, "f32 32 (AVX-512 on 256-bit units)"), "%s", ps);
     if (strstr(ps, "AVX512-BF16")) ck_assert_msg(strstr(ps, "bf16 64 (AVX512-BF16)"), "%s", ps);
@@ -504,14 +505,14 @@ static int omp_in_thread;
 static torc_op thread_op;
 static void *run_in_thread(void *arg) {
     (void)arg;
-    if (vt->run(0, &thread_op) == 0) omp_in_thread = omp_get_max_threads();
+    if (vt->run(vt_ctx, 0, &thread_op) == 0) omp_in_thread = omp_get_max_threads();
     return NULL;
 }
 
 START_TEST(test_num_threads) {
-    vt->shutdown();
+    vt->shutdown(vt_ctx);
     setenv("TORC_NUM_THREADS", "1", 1);
-    ck_assert_msg(vt->init() == 0, "%s", vt->last_error());
+    ck_assert_msg(vt->init(NULL, &vt_ctx) == 0, "%s", vt->last_error(vt_ctx));
     ck_assert_int_eq(omp_get_max_threads(), 1);
     // Another thread entering the backend runs with the same count.
     const int64_t shape[2] = {8, 8};
@@ -525,14 +526,24 @@ START_TEST(test_num_threads) {
     ck_assert_int_eq(pthread_create(&th, NULL, run_in_thread, NULL), 0);
     ck_assert_int_eq(pthread_join(th, NULL), 0);
     ck_assert_int_eq(omp_in_thread, 1);
-    vt->shutdown();
+    vt->shutdown(vt_ctx);
     setenv("TORC_NUM_THREADS", "two", 1);
-    ck_assert_int_eq(vt->init(), TORC_ERR_INVALID_ARG);
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "TORC_NUM_THREADS must be a positive integer, got 'two'"));
-    ck_assert(!vt->supports(0, &thread_op));  // not initialised
-    ck_assert_int_eq(vt->run(0, &thread_op), TORC_ERR_RUNTIME);
+    ck_assert_int_eq(vt->init(NULL, &vt_ctx), TORC_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "TORC_NUM_THREADS must be an integer in [1, 65536], got 'two'"));
+    ck_assert(!vt->supports(vt_ctx, 0, &thread_op));  // not initialised
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &thread_op), TORC_ERR_RUNTIME);
+    // The num_threads option overrides the variable; unknown keys and bad values are refused by name.
+    ck_assert_int_eq(vt->init((const char *const[]){"num_threads=1", "min_work=0", NULL}, &vt_ctx), 0);
+    ck_assert_int_eq(omp_get_max_threads(), 1);
+    vt->shutdown(vt_ctx);
     unsetenv("TORC_NUM_THREADS");
-    ck_assert_int_eq(vt->init(), 0);
+    ck_assert_int_eq(vt->init((const char *const[]){"num_thread=2", NULL}, &vt_ctx), TORC_ERR_INVALID_ARG);
+    ck_assert_str_eq(vt->last_error(NULL), "onednn: unknown option 'num_thread' (it takes num_threads, max_cpu_isa, "
+                                           "min_work)");
+    ck_assert_int_eq(vt->init((const char *const[]){"max_cpu_isa=AVX3", NULL}, &vt_ctx), TORC_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(vt->last_error(NULL), "max_cpu_isa='AVX3' is not one of"));
+    ck_assert_int_eq(vt->init((const char *const[]){"min_work=-1", NULL}, &vt_ctx), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(vt->init(NULL, &vt_ctx), 0);
     tensor_free(&a);
     tensor_free(&b);
     tensor_free(&c);
@@ -647,8 +658,8 @@ START_TEST(test_matmul_f32_avx2_blas) {
     setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
     setenv("TORC_MAX_CPU_ISA", "AVX2", 1);
     setup();
-    torc_device_info info;
-    ck_assert_int_eq(vt->device_info(0, &info), 0);  // loads OpenBLAS first (its kernels are picked then)
+    torc_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(vt->device_info(vt_ctx, 0, &info), 0);  // loads OpenBLAS first (its kernels are picked then)
     void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     int (*parallel)(void) = h ? (int (*)(void))dlsym(h, "openblas_get_parallel") : NULL;
     char *(*core)(void) = h ? (char *(*)(void))dlsym(h, "openblas_get_corename") : NULL;
@@ -710,10 +721,10 @@ START_TEST(test_matmul_edges) {
     tensor_make(&in[1], TORC_DTYPE_F32, 2, b1, L_CONTIG, 0, -1, 1);
     tensor_make(&out, TORC_DTYPE_F32, 2, c1, L_CONTIG, 0, -1, 1);
     op = make_op(TORC_OP_MATMUL, 2, in, &out);
-    op.in[0].dtype = op.in[1].dtype = op.out.dtype = TORC_DTYPE_F16;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "K = 0"));
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_NOT_SUPPORTED);
+    op.in[0].dtype = op.in[1].dtype = op.out[0].dtype = TORC_DTYPE_F16;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "K = 0"));
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_NOT_SUPPORTED);
     for (int i = 0; i < 2; i++) tensor_free(&in[i]);
     tensor_free(&out);
     const int64_t ka[3] = {4, 17, 0}, kb[3] = {4, 0, 5};
@@ -728,32 +739,32 @@ START_TEST(test_matmul_edges) {
     tensor_make(&in[1], TORC_DTYPE_F32, 2, b2, L_CONTIG, 0, -1, 1);
     tensor_make(&out, TORC_DTYPE_F32, 2, c2, L_CONTIG, 0, -1, 1);
     op = make_op(TORC_OP_MATMUL, 2, in, &out);
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "reference"));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "reference"));
     // A's rows expanded (stride 0): no leading dim for sgemm, only oneDNN's reference kernel.
     op.in[0].stride[0] = 0;
     op.in[0].stride[1] = 1;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "reference"));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "reference"));
     op.in[0] = in[0].op;
     // Dtypes it does not run: f64, mixed inputs, int.
-    op.in[0].dtype = op.in[1].dtype = op.out.dtype = TORC_DTYPE_F64;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "float64"));
-    op.in[0].dtype = op.out.dtype = TORC_DTYPE_F32;
+    op.in[0].dtype = op.in[1].dtype = op.out[0].dtype = TORC_DTYPE_F64;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "float64"));
+    op.in[0].dtype = op.out[0].dtype = TORC_DTYPE_F32;
     op.in[1].dtype = TORC_DTYPE_BF16;
-    ck_assert(!vt->supports(0, &op));
-    op.in[0].dtype = op.in[1].dtype = op.out.dtype = TORC_DTYPE_I32;
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    op.in[0].dtype = op.in[1].dtype = op.out[0].dtype = TORC_DTYPE_I32;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     op.in[0].dtype = op.in[1].dtype = TORC_DTYPE_F32;
-    op.out.dtype = TORC_DTYPE_BF16;  // f32 inputs never narrow
-    ck_assert(!vt->supports(0, &op));
+    op.out[0].dtype = TORC_DTYPE_BF16;  // f32 inputs never narrow
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     // Shapes that do not fit are an error, not a decline.
-    op.out.dtype = TORC_DTYPE_F32;
+    op.out[0].dtype = TORC_DTYPE_F32;
     op.in[0] = in[1].op;
     op.in[0].shape[1] = 4;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_SHAPE);
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_SHAPE);
     for (int i = 0; i < 2; i++) tensor_free(&in[i]);
     tensor_free(&out);
 }
@@ -796,10 +807,10 @@ static void check_unary(const unary_case *uc, torc_dtype idt, torc_dtype odt, in
     const bool log32 = f32_log_family(uc->code, odt);
     const bool must_claim = log32 ? f32_log_claimed(&op)
                                   : idt == odt && ((li == lo && li != L_SLICED) || nd == 0 || numel_of(nd, shape) == 0);
-    if (must_claim_isa(&op) && ((log32 && !must_claim) || (!must_claim && !vt->supports(0, &op)))) {
-        ck_assert_msg(!vt->supports(0, &op), "%s: claimed", what);
-        ck_assert_msg(strstr(vt->last_error(), log32 ? "not accurate to float32" : "only its reference implementation"),
-                      "%s: %s", what, vt->last_error());
+    if (must_claim_isa(&op) && ((log32 && !must_claim) || (!must_claim && !vt->supports(vt_ctx, 0, &op)))) {
+        ck_assert_msg(!vt->supports(vt_ctx, 0, &op), "%s: claimed", what);
+        ck_assert_msg(strstr(vt->last_error(vt_ctx), log32 ? "not accurate to float32" : "only its reference implementation"),
+                      "%s: %s", what, vt->last_error(vt_ctx));
         tensor_free(&in);
         tensor_free(&out);
         return;
@@ -861,8 +872,8 @@ START_TEST(test_unary_specials) {
                 snprintf(what, sizeof what, "specials of op %d (%g) dt %d %s", op.code, unary_cases[c].param,
                          dts[t], layout_name(ls[l]));
                 const bool log32 = f32_log_family(op.code, dts[t]);
-                if ((log32 && !f32_log_claimed(&op)) || (l > 0 && !vt->supports(0, &op))) {
-                    ck_assert(!vt->supports(0, &op));
+                if ((log32 && !f32_log_claimed(&op)) || (l > 0 && !vt->supports(vt_ctx, 0, &op))) {
+                    ck_assert(!vt->supports(vt_ctx, 0, &op));
                 } else {
                     double *want = reference_want(&op);
                     run_ok(&op, what);
@@ -1002,7 +1013,7 @@ START_TEST(test_reduce) {
     tensor_make(&out, TORC_DTYPE_F32, 3, oshape, L_CONTIG, 0, 0, 1);
     torc_op op = make_op(code, 1, &in, &out);
     op.params.reduce.mask = 0x2;
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     tensor_free(&in);
     tensor_free(&out);
 }
@@ -1043,8 +1054,8 @@ static void check_softmax(torc_opcode code, torc_dtype idt, torc_dtype odt, int 
              layout_name(li), layout_name(lo));
     const bool log32 = f32_log_family(code, odt);
     if (log32 && !f32_log_claimed(&op)) {
-        ck_assert_msg(!vt->supports(0, &op), "%s: claimed", what);
-        ck_assert_msg(strstr(vt->last_error(), "not accurate to float32"), "%s: %s", what, vt->last_error());
+        ck_assert_msg(!vt->supports(vt_ctx, 0, &op), "%s: claimed", what);
+        ck_assert_msg(strstr(vt->last_error(vt_ctx), "not accurate to float32"), "%s: %s", what, vt->last_error(vt_ctx));
         tensor_free(&in);
         tensor_free(&out);
         return;
@@ -1166,20 +1177,21 @@ START_TEST(test_cast_bits) {
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_COPY;
+    op.n_out = 1;
     op.n_in = 1;
     op.in[0] = (torc_operand){.data = f, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n}, .stride = {1}};
-    op.out = (torc_operand){.data = h, .dtype = TORC_DTYPE_BF16, .ndim = 1, .shape = {n}, .stride = {1}};
+    op.out[0] = (torc_operand){.data = h, .dtype = TORC_DTYPE_BF16, .ndim = 1, .shape = {n}, .stride = {1}};
     run_ok(&op, "f32 -> bf16");
     for (int64_t i = 0; i < n; i++) {
         const uint16_t want = torc_f32_to_bf16(torc_f32_from_bits(f[i]));
         if (h[i] != want) ck_abort_msg("f32 0x%08x -> bf16: got 0x%04x, want 0x%04x", f[i], h[i], want);
     }
-    op.in[0] = op.out;
+    op.in[0] = op.out[0];
     op.in[0].data = h;
     op.in[0].ndim = 2;  // (n, 1) views: a size-1 dim's stride is free
     op.in[0].shape[1] = 1;
     op.in[0].stride[1] = 3;
-    op.out = (torc_operand){.data = back, .dtype = TORC_DTYPE_F32, .ndim = 2, .shape = {n, 1}, .stride = {1, 7}};
+    op.out[0] = (torc_operand){.data = back, .dtype = TORC_DTYPE_F32, .ndim = 2, .shape = {n, 1}, .stride = {1, 7}};
     run_ok(&op, "bf16 -> f32");
     for (int64_t i = 0; i < n; i++)
         if (back[i] != (uint32_t)h[i] << 16) ck_abort_msg("bf16 0x%04x -> f32: got 0x%08x", h[i], back[i]);
@@ -1216,9 +1228,10 @@ START_TEST(test_cast_narrow_bits) {
         torc_op op;
         memset(&op, 0, sizeof op);
         op.code = TORC_OP_COPY;
+        op.n_out = 1;
         op.n_in = 1;
         op.in[0] = (torc_operand){.data = f, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n}, .stride = {1}};
-        op.out = (torc_operand){.data = q, .dtype = d, .ndim = 1, .shape = {n}, .stride = {1}};
+        op.out[0] = (torc_operand){.data = q, .dtype = d, .ndim = 1, .shape = {n}, .stride = {1}};
         run_ok(&op, "f32 -> narrow");
         for (int64_t i = 0; i < n; i++) {
             const unsigned got = h ? q[i] : ((const uint8_t *)q)[i];
@@ -1231,8 +1244,8 @@ START_TEST(test_cast_narrow_bits) {
             if (h) q[i] = (uint16_t)i;
             else ((uint8_t *)q)[i] = (uint8_t)i;
         }
-        op.in[0] = op.out;
-        op.out = (torc_operand){.data = back, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n}, .stride = {1}};
+        op.in[0] = op.out[0];
+        op.out[0] = (torc_operand){.data = back, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n}, .stride = {1}};
         run_ok(&op, "narrow -> f32");
         for (int64_t i = 0; i < n; i++) {
             const unsigned v = h ? q[i] : ((const uint8_t *)q)[i];
@@ -1273,22 +1286,23 @@ static void check_scaled_mm(torc_dtype ad, torc_dtype bd, torc_dtype od, int64_t
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_SCALED_MM;
+    op.n_out = 1;
     op.n_in = 4;
     op.in[0] = (torc_operand){.data = a, .dtype = ad, .ndim = 2, .shape = {M, K}, .stride = {at ? 1 : K, at ? M : 1}};
     op.in[1] = (torc_operand){.data = b, .dtype = bd, .ndim = 2, .shape = {K, N}, .stride = {bt ? 1 : N, bt ? K : 1}};
     op.in[2] = (torc_operand){.data = &sa, .dtype = TORC_DTYPE_F32, .ndim = 0};
     op.in[3] = (torc_operand){.data = &sb, .dtype = TORC_DTYPE_F32, .ndim = 0};
-    op.out = (torc_operand){.data = got, .dtype = od, .ndim = 2, .shape = {M, N}, .stride = {N, 1}};
-    if (osz == 1) op.params.scaled_mm.scale_out = &so;
-    op.params.scaled_mm.amax_out = &amax_got;
+    op.out[0] = (torc_operand){.data = got, .dtype = od, .ndim = 2, .shape = {M, N}, .stride = {N, 1}};
+    if (osz == 1) op.in[op.n_in++] = (torc_operand){.data = &so, .dtype = TORC_DTYPE_F32, .ndim = 0};  // scale_out
+    op.out[op.n_out++] = (torc_operand){.data = &amax_got, .dtype = TORC_DTYPE_F32, .ndim = 0};        // amax
     char what[128];
     snprintf(what, sizeof what, "scaled_mm %d x %d -> %d, %lldx%lldx%lld%s%s%s", ad, bd, od, (long long)M, (long long)K,
              (long long)N, at ? " a^T" : "", bt ? " b^T" : "", nan ? " NaN" : "");
     run_ok(&op, what);
     torc_op rop = op;
-    rop.out.data = want;
-    rop.params.scaled_mm.amax_out = &amax_want;
-    ck_assert_msg(ref->run(0, &rop) == 0, "reference: %s", ref->last_error());
+    rop.out[0].data = want;
+    rop.out[1].data = &amax_want;
+    ck_assert_msg(ref->run(ref_ctx, 0, &rop) == 0, "reference: %s", ref->last_error(ref_ctx));
     ck_assert_msg(memcmp(got, want, (size_t)(M * N) * osz) == 0, "%s: out differs from the reference", what);
     ck_assert_msg(torc_f32_bits(amax_got) == torc_f32_bits(amax_want), "%s: amax %a, want %a", what, amax_got, amax_want);
     ck_assert(!nan || isnan(amax_got));
@@ -1326,15 +1340,16 @@ START_TEST(test_random_matches_reference) {
                 torc_op op;
                 memset(&op, 0, sizeof op);
                 op.code = c ? TORC_OP_RAND_NORMAL : TORC_OP_RAND_UNIFORM;
-                op.out = (torc_operand){.data = got, .dtype = dts[k], .ndim = 1, .shape = {n}, .stride = {1}};
+                op.n_out = 1;
+                op.out[0] = (torc_operand){.data = got, .dtype = dts[k], .ndim = 1, .shape = {n}, .stride = {1}};
                 op.params.rng.seed = 0x123456789abcdefu;
                 op.params.rng.offset = 1000003;
                 op.params.rng.a = c ? 0.5 : -2.0;
                 op.params.rng.b = c ? 3.0 : 5.0;
                 run_ok(&op, c ? "randn" : "rand");
                 torc_op rop = op;
-                rop.out.data = want;
-                ck_assert_msg(ref->run(0, &rop) == 0, "reference: %s", ref->last_error());
+                rop.out[0].data = want;
+                ck_assert_msg(ref->run(ref_ctx, 0, &rop) == 0, "reference: %s", ref->last_error(ref_ctx));
                 ck_assert_msg(memcmp(got, want, bytes) == 0, "%s dtype %d n %lld: differs from the reference",
                               c ? "randn" : "rand", dts[k], (long long)n);
                 free(got);
@@ -1344,10 +1359,11 @@ START_TEST(test_random_matches_reference) {
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_RAND_NORMAL;
-    op.out = (torc_operand){.data = buf, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {4}, .stride = {2}};
+    op.n_out = 1;
+    op.out[0] = (torc_operand){.data = buf, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {4}, .stride = {2}};
     op.params.rng.b = 1.0;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "contiguous"));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "contiguous"));
 }
 END_TEST
 
@@ -1380,6 +1396,7 @@ static void check_compare(torc_opcode code, torc_dtype dt, torc_dtype vdt, int64
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = code;
+    op.n_out = 1;
     op.n_in = nin;
     for (int i = 0; i < nin; i++) {
         const torc_dtype d = where ? (i ? vdt : TORC_DTYPE_BOOL) : dt;
@@ -1388,14 +1405,14 @@ static void check_compare(torc_opcode code, torc_dtype dt, torc_dtype vdt, int64
         fill_small_set(in[i], d, n, 88172645463325252u + (uint64_t)i * 7919u);
         op.in[i] = (torc_operand){.data = in[i], .dtype = d, .ndim = 1, .shape = {n}, .stride = {steps[i]}};
     }
-    op.out = (torc_operand){.data = got, .dtype = odt, .ndim = 1, .shape = {n}, .stride = {1}};
+    op.out[0] = (torc_operand){.data = got, .dtype = odt, .ndim = 1, .shape = {n}, .stride = {1}};
     char what[96];
     snprintf(what, sizeof what, "op %d dtype %d values %d n %lld steps %lld,%lld,%lld", code, dt, vdt,
              (long long)n, (long long)steps[0], (long long)steps[1], (long long)(where ? steps[2] : 0));
     run_ok(&op, what);
     torc_op rop = op;
-    rop.out.data = want;
-    ck_assert_msg(ref->run(0, &rop) == 0, "reference: %s", ref->last_error());
+    rop.out[0].data = want;
+    ck_assert_msg(ref->run(ref_ctx, 0, &rop) == 0, "reference: %s", ref->last_error(ref_ctx));
     ck_assert_msg(memcmp(got, want, (size_t)n * dsize(odt)) == 0, "%s: differs from the reference", what);
     for (int i = 0; i < nin; i++) free(in[i]);
     free(got);
@@ -1422,15 +1439,16 @@ START_TEST(test_compare_where) {
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_LT;
+    op.n_out = 1;
     op.n_in = 2;
     op.in[0] = (torc_operand){.data = x, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {4}, .stride = {2}};
     op.in[1] = (torc_operand){.data = y, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {4}, .stride = {1}};
-    op.out = (torc_operand){.data = o, .dtype = TORC_DTYPE_BOOL, .ndim = 1, .shape = {4}, .stride = {1}};
-    ck_assert(!vt->supports(0, &op));
+    op.out[0] = (torc_operand){.data = o, .dtype = TORC_DTYPE_BOOL, .ndim = 1, .shape = {4}, .stride = {1}};
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     op.in[0].stride[0] = 1;
     op.in[0].dtype = op.in[1].dtype = TORC_DTYPE_I32;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "float32 or bfloat16 into bool"));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "float32 or bfloat16 into bool"));
 }
 END_TEST
 
@@ -1452,26 +1470,28 @@ START_TEST(test_fill) {
             torc_op op;
             memset(&op, 0, sizeof op);
             op.code = TORC_OP_FILL;
-            op.out = (torc_operand){.data = got, .dtype = dts[k], .ndim = 1, .shape = {n}, .stride = {1}};
+            op.n_out = 1;
+            op.out[0] = (torc_operand){.data = got, .dtype = dts[k], .ndim = 1, .shape = {n}, .stride = {1}};
             op.params.scalar.value = x;
             if (integer && (x != trunc(x) || (dts[k] == TORC_DTYPE_U8 && x < 0))) {
-                ck_assert_msg(!vt->supports(0, &op), "fill %g into dtype %d is claimed", x, dts[k]);
+                ck_assert_msg(!vt->supports(vt_ctx, 0, &op), "fill %g into dtype %d is claimed", x, dts[k]);
                 continue;
             }
             memset(got, 0x5A, (size_t)n * 8);
             memset(want, 0x5A, (size_t)n * 8);
             run_ok(&op, "fill");
             torc_op rop = op;
-            rop.out.data = want;
-            ck_assert_msg(ref->run(0, &rop) == 0, "reference: %s", ref->last_error());
+            rop.out[0].data = want;
+            ck_assert_msg(ref->run(ref_ctx, 0, &rop) == 0, "reference: %s", ref->last_error(ref_ctx));
             ck_assert_msg(memcmp(got, want, (size_t)n * 8) == 0, "fill %g into dtype %d differs from the reference", x,
                           dts[k]);
         }
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_FILL;
-    op.out = (torc_operand){.data = got, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n / 2}, .stride = {2}};
-    ck_assert(!vt->supports(0, &op));
+    op.n_out = 1;
+    op.out[0] = (torc_operand){.data = got, .dtype = TORC_DTYPE_F32, .ndim = 1, .shape = {n / 2}, .stride = {2}};
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     free(got);
     free(want);
 }
@@ -1491,9 +1511,9 @@ START_TEST(test_copy_declined) {
         tensor_make(&in, pairs[i][0], 3, odd3, L_CONTIG, 0, 0, 1);
         tensor_make(&out, pairs[i][1], 3, odd3, L_CONTIG, 0, 0, 1);
         torc_op op = make_op(TORC_OP_COPY, 1, &in, &out);
-        ck_assert_msg(!vt->supports(0, &op), "copy %d -> %d is claimed", pairs[i][0], pairs[i][1]);
-        ck_assert_ptr_nonnull(strstr(vt->last_error(), "left to the reference backend"));
-        ck_assert_int_eq(vt->run(0, &op), TORC_ERR_NOT_SUPPORTED);
+        ck_assert_msg(!vt->supports(vt_ctx, 0, &op), "copy %d -> %d is claimed", pairs[i][0], pairs[i][1]);
+        ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "left to the reference backend"));
+        ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_NOT_SUPPORTED);
         tensor_free(&in);
         tensor_free(&out);
     }
@@ -1654,8 +1674,8 @@ START_TEST(test_large_copies) {
         torc_op op = make_op(TORC_OP_COPY, 1, &in, &out);
         char what[96];
         snprintf(what, sizeof what, "copy dt %d %s -> %s", dt, layout_name(li[l]), layout_name(lo[l]));
-        ck_assert_msg(vt->supports(0, &op), "%s: declined: %s", what, vt->last_error());
-        ck_assert_msg(vt->run(0, &op) == 0, "%s: %s", what, vt->last_error());
+        ck_assert_msg(vt->supports(vt_ctx, 0, &op), "%s: declined: %s", what, vt->last_error(vt_ctx));
+        ck_assert_msg(vt->run(vt_ctx, 0, &op) == 0, "%s: %s", what, vt->last_error(vt_ctx));
         int64_t idx[TORC_MAX_DIMS] = {0}, k = 0;
         do {
             ck_assert_msg(memcmp(elem(&in.op, idx), elem(&out.op, idx), dsize(dt)) == 0,
@@ -1743,37 +1763,38 @@ START_TEST(test_declines) {
                                      TORC_OP_GATHER, TORC_OP_TRIU, TORC_OP_RAND_INT, TORC_OP_LOGSUMEXP};
     for (size_t i = 0; i < sizeof unclaimed / sizeof unclaimed[0]; i++) {
         torc_op op = make_op(unclaimed[i], 2, in, &out);
-        ck_assert_msg(!vt->supports(0, &op), "op %d is claimed", unclaimed[i]);
-        ck_assert_ptr_nonnull(strstr(vt->last_error(), "not implemented by this backend"));
-        ck_assert_int_eq(vt->run(0, &op), TORC_ERR_NOT_SUPPORTED);
+        ck_assert_msg(!vt->supports(vt_ctx, 0, &op), "op %d is claimed", unclaimed[i]);
+        ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "not implemented by this backend"));
+        ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_NOT_SUPPORTED);
     }
     // f16 elementwise (oneDNN 2.6 has no f16 eltwise/binary on CPU), integer outputs, f64.
     torc_op op = make_op(TORC_OP_EXP, 1, in, &out);
-    op.in[0].dtype = op.out.dtype = TORC_DTYPE_F16;
-    ck_assert(!vt->supports(0, &op));
-    op.in[0].dtype = op.out.dtype = TORC_DTYPE_I32;
+    op.in[0].dtype = op.out[0].dtype = TORC_DTYPE_F16;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    op.in[0].dtype = op.out[0].dtype = TORC_DTYPE_I32;
     op.code = TORC_OP_NEG;
-    ck_assert(!vt->supports(0, &op));
+    op.n_out = 1;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     op = make_op(TORC_OP_ADD, 2, in, &out);
     op.params.scalar.value = 1;
-    op.in[0].dtype = op.in[1].dtype = op.out.dtype = TORC_DTYPE_I32;  // torch wraps, oneDNN saturates
-    ck_assert(!vt->supports(0, &op));
-    op.in[0].dtype = op.in[1].dtype = op.out.dtype = TORC_DTYPE_F64;
-    ck_assert(!vt->supports(0, &op));
+    op.in[0].dtype = op.in[1].dtype = op.out[0].dtype = TORC_DTYPE_I32;  // torch wraps, oneDNN saturates
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    op.in[0].dtype = op.in[1].dtype = op.out[0].dtype = TORC_DTYPE_F64;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     // x + alpha * y in bf16 with alpha other than +-1: oneDNN would round alpha * y first.
-    op.in[0].dtype = op.in[1].dtype = op.out.dtype = TORC_DTYPE_BF16;
+    op.in[0].dtype = op.in[1].dtype = op.out[0].dtype = TORC_DTYPE_BF16;
     op.params.scalar.value = 2.5;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "contiguous float32 operands only"));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "contiguous float32 operands only"));
     op = make_op(TORC_OP_SUM, 1, in, &out);
     op.params.reduce.mask = 0x1;
-    op.out.shape[0] = 1;
+    op.out[0].shape[0] = 1;
     op.in[0].dtype = TORC_DTYPE_I32;
-    op.out.dtype = TORC_DTYPE_I32;  // int32 max/sum are not exact in f32
-    ck_assert(!vt->supports(0, &op));
+    op.out[0].dtype = TORC_DTYPE_I32;  // int32 max/sum are not exact in f32
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     op = make_op(TORC_OP_SOFTMAX, 1, in, &out);
-    op.in[0].dtype = op.out.dtype = TORC_DTYPE_F16;
-    ck_assert(!vt->supports(0, &op));
+    op.in[0].dtype = op.out[0].dtype = TORC_DTYPE_F16;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     for (int i = 0; i < 2; i++) tensor_free(&in[i]);
     tensor_free(&out);
 }
@@ -1787,40 +1808,42 @@ START_TEST(test_bad_descriptors) {
     torc_op op = make_op(TORC_OP_ADD, 2, in, &out);
     op.params.scalar.value = 1;
     op.in[1].ndim = 9;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_INVALID_ARG);
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_INVALID_ARG);
     op.in[1].ndim = 3;
     op.in[1].shape[0] = -1;
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_INVALID_ARG);
     op.in[1].shape[0] = 3;  // not broadcast to out's shape
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_SHAPE);
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_SHAPE);
     op.in[1] = in[1].op;
     op.n_in = 7;
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_INVALID_ARG);
     op.n_in = 1;
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_INVALID_ARG);
     op.n_in = 2;
     op.code = (torc_opcode)9999;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_INVALID_ARG);
+    op.n_out = 1;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_INVALID_ARG);
     op.code = TORC_OP_ADD;
-    op.out.data = NULL;
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_INVALID_ARG);
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "out.data is NULL"));
-    op.out.data = out.op.data;
-    ck_assert_int_eq(vt->run(1, &op), TORC_ERR_INVALID_ARG);
-    ck_assert(!vt->supports(1, &op));
-    ck_assert_int_eq(vt->run(0, NULL), TORC_ERR_INVALID_ARG);
-    ck_assert(!vt->supports(0, NULL));
+    op.n_out = 1;
+    op.out[0].data = NULL;
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "out.data is NULL"));
+    op.out[0].data = out.op.data;
+    ck_assert_int_eq(vt->run(vt_ctx, 1, &op), TORC_ERR_INVALID_ARG);
+    ck_assert(!vt->supports(vt_ctx, 1, &op));
+    ck_assert_int_eq(vt->run(vt_ctx, 0, NULL), TORC_ERR_INVALID_ARG);
+    ck_assert(!vt->supports(vt_ctx, 0, NULL));
     op = make_op(TORC_OP_SUM, 1, in, &out);
     op.params.reduce.mask = 0x10;  // a dim the tensor does not have
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_SHAPE);
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_SHAPE);
     op = make_op(TORC_OP_SOFTMAX, 1, in, &out);
     op.params.dim.dim = 3;
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_INVALID_ARG);
     op = make_op(TORC_OP_GELU, 1, in, &out);
     op.params.gelu.approximate = 2;
-    ck_assert_int_eq(vt->run(0, &op), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(vt->run(vt_ctx, 0, &op), TORC_ERR_INVALID_ARG);
     for (int i = 0; i < 2; i++) tensor_free(&in[i]);
     tensor_free(&out);
 }
@@ -1835,7 +1858,7 @@ START_TEST(test_cache) {
     for (int64_t n = 1; n <= 700; n++) check_copy(TORC_DTYPE_F32, TORC_DTYPE_BF16, 1, &n, L_CONTIG, L_CONTIG, -3, 3);
     for (int64_t n = 1; n <= 5; n++) check_copy(TORC_DTYPE_F32, TORC_DTYPE_BF16, 1, &n, L_CONTIG, L_CONTIG, -3, 3);
     check_unary(&neg, TORC_DTYPE_F32, TORC_DTYPE_F32, 3, odd3, L_CONTIG, L_CONTIG);
-    ck_assert_int_eq(vt->empty_cache(0), 0);
+    ck_assert_int_eq(vt->empty_cache(vt_ctx, 0), 0);
     check_unary(&neg, TORC_DTYPE_F32, TORC_DTYPE_F32, 3, odd3, L_CONTIG, L_CONTIG);
 }
 END_TEST

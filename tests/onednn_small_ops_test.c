@@ -3,8 +3,8 @@
 #include "testutil.h"
 
 static torc_op add_op(float *a, float *b, float *out, int64_t n) {
-    torc_op op = {.code = TORC_OP_ADD, .n_in = 2};
-    torc_operand *ops[3] = {&op.in[0], &op.in[1], &op.out};
+    torc_op op = {.code = TORC_OP_ADD, .n_in = 2, .n_out = 1};
+    torc_operand *ops[3] = {&op.in[0], &op.in[1], &op.out[0]};
     float *data[3] = {a, b, out};
     for (int i = 0; i < 3; i++) {
         ops[i]->data = data[i];
@@ -23,9 +23,9 @@ START_TEST(small_ops_are_declined_large_ones_run) {
     const torc_backend_vtable *vt = torc_device_vtable(dev);
     static float a[1 << 14], b[1 << 14], out[1 << 14];
     torc_op small = add_op(a, b, out, 16), large = add_op(a, b, out, 1 << 14);
-    ck_assert(!vt->supports(torc_device_index(dev), &small));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "smaller than TORC_ONEDNN_MIN_WORK (4096)"));
-    ck_assert(vt->supports(torc_device_index(dev), &large));
+    ck_assert(!vt->supports(torc_device_backend_context(dev), torc_device_index(dev), &small));
+    ck_assert_ptr_nonnull(strstr(vt->last_error(torc_device_backend_context(dev)), "smaller than TORC_ONEDNN_MIN_WORK (4096)"));
+    ck_assert(vt->supports(torc_device_backend_context(dev), torc_device_index(dev), &large));
     // Through the frontend the small op still runs (on the reference) with the same result.
     torc_scope_push();
     torc_tensor *x = torc_to_device(torc_ones(TORC_SHAPE(4, 4), TORC_DTYPE_F32), dev);

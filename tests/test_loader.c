@@ -41,8 +41,8 @@ START_TEST(plugin_from_another_abi_major_is_refused) {
     setenv("TORC_PLUGIN_PATH", dir, 1);
     ck_assert_ptr_null(torc_device_get("badmajor"));
     char want[128];
-    snprintf(want, sizeof want, "plugin built for backend ABI 99.3, but this torc speaks ABI %d.%d", TORC_BACKEND_ABI_MAJOR,
-             TORC_BACKEND_ABI_MINOR);
+    snprintf(want, sizeof want, "plugin built for backend ABI 99.3, but this torc speaks backend ABI %d.%d (a different "
+             "major", TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
     tu_assert_error(TORC_ERR_BACKEND, want);
     ck_assert_ptr_nonnull(strstr(torc_last_error(), "libtorc_badmajor.so"));
 }
@@ -54,7 +54,7 @@ START_TEST(plugin_with_a_truncated_vtable_is_refused) {
     setenv("TORC_PLUGIN_PATH", dir, 1);
     ck_assert_ptr_null(torc_device_get("badsize"));
     char want[128];
-    snprintf(want, sizeof want, "plugin vtable is 24 bytes (ABI %d.%d), smaller than the", TORC_BACKEND_ABI_MAJOR,
+    snprintf(want, sizeof want, "plugin vtable is 24 bytes (backend ABI %d.%d), smaller than the", TORC_BACKEND_ABI_MAJOR,
              TORC_BACKEND_ABI_MINOR);
     tu_assert_error(TORC_ERR_BACKEND, want);
     // The process stays usable.

@@ -15,6 +15,7 @@
 // ---- the plugin ----
 static void *lib;
 static const torc_backend_vtable *vt;
+static void *vt_ctx;  // its init's context
 
 // Every buffer a test allocates is tracked and freed in teardown (tests run leak-checked).
 #define MAX_BUFS 4096
@@ -39,14 +40,14 @@ static void setup(void) {
     ck_assert_ptr_nonnull(entry);
     vt = entry(TORC_BACKEND_ABI_VERSION);
     ck_assert_ptr_nonnull(vt);
-    ck_assert_int_eq(vt->init(), 0);
+    ck_assert_int_eq(vt->init(NULL, &vt_ctx), 0);
     nbufs = 0;
 }
 
 static void teardown(void) {
     for (int i = 0; i < nbufs; i++) free(bufs[i]);
     nbufs = 0;
-    vt->shutdown();
+    vt->shutdown(vt_ctx);
     dlclose(lib);
 }
 
@@ -195,9 +196,10 @@ static torc_op mkop(torc_opcode code, torc_operand out, int n_in, const torc_ope
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = code;
+    op.n_out = 1;
     op.n_in = n_in;
     for (int i = 0; i < n_in; i++) op.in[i] = in[i];
-    op.out = out;
+    op.out[0] = out;
     return op;
 }
 #define OP(code, out, ...) mkop((code), (out), (int)(sizeof((torc_operand[]){__VA_ARGS__}) / sizeof(torc_operand)), \
@@ -205,18 +207,18 @@ static torc_op mkop(torc_opcode code, torc_operand out, int n_in, const torc_ope
 #define OP0(code, out) mkop((code), (out), 0, NULL)
 
 static void run_ok_(const torc_op *op, int line) {
-    ck_assert_msg(vt->supports(0, op), "line %d: supports() is false for opcode %d", line, (int)op->code);
-    const int st = vt->run(0, op);
-    ck_assert_msg(st == TORC_OK, "line %d: run failed (%d): %s", line, st, vt->last_error());
+    ck_assert_msg(vt->supports(vt_ctx, 0, op), "line %d: supports() is false for opcode %d", line, (int)op->code);
+    const int st = vt->run(vt_ctx, 0, op);
+    ck_assert_msg(st == TORC_OK, "line %d: run failed (%d): %s", line, st, vt->last_error(vt_ctx));
 }
 #define run_ok(op) run_ok_(&(op), __LINE__)
 
 // Runs an op that must fail with `status` and a message containing `text`.
 static void run_fails_(const torc_op *op, int status, const char *text, int line) {
-    const int st = vt->run(0, op);
-    ck_assert_msg(st == status, "line %d: expected status %d, got %d (%s)", line, status, st, vt->last_error());
-    ck_assert_msg(strstr(vt->last_error(), text) != NULL, "line %d: message '%s' lacks '%s'", line,
-                  vt->last_error(), text);
+    const int st = vt->run(vt_ctx, 0, op);
+    ck_assert_msg(st == status, "line %d: expected status %d, got %d (%s)", line, status, st, vt->last_error(vt_ctx));
+    ck_assert_msg(strstr(vt->last_error(vt_ctx), text) != NULL, "line %d: message '%s' lacks '%s'", line,
+                  vt->last_error(vt_ctx), text);
 }
 #define run_fails(op, status, text) run_fails_(&(op), (status), (text), __LINE__)
 
@@ -227,19 +229,23 @@ START_TEST(test_vtable_and_device) {
     ck_assert_uint_eq(vt->abi_version, TORC_BACKEND_ABI_VERSION);
     ck_assert_uint_eq(vt->struct_size, sizeof(torc_backend_vtable));
     ck_assert_str_eq(vt->name, "reference");
-    ck_assert_int_eq(vt->device_count(), 1);
-    ck_assert_ptr_null(vt->event_create);
+    ck_assert_int_eq(vt->device_count(vt_ctx), 1);
+    // It takes no options: any is refused by name.
+    void *c = NULL;
+    ck_assert_int_eq(vt->init((const char *const[]){"num_threads=2", NULL}, &c), TORC_ERR_INVALID_ARG);
+    ck_assert_str_eq(vt->last_error(NULL), "reference backend: unknown option 'num_threads=2' (it takes no options)");
+    ck_assert_ptr_null(c);
     ck_assert_ptr_null(vt->memory_stats);
     ck_assert_ptr_null(vt->empty_cache);
-    torc_device_info info;
-    ck_assert_int_eq(vt->device_info(0, &info), 0);
+    torc_device_info info = {.struct_size = sizeof info};  // as the core passes it: zeroed, sized
+    ck_assert_int_eq(vt->device_info(vt_ctx, 0, &info), 0);
     ck_assert(info.host_memory);
     ck_assert(strlen(info.name) > 0);
     ck_assert_uint_gt(info.total_memory, 0);
     for (int d = 0; d < TORC_DTYPE_COUNT; d++) ck_assert(info.peak_flops[d] == 0.0);
     ck_assert_str_eq(info.peak_source, "reference backend: no promise");
-    ck_assert_int_ne(vt->device_info(1, &info), 0);
-    ck_assert_int_eq(vt->synchronize(0), 0);
+    ck_assert_int_ne(vt->device_info(vt_ctx, 1, &info), 0);
+    ck_assert_int_eq(vt->synchronize(vt_ctx, 0), 0);
     // A host of another major version gets NULL.
     torc_backend_entry_fn entry = (torc_backend_entry_fn)dlsym(lib, TORC_BACKEND_ENTRY_SYMBOL);
     ck_assert_ptr_null(entry((TORC_BACKEND_ABI_MAJOR + 1u) << 16));
@@ -250,21 +256,21 @@ START_TEST(test_vtable_and_device) {
 END_TEST
 
 START_TEST(test_alloc_copy) {
-    void *a = vt->alloc(0, 100), *z = vt->alloc(0, 0);
+    void *a = vt->alloc(vt_ctx, 0, 100), *z = vt->alloc(vt_ctx, 0, 0);
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(z);
     ck_assert_uint_eq((uintptr_t)a % 64, 0);
     ck_assert_uint_eq((uintptr_t)z % 64, 0);
     char src[100];
     for (int i = 0; i < 100; i++) src[i] = (char)i;
-    ck_assert_int_eq(vt->copy(0, a, src, 100, TORC_COPY_HOST_TO_DEVICE, false), 0);
+    ck_assert_int_eq(vt->copy(vt_ctx, 0, a, src, 100, TORC_COPY_HOST_TO_DEVICE, false), 0);
     char back[100];
-    ck_assert_int_eq(vt->copy(0, back, a, 100, TORC_COPY_DEVICE_TO_HOST, true), 0);
+    ck_assert_int_eq(vt->copy(vt_ctx, 0, back, a, 100, TORC_COPY_DEVICE_TO_HOST, true), 0);
     ck_assert_int_eq(memcmp(src, back, 100), 0);
-    ck_assert_int_eq(vt->copy(0, z, a, 0, TORC_COPY_DEVICE_TO_DEVICE, false), 0);
-    vt->free(0, a);
-    vt->free(0, z);
-    vt->free(0, NULL);
+    ck_assert_int_eq(vt->copy(vt_ctx, 0, z, a, 0, TORC_COPY_DEVICE_TO_DEVICE, false), 0);
+    vt->free(vt_ctx, 0, a);
+    vt->free(vt_ctx, 0, z);
+    vt->free(vt_ctx, 0, NULL);
 }
 END_TEST
 
@@ -426,7 +432,7 @@ START_TEST(test_arange_linspace) {
     expect_ints(o, I(-3, -1, 1));
     o = tensor(TORC_DTYPE_BOOL, SH(3), NULL);
     op = OP0(TORC_OP_ARANGE, o);
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     run_fails(op, TORC_ERR_DTYPE, "not implemented for 'Bool'");
 
     o = tensor(TORC_DTYPE_F64, SH(7), NULL);
@@ -473,13 +479,16 @@ START_TEST(test_add_sub_mul_div_float) {
         run_ok(op);
         expect_vals(o, V(2, 0, 7, 20, 5, 12));
         op.code = TORC_OP_SUB;
+        op.n_out = 1;
         op.params.scalar.value = 1.0;
         run_ok(op);
         expect_vals(o, V(0.5, 3, 1, -4, 5, 3));
         op.code = TORC_OP_MUL;
+        op.n_out = 1;
         run_ok(op);
         expect_vals(o, V(0.5, -2, 6, 32, 0, 18));
         op.code = TORC_OP_DIV;
+        op.n_out = 1;
         run_ok(op);
         expect_vals(o, V(2, -2, 1.5, 0.5, INFINITY, 2));
     }
@@ -559,12 +568,15 @@ START_TEST(test_binary_integer) {
     run_ok(op);
     expect_ints(o, I(INT32_MIN, -2147483647, 4));
     op.code = TORC_OP_SUB;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(o, I(2147483646, INT32_MAX, 10));
     op.code = TORC_OP_MUL;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(o, I(2147483647, INT32_MIN, -21));
     op.code = TORC_OP_ADD;
+    op.n_out = 1;
     op.params.scalar.value = -2.0;  // integer alpha
     run_ok(op);
     expect_ints(o, I(2147483645, 2147483646, 13));
@@ -578,9 +590,11 @@ START_TEST(test_binary_integer) {
     run_ok(op);
     expect_ints(o, I(4, 8, 1));
     op.code = TORC_OP_SUB;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(o, I(240, 254, 255));
     op.code = TORC_OP_MUL;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(o, I(196, 15, 0));
 
@@ -592,6 +606,7 @@ START_TEST(test_binary_integer) {
     run_ok(op);
     expect_ints(o, I(-2, INT64_MIN));
     op.code = TORC_OP_ADD;
+    op.n_out = 1;
     op.params.scalar.value = 1.0;
     run_ok(op);
     expect_ints(o, I(INT64_MIN + 1, INT64_MIN + 3));
@@ -604,10 +619,12 @@ START_TEST(test_binary_integer) {
     run_ok(op);
     expect_ints(o, I(0, 1, 1, 1));
     op.code = TORC_OP_MUL;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(o, I(0, 0, 0, 1));
     op.code = TORC_OP_SUB;
-    ck_assert(!vt->supports(0, &op));
+    op.n_out = 1;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     run_fails(op, TORC_ERR_DTYPE, "Subtraction, the `-` operator, with two bool tensors is not supported.");
 
     // True division of integers writes floating; an integer out is not supported.
@@ -618,7 +635,7 @@ START_TEST(test_binary_integer) {
     expect_vals(o, V((double)(1.0f / 3.0f), 0.5, INFINITY));
     o = tensor(TORC_DTYPE_I32, SH(3), NULL);
     op = OP(TORC_OP_DIV, o, x, y);
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     run_fails(op, TORC_ERR_DTYPE, "\"div\" not implemented");
 }
 END_TEST
@@ -668,11 +685,11 @@ START_TEST(test_matmul_basic) {
     // bool has no matmul; a floating input with an integer out neither.
     a = tensor(TORC_DTYPE_BOOL, SH(1, 1), V(1)), o = tensor(TORC_DTYPE_BOOL, SH(1, 1), NULL);
     op = OP(TORC_OP_MATMUL, o, a, a);
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     run_fails(op, TORC_ERR_DTYPE, "not implemented for 'Bool'");
     a = tensor(TORC_DTYPE_F32, SH(1, 1), V(1)), o = tensor(TORC_DTYPE_I64, SH(1, 1), NULL);
     op = OP(TORC_OP_MATMUL, o, a, a);
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
 }
 END_TEST
 
@@ -799,9 +816,11 @@ START_TEST(test_unary_signs_and_ints) {
     run_ok(op);
     expect_ints(ou, I(56, 255, 0));
     op.code = TORC_OP_SQUARE;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(ou, I(64, 1, 0));
     op.code = TORC_OP_SIGN;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(ou, I(1, 1, 0));
     // int64 extremes without UB.
@@ -811,6 +830,7 @@ START_TEST(test_unary_signs_and_ints) {
     run_ok(op);
     expect_ints(ol, I(INT64_MIN, INT64_MIN + 1));
     op.code = TORC_OP_SQUARE;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(ol, I(0, 1));
     // Bool: sign is the identity; neg/abs/relu have no bool kernel (PyTorch's messages).
@@ -819,12 +839,15 @@ START_TEST(test_unary_signs_and_ints) {
     run_ok(op);
     expect_ints(ob, I(1, 0));
     op.code = TORC_OP_NEG;
-    ck_assert(!vt->supports(0, &op));  // supports() leaves the reason behind
-    ck_assert_ptr_nonnull(strstr(vt->last_error(), "Negation, the `-` operator, on a bool tensor is not supported."));
+    op.n_out = 1;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));  // supports() leaves the reason behind
+    ck_assert_ptr_nonnull(strstr(vt->last_error(vt_ctx), "Negation, the `-` operator, on a bool tensor is not supported."));
     run_fails(op, TORC_ERR_DTYPE, "Negation, the `-` operator, on a bool tensor is not supported.");
     op.code = TORC_OP_RELU;
+    op.n_out = 1;
     run_fails(op, TORC_ERR_DTYPE, "Boolean inputs not supported for relu");
     op.code = TORC_OP_ABS;
+    op.n_out = 1;
     run_fails(op, TORC_ERR_DTYPE, "\"abs\" not implemented for 'Bool'");
     // Integer input with a floating out (the frontend promoted): computes in double.
     torc_operand ints = tensor(TORC_DTYPE_I64, SH(3), V(0, 2, 4)), of = tensor(TORC_DTYPE_F32, SH(3), NULL);
@@ -832,11 +855,12 @@ START_TEST(test_unary_signs_and_ints) {
     run_ok(op);
     expect_vals(of, V(INFINITY, 0.5, 0.25));
     op.code = TORC_OP_SQRT;
+    op.n_out = 1;
     run_ok(op);
     expect_vals(of, V(0, (double)(float)sqrt(2.0), 2));
     // Floating-only ops refuse an integer out.
     op = OP(TORC_OP_EXP, tensor(TORC_DTYPE_I64, SH(3), NULL), ints);
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     run_fails(op, TORC_ERR_DTYPE, "\"exp\" not implemented for 'Long'");
     // erfinv stays accurate next to 1 (golden: mpmath) and is NaN outside [-1, 1].
     torc_operand ey = tensor(TORC_DTYPE_F64, SH(4), V(1 - 0x1p-53, -1e-300, 1.5, NAN));
@@ -888,7 +912,7 @@ START_TEST(test_pow) {
     // A negative scalar exponent on integers is PyTorch's error; 0 gives ones.
     op = OP(TORC_OP_POW_SCALAR, o, b);
     op.params.scalar.value = -2;
-    ck_assert(vt->supports(0, &op));
+    ck_assert(vt->supports(vt_ctx, 0, &op));
     run_fails(op, TORC_ERR_INVALID_ARG, "Integers to negative integer powers are not allowed.");
     op.params.scalar.value = 0;
     run_ok(op);
@@ -904,7 +928,7 @@ START_TEST(test_pow) {
     expect_vals(of, V(NAN, 2, 1));
     torc_operand bb = tensor(TORC_DTYPE_BOOL, SH(1), V(1));
     op = OP(TORC_OP_POW, tensor(TORC_DTYPE_BOOL, SH(1), NULL), bb, bb);
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
 }
 END_TEST
 
@@ -916,6 +940,7 @@ START_TEST(test_maximum_minimum) {
     run_ok(op);
     expect_vals(o, V(NAN, NAN, 2, 5));
     op.code = TORC_OP_MINIMUM;
+    op.n_out = 1;
     run_ok(op);
     expect_vals(o, V(NAN, NAN, -0.0, 3));
     torc_operand i = tensor(TORC_DTYPE_I64, SH(3), V(-5, 7, 0)), j = strided(TORC_DTYPE_I64, SH(3), I(0), 1, V(1));
@@ -1026,16 +1051,16 @@ START_TEST(test_random_uniform_normal_int) {
     }
     // Independent of out's strides: a transposed out gets the same value at each logical index.
     torc_operand t = transposed(tensor(TORC_DTYPE_F64, SH(3, 2), NULL), 0, 1);
-    op.out = t;
+    op.out[0] = t;
     run_ok(op);
     for (int i = 0; i < 6; i++) ck_assert(val(&t, i) == val(&o, i));
     torc_operand s = strided(TORC_DTYPE_F64, SH(2, 3), I(9, 3), 18, NULL);
-    op.out = s;
+    op.out[0] = s;
     run_ok(op);
     for (int i = 0; i < 6; i++) ck_assert(val(&s, i) == val(&o, i));
     // f32 / bf16 round the double once.
     torc_operand f = tensor(TORC_DTYPE_BF16, SH(2, 3), NULL);
-    op.out = f;
+    op.out[0] = f;
     run_ok(op);
     torc_operand rounded = tensor(TORC_DTYPE_BF16, SH(6), (const double *)o.data);
     for (int i = 0; i < 6; i++) ck_assert(val(&f, i) == val(&rounded, i));
@@ -1065,7 +1090,7 @@ START_TEST(test_random_uniform_normal_int) {
     run_fails(op, TORC_ERR_INVALID_ARG, "random_ expects 'from' to be less than 'to', but got from=4 >= to=4");
     // Uniform and normal need a floating out; zero-size draws nothing.
     op = OP0(TORC_OP_RAND_NORMAL, tensor(TORC_DTYPE_I64, SH(2), NULL));
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     torc_operand e = tensor(TORC_DTYPE_F32, SH(0), NULL);
     e.data = NULL;
     op = OP0(TORC_OP_RAND_UNIFORM, e);
@@ -1195,6 +1220,7 @@ START_TEST(test_reduce_integer_and_bool) {
     run_ok(op);
     expect_ints(o, I(2147483654, 8, -10));  // exact in int64: no int32 wrap
     op.code = TORC_OP_PROD;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(o, I(15032385529, 7, 25));
     torc_operand oi = tensor(TORC_DTYPE_I32, SH(2, 1), NULL);
@@ -1202,6 +1228,7 @@ START_TEST(test_reduce_integer_and_bool) {
     run_ok(op);
     expect_ints(oi, I(2147483647, 7));
     op.code = TORC_OP_MIN;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(oi, I(-5, -5));
     torc_operand oa = tensor(TORC_DTYPE_I64, SH(2, 1), NULL);
@@ -1209,6 +1236,7 @@ START_TEST(test_reduce_integer_and_bool) {
     run_ok(op);
     expect_ints(oa, I(0, 0));  // ties: the first index
     op.code = TORC_OP_ARGMIN;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(oa, I(2, 2));
     // uint8 sum into uint8 wraps (torch.sum(dtype=uint8)); mean of ints into f32.
@@ -1237,13 +1265,14 @@ START_TEST(test_reduce_integer_and_bool) {
     run_ok(op);
     expect_ints(ob, I(1, 0));
     op.code = TORC_OP_MAX;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(ob, I(1, 1));
     op = reduce_op(TORC_OP_ARGMAX, tensor(TORC_DTYPE_I64, SH(2, 1), NULL), b, 2u, 0);
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     run_fails(op, TORC_ERR_DTYPE, "argmax(): does not support bool input");
     op = reduce_op(TORC_OP_MEAN, tensor(TORC_DTYPE_I64, SH(2, 1), NULL), b, 2u, 0);
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
 }
 END_TEST
 
@@ -1254,6 +1283,7 @@ START_TEST(test_reduce_nan_and_accuracy) {
     run_ok(op);
     expect_vals(o, V(NAN));
     op.code = TORC_OP_MIN;
+    op.n_out = 1;
     run_ok(op);
     expect_vals(o, V(NAN));
     torc_operand oi = tensor(TORC_DTYPE_I64, SH(1), NULL);
@@ -1261,10 +1291,12 @@ START_TEST(test_reduce_nan_and_accuracy) {
     run_ok(op);
     expect_ints(oi, I(1));
     op.code = TORC_OP_ARGMIN;
+    op.n_out = 1;
     run_ok(op);
     expect_ints(oi, I(1));
     op.code = TORC_OP_LOGSUMEXP;
-    op.out = o;
+    op.n_out = 1;
+    op.out[0] = o;
     run_ok(op);
     expect_vals(o, V(NAN));
     // logsumexp edge rows (golden): all -inf, with +inf, with NaN, and a large shift.
@@ -1335,6 +1367,7 @@ START_TEST(test_reduce_empty_and_shapes) {
     run_ok(op);
     expect_vals(so, V(-2.5));
     op.code = TORC_OP_NORM;
+    op.n_out = 1;
     op.params.reduce.p = 2;
     run_ok(op);
     expect_vals(so, V(2.5));
@@ -1389,6 +1422,7 @@ START_TEST(test_softmax) {
     run_ok(op);
     expect_vals(eo, V(NAN, NAN, NAN, NAN, NAN, NAN, 1.0, 0.0));
     op.code = TORC_OP_LOG_SOFTMAX;
+    op.n_out = 1;
     run_ok(op);
     expect_vals(eo, V(NAN, NAN, NAN, NAN, NAN, NAN, 0.0, -1000.0));
     // A 0-dim tensor is a row of one: softmax 1, log_softmax 0; zero-size does nothing.
@@ -1405,7 +1439,7 @@ START_TEST(test_softmax) {
     op.params.dim.dim = 2;
     run_fails(op, TORC_ERR_INVALID_ARG, "dim 2 out of range");
     op = OP(TORC_OP_SOFTMAX, tensor(TORC_DTYPE_I64, SH(2), NULL), tensor(TORC_DTYPE_I64, SH(2), NULL));
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
 }
 END_TEST
 
@@ -1469,7 +1503,7 @@ START_TEST(test_index_select) {
     op = dim_op(TORC_OP_INDEX_SELECT, o, x, IDX(SH(3), 0, 1, 2), 2);
     run_fails(op, TORC_ERR_INVALID_ARG, "dim 2 out of range");
     op = dim_op(TORC_OP_INDEX_SELECT, o, x, tensor(TORC_DTYPE_I32, SH(3), V(0, 1, 2)), 0);
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
 }
 END_TEST
 
@@ -1572,7 +1606,7 @@ START_TEST(test_masked_select_scatter) {
     op = OP(TORC_OP_MASKED_SELECT, tensor(TORC_DTYPE_F32, SH(4), NULL), x, m);
     run_fails(op, TORC_ERR_SHAPE, "out has 4 elements but the mask has 3 true entries");
     op = OP(TORC_OP_MASKED_SELECT, o, x, tensor(TORC_DTYPE_U8, SH(2, 3), V(0, 0, 0, 1, 1, 1)));
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
 
     // masked_scatter_: the source is consumed in row-major order of the mask.
     torc_operand d = tensor(TORC_DTYPE_I32, SH(2, 3), V(0, 0, 0, 0, 0, 0));
@@ -1634,23 +1668,25 @@ END_TEST
 START_TEST(test_malformed_ops) {
     torc_operand a = tensor(TORC_DTYPE_F32, SH(2), V(1, 2)), o = tensor(TORC_DTYPE_F32, SH(2), NULL);
     torc_op op = OP(TORC_OP_ADD, o, a);  // one input for a binary op
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     run_fails(op, TORC_ERR_INVALID_ARG, "add takes 2 input(s), got 1");
     op = OP(TORC_OP_ADD, o, a, a);
     op.code = TORC_OP_COUNT;
-    ck_assert(!vt->supports(0, &op));
-    ck_assert_int_ne(vt->run(0, &op), 0);
+    op.n_out = 1;
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
+    ck_assert_int_ne(vt->run(vt_ctx, 0, &op), 0);
     op.code = (torc_opcode)-1;
-    ck_assert_int_ne(vt->run(0, &op), 0);
+    op.n_out = 1;
+    ck_assert_int_ne(vt->run(vt_ctx, 0, &op), 0);
     op = OP(TORC_OP_ADD, o, a, a);
     op.in[1].ndim = TORC_MAX_DIMS + 1;
-    ck_assert(!vt->supports(0, &op));
+    ck_assert(!vt->supports(vt_ctx, 0, &op));
     run_fails(op, TORC_ERR_INVALID_ARG, "in1 has ndim 9");
     op = OP(TORC_OP_ADD, o, a, a);
     op.in[0].data = NULL;
     run_fails(op, TORC_ERR_INVALID_ARG, "in0 has NULL data but 2 elements");
     op = OP(TORC_OP_ADD, o, a, a);
-    op.out.dtype = (torc_dtype)TORC_DTYPE_COUNT;
+    op.out[0].dtype = (torc_dtype)TORC_DTYPE_COUNT;
     run_fails(op, TORC_ERR_DTYPE, "invalid dtype");
     op = OP(TORC_OP_ADD, o, a, a);
     op.in[0].shape[0] = -1;
@@ -1658,9 +1694,9 @@ START_TEST(test_malformed_ops) {
     torc_operand three = tensor(TORC_DTYPE_F32, SH(3), NULL);
     op = OP(TORC_OP_ADD, o, a, three);
     run_fails(op, TORC_ERR_SHAPE, "in1 has shape [3] but out has shape [2]");
-    ck_assert_int_ne(vt->run(1, &op), 0);
-    ck_assert_int_ne(vt->run(0, NULL), 0);
-    ck_assert(!vt->supports(0, NULL));
+    ck_assert_int_ne(vt->run(vt_ctx, 1, &op), 0);
+    ck_assert_int_ne(vt->run(vt_ctx, 0, NULL), 0);
+    ck_assert(!vt->supports(vt_ctx, 0, NULL));
 }
 END_TEST
 

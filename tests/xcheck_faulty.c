@@ -13,7 +13,7 @@
 #include <torc/convert.h>
 
 static _Thread_local char tls_error[256];
-static const char *faulty_last_error(void) { return tls_error; }
+static const char *faulty_last_error(void *ctx) { return tls_error; }
 
 static int64_t numel(const torc_operand *o) {
     int64_t n = 1;
@@ -40,10 +40,10 @@ static float *at(const torc_operand *o, int64_t lin, bool unit_last) {
 static bool all_f32(const torc_op *op) {
     for (int k = 0; k < op->n_in; k++)
         if (op->in[k].dtype != TORC_DTYPE_F32) return false;
-    return op->out.dtype == TORC_DTYPE_F32;
+    return op->out[0].dtype == TORC_DTYPE_F32;
 }
 
-static bool faulty_supports(int device, const torc_op *op) {
+static bool faulty_supports(void *ctx, int device, const torc_op *op) {
     if (device != 0 || !all_f32(op)) return false;
     switch (op->code) {
     case TORC_OP_ADD: case TORC_OP_SUB: case TORC_OP_MUL: case TORC_OP_MAXIMUM: case TORC_OP_MINIMUM: case TORC_OP_DIV:
@@ -53,12 +53,12 @@ static bool faulty_supports(int device, const torc_op *op) {
     }
 }
 
-static int faulty_run(int device, const torc_op *op) {
-    if (!faulty_supports(device, op)) {
+static int faulty_run(void *ctx, int device, const torc_op *op) {
+    if (!faulty_supports(ctx, device, op)) {
         snprintf(tls_error, sizeof tls_error, "xcheck_faulty: op %d not supported", (int)op->code);
         return TORC_ERR_NOT_SUPPORTED;
     }
-    const torc_operand *o = &op->out, *a = &op->in[0], *b = &op->in[1];
+    const torc_operand *o = &op->out[0], *a = &op->in[0], *b = &op->in[1];
     const int64_t n = numel(o);
     const double alpha = op->params.scalar.value;
     if (op->code == TORC_OP_DIV)  // stages in1 in out first: wrong when out is in0
@@ -89,11 +89,14 @@ static int faulty_run(int device, const torc_op *op) {
     return TORC_OK;
 }
 
-static int faulty_init(void) { return TORC_OK; }
-static void faulty_shutdown(void) {}
-static int faulty_device_count(void) { return 1; }
+static int faulty_init(const char *const *options, void **ctx) {
+    (void)options, (void)ctx;
+    return TORC_OK;
+}
+static void faulty_shutdown(void *ctx) {}
+static int faulty_device_count(void *ctx) { return 1; }
 
-static int faulty_device_info(int device, torc_device_info *info) {
+static int faulty_device_info(void *ctx, int device, torc_device_info *info) {
     memset(info, 0, sizeof *info);
     snprintf(info->name, sizeof info->name, "xcheck test backend with planted bugs");
     info->host_memory = true;
@@ -101,13 +104,13 @@ static int faulty_device_info(int device, torc_device_info *info) {
     return TORC_OK;
 }
 
-static void *faulty_alloc(int device, size_t nbytes) { return aligned_alloc(64, nbytes + (64 - nbytes % 64)); }
-static void faulty_free(int device, void *ptr) { free(ptr); }
-static int faulty_copy(int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind, bool async) {
+static void *faulty_alloc(void *ctx, int device, size_t nbytes) { return aligned_alloc(64, nbytes + (64 - nbytes % 64)); }
+static void faulty_free(void *ctx, int device, void *ptr) { free(ptr); }
+static int faulty_copy(void *ctx, int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind, bool async) {
     if (nbytes) memmove(dst, src, nbytes);
     return TORC_OK;
 }
-static int faulty_synchronize(int device) { return TORC_OK; }
+static int faulty_synchronize(void *ctx, int device) { return TORC_OK; }
 
 static const torc_backend_vtable vtable = {
     .abi_version = TORC_BACKEND_ABI_VERSION,

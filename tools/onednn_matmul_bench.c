@@ -42,6 +42,8 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static void *vt_ctx;  // the backend's context (init's)
+
 static const torc_backend_vtable *load(void) {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -78,8 +80,8 @@ static void bench(const torc_backend_vtable *vt, const torc_device_info *info, c
     else CHECK(0, "unknown dtype %s (f32 bf16 bf16f32 f16)", name);
     const size_t isz = in == TORC_DTYPE_F32 ? 4 : 2, osz = out == TORC_DTYPE_F32 ? 4 : 2;
     const size_t nn = (size_t)(n * n);
-    char *a = vt->alloc(0, nn * isz), *b = vt->alloc(0, nn * isz), *c = vt->alloc(0, nn * osz);
-    CHECK(a && b && c, "alloc: %s", vt->last_error());
+    char *a = vt->alloc(vt_ctx, 0, nn * isz), *b = vt->alloc(vt_ctx, 0, nn * isz), *c = vt->alloc(vt_ctx, 0, nn * osz);
+    CHECK(a && b && c, "alloc: %s", vt->last_error(vt_ctx));
     srand(1);
     for (size_t i = 0; i < nn; i++) {
         const float va = (float)((double)rand() / RAND_MAX - 0.5), vb = (float)((double)rand() / RAND_MAX - 0.5);
@@ -97,17 +99,18 @@ static void bench(const torc_backend_vtable *vt, const torc_device_info *info, c
     torc_op op;
     memset(&op, 0, sizeof op);
     op.code = TORC_OP_MATMUL;
+    op.n_out = 1;
     op.n_in = 2;
     square(&op.in[0], in, n, a);
     square(&op.in[1], in, n, b);
-    square(&op.out, out, n, c);
-    CHECK(vt->supports(0, &op), "matmul %s not supported: %s", name, vt->last_error());
-    CHECK(vt->run(0, &op) == 0, "run: %s", vt->last_error());  // warm-up (creates the primitive)
+    square(&op.out[0], out, n, c);
+    CHECK(vt->supports(vt_ctx, 0, &op), "matmul %s not supported: %s", name, vt->last_error(vt_ctx));
+    CHECK(vt->run(vt_ctx, 0, &op) == 0, "run: %s", vt->last_error(vt_ctx));  // warm-up (creates the primitive)
     double *t = malloc(sizeof(double) * (size_t)runs);
     for (int r = 0; r < runs; r++) {
         const double t0 = now();
-        CHECK(vt->run(0, &op) == 0, "run: %s", vt->last_error());
-        CHECK(vt->synchronize(0) == 0, "synchronize: %s", vt->last_error());
+        CHECK(vt->run(vt_ctx, 0, &op) == 0, "run: %s", vt->last_error(vt_ctx));
+        CHECK(vt->synchronize(vt_ctx, 0) == 0, "synchronize: %s", vt->last_error(vt_ctx));
         t[r] = now() - t0;
     }
     qsort(t, (size_t)runs, sizeof *t, cmp_double);
@@ -118,9 +121,9 @@ static void bench(const torc_backend_vtable *vt, const torc_device_info *info, c
     if (peak > 0) printf(" (%.1f%% of %.0f GFLOP/s promised)", 100.0 * flops / med / peak, peak * 1e-9);
     printf("\n");
     free(t);
-    vt->free(0, a);
-    vt->free(0, b);
-    vt->free(0, c);
+    vt->free(vt_ctx, 0, a);
+    vt->free(vt_ctx, 0, b);
+    vt->free(vt_ctx, 0, c);
 }
 
 int main(int argc, char **argv) {
@@ -128,9 +131,9 @@ int main(int argc, char **argv) {
     const int runs = argc > 2 ? atoi(argv[2]) : 5;
     CHECK(n > 0 && runs > 0, "usage: %s [n] [runs] [f32|bf16|bf16f32|f16...]", argv[0]);
     const torc_backend_vtable *vt = load();
-    CHECK(vt->init() == 0, "init: %s", vt->last_error());
-    torc_device_info info;
-    CHECK(vt->device_info(0, &info) == 0, "device_info: %s", vt->last_error());
+    CHECK(vt->init(NULL, &vt_ctx) == 0, "init: %s", vt->last_error(vt_ctx));
+    torc_device_info info = {.struct_size = sizeof info};  // as the core passes it: zeroed, sized
+    CHECK(vt->device_info(vt_ctx, 0, &info) == 0, "device_info: %s", vt->last_error(vt_ctx));
     printf("%s: %s\n", info.name, info.peak_source);
     if (argc > 3)
         for (int i = 3; i < argc; i++) bench(vt, &info, argv[i], n, runs);
@@ -138,6 +141,6 @@ int main(int argc, char **argv) {
         bench(vt, &info, "f32", n, runs);
         bench(vt, &info, "bf16", n, runs);
     }
-    vt->shutdown();
+    vt->shutdown(vt_ctx);
     return 0;
 }

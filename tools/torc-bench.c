@@ -309,8 +309,8 @@ static void sync_dev(void) { check(torc_device_synchronize(g_dev) == TORC_OK, "s
 // TORC_ONEDNN_MIN_WORK), and supports() reads shapes, never data.
 static bool native_matmul(torc_dtype dt) {
     static unsigned char buf[3][64];
-    torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2};
-    torc_operand *ops[3] = {&op.in[0], &op.in[1], &op.out};
+    torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2, .n_out = 1};
+    torc_operand *ops[3] = {&op.in[0], &op.in[1], &op.out[0]};
     for (int i = 0; i < 3; i++) {
         ops[i]->data = buf[i];
         ops[i]->dtype = dt;
@@ -319,7 +319,7 @@ static bool native_matmul(torc_dtype dt) {
         ops[i]->stride[0] = 64, ops[i]->stride[1] = 1;
     }
     const torc_backend_vtable *vt = torc_device_vtable(g_dev);
-    return vt->supports(torc_device_index(g_dev), &op);
+    return vt->supports(torc_device_backend_context(g_dev), torc_device_index(g_dev), &op);
 }
 
 static double time_matmul(int64_t n, torc_dtype dt, int *reps_out) {

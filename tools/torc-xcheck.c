@@ -41,6 +41,11 @@ typedef struct target {
 } target;
 static target g_t;
 
+// The context to pass v, one of the two vtables above (each backend has one instance).
+static void *ctx_of(const torc_backend_vtable *v) {
+    return torc_device_backend_context(v == g_t.vt ? g_t.dev : g_t.ref);
+}
+
 static bool g_any_failure;
 
 // ---- small utilities ----
@@ -702,21 +707,21 @@ static void operand_of(torc_operand *o, const spec *s, void *buf) {
 
 static void db_release(devbufs *d) {
     for (int k = 0; k <= TORC_OP_MAX_INPUTS; k++)
-        if (d->buf[k] && !(k == TORC_OP_MAX_INPUTS && d->buf[k] == d->buf[0])) d->vt->free(d->dev, d->buf[k]);
-    if (d->scale_out) d->vt->free(d->dev, d->scale_out);
-    if (d->amax_out) d->vt->free(d->dev, d->amax_out);
+        if (d->buf[k] && !(k == TORC_OP_MAX_INPUTS && d->buf[k] == d->buf[0])) d->vt->free(ctx_of(d->vt), d->dev, d->buf[k]);
+    if (d->scale_out) d->vt->free(ctx_of(d->vt), d->dev, d->scale_out);
+    if (d->amax_out) d->vt->free(ctx_of(d->vt), d->dev, d->amax_out);
     memset(d->buf, 0, sizeof d->buf);
     d->scale_out = d->amax_out = NULL;
 }
 
 static bool db_upload_to(devbufs *d, void **dst, const unsigned char *img, size_t nb, char *msg, size_t msz) {
-    *dst = d->vt->alloc(d->dev, nb);
+    *dst = d->vt->alloc(ctx_of(d->vt), d->dev, nb);
     if (!*dst) {
-        snprintf(msg, msz, "alloc of %zu bytes failed: %s", nb, d->vt->last_error());
+        snprintf(msg, msz, "alloc of %zu bytes failed: %s", nb, d->vt->last_error(ctx_of(d->vt)));
         return false;
     }
-    if (d->vt->copy(d->dev, *dst, img, nb, TORC_COPY_HOST_TO_DEVICE, false) != 0) {
-        snprintf(msg, msz, "copy to device failed: %s", d->vt->last_error());
+    if (d->vt->copy(ctx_of(d->vt), d->dev, *dst, img, nb, TORC_COPY_HOST_TO_DEVICE, false) != 0) {
+        snprintf(msg, msz, "copy to device failed: %s", d->vt->last_error(ctx_of(d->vt)));
         return false;
     }
     return true;
@@ -729,7 +734,9 @@ static bool db_prepare(devbufs *d, const torc_backend_vtable *vt, int dev, const
     memset(d, 0, sizeof *d);
     d->vt = vt, d->dev = dev;
     d->op.code = c->code;
+    d->op.n_out = 1;
     d->op.n_in = c->n_in;
+    d->op.n_out = 1;
     d->op.params = c->params;
     for (int k = 0; k < c->n_in; k++) {
         if (!db_upload(d, k, c->img[k], image_bytes(&c->in[k]), msg, msz)) return db_release(d), false;
@@ -737,17 +744,16 @@ static bool db_prepare(devbufs *d, const torc_backend_vtable *vt, int dev, const
     }
     if (c->alias) d->buf[TORC_OP_MAX_INPUTS] = d->buf[0];
     else if (!db_upload(d, TORC_OP_MAX_INPUTS, c->oimg, image_bytes(&c->out), msg, msz)) return db_release(d), false;
-    operand_of(&d->op.out, &c->out, d->buf[TORC_OP_MAX_INPUTS]);
-    if (c->code == TORC_OP_SCALED_MM) {
+    operand_of(&d->op.out[0], &c->out, d->buf[TORC_OP_MAX_INPUTS]);
+    if (c->code == TORC_OP_SCALED_MM) {  // scale_out: the optional in4; amax: the optional out[1]
         const float so = (float)c->sm_scale_out, am = NAN;
-        d->op.params.scaled_mm.scale_out = d->op.params.scaled_mm.amax_out = NULL;
         if (so != 0) {
             if (!db_upload_to(d, &d->scale_out, (const unsigned char *)&so, sizeof so, msg, msz)) return db_release(d), false;
-            d->op.params.scaled_mm.scale_out = d->scale_out;
+            d->op.in[d->op.n_in++] = (torc_operand){d->scale_out, TORC_DTYPE_F32, 1, {1}, {1}};
         }
         if (c->sm_amax) {
             if (!db_upload_to(d, &d->amax_out, (const unsigned char *)&am, sizeof am, msg, msz)) return db_release(d), false;
-            d->op.params.scaled_mm.amax_out = d->amax_out;
+            d->op.out[d->op.n_out++] = (torc_operand){d->amax_out, TORC_DTYPE_F32, 1, {1}, {1}};
         }
     }
     return true;
@@ -756,8 +762,8 @@ static bool db_prepare(devbufs *d, const torc_backend_vtable *vt, int dev, const
 static unsigned char *download(const devbufs *d, const void *buf, size_t nb, char *msg, size_t msz) {
     unsigned char *h = malloc(nb);
     if (!h) xcheck_die("out of memory");
-    if (d->vt->copy(d->dev, h, buf, nb, TORC_COPY_DEVICE_TO_HOST, false) != 0) {
-        snprintf(msg, msz, "copy from device failed: %s", d->vt->last_error());
+    if (d->vt->copy(ctx_of(d->vt), d->dev, h, buf, nb, TORC_COPY_DEVICE_TO_HOST, false) != 0) {
+        snprintf(msg, msz, "copy from device failed: %s", d->vt->last_error(ctx_of(d->vt)));
         free(h);
         return NULL;
     }
@@ -772,16 +778,16 @@ static run_status run_vtable(const torc_backend_vtable *avt, int adev, const tor
                              const xcase *c, run_out *r) {
     devbufs d;
     if (!db_prepare(&d, avt, adev, c, r->msg, sizeof r->msg)) return RUN_FAILED;
-    if (!rvt->supports(rdev, &d.op)) {
+    if (!rvt->supports(ctx_of(rvt), rdev, &d.op)) {
         db_release(&d);
         return RUN_UNSUPPORTED;
     }
     run_status st = RUN_OK;
-    if (rvt->run(rdev, &d.op) != 0) {
-        snprintf(r->msg, sizeof r->msg, "run failed: %s", rvt->last_error());
+    if (rvt->run(ctx_of(rvt), rdev, &d.op) != 0) {
+        snprintf(r->msg, sizeof r->msg, "run failed: %s", rvt->last_error(ctx_of(rvt)));
         st = RUN_FAILED;
-    } else if (avt->synchronize(adev) != 0) {
-        snprintf(r->msg, sizeof r->msg, "synchronize failed: %s", avt->last_error());
+    } else if (avt->synchronize(ctx_of(avt), adev) != 0) {
+        snprintf(r->msg, sizeof r->msg, "synchronize failed: %s", avt->last_error(ctx_of(avt)));
         st = RUN_FAILED;
     }
     if (st == RUN_OK) {
@@ -791,8 +797,8 @@ static run_status run_vtable(const torc_backend_vtable *avt, int adev, const tor
                 st = RUN_FAILED;
         if (!r->obuf) st = RUN_FAILED;
         if (st == RUN_OK && d.amax_out &&
-            avt->copy(adev, &r->amax, d.amax_out, sizeof r->amax, TORC_COPY_DEVICE_TO_HOST, false) != 0) {
-            snprintf(r->msg, sizeof r->msg, "copy from device failed: %s", avt->last_error());
+            avt->copy(ctx_of(avt), adev, &r->amax, d.amax_out, sizeof r->amax, TORC_COPY_DEVICE_TO_HOST, false) != 0) {
+            snprintf(r->msg, sizeof r->msg, "copy from device failed: %s", avt->last_error(ctx_of(avt)));
             st = RUN_FAILED;
         }
     }
@@ -1090,12 +1096,12 @@ static void finish_row(torc_opcode code, const row *r) {
 // ---- --perf ----
 // The course's time_matmul: warm up, then time runs with a synchronize after each, take the median.
 static double time_runs(devbufs *d, const torc_backend_vtable *rvt, int rdev) {
-    if (rvt->run(rdev, &d->op) != 0 || d->vt->synchronize(d->dev) != 0) return -1;
+    if (rvt->run(ctx_of(rvt), rdev, &d->op) != 0 || d->vt->synchronize(ctx_of(d->vt), d->dev) != 0) return -1;
     double t[64], total = 0;
     int n = 0;
     while (n < 64 && (n < 3 || (total < 0.2 && n < 25))) {
         const double t0 = now_s();
-        if (rvt->run(rdev, &d->op) != 0 || d->vt->synchronize(d->dev) != 0) return -1;
+        if (rvt->run(ctx_of(rvt), rdev, &d->op) != 0 || d->vt->synchronize(ctx_of(d->vt), d->dev) != 0) return -1;
         t[n] = now_s() - t0;
         total += t[n++];
         if (t[0] > 1.0 && n >= 1) break;  // a slow reference kernel: one timed run is enough
@@ -1110,11 +1116,11 @@ static void perf_case(builder *b, const xcase *c) {
     double tb = -1, tr = -1;
     bool native = false;
     if (db_prepare(&d, g_t.vt, g_t.di, c, msg, sizeof msg)) {
-        if (g_t.vt->supports(g_t.di, &d.op)) native = true, tb = time_runs(&d, g_t.vt, g_t.di);
+        if (g_t.vt->supports(ctx_of(g_t.vt), g_t.di, &d.op)) native = true, tb = time_runs(&d, g_t.vt, g_t.di);
         db_release(&d);
     }
     if (db_prepare(&d, g_t.rvt, g_t.ri, c, msg, sizeof msg)) {
-        if (g_t.rvt->supports(g_t.ri, &d.op)) tr = time_runs(&d, g_t.rvt, g_t.ri);
+        if (g_t.rvt->supports(ctx_of(g_t.rvt), g_t.ri, &d.op)) tr = time_runs(&d, g_t.rvt, g_t.ri);
         db_release(&d);
     }
     if (tr < 0 && tb < 0) return;
@@ -1165,7 +1171,7 @@ static void emit(builder *b, xcase *c) {
         devbufs d;
         if (db_prepare(&d, g_t.vt, g_t.di, c, msg, sizeof msg)) {
             b->probe_total++;
-            if (g_t.vt->supports(g_t.di, &d.op)) b->probe_native++;
+            if (g_t.vt->supports(ctx_of(g_t.vt), g_t.di, &d.op)) b->probe_native++;
             db_release(&d);
         }
         xc_free(c);

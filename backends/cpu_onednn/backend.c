@@ -3,6 +3,7 @@
 // Every oneDNN call runs under one lock: the stream, the cached primitives' memory objects
 // and the workspace are shared, and each primitive already uses every core through OpenMP.
 #include <errno.h>
+#include <limits.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,17 +14,16 @@
 
 #include "onednn-impl.h"
 
-TORC_API const torc_backend_vtable *torc_backend_entry(uint32_t host_abi_version);
-
 static struct {
     pthread_mutex_t lock;
     int refs;              // init() calls not yet matched by shutdown()
     dnnl_engine_t engine;
     dnnl_stream_t stream;
-    int nthreads;          // TORC_NUM_THREADS; 0: OpenMP's default (every core)
+    int nthreads;          // num_threads / TORC_NUM_THREADS; 0: OpenMP's default (every core)
+    _Atomic int64_t min_work;  // min_work option; -1: TORC_ONEDNN_MIN_WORK or the default
     void *work;            // temporaries + scratchpads of the running plan
     size_t work_bytes;
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .min_work = -1};
 
 dnnl_engine_t onednn__engine(void) { return g.engine; }
 
@@ -111,22 +111,59 @@ const char *onednn__op_name(torc_opcode code) {
     }
 }
 
-static const char *onednn_last_error(void) { return onednn__last_error_text(); }
+static const char *onednn_last_error(void *ctx) {
+    (void)ctx;  // per thread, whatever the context (NULL too: a failed init)
+    return onednn__last_error_text();
+}
 
 // ---- init / shutdown ----
-// TORC_NUM_THREADS: a positive integer, or unset for OpenMP's default.
-static int read_num_threads(int *n) {
-    *n = 0;
-    const char *s = getenv("TORC_NUM_THREADS");
-    if (!s || !*s) return 0;
+// Options, each overriding its environment variable (which stays the default):
+//   num_threads=N   TORC_NUM_THREADS      OpenMP threads (a positive integer; unset: every core)
+//   max_cpu_isa=X   TORC_MAX_CPU_ISA      the instruction-set cap (isa.c)
+//   min_work=N      TORC_ONEDNN_MIN_WORK  ops smaller than this go to the reference (0: none)
+typedef struct onednn_options {
+    const char *num_threads, *max_cpu_isa, *min_work;  // NULL: not given
+} onednn_options;
+
+static int parse_options(const char *const *options, onednn_options *o) {
+    memset(o, 0, sizeof *o);
+    for (int i = 0; options && options[i]; i++) {
+        const char *kv = options[i], *eq = strchr(kv, '=');
+        const size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
+        const char **slot = klen == 11 && !strncmp(kv, "num_threads", klen)   ? &o->num_threads
+                            : klen == 11 && !strncmp(kv, "max_cpu_isa", klen) ? &o->max_cpu_isa
+                            : klen == 8 && !strncmp(kv, "min_work", klen)     ? &o->min_work
+                                                                              : NULL;
+        if (!slot)
+            return onednn__error(TORC_ERR_INVALID_ARG, "onednn: unknown option '%.*s' (it takes num_threads, "
+                                 "max_cpu_isa, min_work)", (int)klen, kv);
+        if (!eq) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: option '%s' is not key=value", kv);
+        *slot = eq + 1;
+    }
+    return 0;
+}
+
+// A count in [lo, hi] from s (what names where it came from), or an error.
+static int parse_count(const char *s, const char *what, long lo, long hi, long *out) {
     char *end = NULL;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < 1 || v > 65536)
-        return onednn__error(TORC_ERR_INVALID_ARG,
-                             "onednn: TORC_NUM_THREADS must be a positive integer, got '%s'", s);
-    *n = (int)v;
+    const long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s must be an integer in [%ld, %ld], got '%s'", what, lo,
+                             hi, s);
+    *out = v;
     return 0;
+}
+
+// num_threads, else TORC_NUM_THREADS: a positive integer, or unset for OpenMP's default.
+static int read_num_threads(const char *opt, int *n) {
+    *n = 0;
+    const char *s = opt ? opt : getenv("TORC_NUM_THREADS");
+    if (!s || (!opt && !*s)) return 0;
+    long v;
+    int st = parse_count(s, opt ? "num_threads" : "TORC_NUM_THREADS", 1, 65536, &v);
+    if (!st) *n = (int)v;
+    return st;
 }
 
 // OpenMP's thread count is per calling thread: set it on every thread that enters oneDNN.
@@ -134,16 +171,28 @@ static void apply_threads(void) {
     if (g.nthreads > 0 && omp_get_max_threads() != g.nthreads) omp_set_num_threads(g.nthreads);
 }
 
-static int onednn_init(void) {
-    int st = 0;
+// The state is the process's (one engine, one stream, one lock): every context is &g, counted by
+// refs. The first init applies max_cpu_isa; num_threads and min_work apply at every init.
+static int onednn_init(const char *const *options, void **ctx) {
+    onednn_options o;
+    int st = parse_options(options, &o);
+    if (st) return st;
+    long mw = -1;
+    if (o.min_work && (st = parse_count(o.min_work, "min_work", 0, LONG_MAX, &mw)))
+        return st;
+    int n;
+    if ((st = read_num_threads(o.num_threads, &n))) return st;
     pthread_mutex_lock(&g.lock);
     if (g.refs > 0) {
         g.refs++;
+        if (o.num_threads) g.nthreads = n;
+        if (o.min_work) atomic_store(&g.min_work, (int64_t)mw);
+        *ctx = &g;
         goto out;
     }
-    int n;
-    if ((st = read_num_threads(&n)) || (st = onednn__isa_init())) goto out;
+    if ((st = onednn__isa_init(o.max_cpu_isa))) goto out;
     g.nthreads = n;
+    atomic_store(&g.min_work, (int64_t)mw);
     apply_threads();
     dnnl_status_t s = dnnl_engine_create(&g.engine, dnnl_cpu, 0);
     if (s != dnnl_success) {
@@ -160,6 +209,7 @@ static int onednn_init(void) {
         goto out;
     }
     g.refs = 1;
+    *ctx = &g;
 out:
     pthread_mutex_unlock(&g.lock);
     return st;
@@ -171,7 +221,8 @@ static void release_workspace(void) {
     g.work_bytes = 0;
 }
 
-static void onednn_shutdown(void) {
+static void onednn_shutdown(void *ctx) {
+    (void)ctx;
     pthread_mutex_lock(&g.lock);
     if (g.refs > 0 && --g.refs == 0) {
         onednn__cache_clear();
@@ -190,7 +241,10 @@ static void onednn_shutdown(void) {
 }
 
 // ---- devices and memory ----
-static int onednn_device_count(void) { return 1; }
+static int onednn_device_count(void *ctx) {
+    (void)ctx;
+    return 1;
+}
 
 static int check_device(int device) {
     if (device != 0)
@@ -199,26 +253,26 @@ static int check_device(int device) {
     return 0;
 }
 
-static int onednn_device_info(int device, torc_device_info *info) {
+static int onednn_device_info(void *ctx, int device, torc_device_info *info) {
     int st = check_device(device);
     if (st) return st;
     if (!info) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: device_info: info is NULL");
     return onednn__device_info(info);
 }
 
-static void *onednn_alloc(int device, size_t nbytes) {
+static void *onednn_alloc(void *ctx, int device, size_t nbytes) {
     if (check_device(device)) return NULL;
     void *p = onednn__mem_alloc(nbytes);
     if (!p) onednn__error(TORC_ERR_OOM, "onednn: cannot allocate %zu bytes", nbytes);
     return p;
 }
 
-static void onednn_free(int device, void *ptr) {
+static void onednn_free(void *ctx, int device, void *ptr) {
     (void)device;
     onednn__mem_free(ptr);
 }
 
-static int onednn_copy(int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
+static int onednn_copy(void *ctx, int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
                        bool async) {
     int st = check_device(device);
     if (st) return st;
@@ -230,7 +284,7 @@ static int onednn_copy(int device, void *dst, const void *src, size_t nbytes, to
     return 0;
 }
 
-static int onednn_synchronize(int device) {
+static int onednn_synchronize(void *ctx, int device) {
     int st = check_device(device);
     if (st) return st;
     pthread_mutex_lock(&g.lock);
@@ -242,7 +296,7 @@ static int onednn_synchronize(int device) {
     return st;
 }
 
-static int onednn_empty_cache(int device) {
+static int onednn_empty_cache(void *ctx, int device) {
     int st = check_device(device);
     if (st) return st;
     pthread_mutex_lock(&g.lock);
@@ -261,6 +315,8 @@ static int onednn_empty_cache(int device) {
 #define ONEDNN_MIN_WORK_DEFAULT 4096
 
 static int64_t min_work(void) {
+    const int64_t opt = atomic_load(&g.min_work);  // the min_work option wins
+    if (opt >= 0) return opt;
     static _Atomic int64_t cached = -1;
     int64_t v = atomic_load(&cached);
     if (v < 0) {
@@ -305,7 +361,7 @@ static const host_family *host_family_of(const torc_op *op) {
     return NULL;
 }
 
-static bool onednn_supports(int device, const torc_op *op) {
+static bool onednn_supports(void *ctx, int device, const torc_op *op) {
     if (device != 0 || !op) return false;
     const int64_t work = onednn__work(op), min = min_work();
     if (work < min) {
@@ -332,7 +388,7 @@ static int check_pointers(const torc_op *op) {
         if (!op->in[i].data && onednn__numel(&op->in[i]) > 0)
             return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s: in[%d].data is NULL",
                                  onednn__op_name(op->code), i);
-    if (!op->out.data && onednn__numel(&op->out) > 0)
+    if (!op->out[0].data && onednn__numel(&op->out[0]) > 0)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s: out.data is NULL",
                              onednn__op_name(op->code));
     return 0;
@@ -353,10 +409,10 @@ static int ensure_workspace(size_t nbytes) {
 static size_t span_bytes(const torc_operand *x) {
     int64_t last = 0;
     for (int d = 0; d < x->ndim; d++) last += (x->shape[d] - 1) * x->stride[d];
-    return (size_t)(last + 1) * onednn__dtype_size(x->dtype);
+    return (size_t)(last + 1) * torc_abi_dtype_size(x->dtype);
 }
 
-static int onednn_run(int device, const torc_op *op) {
+static int onednn_run(void *ctx, int device, const torc_op *op) {
     int st = check_device(device);
     if (st) return st;
     if (!op) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: run: op is NULL");
@@ -384,13 +440,13 @@ static int onednn_run(int device, const torc_op *op) {
     // In place (out is an input, as add_ runs): the fixup reads the inputs after the primitive
     // wrote out, so an input holding special values is copied first; else nothing is left to fix.
     bool aliased = false;
-    for (int i = 0; i < op->n_in; i++) aliased = aliased || op->in[i].data == op->out.data;
+    for (int i = 0; i < op->n_in; i++) aliased = aliased || op->in[i].data == op->out[0].data;
     if (fixup != ONEDNN_FIXUP_NONE && aliased) {
         if (!onednn__fixup_needed(fixup, op)) {
             fixup = ONEDNN_FIXUP_NONE;
         } else {
             for (int i = 0; i < op->n_in && !st; i++) {
-                if (op->in[i].data != op->out.data) continue;
+                if (op->in[i].data != op->out[0].data) continue;
                 const size_t nb = span_bytes(&op->in[i]);
                 if (!(saved[i] = malloc(nb))) {
                     st = onednn__error(TORC_ERR_OOM, "onednn: cannot allocate %zu bytes", nb);
@@ -430,10 +486,6 @@ static const torc_backend_vtable g_vtable = {
     .free = onednn_free,
     .copy = onednn_copy,
     .synchronize = onednn_synchronize,
-    .event_create = NULL,  // host backend: the core times with a clock
-    .event_record = NULL,
-    .event_elapsed_ms = NULL,
-    .event_destroy = NULL,
     .supports = onednn_supports,
     .run = onednn_run,
     .last_error = onednn_last_error,

@@ -49,7 +49,7 @@ static void make_key(onednn_key *k, const torc_op *op) {
     k->code = (int32_t)op->code;
     k->n_in = op->n_in;
     for (int i = 0; i < op->n_in && i < TORC_OP_MAX_INPUTS; i++) put_operand(k, i, &op->in[i]);
-    put_operand(k, TORC_OP_MAX_INPUTS, &op->out);
+    put_operand(k, TORC_OP_MAX_INPUTS, &op->out[0]);
     switch (op->code) {
     case TORC_OP_ADD: case TORC_OP_SUB: case TORC_OP_POW_SCALAR:
         k->pvalue = op->params.scalar.value;
@@ -84,7 +84,7 @@ static uint64_t hash_key(const onednn_key *k) {
 // choose their own path: matmul.c.)
 static int bf16_ok(const torc_op *op) {
     if (op->code == TORC_OP_MATMUL || onednn__dnnl_isa() >= ONEDNN_ISA_AVX512_CORE) return 0;
-    bool bf16 = op->out.dtype == TORC_DTYPE_BF16;
+    bool bf16 = op->out[0].dtype == TORC_DTYPE_BF16;
     for (int i = 0; i < op->n_in; i++) bf16 = bf16 || op->in[i].dtype == TORC_DTYPE_BF16;
     if (!bf16) return 0;
     return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s in bfloat16 is left to the reference backend: "
@@ -117,17 +117,17 @@ static int build(const torc_op *op, onednn_plan *p) {
 
 int64_t onednn__work(const torc_op *op) {
     // A malformed descriptor counts as large, so check_op sees it and says what is wrong.
-    if ((unsigned)op->n_in > TORC_OP_MAX_INPUTS || (unsigned)op->out.ndim > TORC_MAX_DIMS) return INT64_MAX;
+    if ((unsigned)op->n_in > TORC_OP_MAX_INPUTS || (unsigned)op->out[0].ndim > TORC_MAX_DIMS) return INT64_MAX;
     for (int i = 0; i < op->n_in; i++)
         if ((unsigned)op->in[i].ndim > TORC_MAX_DIMS) return INT64_MAX;
     if (op->code == TORC_OP_MATMUL && (op->in[0].ndim < 1 || op->n_in < 1)) return INT64_MAX;
-    int64_t w = onednn__numel(&op->out);
+    int64_t w = onednn__numel(&op->out[0]);
     for (int i = 0; i < op->n_in; i++) {
         const int64_t n = onednn__numel(&op->in[i]);
         if (n > w) w = n;
     }
-    if (op->code == TORC_OP_MATMUL && op->out.ndim >= 2)  // batch x M x N x K
-        w = onednn__numel(&op->out) * op->in[0].shape[op->in[0].ndim - 1];
+    if (op->code == TORC_OP_MATMUL && op->out[0].ndim >= 2)  // batch x M x N x K
+        w = onednn__numel(&op->out[0]) * op->in[0].shape[op->in[0].ndim - 1];
     return w;
 }
 
@@ -148,7 +148,7 @@ static int check_op(const torc_op *op) {
         int st = onednn__check_operand(&op->in[i], names[i]);
         if (st) return st;
     }
-    return onednn__check_operand(&op->out, "out");
+    return onednn__check_operand(&op->out[0], "out");
 }
 
 int onednn__cache_get(const torc_op *op, const onednn_plan **plan) {

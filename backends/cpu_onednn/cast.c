@@ -18,9 +18,9 @@ static bool narrow(torc_dtype d) {
 
 bool onednn__cast_takes(const torc_op *op) {
     if (op->code != TORC_OP_COPY || op->n_in != 1) return false;
-    const torc_dtype s = op->in[0].dtype, d = op->out.dtype;
+    const torc_dtype s = op->in[0].dtype, d = op->out[0].dtype;
     return ((s == TORC_DTYPE_F32 && narrow(d)) || (narrow(s) && d == TORC_DTYPE_F32)) &&
-           onednn__same_shape(&op->in[0], &op->out) && onednn__dense(&op->in[0]) && onednn__dense(&op->out);
+           onednn__same_shape(&op->in[0], &op->out[0]) && onednn__dense(&op->in[0]) && onednn__dense(&op->out[0]);
 }
 
 // The loops, compiled for AVX-512 (16 elements a step), AVX2 (8) and any x86-64, picked by torc's
@@ -114,22 +114,22 @@ static void fp8_to_f32(float *out, const uint8_t *in, int64_t n, torc_dtype s) {
 }
 
 static void run_range(const torc_op *op, int64_t i0, int64_t i1) {
-    const torc_dtype s = op->in[0].dtype, d = op->out.dtype;
+    const torc_dtype s = op->in[0].dtype, d = op->out[0].dtype;
     const int64_t n = i1 - i0;
     const float *f = (const float *)op->in[0].data + i0;
-    uint8_t *q = (uint8_t *)op->out.data + i0;
-    if (d == TORC_DTYPE_BF16) onednn__f32_to_bf16((uint16_t *)op->out.data + i0, f, n);
-    else if (s == TORC_DTYPE_BF16) onednn__bf16_to_f32((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, n);
-    else if (d == TORC_DTYPE_F16) onednn__f32_to_f16((uint16_t *)op->out.data + i0, f, n);
-    else if (s == TORC_DTYPE_F16) onednn__f16_to_f32((float *)op->out.data + i0, (const uint16_t *)op->in[0].data + i0, n);
+    uint8_t *q = (uint8_t *)op->out[0].data + i0;
+    if (d == TORC_DTYPE_BF16) onednn__f32_to_bf16((uint16_t *)op->out[0].data + i0, f, n);
+    else if (s == TORC_DTYPE_BF16) onednn__bf16_to_f32((float *)op->out[0].data + i0, (const uint16_t *)op->in[0].data + i0, n);
+    else if (d == TORC_DTYPE_F16) onednn__f32_to_f16((uint16_t *)op->out[0].data + i0, f, n);
+    else if (s == TORC_DTYPE_F16) onednn__f16_to_f32((float *)op->out[0].data + i0, (const uint16_t *)op->in[0].data + i0, n);
     else if (d == TORC_DTYPE_F8_E4M3FN) (has_avx512() ? to_e4m3_avx512 : has_avx2() ? to_e4m3_avx2 : to_e4m3_any)(q, f, n);
     else if (d == TORC_DTYPE_F8_E5M2) (has_avx512() ? to_e5m2_avx512 : has_avx2() ? to_e5m2_avx2 : to_e5m2_any)(q, f, n);
-    else fp8_to_f32((float *)op->out.data + i0, (const uint8_t *)op->in[0].data + i0, n, s);
+    else fp8_to_f32((float *)op->out[0].data + i0, (const uint8_t *)op->in[0].data + i0, n, s);
 }
 
 // One chunk per thread (onednn__thread_range); small casts on the calling thread.
 int onednn__cast_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out);
+    const int64_t n = onednn__numel(&op->out[0]);
     if (n == 0) return 0;
     const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
     if (nthr <= 1) {

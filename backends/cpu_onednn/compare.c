@@ -27,12 +27,12 @@ int onednn__compare_check(const torc_op *op) {
     const bool where = op->code == TORC_OP_WHERE;
     if (op->n_in != (where ? 3 : 2))
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes %d inputs, got %d", name, where ? 3 : 2, op->n_in);
-    int st = onednn__check_operand(&op->out, "out");
+    int st = onednn__check_operand(&op->out[0], "out");
     for (int i = 0; i < op->n_in && !st; i++) st = onednn__check_operand(&op->in[i], "in");
     if (st) return st;
-    bool ok = onednn__dense(&op->out);
-    for (int i = 0; i < op->n_in; i++) ok = ok && step_of(&op->in[i], &op->out) >= 0;
-    const torc_dtype a = op->in[where].dtype, b = op->in[where + 1].dtype, o = op->out.dtype;
+    bool ok = onednn__dense(&op->out[0]);
+    for (int i = 0; i < op->n_in; i++) ok = ok && step_of(&op->in[i], &op->out[0]) >= 0;
+    const torc_dtype a = op->in[where].dtype, b = op->in[where + 1].dtype, o = op->out[0].dtype;
     if (where) ok = ok && op->in[0].dtype == TORC_DTYPE_BOOL && a == o && b == o;
     else ok = ok && a == b && (a == TORC_DTYPE_F32 || a == TORC_DTYPE_BF16) && o == TORC_DTYPE_BOOL;
     if (!ok)
@@ -104,7 +104,7 @@ static void run_range(const torc_op *op, const int64_t *steps, int64_t i0, int64
     const int64_t n = i1 - i0;
     if (op->code != TORC_OP_WHERE) {
         const int64_t sa = steps[0], sb = steps[1];
-        bool *o = (bool *)op->out.data + i0;
+        bool *o = (bool *)op->out[0].data + i0;
         if (op->in[0].dtype == TORC_DTYPE_F32)
             cmp_f32(op->code, (const float *)op->in[0].data + i0 * sa, sa, (const float *)op->in[1].data + i0 * sb, sb, o, n);
         else
@@ -114,9 +114,9 @@ static void run_range(const torc_op *op, const int64_t *steps, int64_t i0, int64
     }
     const int64_t sc = steps[0], sa = steps[1], sb = steps[2];
     const bool *c = (const bool *)op->in[0].data + i0 * sc;
-    const size_t es = onednn__dtype_size(op->out.dtype);
+    const size_t es = torc_abi_dtype_size(op->out[0].dtype);
     const char *a = (const char *)op->in[1].data + (size_t)(i0 * sa) * es, *b = (const char *)op->in[2].data + (size_t)(i0 * sb) * es;
-    char *o = (char *)op->out.data + (size_t)i0 * es;
+    char *o = (char *)op->out[0].data + (size_t)i0 * es;
     switch (es) {
     case 8: where_uint64_t(c, sc, (const uint64_t *)a, sa, (const uint64_t *)b, sb, (uint64_t *)o, n); break;
     case 4: where_uint32_t(c, sc, (const uint32_t *)a, sa, (const uint32_t *)b, sb, (uint32_t *)o, n); break;
@@ -126,10 +126,10 @@ static void run_range(const torc_op *op, const int64_t *steps, int64_t i0, int64
 }
 
 int onednn__compare_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out);
+    const int64_t n = onednn__numel(&op->out[0]);
     if (n == 0) return 0;
     int64_t steps[3];
-    for (int i = 0; i < op->n_in; i++) steps[i] = step_of(&op->in[i], &op->out);
+    for (int i = 0; i < op->n_in; i++) steps[i] = step_of(&op->in[i], &op->out[0]);
     const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
     if (nthr <= 1) {
         run_range(op, steps, 0, n);

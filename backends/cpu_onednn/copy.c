@@ -12,14 +12,14 @@
 // ---- byte moves ----
 bool onednn__move_takes(const torc_op *op) {
     if (op->code != TORC_OP_COPY || op->n_in != 1) return false;
-    const torc_dtype s = op->in[0].dtype, d = op->out.dtype;
+    const torc_dtype s = op->in[0].dtype, d = op->out[0].dtype;
     return s == d || (s == TORC_DTYPE_BOOL && (d == TORC_DTYPE_U8 || d == TORC_DTYPE_I8));  // 0/1 either way
 }
 
 int onednn__move_check(const torc_op *op) {
     int st = onednn__check_operand(&op->in[0], "in");
-    if (!st) st = onednn__check_operand(&op->out, "out");
-    if (!st && !onednn__same_shape(&op->in[0], &op->out))
+    if (!st) st = onednn__check_operand(&op->out[0], "out");
+    if (!st && !onednn__same_shape(&op->in[0], &op->out[0]))
         st = onednn__error(TORC_ERR_SHAPE, "onednn: copy: in and out shapes differ");
     return st;
 }
@@ -32,7 +32,7 @@ typedef struct move_shape {
 } move_shape;
 
 static void move_shape_of(const torc_op *op, move_shape *m) {
-    const torc_operand *x = &op->in[0], *y = &op->out;
+    const torc_operand *x = &op->in[0], *y = &op->out[0];
     int perm[TORC_MAX_DIMS], nd = 0;
     for (int d = 0; d < y->ndim; d++)
         if (y->shape[d] != 1) perm[nd++] = d;
@@ -85,13 +85,13 @@ static inline void move_row(char *dst, const char *src, int64_t n, int64_t so, i
 #define MOVE_TILE 32
 
 int onednn__move_run(const torc_op *op) {
-    const int64_t total = onednn__numel(&op->out);
+    const int64_t total = onednn__numel(&op->out[0]);
     if (total == 0) return 0;
     move_shape m;
     move_shape_of(op, &m);
-    const size_t esz = onednn__dtype_size(op->out.dtype);
+    const size_t esz = torc_abi_dtype_size(op->out[0].dtype);
     const char *src = op->in[0].data;
-    char *dst = op->out.data;
+    char *dst = op->out[0].data;
     const int in = m.nd - 1;  // the innermost dim
     int tj = -1;              // the dim tiled against it, if any
     if (m.si[in] != 1)
@@ -158,13 +158,13 @@ static dnnl_data_type_t copy_dt(torc_dtype d) {
 int onednn__build_copy(const torc_op *op, onednn_plan *p) {
     if (op->n_in != 1)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: copy takes 1 input, got %d", op->n_in);
-    const torc_operand *x = &op->in[0], *y = &op->out;
+    const torc_operand *x = &op->in[0], *y = &op->out[0];
     if (!onednn__same_shape(x, y))
         return onednn__error(TORC_ERR_SHAPE, "onednn: copy: in and out shapes differ");
     if (!cast_ok(x->dtype, y->dtype))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: copy %s -> %s is left to the reference "
                              "backend (oneDNN's conversion differs from PyTorch's)",
-                             onednn__dtype_name(x->dtype), onednn__dtype_name(y->dtype));
+                             torc_abi_dtype_name(x->dtype), torc_abi_dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     onednn_view vs, vd;
     onednn__view(&vs, x, copy_dt(x->dtype));

@@ -100,7 +100,7 @@ static void order_dims_like_out(onednn_view *vd, onednn_view *v0, onednn_view *v
 
 // ---- unary ----
 int onednn__build_unary(const torc_op *op, onednn_plan *p) {
-    const torc_operand *x = &op->in[0], *y = &op->out;
+    const torc_operand *x = &op->in[0], *y = &op->out[0];
     const char *name = onednn__op_name(op->code);
     if (op->n_in != 1)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes 1 input, got %d", name, op->n_in);
@@ -109,7 +109,7 @@ int onednn__build_unary(const torc_op *op, onednn_plan *p) {
     if (!out_ok(y->dtype) || src_dt(x->dtype) == dnnl_data_type_undef)
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs float32/bfloat16 outputs from "
                              "float32/bfloat16/int32/int8/uint8/bool inputs (got %s -> %s)", name,
-                             onednn__dtype_name(x->dtype), onednn__dtype_name(y->dtype));
+                             torc_abi_dtype_name(x->dtype), torc_abi_dtype_name(y->dtype));
 
     post_op post[2];
     int n_post = 1;
@@ -184,7 +184,7 @@ int onednn__build_binary(const torc_op *op, onednn_plan *p) {
     const char *name = onednn__op_name(op->code);
     if (op->n_in != 2)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes 2 inputs, got %d", name, op->n_in);
-    const torc_operand *x0 = &op->in[0], *x1 = &op->in[1], *y = &op->out;
+    const torc_operand *x0 = &op->in[0], *x1 = &op->in[1], *y = &op->out[0];
     if (!onednn__same_shape(x0, y) || !onednn__same_shape(x1, y))
         return onednn__error(TORC_ERR_SHAPE, "onednn: %s: inputs must arrive broadcast to out's shape",
                              name);
@@ -192,8 +192,8 @@ int onednn__build_binary(const torc_op *op, onednn_plan *p) {
         src_dt(x1->dtype) == dnnl_data_type_undef)
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs float32/bfloat16 outputs from "
                              "float32/bfloat16/int32/int8/uint8/bool inputs (got %s, %s -> %s)", name,
-                             onednn__dtype_name(x0->dtype), onednn__dtype_name(x1->dtype),
-                             onednn__dtype_name(y->dtype));
+                             torc_abi_dtype_name(x0->dtype), torc_abi_dtype_name(x1->dtype),
+                             torc_abi_dtype_name(y->dtype));
     double alpha = 1.0;
     if (op->code == TORC_OP_ADD || op->code == TORC_OP_SUB) {
         alpha = op->params.scalar.value;
@@ -244,25 +244,25 @@ int onednn__build_binary(const torc_op *op, onednn_plan *p) {
 // oneDNN's log is off by up to ~3e-6 (torc's f32 tolerance is 2e-6), so f32 log is the
 // reference's (float)log((double)x), on every core: the same bits. Contiguous f32 in and out;
 // anything else goes to the reference.
-bool onednn__log_takes(const torc_op *op) { return op->code == TORC_OP_LOG && op->out.dtype == TORC_DTYPE_F32; }
+bool onednn__log_takes(const torc_op *op) { return op->code == TORC_OP_LOG && op->out[0].dtype == TORC_DTYPE_F32; }
 
 int onednn__log_check(const torc_op *op) {
     if (op->n_in != 1) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: log takes 1 input, got %d", op->n_in);
     int st = onednn__check_operand(&op->in[0], "in");
-    if (!st) st = onednn__check_operand(&op->out, "out");
+    if (!st) st = onednn__check_operand(&op->out[0], "out");
     if (st) return st;
-    if (op->in[0].dtype != TORC_DTYPE_F32 || !onednn__same_shape(&op->in[0], &op->out) || !onednn__dense(&op->in[0]) ||
-        !onednn__dense(&op->out))
+    if (op->in[0].dtype != TORC_DTYPE_F32 || !onednn__same_shape(&op->in[0], &op->out[0]) || !onednn__dense(&op->in[0]) ||
+        !onednn__dense(&op->out[0]))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: log into float32 runs contiguous float32 inputs (others go "
                              "to the reference backend: oneDNN's log is not accurate to float32)");
     return 0;
 }
 
 int onednn__log_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out);
+    const int64_t n = onednn__numel(&op->out[0]);
     if (n == 0) return 0;
     const float *x = op->in[0].data;
-    float *y = op->out.data;
+    float *y = op->out[0].data;
 #pragma omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)
     for (int64_t i = 0; i < n; i++) y[i] = (float)log((double)x[i]);
     return 0;

@@ -32,7 +32,7 @@ static bool element_of(torc_dtype d, double v, unsigned char bytes[8], size_t *s
     case TORC_DTYPE_U8: lo = 0, hi = UINT8_MAX; break;
     default: return false;
     }
-    *size = onednn__dtype_size(d);
+    *size = torc_abi_dtype_size(d);
     if (lo != hi) {  // integers: the reference's truncating conversion is exact only for these
         if (v != trunc(v) || !(v >= lo && v <= hi) || (d == TORC_DTYPE_I64 && v == hi)) return false;
         e.i64 = (int64_t)v;  // little-endian: the low bytes are the narrower integer's
@@ -42,11 +42,11 @@ static bool element_of(torc_dtype d, double v, unsigned char bytes[8], size_t *s
 }
 
 int onednn__fill_check(const torc_op *op) {
-    int st = onednn__check_operand(&op->out, "out");
+    int st = onednn__check_operand(&op->out[0], "out");
     if (st) return st;
     unsigned char b[8];
     size_t size;
-    if (op->n_in != 0 || !onednn__dense(&op->out) || !element_of(op->out.dtype, op->params.scalar.value, b, &size))
+    if (op->n_in != 0 || !onednn__dense(&op->out[0]) || !element_of(op->out[0].dtype, op->params.scalar.value, b, &size))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: fill runs contiguous outputs (integers: integral values "
                              "in range); others go to the reference backend");
     return 0;
@@ -56,27 +56,27 @@ int onednn__fill_check(const torc_op *op) {
     do {                                                                         \
         T x;                                                                     \
         memcpy(&x, b, sizeof x);                                                 \
-        T *o = op->out.data;                                                     \
+        T *o = op->out[0].data;                                                     \
         _Pragma("omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)") \
         for (int64_t i = 0; i < n; i++) o[i] = x;                                \
     } while (0)
 
 int onednn__fill_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out);
+    const int64_t n = onednn__numel(&op->out[0]);
     if (n == 0) return 0;
     unsigned char b[8];
     size_t size;
-    element_of(op->out.dtype, op->params.scalar.value, b, &size);
+    element_of(op->out[0].dtype, op->params.scalar.value, b, &size);
     static const unsigned char zeros[8];
     if (memcmp(b, zeros, size) == 0) {
-        memset(op->out.data, 0, (size_t)n * size);
+        memset(op->out[0].data, 0, (size_t)n * size);
         return 0;
     }
     switch (size) {
     case 8: FILL_LOOP(uint64_t); break;
     case 4: FILL_LOOP(uint32_t); break;
     case 2: FILL_LOOP(uint16_t); break;
-    default: memset(op->out.data, b[0], (size_t)n); break;
+    default: memset(op->out[0].data, b[0], (size_t)n); break;
     }
     return 0;
 }

@@ -121,7 +121,7 @@ static bool has_special(const torc_operand *x, special_set s) {
 
 // (One chunk or less is scanned by the calling thread alone: waking the team costs more.)
 bool onednn__fixup_needed(onednn_fixup kind, const torc_op *op) {
-    if (kind == ONEDNN_FIXUP_NONE || onednn__numel(&op->out) == 0) return false;
+    if (kind == ONEDNN_FIXUP_NONE || onednn__numel(&op->out[0]) == 0) return false;
     const special_set s = specials_of(kind);
     for (int i = 0; i < op->n_in; i++)
         if (has_special(&op->in[i], s)) return true;
@@ -132,7 +132,7 @@ bool onednn__fixup_needed(onednn_fixup kind, const torc_op *op) {
 static char *elem(const torc_operand *x, const int64_t *idx) {
     int64_t off = 0;
     for (int d = 0; d < x->ndim; d++) off += idx[d] * x->stride[d];
-    return (char *)x->data + off * (int64_t)onednn__dtype_size(x->dtype);
+    return (char *)x->data + off * (int64_t)torc_abi_dtype_size(x->dtype);
 }
 
 // The dtypes a fixed-up op reads (elementwise sources are f32/bf16/f16/i32/i8/u8/bool).
@@ -196,13 +196,13 @@ static void fix_elementwise(const torc_op *op, special_set s) {
         for (int i = 0; i < op->n_in && !hit; i++) hit = special_at(&op->in[i], idx, s);
         if (!hit) continue;
         const double x0 = load(&op->in[0], idx), x1 = op->n_in > 1 ? load(&op->in[1], idx) : 0.0;
-        store(&op->out, idx, exact_value(op->code, x0, x1));
-    } while (next_index(op->out.ndim, op->out.shape, idx));
+        store(&op->out[0], idx, exact_value(op->code, x0, x1));
+    } while (next_index(op->out[0].ndim, op->out[0].shape, idx));
 }
 
 // Max / min over the reduced dims, recomputed for every group (exact, NaN wins).
 static int fix_reduce(const torc_op *op) {
-    const torc_operand *x = &op->in[0], *y = &op->out;
+    const torc_operand *x = &op->in[0], *y = &op->out[0];
     const int64_t n = onednn__numel(y);
     double *acc = malloc(sizeof(double) * (size_t)n);
     if (!acc) return onednn__error(TORC_ERR_OOM, "onednn: out of memory fixing up %s", onednn__op_name(op->code));
@@ -224,7 +224,7 @@ static int fix_reduce(const torc_op *op) {
 
 // Softmax rows holding NaN or +inf are all NaN (x - max is NaN somewhere, so is the sum).
 static void fix_rows(const torc_op *op, special_set s) {
-    const torc_operand *x = &op->in[0], *y = &op->out;
+    const torc_operand *x = &op->in[0], *y = &op->out[0];
     if (x->ndim == 0) {  // a row of one element
         if (special_at(x, NULL, s)) store(y, NULL, NAN);
         return;

@@ -73,11 +73,12 @@ static struct {
     int family;  // cpuid's display family (base + extended): 0x19 Zen 3 and Zen 4, 0x1A Zen 5
 } g_isa;
 
-int onednn__isa_init(void) {
+int onednn__isa_init(const char *max_cpu_isa) {
     const onednn_isa cpu = cpu_level();
     const onednn_isa dnnl = from_dnnl((unsigned)dnnl_get_effective_cpu_isa());
     onednn_isa cap = dnnl;
-    const char *s = getenv("TORC_MAX_CPU_ISA");
+    const char *s = max_cpu_isa ? max_cpu_isa : getenv("TORC_MAX_CPU_ISA");
+    const char *what = max_cpu_isa ? "max_cpu_isa" : "TORC_MAX_CPU_ISA";
     if (s && *s) {
         int found = -1;
         for (int i = 1; i < ONEDNN_ISA_COUNT; i++)
@@ -85,8 +86,8 @@ int onednn__isa_init(void) {
         if (strcasecmp(s, "ALL") == 0) found = ONEDNN_ISA_COUNT - 1;
         if (strcasecmp(s, "AVX512_CORE_VNNI") == 0) found = ONEDNN_ISA_AVX512_CORE;  // nothing of torc's uses VNNI
         if (found < 0)
-            return onednn__error(TORC_ERR_INVALID_ARG, "onednn: TORC_MAX_CPU_ISA='%s' is not one of SSE41, AVX, "
-                                 "AVX2, AVX512_CORE, AVX512_CORE_VNNI, AVX512_CORE_BF16, AVX512_CORE_AMX, ALL", s);
+            return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s='%s' is not one of SSE41, AVX, AVX2, "
+                                 "AVX512_CORE, AVX512_CORE_VNNI, AVX512_CORE_BF16, AVX512_CORE_AMX, ALL", what, s);
         cap = (onednn_isa)found;
     }
     g_isa.torc = cpu < cap ? cpu : cap;

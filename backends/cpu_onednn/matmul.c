@@ -191,7 +191,7 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
 
 // ---- the primitive (bf16, and f32 layouts sgemm cannot express) ----
 int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
-    const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out;
+    const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out[0];
     if (op->n_in != 2)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: matmul takes 2 inputs, got %d", op->n_in);
     const int nd = y->ndim;
@@ -211,8 +211,8 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         !(y->dtype == dt || (dt != TORC_DTYPE_F32 && y->dtype == TORC_DTYPE_F32)))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul runs float32, bfloat16 and "
                              "float16 inputs (out the same or float32), got %s x %s -> %s",
-                             onednn__dtype_name(x->dtype), onednn__dtype_name(w->dtype),
-                             onednn__dtype_name(y->dtype));
+                             torc_abi_dtype_name(x->dtype), torc_abi_dtype_name(w->dtype),
+                             torc_abi_dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     static const char k0[] = "onednn: matmul with K = 0 is left to the reference backend";
     if (K == 0 && dt != TORC_DTYPE_F32)  // out is all zeros; f32 writes them in the GEMM step

@@ -43,8 +43,6 @@ typedef struct onednn_view {
 // (f64, i64, i16, bool, fp8). Bool is 1 byte of 0/1 and may be read as u8 where noted.
 dnnl_data_type_t onednn__dt(torc_dtype d);
 bool onednn__is_float(torc_dtype d);             // f32, bf16, f16
-const char *onednn__dtype_name(torc_dtype d);   // PyTorch's name: "float32", "bfloat16", ...
-size_t onednn__dtype_size(torc_dtype d);         // bytes per element
 int64_t onednn__numel(const torc_operand *x);
 bool onednn__same_shape(const torc_operand *a, const torc_operand *b);
 bool onednn__has_bcast(const torc_operand *x);  // a stride-0 dim of size > 1
@@ -344,7 +342,7 @@ typedef enum onednn_isa {
     ONEDNN_ISA_COUNT
 } onednn_isa;
 // Reads TORC_MAX_CPU_ISA and the CPU once (in init); an unknown name is an error.
-int onednn__isa_init(void);
+int onednn__isa_init(const char *max_cpu_isa);  // NULL: TORC_MAX_CPU_ISA
 // What torc's own loops may use: the CPU, capped by TORC_MAX_CPU_ISA (unset: by oneDNN's ISA).
 onednn_isa onednn__isa(void);
 // What oneDNN's kernels use (dnnl_get_effective_cpu_isa: the CPU capped by ONEDNN_MAX_CPU_ISA).

@@ -159,7 +159,7 @@ int onednn__plan_gemm(onednn_plan *p, const onednn_gemm *g, int a_buf, int b_buf
 }
 
 int onednn__plan_amx_matmul(onednn_plan *p, const torc_op *op) {
-    const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out;
+    const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out[0];
     const int nd = y->ndim;
     const int nthreads = omp_get_max_threads();  // the cache builds small ops for one thread
     int buf = 0, st;
@@ -219,7 +219,7 @@ static void run_amx(const onednn_step *s, const void *a, const void *b, void *c,
 
 static void *buf_ptr(const onednn_plan *p, const onednn_arg *a, const torc_op *op, char *work) {
     if (a->buf < TORC_OP_MAX_INPUTS) return op->in[a->buf].data;
-    if (a->buf == ONEDNN_BUF_OUT) return op->out.data;
+    if (a->buf == ONEDNN_BUF_OUT) return op->out[0].data;
     if (a->buf < ONEDNN_BUF_CONST) return work + p->tmp_offset[a->buf - ONEDNN_BUF_TMP0];
     if (a->buf == ONEDNN_BUF_CONST) return a->cptr;
     return work + p->tmp_bytes;  // the scratchpad

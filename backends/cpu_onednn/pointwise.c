@@ -24,12 +24,12 @@ int onednn__pointwise_check(const torc_op *op) {
     const int want = op->code == TORC_OP_ADDCMUL || op->code == TORC_OP_ADDCDIV ? 3 : 2;
     if (op->n_in != want)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes %d inputs, got %d", name, want, op->n_in);
-    int st = onednn__check_operand(&op->out, "out");
+    int st = onednn__check_operand(&op->out[0], "out");
     if (st) return st;
-    bool ok = op->out.dtype == TORC_DTYPE_F32 && onednn__dense(&op->out);
+    bool ok = op->out[0].dtype == TORC_DTYPE_F32 && onednn__dense(&op->out[0]);
     for (int i = 0; i < op->n_in; i++) {
         if ((st = onednn__check_operand(&op->in[i], "in"))) return st;
-        if (!onednn__same_shape(&op->in[i], &op->out))
+        if (!onednn__same_shape(&op->in[i], &op->out[0]))
             return onednn__error(TORC_ERR_SHAPE, "onednn: %s: inputs must arrive broadcast to out's shape", name);
         ok = ok && op->in[i].dtype == TORC_DTYPE_F32 && onednn__dense(&op->in[i]);
     }
@@ -88,9 +88,9 @@ static loop_fn pick(torc_opcode code) {
 
 // One chunk per thread (onednn__thread_range); small ops on the calling thread.
 int onednn__pointwise_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out);
+    const int64_t n = onednn__numel(&op->out[0]);
     if (n == 0) return 0;
-    float *out = op->out.data;
+    float *out = op->out[0].data;
     const float *s = op->in[0].data, *a = op->in[1].data, *b = op->n_in > 2 ? op->in[2].data : NULL;
     const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
     if (scaled_add(op)) {

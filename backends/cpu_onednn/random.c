@@ -14,10 +14,10 @@ bool onednn__random_takes(const torc_op *op) {
 }
 
 int onednn__random_check(const torc_op *op) {
-    int st = onednn__check_operand(&op->out, "out");
+    int st = onednn__check_operand(&op->out[0], "out");
     if (st) return st;
-    const torc_dtype d = op->out.dtype;
-    if (op->n_in != 0 || !onednn__dense(&op->out) ||
+    const torc_dtype d = op->out[0].dtype;
+    if (op->n_in != 0 || !onednn__dense(&op->out[0]) ||
         !(d == TORC_DTYPE_F32 || d == TORC_DTYPE_F64 || d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F16))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s fills contiguous float64, float32, bfloat16 and float16 "
                              "outputs (others go to the reference backend)", onednn__op_name(op->code));
@@ -27,13 +27,13 @@ int onednn__random_check(const torc_op *op) {
 }
 
 int onednn__random_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out);
+    const int64_t n = onednn__numel(&op->out[0]);
     if (n == 0) return 0;
     const bool normal = op->code == TORC_OP_RAND_NORMAL;
     const uint64_t seed = op->params.rng.seed, offset = op->params.rng.offset;
     const double a = op->params.rng.a, b = op->params.rng.b;
-    const torc_dtype d = op->out.dtype;
-    char *out = op->out.data;
+    const torc_dtype d = op->out[0].dtype;
+    char *out = op->out[0].data;
 #pragma omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)
     for (int64_t i = 0; i < n; i++) {
         const double v = normal ? a + b * torc_philox_normal(seed, offset, (uint64_t)i)

@@ -10,7 +10,7 @@ int onednn__build_reduce(const torc_op *op, onednn_plan *p) {
     const char *name = onednn__op_name(op->code);
     if (op->n_in != 1)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes 1 input, got %d", name, op->n_in);
-    const torc_operand *x = &op->in[0], *y = &op->out;
+    const torc_operand *x = &op->in[0], *y = &op->out[0];
     const uint32_t mask = op->params.reduce.mask;
     const int nd = x->ndim;
     if (y->ndim != nd || (nd > 0 ? (mask >> nd) != 0 : mask > 1))
@@ -30,7 +30,7 @@ int onednn__build_reduce(const torc_op *op, onednn_plan *p) {
     if (src_dt(x->dtype) == dnnl_data_type_undef || !(float_out || int_extreme))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs float32/bfloat16 outputs "
                              "(int8/uint8 for max/min) here, got %s -> %s", name,
-                             onednn__dtype_name(x->dtype), onednn__dtype_name(y->dtype));
+                             torc_abi_dtype_name(x->dtype), torc_abi_dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     if (onednn__numel(x) == 0)  // an empty reduction: 0, NaN or an error, the reference's call
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s over an empty input is left to the "

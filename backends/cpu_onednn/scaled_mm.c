@@ -16,11 +16,21 @@ static bool is_fp8(torc_dtype d) { return d == TORC_DTYPE_F8_E4M3FN || d == TORC
 bool onednn__scaled_mm_takes(const torc_op *op) { return op->code == TORC_OP_SCALED_MM; }
 
 int onednn__scaled_mm_check(const torc_op *op) {
-    if (op->n_in != 4) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: scaled_mm takes 4 inputs, got %d", op->n_in);
-    int st = onednn__check_operand(&op->out, "out");
-    for (int i = 0; i < 4 && !st; i++) st = onednn__check_operand(&op->in[i], "in");
+    // in4 (scale_out) and out[1] (amax) are optional.
+    if (op->n_in != 4 && op->n_in != 5)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: scaled_mm takes 4 or 5 inputs, got %d", op->n_in);
+    if (op->n_out != 1 && op->n_out != 2)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: scaled_mm takes 1 or 2 outputs, got %d", op->n_out);
+    int st = 0;
+    for (int i = 0; i < op->n_out && !st; i++) st = onednn__check_operand(&op->out[i], "out");
+    for (int i = 0; i < op->n_in && !st; i++) st = onednn__check_operand(&op->in[i], "in");
     if (st) return st;
-    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
+    for (int i = 2; i < op->n_in; i++)
+        if (op->in[i].dtype != TORC_DTYPE_F32 || onednn__numel(&op->in[i]) != 1)
+            return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: scaled_mm's scales are one-element float32 tensors");
+    if (op->n_out == 2 && (op->out[1].dtype != TORC_DTYPE_F32 || onednn__numel(&op->out[1]) != 1))
+        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: scaled_mm's amax is a one-element float32 tensor");
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out[0];
     if (a->ndim != 2 || b->ndim != 2 || o->ndim != 2 || a->shape[1] != b->shape[0] || o->shape[0] != a->shape[0] ||
         o->shape[1] != b->shape[1] || onednn__numel(&op->in[2]) != 1 || onednn__numel(&op->in[3]) != 1)
         return onednn__error(TORC_ERR_SHAPE, "onednn: scaled_mm needs in0 (M, K), in1 (K, N), out (M, N) and two "
@@ -31,7 +41,7 @@ int onednn__scaled_mm_check(const torc_op *op) {
         !(od == TORC_DTYPE_F32 || od == TORC_DTYPE_BF16 || od == TORC_DTYPE_F16 || is_fp8(od)))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: scaled_mm runs fp8 x fp8 (not e5m2 x e5m2) with float32 "
                              "scales into float32, bfloat16, float16 or fp8, got %s x %s -> %s",
-                             onednn__dtype_name(a->dtype), onednn__dtype_name(b->dtype), onednn__dtype_name(od));
+                             torc_abi_dtype_name(a->dtype), torc_abi_dtype_name(b->dtype), torc_abi_dtype_name(od));
     return 0;
 }
 
@@ -55,9 +65,9 @@ static void decode(const torc_operand *x, float *dst, char *trans, int64_t *ld) 
 // Row i of the f32 product c (row-major, N columns): r = c * scale into out's row, max |r| into
 // *amax (NaN once any r is NaN, as the reference records it).
 static void epilogue_row(const torc_op *op, const float *c, int64_t i, double scale, double scale_out, double *amax) {
-    const torc_operand *o = &op->out;
+    const torc_operand *o = &op->out[0];
     const int64_t N = o->shape[1];
-    char *row = (char *)o->data + i * o->stride[0] * (int64_t)onednn__dtype_size(o->dtype);
+    char *row = (char *)o->data + i * o->stride[0] * (int64_t)torc_abi_dtype_size(o->dtype);
     double m = *amax;
     for (int64_t j = 0; j < N; j++) {
         const double r = (double)c[j] * scale, a = fabs(r);
@@ -78,9 +88,9 @@ static void epilogue_row(const torc_op *op, const float *c, int64_t i, double sc
 static double max_nan(double a, double b) { return a != a || b != b ? NAN : a > b ? a : b; }
 
 int onednn__scaled_mm_run(const torc_op *op) {
-    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out[0];
     const int64_t M = a->shape[0], K = a->shape[1], N = b->shape[1];
-    float *amax_out = op->params.scaled_mm.amax_out;
+    float *amax_out = op->n_out > 1 ? op->out[1].data : NULL;
     if (M == 0 || N == 0) {
         if (amax_out) *amax_out = 0.0f;
         return 0;
@@ -108,8 +118,7 @@ int onednn__scaled_mm_run(const torc_op *op) {
         return st;
     }
     const double scale = (double)*(const float *)op->in[2].data * (double)*(const float *)op->in[3].data;
-    const double scale_out = is_fp8(o->dtype) && op->params.scaled_mm.scale_out
-                                 ? (double)*(const float *)op->params.scaled_mm.scale_out : 1.0;
+    const double scale_out = is_fp8(o->dtype) && op->n_in > 4 ? (double)*(const float *)op->in[4].data : 1.0;
     double amax = 0.0;
 #pragma omp parallel if (nc >= (size_t)ONEDNN_SMALL_STREAM && !serial)
     {

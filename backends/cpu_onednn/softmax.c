@@ -10,7 +10,7 @@ int onednn__build_softmax(const torc_op *op, onednn_plan *p) {
     const char *name = onednn__op_name(op->code);
     if (op->n_in != 1)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s takes 1 input, got %d", name, op->n_in);
-    const torc_operand *x = &op->in[0], *y = &op->out;
+    const torc_operand *x = &op->in[0], *y = &op->out[0];
     if (!onednn__same_shape(x, y))
         return onednn__error(TORC_ERR_SHAPE, "onednn: %s: in and out shapes differ", name);
     const int nd = x->ndim > 0 ? x->ndim : 1;  // a 0-d tensor is a row of one
@@ -23,8 +23,8 @@ int onednn__build_softmax(const torc_op *op, onednn_plan *p) {
     const bool ok_out = y->dtype == TORC_DTYPE_F32 || y->dtype == TORC_DTYPE_BF16;
     if (!ok_in || !ok_out)
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s runs float32/bfloat16 here, got "
-                             "%s -> %s", name, onednn__dtype_name(x->dtype),
-                             onednn__dtype_name(y->dtype));
+                             "%s -> %s", name, torc_abi_dtype_name(x->dtype),
+                             torc_abi_dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     onednn_view vs, vd;
     onednn__view(&vs, x, onednn__dt(x->dtype));
@@ -57,7 +57,7 @@ int onednn__build_softmax(const torc_op *op, onednn_plan *p) {
 // the same bits as the reference, ~4x faster on two cores (512x1000: 6.3 -> ~1.5 ms). Contiguous
 // f32 in and out along the last non-trivial dim; anything else goes to the reference.
 bool onednn__log_softmax_takes(const torc_op *op) {
-    return op->code == TORC_OP_LOG_SOFTMAX && op->out.dtype == TORC_DTYPE_F32;
+    return op->code == TORC_OP_LOG_SOFTMAX && op->out[0].dtype == TORC_DTYPE_F32;
 }
 
 // Rows of len elements at unit stride; false when the dim is not innermost.
@@ -73,15 +73,15 @@ static bool rows_of(const torc_op *op, int64_t *len) {
 int onednn__log_softmax_check(const torc_op *op) {
     if (op->n_in != 1) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: log_softmax takes 1 input, got %d", op->n_in);
     int st = onednn__check_operand(&op->in[0], "in");
-    if (!st) st = onednn__check_operand(&op->out, "out");
+    if (!st) st = onednn__check_operand(&op->out[0], "out");
     if (st) return st;
     const torc_operand *x = &op->in[0];
     const int dim = op->params.dim.dim;
     if (x->ndim == 0 ? dim != 0 : (dim < 0 || dim >= x->ndim))
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: log_softmax: dim %d out of range for ndim %d", dim, x->ndim);
     int64_t len;
-    if (x->dtype != TORC_DTYPE_F32 || !onednn__same_shape(x, &op->out) || !onednn__dense(x) ||
-        !onednn__dense(&op->out) || !rows_of(op, &len))
+    if (x->dtype != TORC_DTYPE_F32 || !onednn__same_shape(x, &op->out[0]) || !onednn__dense(x) ||
+        !onednn__dense(&op->out[0]) || !rows_of(op, &len))
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: log_softmax into float32 runs contiguous float32 rows "
                              "along the last dim (others go to the reference backend: oneDNN's log is not "
                              "accurate to float32)");
@@ -89,12 +89,12 @@ int onednn__log_softmax_check(const torc_op *op) {
 }
 
 int onednn__log_softmax_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out);
+    const int64_t n = onednn__numel(&op->out[0]);
     int64_t len;
     rows_of(op, &len);
     if (n == 0 || len == 0) return 0;
     const float *in = op->in[0].data;
-    float *out = op->out.data;
+    float *out = op->out[0].data;
     const int64_t rows = n / len;
 #pragma omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)
     for (int64_t r = 0; r < rows; r++) {

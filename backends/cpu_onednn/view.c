@@ -16,24 +16,6 @@ dnnl_data_type_t onednn__dt(torc_dtype d) {
     }
 }
 
-const char *onednn__dtype_name(torc_dtype d) {
-    static const char *names[TORC_DTYPE_COUNT] = {
-        "float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
-        "int64", "int32", "int16", "int8", "uint8", "bool"};
-    return (int)d >= 0 && d < TORC_DTYPE_COUNT ? names[d] : "unknown dtype";
-}
-
-size_t onednn__dtype_size(torc_dtype d) {
-    switch (d) {
-    case TORC_DTYPE_F64: case TORC_DTYPE_I64: return 8;
-    case TORC_DTYPE_F32: case TORC_DTYPE_I32: return 4;
-    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: case TORC_DTYPE_I16: return 2;
-    case TORC_DTYPE_F8_E4M3FN: case TORC_DTYPE_F8_E5M2: case TORC_DTYPE_I8: case TORC_DTYPE_U8:
-    case TORC_DTYPE_BOOL: return 1;
-    default: return 0;  // a dtype this backend was not built to know: check_operand declines it
-    }
-}
-
 bool onednn__is_float(torc_dtype d) {
     return d == TORC_DTYPE_F32 || d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F16;
 }
@@ -70,7 +52,7 @@ int onednn__check_operand(const torc_operand *x, const char *what) {
     if (x->ndim < 0 || x->ndim > TORC_MAX_DIMS)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s has ndim %d (allowed 0..%d)", what,
                              x->ndim, TORC_MAX_DIMS);
-    if (onednn__dtype_size(x->dtype) == 0)  // a newer dtype: the core falls back to the reference
+    if (torc_abi_dtype_size(x->dtype) == 0)  // a newer dtype: the core falls back to the reference
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: %s has dtype %d, which this backend does "
                              "not know", what, (int)x->dtype);
     for (int d = 0; d < x->ndim; d++)

@@ -27,7 +27,10 @@ int tcu_cuda_error(cudaError_t e, const char *what) {
                      what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-static const char *cuda_last_error(void) { return t_error; }
+static const char *cuda_last_error(void *ctx) {
+    (void)ctx;  // per thread, whatever the context (NULL too: a failed init)
+    return t_error;
+}
 
 // ---- global state ----
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -39,10 +42,41 @@ static bool g_tf32;
 
 bool tcu_allow_tf32(void) { return g_tf32; }
 
-static int cuda_init(void) {
+// allow_tf32 (0/1, -1: not given) wins over TORC_ALLOW_TF32 ("1" allows).
+static bool tf_opt_or_env(int opt, const char *env) { return opt >= 0 ? opt == 1 : env && strcmp(env, "1") == 0; }
+
+// Options, each overriding its environment variable (which stays the default):
+//   allow_tf32=0|1   TORC_ALLOW_TF32   f32 matmuls on TF32 tensor cores
+// Checked before anything touches the driver, so a bad option is the same error on any machine.
+static int parse_options(const char *const *options, int *tf32) {
+    *tf32 = -1;
+    for (int i = 0; options && options[i]; i++) {
+        const char *kv = options[i];
+        if (!strncmp(kv, "allow_tf32=", 11) && (!strcmp(kv + 11, "0") || !strcmp(kv + 11, "1"))) {
+            *tf32 = kv[11] == '1';
+            continue;
+        }
+        if (!strncmp(kv, "allow_tf32=", 11))
+            return tcu_error(TORC_ERR_INVALID_ARG, "cuda: option allow_tf32 takes 0 or 1, got '%s'", kv + 11);
+        const char *eq = strchr(kv, '=');
+        return tcu_error(TORC_ERR_INVALID_ARG, "cuda: unknown option '%.*s' (it takes allow_tf32)",
+                         eq ? (int)(eq - kv) : (int)strlen(kv), kv);
+    }
+    return TORC_OK;
+}
+
+// The state is the process's: every context is g_devs' owner, this one.
+static char g_context;
+
+static int cuda_init(const char *const *options, void **ctx) {
+    int tf32_opt;
+    const int prc = parse_options(options, &tf32_opt);
+    if (prc != TORC_OK) return prc;
     pthread_mutex_lock(&g_mu);
     if (g_state == 1) {
+        if (tf32_opt >= 0) g_tf32 = tf32_opt;
         pthread_mutex_unlock(&g_mu);
+        *ctx = &g_context;
         return TORC_OK;
     }
     if (g_state == -1) {  // the cause (no driver, no device) does not go away: same answer
@@ -104,7 +138,7 @@ static int cuda_init(void) {
             }
             if (status == TORC_OK) {
                 const char *tf = getenv("TORC_ALLOW_TF32");
-                g_tf32 = tf && strcmp(tf, "1") == 0;
+                g_tf32 = tf_opt_or_env(tf32_opt, tf);
                 g_count = n;
             } else {
                 for (int i = 0; i < n; i++) pthread_mutex_destroy(&g_devs[i].lib_mu);
@@ -116,6 +150,7 @@ static int cuda_init(void) {
     g_state = status == TORC_OK ? 1 : -1;
     pthread_mutex_unlock(&g_mu);
     if (status != TORC_OK) return tcu_error(status, "%s", g_init_error);
+    *ctx = &g_context;
     return TORC_OK;
 }
 
@@ -186,7 +221,8 @@ static void device_teardown(tcu_device *d) {
     atomic_store(&d->ready, false);
 }
 
-static void cuda_shutdown(void) {
+static void cuda_shutdown(void *ctx) {
+    (void)ctx;
     pthread_mutex_lock(&g_mu);
     if (g_state == 1) {
         for (int i = 0; i < g_count; i++) {
@@ -201,7 +237,10 @@ static void cuda_shutdown(void) {
     pthread_mutex_unlock(&g_mu);
 }
 
-static int cuda_device_count(void) { return g_state == 1 ? g_count : 0; }
+static int cuda_device_count(void *ctx) {
+    (void)ctx;
+    return g_state == 1 ? g_count : 0;
+}
 
 // The error for a query on a device index before (or without) a successful init.
 static int check_index(int device) {
@@ -212,12 +251,12 @@ static int check_index(int device) {
     return TORC_OK;
 }
 
-static int cuda_device_info(int device, torc_device_info *info) {
+static int cuda_device_info(void *ctx, int device, torc_device_info *info) {
     const int rc = check_index(device);
     if (rc != TORC_OK) return rc;
     if (!info) return tcu_error(TORC_ERR_INVALID_ARG, "device_info: NULL info");
     const tcu_device *d = &g_devs[device];
-    memset(info, 0, sizeof *info);
+    // Every member is 2.0's: info->struct_size covers them all (the core zeroed the rest).
     snprintf(info->name, sizeof info->name, "%s", d->name);
     info->host_memory = false;
     info->total_memory = d->total_memory;
@@ -237,12 +276,12 @@ static int check_kernel_errors(tcu_device *d) {
                                      "at the next synchronisation)");
 }
 
-static void *cuda_alloc(int device, size_t nbytes) {
+static void *cuda_alloc(void *ctx, int device, size_t nbytes) {
     tcu_device *d = tcu_dev(device);
     return d ? tcu_scratch(d, nbytes) : NULL;
 }
 
-static void cuda_free(int device, void *ptr) {
+static void cuda_free(void *ctx, int device, void *ptr) {
     if (!ptr) return;
     tcu_device *d = tcu_dev(device);
     if (!d) return;
@@ -280,7 +319,7 @@ static bool is_pinned(const void *p) {
     return at.type == cudaMemoryTypeHost;
 }
 
-static int cuda_copy(int device, void *dst, const void *src, size_t n, torc_copy_kind kind, bool async) {
+static int cuda_copy(void *ctx, int device, void *dst, const void *src, size_t n, torc_copy_kind kind, bool async) {
     tcu_device *d = tcu_dev(device);
     if (!d) return TORC_ERR_BACKEND;
     if (n == 0) return TORC_OK;
@@ -338,63 +377,16 @@ static int cuda_copy(int device, void *dst, const void *src, size_t n, torc_copy
     return async ? TORC_OK : sync_stream(d);
 }
 
-static int cuda_synchronize(int device) {
+static int cuda_synchronize(void *ctx, int device) {
     tcu_device *d = tcu_dev(device);
     if (!d) return TORC_ERR_BACKEND;
     return sync_stream(d);
 }
 
-// ---- events ----
-typedef struct tcu_event {
-    cudaEvent_t ev;
-    int device;
-} tcu_event;
-
-static void *cuda_event_create(int device) {
-    if (!tcu_dev(device)) return NULL;
-    tcu_event *e = malloc(sizeof *e);
-    if (!e) {
-        tcu_error(TORC_ERR_OOM, "out of host memory");
-        return NULL;
-    }
-    const cudaError_t r = cudaEventCreate(&e->ev);
-    if (r != cudaSuccess) {
-        free(e);
-        tcu_cuda_error(r, "cudaEventCreate");
-        return NULL;
-    }
-    e->device = device;
-    return e;
-}
-
-static int cuda_event_record(int device, void *event) {
-    tcu_device *d = tcu_dev(device);
-    if (!d) return TORC_ERR_BACKEND;
-    if (!event) return tcu_error(TORC_ERR_INVALID_ARG, "event_record: NULL event");
-    const cudaError_t r = cudaEventRecord(((tcu_event *)event)->ev, d->stream);
-    return r == cudaSuccess ? TORC_OK : tcu_cuda_error(r, "cudaEventRecord");
-}
-
-static int cuda_event_elapsed_ms(void *start, void *end, float *ms) {
-    if (!start || !end || !ms) return tcu_error(TORC_ERR_INVALID_ARG, "event_elapsed_ms: NULL argument");
-    const tcu_event *s = start, *e = end;
-    if (!tcu_dev(e->device)) return TORC_ERR_BACKEND;
-    cudaError_t r = cudaEventSynchronize(e->ev);
-    if (r == cudaSuccess) r = cudaEventElapsedTime(ms, s->ev, e->ev);
-    return r == cudaSuccess ? TORC_OK : tcu_cuda_error(r, "cudaEventElapsedTime");
-}
-
-static void cuda_event_destroy(void *event) {
-    if (!event) return;
-    tcu_event *e = event;
-    if (g_state == 1) cudaEventDestroy(e->ev);
-    free(e);
-}
-
 // ---- ops ----
 // A check of the descriptor against the device's compute capability (known since init; no
 // context needed); the reason goes to last_error.
-static bool cuda_supports(int device, const torc_op *op) {
+static bool cuda_supports(void *ctx, int device, const torc_op *op) {
     char why[160];
     if (!op) {
         tcu_error(TORC_ERR_INVALID_ARG, "supports: NULL op");
@@ -407,7 +399,7 @@ static bool cuda_supports(int device, const torc_op *op) {
     return false;
 }
 
-static int cuda_run(int device, const torc_op *op) {
+static int cuda_run(void *ctx, int device, const torc_op *op) {
     if (!op) return tcu_error(TORC_ERR_INVALID_ARG, "run: NULL op");
     tcu_device *d = tcu_dev(device);
     if (!d) return TORC_ERR_BACKEND;
@@ -418,7 +410,7 @@ static int cuda_run(int device, const torc_op *op) {
 }
 
 // Page-locked host memory: copies from and to it run asynchronously without staging.
-static void *cuda_host_alloc(int device, size_t nbytes) {
+static void *cuda_host_alloc(void *ctx, int device, size_t nbytes) {
     if (!tcu_dev(device)) return NULL;
     void *p = NULL;
     const cudaError_t e = cudaHostAlloc(&p, nbytes ? nbytes : 1, cudaHostAllocPortable);
@@ -430,12 +422,12 @@ static void *cuda_host_alloc(int device, size_t nbytes) {
     return p;
 }
 
-static void cuda_host_free(int device, void *ptr) {
+static void cuda_host_free(void *ctx, int device, void *ptr) {
     (void)device;
     if (ptr && g_state == 1) cudaFreeHost(ptr);
 }
 
-static int cuda_memory_stats(int device, uint64_t *allocated, uint64_t *reserved, uint64_t *peak_reserved) {
+static int cuda_memory_stats(void *ctx, int device, uint64_t *allocated, uint64_t *reserved, uint64_t *peak_reserved) {
     const int rc = check_index(device);
     if (rc != TORC_OK) return rc;
     tcu_alloc_stats s = {0};
@@ -446,7 +438,7 @@ static int cuda_memory_stats(int device, uint64_t *allocated, uint64_t *reserved
     return TORC_OK;
 }
 
-static int cuda_empty_cache(int device) {
+static int cuda_empty_cache(void *ctx, int device) {
     tcu_device *d = tcu_dev(device);
     if (!d) return TORC_ERR_BACKEND;
     const int rc = sync_stream(d);   // no kernel may still use a block we hand back
@@ -467,10 +459,6 @@ static const torc_backend_vtable VTABLE = {
     .free = cuda_free,
     .copy = cuda_copy,
     .synchronize = cuda_synchronize,
-    .event_create = cuda_event_create,
-    .event_record = cuda_event_record,
-    .event_elapsed_ms = cuda_event_elapsed_ms,
-    .event_destroy = cuda_event_destroy,
     .supports = cuda_supports,
     .run = cuda_run,
     .last_error = cuda_last_error,

@@ -27,15 +27,6 @@ extern "C" {
 // kernel of their own so the heavy RNG math does not weigh on the others' registers.
 typedef enum tcu_ctype { TCU_CT_F32 = 0, TCU_CT_F64, TCU_CT_I64, TCU_CT_GEN } tcu_ctype;
 
-TORC_HD static inline int tcu_dtype_size(torc_dtype d) {
-    switch (d) {
-    case TORC_DTYPE_F64: case TORC_DTYPE_I64: return 8;
-    case TORC_DTYPE_F32: case TORC_DTYPE_I32: return 4;
-    case TORC_DTYPE_F16: case TORC_DTYPE_BF16: case TORC_DTYPE_I16: return 2;
-    default: return 1;
-    }
-}
-
 TORC_HD static inline bool tcu_dtype_is_float(torc_dtype d) {
     return d == TORC_DTYPE_F64 || d == TORC_DTYPE_F32 || d == TORC_DTYPE_F16 ||
            d == TORC_DTYPE_BF16 || d == TORC_DTYPE_F8_E4M3FN || d == TORC_DTYPE_F8_E5M2;
@@ -167,7 +158,7 @@ TORC_HD static inline void tcu_store_f32(void *base, int64_t i, torc_dtype d, fl
 // sources through double, integer ones through int64.
 TORC_HD static inline void tcu_cast(void *dst, int64_t di, torc_dtype dd, const void *src, int64_t si, torc_dtype sd) {
     if (dd == sd) {
-        switch (tcu_dtype_size(dd)) {
+        switch (torc_abi_dtype_size(dd)) {
         case 8: ((uint64_t *)dst)[di] = ((const uint64_t *)src)[si]; break;
         case 4: ((uint32_t *)dst)[di] = ((const uint32_t *)src)[si]; break;
         case 2: ((uint16_t *)dst)[di] = ((const uint16_t *)src)[si]; break;

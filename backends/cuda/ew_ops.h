@@ -71,7 +71,7 @@ static inline torc_dtype tcu_promote(torc_dtype a, torc_dtype b) {
         const torc_dtype o = a == TORC_DTYPE_U8 ? b : a;   // u8 with a signed type
         return o == TORC_DTYPE_I8 ? TORC_DTYPE_I16 : o;
     }
-    return tcu_dtype_size(a) >= tcu_dtype_size(b) ? a : b;
+    return torc_abi_dtype_size(a) >= torc_abi_dtype_size(b) ? a : b;
 }
 
 // The type an op's math runs in given its common dtype: PyTorch's opmath (float for the narrow

@@ -78,10 +78,10 @@ static int run_blas(tcu_device *d, const torc_op *op, const tcu_gemm_plan *pl) {
     if (!api) return TORC_ERR_BACKEND;
     int rc = blas_handle(d, api);
     if (rc != TORC_OK) return rc;
-    const torc_dtype in_dt = op->in[0].dtype, out_dt = op->out.dtype;
+    const torc_dtype in_dt = op->in[0].dtype, out_dt = op->out[0].dtype;
     const torc_operand *pa = pl->swap ? &op->in[1] : &op->in[0];
     const torc_operand *pb = pl->swap ? &op->in[0] : &op->in[1];
-    const size_t ea = (size_t)tcu_dtype_size(in_dt), ec = (size_t)tcu_dtype_size(out_dt);
+    const size_t ea = (size_t)torc_abi_dtype_size(in_dt), ec = (size_t)torc_abi_dtype_size(out_dt);
     cublasComputeType_t ct;
     const void *alpha, *beta;
     static const float one_f = 1.0f, zero_f = 0.0f;
@@ -103,7 +103,7 @@ static int run_blas(tcu_device *d, const torc_op *op, const tcu_gemm_plan *pl) {
         tcu_offsets64(&pl->outer, ob, off);
         const char *A = (const char *)pa->data + (size_t)off[1] * ea;
         const char *B = (const char *)pb->data + (size_t)off[2] * ea;
-        char *C = (char *)op->out.data + (size_t)off[0] * ec;
+        char *C = (char *)op->out[0].data + (size_t)off[0] * ec;
         cublasStatus_t s;
         if (pl->batch == 1) {
             s = api->gemm_ex(d->blas, ta, tb, (int)pl->m, (int)pl->n, (int)pl->k, alpha, A, tin, (int)pl->lda, B, tin,
@@ -123,7 +123,7 @@ static int run_blas(tcu_device *d, const torc_op *op, const tcu_gemm_plan *pl) {
 }
 
 int tcu_matmul(tcu_device *d, const torc_op *op) {
-    const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out[0];
     const int nd = c->ndim;
     int64_t numel = 1;
     for (int i = 0; i < nd; i++) numel *= c->shape[i];

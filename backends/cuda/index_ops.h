@@ -62,7 +62,7 @@ static inline torc_operand tcu_as_1d(const torc_operand *t) {
 static inline bool tcu_index_plan_build(tcu_index_args *x, const torc_op *op) {
     const bool vec = op->code == TORC_OP_INDEX_SELECT || op->code == TORC_OP_GATHER ||
                      op->code == TORC_OP_INDEX_ADD || op->code == TORC_OP_SCATTER_ADD;
-    const torc_operand out1 = vec ? tcu_as_1d(&op->out) : op->out;
+    const torc_operand out1 = vec ? tcu_as_1d(&op->out[0]) : op->out[0];
     const torc_operand src1 = vec ? tcu_as_1d(&op->in[0]) : op->in[0];
     const torc_operand idx1 = vec ? tcu_as_1d(&op->in[1]) : op->in[1];
     const torc_operand *o = &out1, *s = &src1, *ix = &idx1;
@@ -207,7 +207,7 @@ TORC_HD static inline void tcu_accumulate(void *base, int64_t i, torc_dtype d, d
     case TORC_DTYPE_F64: atomicAdd((double *)base + i, fv); break;
     case TORC_DTYPE_I64: atomicAdd((unsigned long long *)base + i, (unsigned long long)iv); break;
     case TORC_DTYPE_I32: atomicAdd((unsigned int *)base + i, (unsigned int)(uint64_t)iv); break;
-    default: tcu_atomic_small((char *)base + i * tcu_dtype_size(d), tcu_dtype_size(d), d, fv, iv); break;
+    default: tcu_atomic_small((char *)base + i * torc_abi_dtype_size(d), torc_abi_dtype_size(d), d, fv, iv); break;
     }
 #else
     if (tcu_dtype_is_float(d)) {
@@ -234,7 +234,7 @@ TCU_HDI void tcu_index_element(const tcu_index_args *x, const int64_t *off,
         const int64_t diff = col - row;
         const bool keep = op == TORC_OP_TRIU ? diff >= x->tri_k : diff <= x->tri_k;
         if (!keep) tcu_store_i64(x->out, off[0], x->dt_out, 0);
-        else if (x->dt_out == x->dt_src) tcu_move_raw(x->out, off[0], x->src, off[1], tcu_dtype_size(x->dt_out));
+        else if (x->dt_out == x->dt_src) tcu_move_raw(x->out, off[0], x->src, off[1], torc_abi_dtype_size(x->dt_out));
         else tcu_store_f64(x->out, off[0], x->dt_out, tcu_load_f64(x->src, off[1], x->dt_src));
         return;
     }
@@ -245,7 +245,7 @@ TCU_HDI void tcu_index_element(const tcu_index_args *x, const int64_t *off,
     }
     if (op == TORC_OP_INDEX_SELECT || op == TORC_OP_GATHER) {
         const int64_t so = off[1] + idx * x->src_dim_stride;
-        if (x->dt_out == x->dt_src) tcu_move_raw(x->out, off[0], x->src, so, tcu_dtype_size(x->dt_out));
+        if (x->dt_out == x->dt_src) tcu_move_raw(x->out, off[0], x->src, so, torc_abi_dtype_size(x->dt_out));
         else tcu_store_f64(x->out, off[0], x->dt_out, tcu_load_f64(x->src, so, x->dt_src));
     } else {  // SCATTER_ADD, INDEX_ADD
         const int64_t dst = off[0] + idx * x->out_dim_stride;
@@ -260,7 +260,7 @@ TCU_HDI void tcu_index_element(const tcu_index_args *x, const int64_t *off,
 TCU_HDI void tcu_masked_element(const tcu_index_args *x, const int64_t *off, int64_t rank) {
     if (x->op == TORC_OP_MASKED_SELECT) {
         const int64_t o = rank * x->out_step;
-        if (x->dt_out == x->dt_src) tcu_move_raw(x->out, o, x->src, off[1], tcu_dtype_size(x->dt_out));
+        if (x->dt_out == x->dt_src) tcu_move_raw(x->out, o, x->src, off[1], torc_abi_dtype_size(x->dt_out));
         else tcu_store_f64(x->out, o, x->dt_out, tcu_load_f64(x->src, off[1], x->dt_src));
     } else {
         if (rank >= x->src_numel) {
@@ -268,7 +268,7 @@ TCU_HDI void tcu_masked_element(const tcu_index_args *x, const int64_t *off, int
             return;
         }
         const int64_t so = rank * x->src_step;
-        if (x->dt_out == x->dt_src) tcu_move_raw(x->out, off[0], x->src, so, tcu_dtype_size(x->dt_out));
+        if (x->dt_out == x->dt_src) tcu_move_raw(x->out, off[0], x->src, so, torc_abi_dtype_size(x->dt_out));
         else tcu_store_f64(x->out, off[0], x->dt_out, tcu_load_f64(x->src, so, x->dt_src));
     }
 }

@@ -196,7 +196,7 @@ void tcu_lt_cache_put(tcu_lt_cache *c, const tcu_lt_key *k, const cublasLtMatmul
 // ---- SCALED_MM decisions ----
 tcu_smm_path tcu_smm_decide(const torc_op *op, int cc_major, int cc_minor, bool via_f32, tcu_lt_problem *p,
                             tcu_lt_plan *pl) {
-    const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out[0];
     memset(p, 0, sizeof *p);
     p->a = a->dtype;
     p->b = b->dtype;
@@ -228,18 +228,18 @@ void tcu_smm_args_from_op(const torc_op *op, tcu_smm_args *s) {
     memset(s, 0, sizeof *s);
     s->dt_a = op->in[0].dtype;
     s->dt_b = op->in[1].dtype;
-    s->dt_c = op->out.dtype;
+    s->dt_c = op->out[0].dtype;
     s->a = op->in[0].data;
     s->b = op->in[1].data;
-    s->c = op->out.data;
+    s->c = op->out[0].data;
     s->scale_a = op->in[2].data;
     s->scale_b = op->in[3].data;
-    s->scale_out = tcu_is_fp8(op->out.dtype) ? op->params.scaled_mm.scale_out : NULL;
-    s->amax = op->params.scaled_mm.amax_out;
+    s->scale_out = tcu_is_fp8(op->out[0].dtype) && op->n_in > 4 ? op->in[4].data : NULL;  // optional in4
+    s->amax = op->n_out > 1 ? op->out[1].data : NULL;  // optional out[1]
     s->M = op->in[0].shape[0];
     s->K = op->in[0].shape[1];
     s->N = op->in[1].shape[1];
     s->a_rs = op->in[0].stride[0], s->a_cs = op->in[0].stride[1];
     s->b_rs = op->in[1].stride[0], s->b_cs = op->in[1].stride[1];
-    s->c_rs = op->out.stride[0], s->c_cs = op->out.stride[1];
+    s->c_rs = op->out[0].stride[0], s->c_cs = op->out[0].stride[1];
 }

@@ -67,8 +67,8 @@ static void ew_args_from(tcu_ew_args *a, const torc_op *op) {
     memset(a, 0, sizeof *a);
     a->op = op->code;
     a->n_in = op->n_in;
-    a->dt[0] = op->out.dtype;
-    a->data[0] = op->out.data;
+    a->dt[0] = op->out[0].dtype;
+    a->data[0] = op->out[0].data;
     for (int k = 0; k < op->n_in && k < 3; k++) {
         a->dt[k + 1] = op->in[k].dtype;
         a->data[k + 1] = op->in[k].data;
@@ -105,7 +105,7 @@ static bool is_float(torc_dtype d) { return tcu_dtype_is_float(d); }
 
 // The dtype combinations each op takes: the reference backend's (PyTorch's CPU kernels) rules.
 static bool dtypes_ok(const torc_op *op) {
-    const torc_dtype o = op->out.dtype, a = op->in[0].dtype, b = op->in[1].dtype;
+    const torc_dtype o = op->out[0].dtype, a = op->in[0].dtype, b = op->in[1].dtype;
     const bool fo = is_float(o);
     switch (op->code) {
     case TORC_OP_ARANGE: case TORC_OP_LINSPACE: return o != TORC_DTYPE_BOOL;
@@ -133,7 +133,9 @@ static bool dtypes_ok(const torc_op *op) {
         return o == TORC_DTYPE_F64 || o == TORC_DTYPE_F32 || o == TORC_DTYPE_F16 || o == TORC_DTYPE_BF16;
     case TORC_OP_SCALED_MM:
         if (!tcu_is_fp8(a) || !tcu_is_fp8(b) || (a == TORC_DTYPE_F8_E5M2 && b == TORC_DTYPE_F8_E5M2)) return false;
-        if (op->in[2].dtype != TORC_DTYPE_F32 || op->in[3].dtype != TORC_DTYPE_F32) return false;
+        for (int k = 2; k < op->n_in; k++)
+            if (op->in[k].dtype != TORC_DTYPE_F32) return false;  // scale_a, scale_b, scale_out
+        if (op->n_out > 1 && op->out[1].dtype != TORC_DTYPE_F32) return false;  // amax
         return o == TORC_DTYPE_F32 || o == TORC_DTYPE_BF16 || o == TORC_DTYPE_F16 || tcu_is_fp8(o);
     default:
         if (op->code >= TORC_OP_SQRT && op->code <= TORC_OP_ERFINV) return fo;  // the floating unary ops
@@ -147,29 +149,36 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         snprintf(why, n, "unknown opcode %d", code);
         return false;
     }
+    // scaled_mm's in4 (scale_out) and out[1] (amax) are optional.
     const int want = op_arity(code);
-    if (op->n_in != want) {
+    const bool smm = code == TORC_OP_SCALED_MM;
+    if (op->n_in != want && !(smm && op->n_in == want + 1)) {
         snprintf(why, n, "%s takes %d inputs, got %d", op_name(code), want, op->n_in);
         return false;
     }
-    if (!operand_ok(&op->out, why, n, "out")) return false;
+    if (op->n_out < 1 || op->n_out > (smm ? 2 : 1)) {
+        snprintf(why, n, "%s takes %s output, got %d", op_name(code), smm ? "1 or 2" : "1", op->n_out);
+        return false;
+    }
+    if (!operand_ok(&op->out[0], why, n, "out")) return false;
+    if (op->n_out > 1 && !operand_ok(&op->out[1], why, n, "out1")) return false;
     for (int k = 0; k < op->n_in; k++) {
         char which[16];
         snprintf(which, sizeof which, "in%d", k);
         if (!operand_ok(&op->in[k], why, n, which)) return false;
     }
     if (!dtypes_ok(op)) {
-        snprintf(why, n, "%s does not take these dtypes (out %d, in0 %d)", op_name(code), (int)op->out.dtype,
+        snprintf(why, n, "%s does not take these dtypes (out %d, in0 %d)", op_name(code), (int)op->out[0].dtype,
                  op->n_in > 0 ? (int)op->in[0].dtype : -1);
         return false;
     }
     if (tcu_op_is_elementwise(code)) {
         for (int k = 0; k < op->n_in; k++)
-            if (!same_shape(&op->in[k], &op->out)) {
+            if (!same_shape(&op->in[k], &op->out[0])) {
                 snprintf(why, n, "%s: input %d is not broadcast to the output's shape", op_name(code), k);
                 return false;
             }
-        if ((code == TORC_OP_ARANGE || code == TORC_OP_LINSPACE) && op->out.ndim != 1) {
+        if ((code == TORC_OP_ARANGE || code == TORC_OP_LINSPACE) && op->out[0].ndim != 1) {
             snprintf(why, n, "%s writes a 1-D output", op_name(code));
             return false;
         }
@@ -177,13 +186,13 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         ew_args_from(&a, op);
         if (!tcu_ew_choose_types(&a)) {
             snprintf(why, n, "%s has no integer form (out dtype %d); the output must be floating",
-                     op_name(code), (int)op->out.dtype);
+                     op_name(code), (int)op->out[0].dtype);
             return false;
         }
         return true;
     }
     if (tcu_op_is_reduction(code)) {
-        const torc_operand *in = &op->in[0], *out = &op->out;
+        const torc_operand *in = &op->in[0], *out = &op->out[0];
         if (in->ndim != out->ndim) {
             snprintf(why, n, "%s: out must keep in's ndim (reduced dims of size 1)", op_name(code));
             return false;
@@ -202,19 +211,19 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         return true;
     }
     if (code == TORC_OP_SOFTMAX || code == TORC_OP_LOG_SOFTMAX) {
-        const int nd = op->out.ndim > 0 ? op->out.ndim : 1;   // a 0-dim tensor is one row of one
-        if (!same_shape(&op->in[0], &op->out) || op->params.dim.dim < 0 || op->params.dim.dim >= nd) {
+        const int nd = op->out[0].ndim > 0 ? op->out[0].ndim : 1;   // a 0-dim tensor is one row of one
+        if (!same_shape(&op->in[0], &op->out[0]) || op->params.dim.dim < 0 || op->params.dim.dim >= nd) {
             snprintf(why, n, "%s: out must match in and dim be in [0, %d)", op_name(code), nd);
             return false;
         }
-        if (!is_float(op->out.dtype)) {
+        if (!is_float(op->out[0].dtype)) {
             snprintf(why, n, "%s writes a floating output", op_name(code));
             return false;
         }
         return true;
     }
     if (code == TORC_OP_MATMUL) {
-        const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+        const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out[0];
         const int nd = c->ndim;
         bool ok = nd >= 2 && a->ndim == nd && b->ndim == nd && a->shape[nd - 1] == b->shape[nd - 2] &&
                   a->shape[nd - 2] == c->shape[nd - 2] && b->shape[nd - 1] == c->shape[nd - 1];
@@ -226,10 +235,14 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         return true;
     }
     if (code == TORC_OP_SCALED_MM) {
-        const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out;
+        const torc_operand *a = &op->in[0], *b = &op->in[1], *c = &op->out[0];
         int64_t n2 = 1, n3 = 1;
         for (int d = 0; d < op->in[2].ndim; d++) n2 *= op->in[2].shape[d];
         for (int d = 0; d < op->in[3].ndim; d++) n3 *= op->in[3].shape[d];
+        for (int k = 4; k < op->n_in; k++)
+            for (int d = 0; d < op->in[k].ndim; d++) n3 *= op->in[k].shape[d];
+        for (int k = 1; k < op->n_out; k++)
+            for (int d = 0; d < op->out[k].ndim; d++) n3 *= op->out[k].shape[d];
         if (a->ndim != 2 || b->ndim != 2 || c->ndim != 2 || a->shape[1] != b->shape[0] ||
             c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1] || n2 != 1 || n3 != 1) {
             snprintf(why, n, "_scaled_mm: operands must be (M, K) @ (K, N) -> (M, N) with one-element scales");
@@ -257,7 +270,7 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
 
 // ---- argument checks the reference makes (same texts), done on the host before any launch ----
 static bool int_mode(const torc_op *op) {
-    if (is_float(op->out.dtype)) return false;
+    if (is_float(op->out[0].dtype)) return false;
     for (int k = 0; k < op->n_in; k++)
         if (is_float(op->in[k].dtype)) return false;
     return true;
@@ -273,9 +286,9 @@ static int check_params(const torc_op *op) {
             return tcu_error(TORC_ERR_INVALID_ARG, "unsupported range: %g -> %g", p->range.start, p->range.end);
         return TORC_OK;
     case TORC_OP_LINSPACE:
-        if (p->range.count != op->out.shape[0])
+        if (p->range.count != op->out[0].shape[0])
             return tcu_error(TORC_ERR_SHAPE, "cuda: linspace: range.count is %lld but out has %lld elements",
-                             (long long)p->range.count, (long long)op->out.shape[0]);
+                             (long long)p->range.count, (long long)op->out[0].shape[0]);
         return TORC_OK;
     case TORC_OP_RAND_INT:
         if (!(p->rng.a < p->rng.b))
@@ -354,20 +367,20 @@ static int run_elementwise(tcu_device *d, const torc_op *op) {
     tcu_ew_args a;
     ew_args_from(&a, op);
     tcu_ew_choose_types(&a);
-    const int64_t *strides[TCU_MAX_OPS] = {op->out.stride};
+    const int64_t *strides[TCU_MAX_OPS] = {op->out[0].stride};
     for (int k = 0; k < op->n_in; k++) strides[k + 1] = op->in[k].stride;
     tcu_iter it;
-    if (!tcu_iter_build(&it, op->out.ndim, op->out.shape, op->n_in + 1, strides, 0))
+    if (!tcu_iter_build(&it, op->out[0].ndim, op->out[0].shape, op->n_in + 1, strides, 0))
         return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
     if (it.numel == 0) return TORC_OK;
-    const size_t esize = (size_t)tcu_dtype_size(op->out.dtype);
+    const size_t esize = (size_t)torc_abi_dtype_size(op->out[0].dtype);
     // Shortcuts: a same-dtype contiguous copy is a memcpy, a zero fill a memset.
-    if (op->code == TORC_OP_COPY && op->in[0].dtype == op->out.dtype && contiguous_run(&it))
-        return launched(tcu_launch_copy_bytes(op->out.data, op->in[0].data, (size_t)it.numel * esize, d->stream),
+    if (op->code == TORC_OP_COPY && op->in[0].dtype == op->out[0].dtype && contiguous_run(&it))
+        return launched(tcu_launch_copy_bytes(op->out[0].data, op->in[0].data, (size_t)it.numel * esize, d->stream),
                         "copy (cudaMemcpyAsync)");
     if (op->code == TORC_OP_FILL && op->params.scalar.value == 0.0 && !signbit(op->params.scalar.value) &&
         contiguous_run(&it))
-        return launched(tcu_launch_zero_bytes(op->out.data, (size_t)it.numel * esize, d->stream),
+        return launched(tcu_launch_zero_bytes(op->out[0].data, (size_t)it.numel * esize, d->stream),
                         "fill (cudaMemsetAsync)");
     return launched(tcu_launch_ew(&a, &it, d->sm_count, d->stream), op_name(op->code));
 }
@@ -376,25 +389,25 @@ int tcu_fill_zero(tcu_device *d, const torc_operand *out) {
     torc_op f;
     memset(&f, 0, sizeof f);
     f.code = TORC_OP_FILL;
-    f.n_in = 0;
-    f.out = *out;
+    f.n_in = 0, f.n_out = 1;
+    f.out[0] = *out;
     f.params.scalar.value = 0.0;
     return run_elementwise(d, &f);
 }
 
 static int run_reduce(tcu_device *d, const torc_op *op) {
     tcu_reduce_plan pl;
-    if (!tcu_reduce_plan_build(&pl, &op->in[0], &op->out, op->params.reduce.mask, d->sm_count))
+    if (!tcu_reduce_plan_build(&pl, &op->in[0], &op->out[0], op->params.reduce.mask, d->sm_count))
         return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
     if (pl.n_out == 0) return TORC_OK;
     tcu_reduce_args a;
     memset(&a, 0, sizeof a);
     a.op = op->code;
-    a.ct = tcu_reduce_ctype(op->code, op->in[0].dtype, op->out.dtype);
+    a.ct = tcu_reduce_ctype(op->code, op->in[0].dtype, op->out[0].dtype);
     a.in_dt = op->in[0].dtype;
-    a.out_dt = op->out.dtype;
+    a.out_dt = op->out[0].dtype;
     a.in = op->in[0].data;
-    a.out = op->out.data;
+    a.out = op->out[0].data;
     a.p = op->params.reduce.p;
     a.correction = op->params.reduce.correction;
     a.n_red = pl.n_red;
@@ -410,11 +423,11 @@ static int run_reduce(tcu_device *d, const torc_op *op) {
 
 static int run_softmax(tcu_device *d, const torc_op *op) {
     tcu_rows_plan pl;
-    if (!tcu_rows_plan_build(&pl, &op->in[0], &op->out, op->params.dim.dim))
+    if (!tcu_rows_plan_build(&pl, &op->in[0], &op->out[0], op->params.dim.dim))
         return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
-    const torc_dtype in = op->in[0].dtype, out = op->out.dtype;
+    const torc_dtype in = op->in[0].dtype, out = op->out[0].dtype;
     const tcu_ctype ct = (!is_float(in) || in == TORC_DTYPE_F64 || out == TORC_DTYPE_F64) ? TCU_CT_F64 : TCU_CT_F32;
-    return launched(tcu_launch_softmax(op->code, ct, in, out, op->in[0].data, op->out.data, &pl, d->stream),
+    return launched(tcu_launch_softmax(op->code, ct, in, out, op->in[0].data, op->out[0].data, &pl, d->stream),
                     op_name(op->code));
 }
 

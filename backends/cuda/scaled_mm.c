@@ -17,8 +17,8 @@ static int generic(tcu_device *d, const torc_op *op) {
 }
 
 int tcu_scaled_mm(tcu_device *d, const torc_op *op) {
-    const bool fp8_out = tcu_is_fp8(op->out.dtype);
-    void *amax = op->params.scaled_mm.amax_out;
+    const bool fp8_out = tcu_is_fp8(op->out[0].dtype);
+    void *amax = op->n_out > 1 ? op->out[1].data : NULL;  // optional out[1]
     const bool via_f32 = !fp8_out && amax != NULL;
     tcu_lt_problem p;
     tcu_lt_plan pl;
@@ -27,10 +27,10 @@ int tcu_scaled_mm(tcu_device *d, const torc_op *op) {
         return tcu_error(TORC_ERR_NOT_SUPPORTED, "_scaled_mm: %s; fp8 matmuls need an Ada (sm_89) or Hopper (sm_90) GPU",
                          pl.why);
     if (path == TCU_SMM_GENERIC) return generic(d, op);
-    const tcu_lt_ptrs ptrs = {op->in[2].data, op->in[3].data, fp8_out ? op->params.scaled_mm.scale_out : NULL,
+    const tcu_lt_ptrs ptrs = {op->in[2].data, op->in[3].data, fp8_out && op->n_in > 4 ? op->in[4].data : NULL,
                               fp8_out ? amax : NULL};
     if (!via_f32) {
-        const int rc = tcu_lt_matmul(d, &p, &pl, &ptrs, op->in[0].data, op->in[1].data, op->out.data);
+        const int rc = tcu_lt_matmul(d, &p, &pl, &ptrs, op->in[0].data, op->in[1].data, op->out[0].data);
         return rc == TCU_LT_NO_KERNEL ? generic(d, op) : rc;
     }
     // r in f32 first: amax = max |r| (NaN-propagating, an inf-norm reduction), then out = round(r).
@@ -46,9 +46,9 @@ int tcu_scaled_mm(tcu_device *d, const torc_op *op) {
     if (rc == TORC_OK) {
         memset(&t, 0, sizeof t);
         t.code = TORC_OP_NORM;
-        t.n_in = 1;
+        t.n_in = 1, t.n_out = 1;
         t.in[0] = (torc_operand){r, TORC_DTYPE_F32, 2, {M, N}, {N, 1}};
-        t.out = (torc_operand){amax, TORC_DTYPE_F32, 2, {1, 1}, {1, 1}};
+        t.out[0] = (torc_operand){amax, TORC_DTYPE_F32, 2, {1, 1}, {1, 1}};
         t.params.reduce.mask = 3;
         t.params.reduce.p = INFINITY;
         rc = tcu_run_op(d, &t);
@@ -56,9 +56,9 @@ int tcu_scaled_mm(tcu_device *d, const torc_op *op) {
     if (rc == TORC_OK) {
         memset(&t, 0, sizeof t);
         t.code = TORC_OP_COPY;
-        t.n_in = 1;
+        t.n_in = 1, t.n_out = 1;
         t.in[0] = (torc_operand){r, TORC_DTYPE_F32, 2, {M, N}, {N, 1}};
-        t.out = op->out;
+        t.out[0] = op->out[0];
         rc = tcu_run_op(d, &t);
     }
     tcu_scratch_free(d, r);  // stream-ordered: the copy above has been enqueued before any reuse

@@ -4,7 +4,7 @@
 
 // ---- dtype rules (PyTorch's CPU kernels) ----
 bool ref_binary_dtypes(const torc_op *op) {
-    const torc_dtype a = op->in[0].dtype, b = op->in[1].dtype, o = op->out.dtype;
+    const torc_dtype a = op->in[0].dtype, b = op->in[1].dtype, o = op->out[0].dtype;
     switch (op->code) {
     case TORC_OP_SUB:  // bool - bool is an error in PyTorch
         return ref_dt_in(o, REF_DT_NUM) && !(a == TORC_DTYPE_BOOL && b == TORC_DTYPE_BOOL);
@@ -135,7 +135,7 @@ static void compare_loop(char *const *ptr, const int64_t *step, int64_t n, void 
 
 #define FLAT_LOOP(TA, TB, O, expr) \
     do { \
-        O *o = op->out.data; \
+        O *o = op->out[0].data; \
         const TA *a = op->in[0].data; \
         const TB *b = op->in[1].data; \
         for (int64_t i = 0; i < n; i++) { \
@@ -180,7 +180,7 @@ static inline __attribute__((always_inline)) void flat_loops(const torc_op *op, 
 // computing exactly what float_loop and compare_loop compute (arithmetic in double rounded once
 // to out's dtype, a bool read as 0 or 1; comparisons of the values, NaN unordered).
 static bool flat_float(const torc_op *op) {
-    const torc_dtype da = op->in[0].dtype, db = op->in[1].dtype, dout = op->out.dtype;
+    const torc_dtype da = op->in[0].dtype, db = op->in[1].dtype, dout = op->out[0].dtype;
     const bool cmp = op->code >= TORC_OP_EQ && op->code <= TORC_OP_GE;
     const bool arith = op->code >= TORC_OP_ADD && op->code <= TORC_OP_DIV;
     const bool fa = da == TORC_DTYPE_F32 || da == TORC_DTYPE_F64, fb = db == TORC_DTYPE_F32 || db == TORC_DTYPE_F64;
@@ -191,23 +191,23 @@ static bool flat_float(const torc_op *op) {
     else if (arith && fb) ok = da == TORC_DTYPE_BOOL && dout == db;
     else ok = false;
     int64_t so, sa, sb;
-    if (!ok || !ref_flat_step(&op->out, &so) || so != 1 || !ref_flat_step(&op->in[0], &sa) ||
+    if (!ok || !ref_flat_step(&op->out[0], &so) || so != 1 || !ref_flat_step(&op->in[0], &sa) ||
         !ref_flat_step(&op->in[1], &sb))
         return false;
     _Static_assert(sizeof(bool) == 1, "bool tensors hold one byte per element");
-    const int64_t n = ref_numel(&op->out);
+    const int64_t n = ref_numel(&op->out[0]);
     if (sa == 1 && sb == 1) flat_loops(op, n, 1, 1);
     else flat_loops(op, n, sa, sb);
     return true;
 }
 
 int ref_binary_run(const torc_op *op) {
-    int st = ref_check_same_shape(&op->in[0], "in0", &op->out, "out");
-    if (!st) st = ref_check_same_shape(&op->in[1], "in1", &op->out, "out");
+    int st = ref_check_same_shape(&op->in[0], "in0", &op->out[0], "out");
+    if (!st) st = ref_check_same_shape(&op->in[1], "in1", &op->out[0], "out");
     if (st) return st;
     if (flat_float(op)) return TORC_OK;
-    binary_ctx c = {op->code, op->out.dtype, op->in[0].dtype, op->in[1].dtype,
-                    ref_common_float(ref_common_float(op->in[0].dtype, op->in[1].dtype), op->out.dtype), 1.0, 1};
+    binary_ctx c = {op->code, op->out[0].dtype, op->in[0].dtype, op->in[1].dtype,
+                    ref_common_float(ref_common_float(op->in[0].dtype, op->in[1].dtype), op->out[0].dtype), 1.0, 1};
     ref_loop_fn loop;
     if (op->code >= TORC_OP_EQ && op->code <= TORC_OP_LOGICAL_OR) {
         loop = compare_loop;
@@ -224,15 +224,15 @@ int ref_binary_run(const torc_op *op) {
             c.ialpha = (int64_t)alpha;
         }
     }
-    const torc_operand *ops[3] = {&op->out, &op->in[0], &op->in[1]};
+    const torc_operand *ops[3] = {&op->out[0], &op->in[0], &op->in[1]};
     ref_iter it;
-    ref_iter_ops(&it, op->out.ndim, op->out.shape, 3, ops);
+    ref_iter_ops(&it, op->out[0].ndim, op->out[0].shape, 3, ops);
     ref_iter_run(&it, loop, &c);
     return TORC_OK;
 }
 
 // ---- WHERE ----
-bool ref_where_dtypes(const torc_op *op) { return ref_dt_in(op->out.dtype, REF_DT_ALL); }
+bool ref_where_dtypes(const torc_op *op) { return ref_dt_in(op->out[0].dtype, REF_DT_ALL); }
 
 typedef struct where_ctx { torc_dtype out, cond, x, y; } where_ctx;
 
@@ -247,13 +247,13 @@ static void where_loop(char *const *ptr, const int64_t *step, int64_t n, void *v
 int ref_where_run(const torc_op *op) {
     static const char *const names[3] = {"in0", "in1", "in2"};
     for (int k = 0; k < 3; k++) {
-        int st = ref_check_same_shape(&op->in[k], names[k], &op->out, "out");
+        int st = ref_check_same_shape(&op->in[k], names[k], &op->out[0], "out");
         if (st) return st;
     }
-    where_ctx c = {op->out.dtype, op->in[0].dtype, op->in[1].dtype, op->in[2].dtype};
-    const torc_operand *ops[4] = {&op->out, &op->in[0], &op->in[1], &op->in[2]};
+    where_ctx c = {op->out[0].dtype, op->in[0].dtype, op->in[1].dtype, op->in[2].dtype};
+    const torc_operand *ops[4] = {&op->out[0], &op->in[0], &op->in[1], &op->in[2]};
     ref_iter it;
-    ref_iter_ops(&it, op->out.ndim, op->out.shape, 4, ops);
+    ref_iter_ops(&it, op->out[0].ndim, op->out[0].shape, 4, ops);
     ref_iter_run(&it, where_loop, &c);
     return TORC_OK;
 }

@@ -62,30 +62,9 @@ int ref_error(int status, const char *fmt, ...) {
     return status;
 }
 
-const char *ref_last_error(void) { return error_buffer(); }
-
-// ---- dtypes ----
-size_t ref_dtype_size(torc_dtype dt) {
-    static const size_t sizes[] = {
-        [TORC_DTYPE_F64] = 8, [TORC_DTYPE_F32] = 4, [TORC_DTYPE_F16] = 2, [TORC_DTYPE_BF16] = 2,
-        [TORC_DTYPE_F8_E4M3FN] = 1, [TORC_DTYPE_F8_E5M2] = 1, [TORC_DTYPE_I64] = 8,
-        [TORC_DTYPE_I32] = 4, [TORC_DTYPE_I16] = 2, [TORC_DTYPE_I8] = 1, [TORC_DTYPE_U8] = 1,
-        [TORC_DTYPE_BOOL] = 1,
-    };
-    _Static_assert(sizeof sizes / sizeof sizes[0] == TORC_DTYPE_COUNT, "a dtype without a size");
-    return ref_is_valid_dtype(dt) ? sizes[dt] : 1;
-}
-
-const char *ref_dtype_name(torc_dtype dt) {
-    static const char *const names[] = {
-        [TORC_DTYPE_F64] = "Double", [TORC_DTYPE_F32] = "Float", [TORC_DTYPE_F16] = "Half",
-        [TORC_DTYPE_BF16] = "BFloat16", [TORC_DTYPE_F8_E4M3FN] = "Float8_e4m3fn",
-        [TORC_DTYPE_F8_E5M2] = "Float8_e5m2", [TORC_DTYPE_I64] = "Long", [TORC_DTYPE_I32] = "Int",
-        [TORC_DTYPE_I16] = "Short", [TORC_DTYPE_I8] = "Char", [TORC_DTYPE_U8] = "Byte",
-        [TORC_DTYPE_BOOL] = "Bool",
-    };
-    _Static_assert(sizeof names / sizeof names[0] == TORC_DTYPE_COUNT, "a dtype without a name");
-    return ref_is_valid_dtype(dt) ? names[dt] : "Unknown";
+const char *ref_last_error(void *ctx) {
+    (void)ctx;  // per thread, whatever the context (NULL too: a failed init)
+    return error_buffer();
 }
 
 // ---- the kernel table ----
@@ -160,6 +139,9 @@ static const ref_kernel kernels[] = {
     [TORC_OP_ADDCMUL] = {"addcmul_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
     [TORC_OP_ADDCDIV] = {"addcdiv_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
     [TORC_OP_LERP] = {"lerp_kernel_scalar", 2, ref_pointwise_dtypes, ref_pointwise_run},
+#ifdef TORC_TEST_EXTRA_ABI
+    [TORC_OP_TEST_EXTRA] = {"test_extra", 1, ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
+#endif
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,
                "every opcode needs a reference kernel (backends/reference/entry.c)");
@@ -175,16 +157,24 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
     const ref_kernel *k = ref_kernel_of(op->code);
     if (k == NULL)
         return ref_error(TORC_ERR_NOT_SUPPORTED, "reference backend: unknown opcode %d", (int)op->code);
-    if (op->n_in != k->n_in)
+    // scaled_mm's fifth input (scale_out) and second output (amax) are optional.
+    const bool scaled_mm = op->code == TORC_OP_SCALED_MM;
+    if (op->n_in != k->n_in && !(scaled_mm && op->n_in == k->n_in + 1))
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",
                          k->name, k->n_in, op->n_in);
-    static const char *const in_names[TORC_OP_MAX_INPUTS] = {"in0", "in1", "in2", "in3"};
+    if (op->n_out < 1 || op->n_out > (scaled_mm ? 2 : 1))
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %s output, got %d", k->name,
+                         scaled_mm ? "1 or 2" : "1", op->n_out);
+    static const char *const in_names[TORC_OP_MAX_INPUTS] = {"in0", "in1", "in2", "in3",
+                                                             "in4", "in5", "in6", "in7"};
     for (int i = 0; i < op->n_in; i++) {
         int st = ref_check_operand(&op->in[i], in_names[i]);
         if (st) return st;
     }
-    int st = ref_check_operand(&op->out, "out");
-    if (st) return st;
+    for (int i = 0; i < op->n_out; i++) {
+        int st = ref_check_operand(&op->out[i], i ? "out1" : "out");
+        if (st) return st;
+    }
     *kout = k;
     return TORC_OK;
 }
@@ -192,7 +182,7 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
 // The message for a dtype combination no kernel implements: PyTorch's own text where it has a
 // specific one, else its generic '"op" not implemented for <dtype>'.
 static int dtype_error(const torc_op *op, const ref_kernel *k) {
-    const torc_dtype in0 = op->n_in > 0 ? op->in[0].dtype : op->out.dtype;
+    const torc_dtype in0 = op->n_in > 0 ? op->in[0].dtype : op->out[0].dtype;
     if (op->code == TORC_OP_NEG && in0 == TORC_DTYPE_BOOL)
         return ref_error(TORC_ERR_DTYPE, "Negation, the `-` operator, on a bool tensor is not supported. "
                          "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
@@ -207,18 +197,19 @@ static int dtype_error(const torc_op *op, const ref_kernel *k) {
         return ref_error(TORC_ERR_DTYPE, "Multiplication of two Float8_e5m2 matrices is not supported");
     if (op->code == TORC_OP_SCALED_MM)
         return ref_error(TORC_ERR_DTYPE, "_scaled_mm: expected fp8 mat1/mat2, Float scales and a Float, BFloat16, "
-                         "Half or Float8 output, got %s @ %s -> %s", ref_dtype_name(in0),
-                         ref_dtype_name(op->in[1].dtype), ref_dtype_name(op->out.dtype));
-    if (op->n_in > 0 && in0 != op->out.dtype)
+                         "Half or Float8 output, got %s @ %s -> %s", torc_abi_dtype_c10_name(in0),
+                         torc_abi_dtype_c10_name(op->in[1].dtype), torc_abi_dtype_c10_name(op->out[0].dtype));
+    if (op->n_in > 0 && in0 != op->out[0].dtype)
         return ref_error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s' with out dtype '%s' (reference backend)",
-                         k->name, ref_dtype_name(in0), ref_dtype_name(op->out.dtype));
+                         k->name, torc_abi_dtype_c10_name(in0), torc_abi_dtype_c10_name(op->out[0].dtype));
     return ref_error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s' (reference backend)", k->name,
-                     ref_dtype_name(in0));
+                     torc_abi_dtype_c10_name(in0));
 }
 
 // False leaves the reason in last_error() (PyTorch's wording for a dtype it lacks), so a caller
 // can report why without running the op.
-static bool ref_supports(int device, const torc_op *op) {
+static bool ref_supports(void *ctx, int device, const torc_op *op) {
+    (void)ctx;
     const ref_kernel *k;
     if (device != 0) {
         ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
@@ -230,7 +221,8 @@ static bool ref_supports(int device, const torc_op *op) {
     return false;
 }
 
-static int ref_run(int device, const torc_op *op) {
+static int ref_run(void *ctx, int device, const torc_op *op) {
+    (void)ctx;
     if (device != 0)
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
     const ref_kernel *k;
@@ -241,14 +233,24 @@ static int ref_run(int device, const torc_op *op) {
 }
 
 // ---- device and memory ----
-static int ref_init(void) {
+// The reference keeps no state of its own: every context is this one, and it takes no options.
+static char g_context;
+
+static int ref_init(const char *const *options, void **ctx) {
+    if (options && options[0])
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: unknown option '%s' (it takes no options)",
+                         options[0]);
     for (int c = 0; c < TORC_OP_COUNT; c++)
         if (kernels[c].name == NULL || kernels[c].dtypes == NULL || kernels[c].run == NULL)
             return ref_error(TORC_ERR_BACKEND, "reference backend: opcode %d has no kernel (backends/reference/entry.c)", c);
+    *ctx = &g_context;
     return TORC_OK;
 }
-static void ref_shutdown(void) {}
-static int ref_device_count(void) { return 1; }
+static void ref_shutdown(void *ctx) { (void)ctx; }
+static int ref_device_count(void *ctx) {
+    (void)ctx;
+    return 1;
+}
 
 static void cpu_model_name(char *name, size_t cap) {
     snprintf(name, cap, "cpu");
@@ -271,11 +273,12 @@ static void cpu_model_name(char *name, size_t cap) {
     fclose(f);
 }
 
-static int ref_device_info(int device, torc_device_info *info) {
+static int ref_device_info(void *ctx, int device, torc_device_info *info) {
+    (void)ctx;
     if (device != 0)
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
     if (info == NULL) return ref_error(TORC_ERR_INVALID_ARG, "reference backend: device_info: info is NULL");
-    memset(info, 0, sizeof *info);
+    // All 2.0 members: info->struct_size covers them (the core zeroed the rest).
     cpu_model_name(info->name, sizeof info->name);
     info->host_memory = true;
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -284,7 +287,8 @@ static int ref_device_info(int device, torc_device_info *info) {
     return TORC_OK;
 }
 
-static void *ref_alloc(int device, size_t nbytes) {
+static void *ref_alloc(void *ctx, int device, size_t nbytes) {
+    (void)ctx;
     if (device != 0) {
         ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid device %d (it has one device, 0)", device);
         return NULL;
@@ -301,9 +305,12 @@ static void *ref_alloc(int device, size_t nbytes) {
     return p;
 }
 
-static void ref_free(int device, void *ptr) { free(ptr); }
+static void ref_free(void *ctx, int device, void *ptr) {
+    (void)ctx, (void)device;
+    free(ptr);
+}
 
-static int ref_copy(int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind, bool async) {
+static int ref_copy(void *ctx, int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind, bool async) {
     if ((unsigned)kind > TORC_COPY_DEVICE_TO_DEVICE)
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: invalid copy kind %d", (int)kind);
     if (nbytes == 0) return TORC_OK;
@@ -313,7 +320,10 @@ static int ref_copy(int device, void *dst, const void *src, size_t nbytes, torc_
     return TORC_OK;
 }
 
-static int ref_synchronize(int device) { return TORC_OK; }
+static int ref_synchronize(void *ctx, int device) {
+    (void)ctx, (void)device;
+    return TORC_OK;
+}
 
 static const torc_backend_vtable vtable = {
     .abi_version = TORC_BACKEND_ABI_VERSION,
@@ -327,10 +337,6 @@ static const torc_backend_vtable vtable = {
     .free = ref_free,
     .copy = ref_copy,
     .synchronize = ref_synchronize,
-    .event_create = NULL,  // host backend: the core times with a clock
-    .event_record = NULL,
-    .event_elapsed_ms = NULL,
-    .event_destroy = NULL,
     .supports = ref_supports,
     .run = ref_run,
     .last_error = ref_last_error,

@@ -3,7 +3,7 @@
 #include "ref-impl.h"
 
 // ---- FILL ----
-bool ref_fill_dtypes(const torc_op *op) { return ref_dt_in(op->out.dtype, REF_DT_ALL); }
+bool ref_fill_dtypes(const torc_op *op) { return ref_dt_in(op->out[0].dtype, REF_DT_ALL); }
 
 typedef struct fill_ctx { unsigned char value[8]; size_t size; } fill_ctx;  // one element of out's dtype
 
@@ -14,23 +14,23 @@ static void fill_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 
 int ref_fill_run(const torc_op *op) {
     // The scalar is converted once; the loop only copies its bytes.
-    fill_ctx c = {{0}, ref_dtype_size(op->out.dtype)};
-    ref_store_f(c.value, op->out.dtype, op->params.scalar.value);
+    fill_ctx c = {{0}, torc_abi_dtype_size(op->out[0].dtype)};
+    ref_store_f(c.value, op->out[0].dtype, op->params.scalar.value);
     int64_t step;
-    if (ref_flat_step(&op->out, &step) && step == 1) {  // contiguous: one flat loop
-        fill_loop((char *const[]){op->out.data}, (const int64_t[]){(int64_t)c.size}, ref_numel(&op->out), &c);
+    if (ref_flat_step(&op->out[0], &step) && step == 1) {  // contiguous: one flat loop
+        fill_loop((char *const[]){op->out[0].data}, (const int64_t[]){(int64_t)c.size}, ref_numel(&op->out[0]), &c);
         return TORC_OK;
     }
-    const torc_operand *ops[1] = {&op->out};
+    const torc_operand *ops[1] = {&op->out[0]};
     ref_iter it;
-    ref_iter_ops(&it, op->out.ndim, op->out.shape, 1, ops);
+    ref_iter_ops(&it, op->out[0].ndim, op->out[0].shape, 1, ops);
     ref_iter_run(&it, fill_loop, &c);
     return TORC_OK;
 }
 
 // ---- COPY ----
 bool ref_copy_dtypes(const torc_op *op) {
-    return ref_dt_in(op->out.dtype, REF_DT_ALL) && ref_dt_in(op->in[0].dtype, REF_DT_ALL);
+    return ref_dt_in(op->out[0].dtype, REF_DT_ALL) && ref_dt_in(op->in[0].dtype, REF_DT_ALL);
 }
 
 typedef struct copy_ctx { torc_dtype src, dst; size_t size; } copy_ctx;
@@ -49,18 +49,18 @@ static void copy_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 }
 
 int ref_copy_run(const torc_op *op) {
-    int st = ref_check_same_shape(&op->in[0], "in0", &op->out, "out");
+    int st = ref_check_same_shape(&op->in[0], "in0", &op->out[0], "out");
     if (st) return st;
-    copy_ctx c = {op->in[0].dtype, op->out.dtype, ref_dtype_size(op->out.dtype)};
+    copy_ctx c = {op->in[0].dtype, op->out[0].dtype, torc_abi_dtype_size(op->out[0].dtype)};
     int64_t so, si;
-    if (ref_flat_step(&op->out, &so) && so == 1 && ref_flat_step(&op->in[0], &si)) {  // one flat loop
-        const int64_t steps[2] = {(int64_t)c.size, si * (int64_t)ref_dtype_size(c.src)}, n = ref_numel(&op->out);
-        if (n > 0) copy_loop((char *const[]){op->out.data, op->in[0].data}, steps, n, &c);
+    if (ref_flat_step(&op->out[0], &so) && so == 1 && ref_flat_step(&op->in[0], &si)) {  // one flat loop
+        const int64_t steps[2] = {(int64_t)c.size, si * (int64_t)torc_abi_dtype_size(c.src)}, n = ref_numel(&op->out[0]);
+        if (n > 0) copy_loop((char *const[]){op->out[0].data, op->in[0].data}, steps, n, &c);
         return TORC_OK;
     }
-    const torc_operand *ops[2] = {&op->out, &op->in[0]};
+    const torc_operand *ops[2] = {&op->out[0], &op->in[0]};
     ref_iter it;
-    ref_iter_ops(&it, op->out.ndim, op->out.shape, 2, ops);
+    ref_iter_ops(&it, op->out[0].ndim, op->out[0].shape, 2, ops);
     ref_iter_run(&it, copy_loop, &c);
     return TORC_OK;
 }
@@ -68,20 +68,20 @@ int ref_copy_run(const torc_op *op) {
 // ---- ARANGE / LINSPACE ----
 // Both take a 1-D out and write element i from a formula; PyTorch computes floating ranges in
 // double and integer arange in int64 (start and step truncated first).
-bool ref_arange_dtypes(const torc_op *op) { return ref_dt_in(op->out.dtype, REF_DT_NUM); }
-bool ref_linspace_dtypes(const torc_op *op) { return ref_dt_in(op->out.dtype, REF_DT_NUM); }
+bool ref_arange_dtypes(const torc_op *op) { return ref_dt_in(op->out[0].dtype, REF_DT_NUM); }
+bool ref_linspace_dtypes(const torc_op *op) { return ref_dt_in(op->out[0].dtype, REF_DT_NUM); }
 
 static int check_1d(const torc_op *op, const char *name) {
-    if (op->out.ndim != 1)
-        return ref_error(TORC_ERR_SHAPE, "reference backend: %s: out must be 1-D, got %d dims", name, op->out.ndim);
+    if (op->out[0].ndim != 1)
+        return ref_error(TORC_ERR_SHAPE, "reference backend: %s: out must be 1-D, got %d dims", name, op->out[0].ndim);
     return TORC_OK;
 }
 
 int ref_arange_run(const torc_op *op) {
     int st = check_1d(op, "arange");
     if (st) return st;
-    const torc_operand *o = &op->out;
-    const size_t size = ref_dtype_size(o->dtype);
+    const torc_operand *o = &op->out[0];
+    const size_t size = torc_abi_dtype_size(o->dtype);
     const double start = op->params.range.start, step = op->params.range.step;
     if (!isfinite(start) || !isfinite(step))
         return ref_error(TORC_ERR_INVALID_ARG, "unsupported range: %g -> %g", start, op->params.range.end);
@@ -100,12 +100,12 @@ int ref_arange_run(const torc_op *op) {
 int ref_linspace_run(const torc_op *op) {
     int st = check_1d(op, "linspace");
     if (st) return st;
-    const torc_operand *o = &op->out;
+    const torc_operand *o = &op->out[0];
     const int64_t n = o->shape[0];
     if (op->params.range.count != n)
         return ref_error(TORC_ERR_SHAPE, "reference backend: linspace: range.count is %lld but out has %lld elements",
                          (long long)op->params.range.count, (long long)n);
-    const size_t size = ref_dtype_size(o->dtype);
+    const size_t size = torc_abi_dtype_size(o->dtype);
     const double start = op->params.range.start, end = op->params.range.end;
     const double step = n > 1 ? (end - start) / (double)(n - 1) : 0.0;
     char *base = o->data;

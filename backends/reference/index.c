@@ -6,7 +6,7 @@
 
 // ---- dtype rules ----
 bool ref_index_dtypes(const torc_op *op) {
-    if (!ref_dt_in(op->out.dtype, REF_DT_ALL) || !ref_dt_in(op->in[0].dtype, REF_DT_ALL)) return false;
+    if (!ref_dt_in(op->out[0].dtype, REF_DT_ALL) || !ref_dt_in(op->in[0].dtype, REF_DT_ALL)) return false;
     switch (op->code) {
     case TORC_OP_INDEX_SELECT:
     case TORC_OP_GATHER:
@@ -59,7 +59,7 @@ static void move_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 static void move_slice(int ndim, const int64_t *shape, char *dst, const torc_operand *d, const char *src,
                        const torc_operand *s, bool accumulate) {
     char *data[2] = {dst, (char *)src};
-    const size_t size[2] = {ref_dtype_size(d->dtype), ref_dtype_size(s->dtype)};
+    const size_t size[2] = {torc_abi_dtype_size(d->dtype), torc_abi_dtype_size(s->dtype)};
     const int64_t *stride[2] = {d->stride, s->stride};
     ref_iter it;
     ref_iter_init(&it, ndim, shape, 2, data, size, stride);
@@ -73,7 +73,7 @@ static int index_slices(const torc_op *op) {
     const bool add = op->code == TORC_OP_INDEX_ADD;
     const torc_operand idx = as_1d(&op->in[1]);
     // `big` is indexed by idx (in0 for select, out for add); `small` has len(idx) along dim.
-    const torc_operand big = as_1d(add ? &op->out : &op->in[0]), small = as_1d(add ? &op->in[0] : &op->out);
+    const torc_operand big = as_1d(add ? &op->out[0] : &op->in[0]), small = as_1d(add ? &op->in[0] : &op->out[0]);
     if (idx.ndim != 1)
         return ref_error(TORC_ERR_SHAPE, "%s(): Index is supposed to be a vector", add ? "index_add_" : "index_select");
     int st = check_dim(op, big.ndim);
@@ -97,7 +97,7 @@ static int index_slices(const torc_op *op) {
     }
     int64_t slice[TORC_MAX_DIMS];
     for (int d = 0; d < big.ndim; d++) slice[d] = d == dim ? 1 : big.shape[d];
-    const int64_t bsz = (int64_t)ref_dtype_size(big.dtype), ssz = (int64_t)ref_dtype_size(small.dtype);
+    const int64_t bsz = (int64_t)torc_abi_dtype_size(big.dtype), ssz = (int64_t)torc_abi_dtype_size(small.dtype);
     for (int64_t j = 0; j < len; j++) {
         char *bp = (char *)big.data + load_index(&idx, j) * big.stride[dim] * bsz;
         char *sp = (char *)small.data + j * small.stride[dim] * ssz;
@@ -140,7 +140,7 @@ static void elem_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
         if (!c->scatter) {
             ref_cast(o, c->other_dt, d, c->data_dt);
         } else if (c->acc) {
-            const int64_t off = (d - c->data_base) / (int64_t)ref_dtype_size(c->data_dt);
+            const int64_t off = (d - c->data_base) / (int64_t)torc_abi_dtype_size(c->data_dt);
             if (!c->touched[off]) c->touched[off] = 1, c->acc[off] = ref_load_f(d, c->data_dt);
             c->acc[off] += ref_load_f(o, c->other_dt);
         } else if (ref_is_float(c->data_dt)) ref_store_f(d, c->data_dt, ref_load_f(d, c->data_dt) + ref_load_f(o, c->other_dt));
@@ -151,8 +151,8 @@ static void elem_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 static int index_elems(const torc_op *op) {
     const bool scatter = op->code == TORC_OP_SCATTER_ADD;
     const torc_operand idx = as_1d(&op->in[1]);
-    const torc_operand data = as_1d(scatter ? &op->out : &op->in[0]);
-    const torc_operand other = as_1d(scatter ? &op->in[0] : &op->out);
+    const torc_operand data = as_1d(scatter ? &op->out[0] : &op->in[0]);
+    const torc_operand other = as_1d(scatter ? &op->in[0] : &op->out[0]);
     const char *name = ref_kernel_of(op->code)->name;
     if (idx.ndim != data.ndim || other.ndim != data.ndim)
         return ref_error(TORC_ERR_SHAPE, "Index tensor must have the same number of dimensions as %s tensor",
@@ -173,7 +173,7 @@ static int index_elems(const torc_op *op) {
     memcpy(dstride, data.stride, sizeof dstride);
     dstride[dim] = 0;  // the index supplies the position along dim
     char *ptrs[3] = {data.data, idx.data, other.data};
-    const size_t sizes[3] = {ref_dtype_size(data.dtype), 8, ref_dtype_size(other.dtype)};
+    const size_t sizes[3] = {torc_abi_dtype_size(data.dtype), 8, torc_abi_dtype_size(other.dtype)};
     const int64_t *strides[3] = {dstride, idx.stride, other.stride};
     ref_iter it;
     ref_iter_init(&it, idx.ndim, idx.shape, 3, ptrs, sizes, strides);
@@ -201,7 +201,7 @@ static int index_elems(const torc_op *op) {
     }
     ref_iter_run(&it, elem_loop, &c);
     if (c.acc) {
-        const int64_t size = (int64_t)ref_dtype_size(data.dtype);
+        const int64_t size = (int64_t)torc_abi_dtype_size(data.dtype);
         for (int64_t off = 0; off < span; off++)
             if (c.touched[off]) ref_store_f((char *)data.data + off * size, data.dtype, c.acc[off]);
         free(c.acc);
@@ -226,7 +226,7 @@ static void mask_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
         if (!*(const uint8_t *)(ptr[1] + i * step[1])) continue;
         if (!c->count_only) {
             char *dense = ptr[0] + i * step[0];
-            char *flat = c->flat + c->count * c->flat_op->stride[0] * (int64_t)ref_dtype_size(c->flat_op->dtype);
+            char *flat = c->flat + c->count * c->flat_op->stride[0] * (int64_t)torc_abi_dtype_size(c->flat_op->dtype);
             if (c->scatter) ref_cast(dense, c->dense_dt, flat, c->flat_op->dtype);
             else ref_cast(flat, c->flat_op->dtype, dense, c->dense_dt);
         }
@@ -236,8 +236,8 @@ static void mask_loop(char *const *ptr, const int64_t *step, int64_t n, void *vc
 
 static int masked(const torc_op *op) {
     const bool scatter = op->code == TORC_OP_MASKED_SCATTER;
-    const torc_operand *dense = scatter ? &op->out : &op->in[0], *mask = &op->in[1];
-    const torc_operand flat = as_1d(scatter ? &op->in[0] : &op->out);
+    const torc_operand *dense = scatter ? &op->out[0] : &op->in[0], *mask = &op->in[1];
+    const torc_operand flat = as_1d(scatter ? &op->in[0] : &op->out[0]);
     int st = ref_check_same_shape(mask, "in1 (mask)", dense, scatter ? "out" : "in0");
     if (st) return st;
     if (flat.ndim != 1)
@@ -281,13 +281,13 @@ static void tri_loop(char *const *ptr, const int64_t *step, int64_t n, void *vct
 }
 
 static int tri(const torc_op *op) {
-    const torc_operand *in = &op->in[0], *out = &op->out;
+    const torc_operand *in = &op->in[0], *out = &op->out[0];
     int st = ref_check_same_shape(in, "in0", out, "out");
     if (st) return st;
     const int nd = in->ndim;
     if (nd < 2)
         return ref_error(TORC_ERR_SHAPE, "%s: input tensor must have at least 2 dimensions", ref_kernel_of(op->code)->name);
-    const int64_t isz = (int64_t)ref_dtype_size(in->dtype), osz = (int64_t)ref_dtype_size(out->dtype);
+    const int64_t isz = (int64_t)torc_abi_dtype_size(in->dtype), osz = (int64_t)torc_abi_dtype_size(out->dtype);
     // Clamp k so j - i never overflows against it (|j - i| < 2^62).
     int64_t k = op->params.tri.k;
     if (k > INT64_C(1) << 62) k = INT64_C(1) << 62;

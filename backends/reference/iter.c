@@ -106,7 +106,7 @@ void ref_iter_ops(ref_iter *it, int ndim, const int64_t *shape, int nops, const 
     const int64_t *stride[REF_MAX_OPERANDS];
     for (int k = 0; k < nops; k++) {
         data[k] = ops[k]->data;
-        size[k] = ref_dtype_size(ops[k]->dtype);
+        size[k] = torc_abi_dtype_size(ops[k]->dtype);
         stride[k] = ops[k]->stride;
     }
     ref_iter_init(it, ndim, shape, nops, data, size, stride);

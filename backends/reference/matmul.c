@@ -7,13 +7,13 @@
 // Matmul takes numbers: bool has no kernel in PyTorch. An integer out needs integer inputs
 // (a floating product cannot be computed exactly in int64).
 bool ref_matmul_dtypes(const torc_op *op) {
-    const torc_dtype a = op->in[0].dtype, b = op->in[1].dtype, o = op->out.dtype;
+    const torc_dtype a = op->in[0].dtype, b = op->in[1].dtype, o = op->out[0].dtype;
     if (!ref_dt_in(a, REF_DT_NUM) || !ref_dt_in(b, REF_DT_NUM) || !ref_dt_in(o, REF_DT_NUM)) return false;
     return ref_is_float(o) || (!ref_is_float(a) && !ref_is_float(b));
 }
 
 static int check_shapes(const torc_op *op) {
-    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out[0];
     if (a->ndim < 2 || a->ndim != b->ndim || a->ndim != o->ndim)
         return ref_error(TORC_ERR_SHAPE, "reference backend: matmul needs in0, in1 and out of the same ndim >= 2 "
                          "(got %d, %d and %d)", a->ndim, b->ndim, o->ndim);
@@ -46,7 +46,7 @@ static inline const char *mm_at(const mm_mat *m, int64_t r, int64_t c) {
 // Scratch (caller-allocated): panel K*NB, arow K, acc NB, of double or int64.
 static void mm_float(const mm_mat *A, const mm_mat *B, char *out, torc_dtype odt, int64_t ors, int64_t ocs,
                      int64_t M, int64_t K, int64_t N, int64_t NB, double *panel, double *arow, double *acc) {
-    const int64_t osize = (int64_t)ref_dtype_size(odt);
+    const int64_t osize = (int64_t)torc_abi_dtype_size(odt);
     for (int64_t j0 = 0; j0 < N; j0 += NB) {
         const int64_t nb = N - j0 < NB ? N - j0 : NB;
         for (int64_t k = 0; k < K; k++)
@@ -66,7 +66,7 @@ static void mm_float(const mm_mat *A, const mm_mat *B, char *out, torc_dtype odt
 
 static void mm_int(const mm_mat *A, const mm_mat *B, char *out, torc_dtype odt, int64_t ors, int64_t ocs,
                    int64_t M, int64_t K, int64_t N, int64_t NB, int64_t *panel, int64_t *arow, int64_t *acc) {
-    const int64_t osize = (int64_t)ref_dtype_size(odt);
+    const int64_t osize = (int64_t)torc_abi_dtype_size(odt);
     for (int64_t j0 = 0; j0 < N; j0 += NB) {
         const int64_t nb = N - j0 < NB ? N - j0 : NB;
         for (int64_t k = 0; k < K; k++)
@@ -125,7 +125,7 @@ static bool small_float(const torc_operand *a, const torc_operand *b, const torc
 int ref_matmul_run(const torc_op *op) {
     int st = check_shapes(op);
     if (st) return st;
-    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out;
+    const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out[0];
     const int nd = a->ndim;
     const int64_t M = a->shape[nd - 2], K = a->shape[nd - 1], N = b->shape[nd - 1];
     if (ref_numel(o) == 0 || small_float(a, b, o, M, K, N)) return TORC_OK;
@@ -142,8 +142,8 @@ int ref_matmul_run(const torc_op *op) {
         return ref_error(TORC_ERR_OOM, "reference backend: matmul: out of memory for a %zu-byte panel", elems * 8);
 
     const bool floating = ref_is_float(o->dtype);
-    const int64_t asz = (int64_t)ref_dtype_size(a->dtype), bsz = (int64_t)ref_dtype_size(b->dtype),
-                  osz = (int64_t)ref_dtype_size(o->dtype);
+    const int64_t asz = (int64_t)torc_abi_dtype_size(a->dtype), bsz = (int64_t)torc_abi_dtype_size(b->dtype),
+                  osz = (int64_t)torc_abi_dtype_size(o->dtype);
     int64_t idx[TORC_MAX_DIMS] = {0};
     int64_t nbatch = 1;
     for (int d = 0; d < nd - 2; d++) nbatch *= o->shape[d];

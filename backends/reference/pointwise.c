@@ -6,7 +6,7 @@
 // with its vectorized kernels' operation order; each C expression below is one IEEE operation
 // in that type (the build is ISO C, so nothing is contracted into an fma behind our back).
 bool ref_pointwise_dtypes(const torc_op *op) {
-    const torc_dtype o = op->out.dtype;
+    const torc_dtype o = op->out[0].dtype;
     const bool opmath_float = o == TORC_DTYPE_F64 || o == TORC_DTYPE_F32 || o == TORC_DTYPE_F16 || o == TORC_DTYPE_BF16;
     if (op->code == TORC_OP_ADDCMUL) return opmath_float || ref_dt_in(o, REF_DT_INT);
     return opmath_float;
@@ -96,10 +96,10 @@ static void int_loop(char *const *ptr, const int64_t *step, int64_t n, void *vct
 int ref_pointwise_run(const torc_op *op) {
     static const char *const names[3] = {"in0", "in1", "in2"};
     for (int k = 0; k < op->n_in; k++) {
-        int st = ref_check_same_shape(&op->in[k], names[k], &op->out, "out");
+        int st = ref_check_same_shape(&op->in[k], names[k], &op->out[0], "out");
         if (st) return st;
     }
-    pointwise_ctx c = {.code = op->code, .out = op->out.dtype, .n_in = op->n_in, .value = op->params.scalar.value};
+    pointwise_ctx c = {.code = op->code, .out = op->out[0].dtype, .n_in = op->n_in, .value = op->params.scalar.value};
     for (int k = 0; k < op->n_in; k++) c.in[k] = op->in[k].dtype;
     const bool integral = !ref_is_float(c.out);
     if (integral) {
@@ -108,9 +108,9 @@ int ref_pointwise_run(const torc_op *op) {
             return ref_error(TORC_ERR_INVALID_ARG, "reference backend: value %g does not fit int64", c.value);
         c.ivalue = (int64_t)c.value;
     }
-    const torc_operand *ops[4] = {&op->out, &op->in[0], &op->in[1], &op->in[2]};
+    const torc_operand *ops[4] = {&op->out[0], &op->in[0], &op->in[1], &op->in[2]};
     ref_iter it;
-    ref_iter_ops(&it, op->out.ndim, op->out.shape, op->n_in + 1, ops);
+    ref_iter_ops(&it, op->out[0].ndim, op->out[0].shape, op->n_in + 1, ops);
     ref_iter_run(&it, integral ? int_loop : pointwise_block_loop, &c);
     return TORC_OK;
 }

@@ -5,7 +5,7 @@
 #include "ref-impl.h"
 
 bool ref_random_dtypes(const torc_op *op) {
-    return ref_dt_in(op->out.dtype, op->code == TORC_OP_RAND_INT ? REF_DT_ALL : REF_DT_FLOAT);
+    return ref_dt_in(op->out[0].dtype, op->code == TORC_OP_RAND_INT ? REF_DT_ALL : REF_DT_FLOAT);
 }
 
 typedef struct random_ctx {
@@ -49,11 +49,11 @@ int ref_random_run(const torc_op *op) {
     } else if (op->code == TORC_OP_RAND_NORMAL && !(b >= 0.0)) {
         return ref_error(TORC_ERR_INVALID_ARG, "normal expects std >= 0.0, but found std %g", b);
     }
-    random_ctx c = {op->code, op->out.dtype, op->params.rng.seed, op->params.rng.offset, a, b, 0, 0};
+    random_ctx c = {op->code, op->out[0].dtype, op->params.rng.seed, op->params.rng.offset, a, b, 0, 0};
     if (op->code == TORC_OP_RAND_INT) c.lo = ref_f2i64(a);
-    const torc_operand *ops[1] = {&op->out};
+    const torc_operand *ops[1] = {&op->out[0]};
     ref_iter it;
-    ref_iter_ops(&it, op->out.ndim, op->out.shape, 1, ops);
+    ref_iter_ops(&it, op->out[0].ndim, op->out[0].shape, 1, ops);
     ref_iter_run(&it, random_loop, &c);
     return TORC_OK;
 }

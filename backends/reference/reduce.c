@@ -4,7 +4,7 @@
 
 // ---- dtype rules (PyTorch's CPU kernels) ----
 bool ref_reduce_dtypes(const torc_op *op) {
-    const torc_dtype in = op->in[0].dtype, out = op->out.dtype;
+    const torc_dtype in = op->in[0].dtype, out = op->out[0].dtype;
     switch (op->code) {
     case TORC_OP_SUM:
     case TORC_OP_PROD:
@@ -140,7 +140,7 @@ typedef struct outer_ctx {
 // Reduces the elements at `base` into the out element at `dst`.
 static void reduce_one(outer_ctx *o, char *base, char *dst) {
     const torc_op *op = o->op;
-    const torc_dtype odt = op->out.dtype;
+    const torc_dtype odt = op->out[0].dtype;
     red_ctx c;
     memset(&c, 0, sizeof c);
     c.in = op->in[0].dtype;
@@ -229,7 +229,7 @@ static void outer_loop(char *const *ptr, const int64_t *step, int64_t n, void *v
 
 // ---- checks and driver ----
 static int check_reduce(const torc_op *op, int64_t *count) {
-    const torc_operand *in = &op->in[0], *out = &op->out;
+    const torc_operand *in = &op->in[0], *out = &op->out[0];
     const uint32_t mask = op->params.reduce.mask;
     if (out->ndim != in->ndim)
         return ref_error(TORC_ERR_SHAPE, "reference backend: %s: out must keep in0's %d dims (reduced ones of size 1), "
@@ -275,17 +275,17 @@ static bool flat_sum(const torc_op *op, int64_t count) {
     const torc_operand *in = &op->in[0];
     int64_t step;
     if ((op->code != TORC_OP_SUM && op->code != TORC_OP_MEAN) ||
-        (in->dtype != TORC_DTYPE_F32 && in->dtype != TORC_DTYPE_F64) || !ref_is_float(op->out.dtype) ||
-        ref_numel(&op->out) != 1 || !ref_flat_step(in, &step) || step != 1)
+        (in->dtype != TORC_DTYPE_F32 && in->dtype != TORC_DTYPE_F64) || !ref_is_float(op->out[0].dtype) ||
+        ref_numel(&op->out[0]) != 1 || !ref_flat_step(in, &step) || step != 1)
         return false;
     red_ctx c;
     memset(&c, 0, sizeof c);
     c.in = in->dtype;
     c.map = MAP_X;
-    const int64_t size = (int64_t)ref_dtype_size(in->dtype);
+    const int64_t size = (int64_t)torc_abi_dtype_size(in->dtype);
     if (count > 0) fsum_loop((char *const[]){in->data}, &size, count, &c);
     const double sum = isfinite(c.sum) ? c.sum + c.comp : c.sum;
-    ref_store_f(op->out.data, op->out.dtype, op->code == TORC_OP_MEAN ? sum / (double)count : sum);
+    ref_store_f(op->out[0].data, op->out[0].dtype, op->code == TORC_OP_MEAN ? sum / (double)count : sum);
     return true;
 }
 
@@ -293,7 +293,7 @@ int ref_reduce_run(const torc_op *op) {
     int64_t count = 0;
     int st = check_reduce(op, &count);
     if (st) return st;
-    const torc_operand *in = &op->in[0], *out = &op->out;
+    const torc_operand *in = &op->in[0], *out = &op->out[0];
     if (ref_numel(out) == 0 || flat_sum(op, count)) return TORC_OK;
     const uint32_t mask = op->params.reduce.mask;
     outer_ctx o;
@@ -308,7 +308,7 @@ int ref_reduce_run(const torc_op *op) {
         kept[d] = red ? 1 : in->shape[d];
         reduced[d] = red ? in->shape[d] : 1;
     }
-    const size_t in_size = ref_dtype_size(in->dtype);
+    const size_t in_size = torc_abi_dtype_size(in->dtype);
     const int64_t *in_stride = in->stride;
     char *in_data = in->data;
     ref_iter_init(&o.inner, in->ndim, reduced, 1, &in_data, &in_size, &in_stride);

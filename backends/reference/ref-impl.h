@@ -15,14 +15,16 @@
 // The thread-local last error of the backend (vtable.last_error). Returns status, so a kernel
 // can `return ref_error(TORC_ERR_INDEX, "...")`.
 int ref_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-const char *ref_last_error(void);
+const char *ref_last_error(void *ctx);
 
 // ---- dtypes ----
-static inline bool ref_is_float(torc_dtype dt) { return dt >= TORC_DTYPE_F64 && dt <= TORC_DTYPE_F8_E5M2; }
+static inline bool ref_is_float(torc_dtype dt) {
+#ifdef TORC_TEST_EXTRA_ABI
+    if (dt == TORC_DTYPE_TEST_EXTRA) return true;  // tests/abi's test build: a float32 in disguise
+#endif
+    return dt >= TORC_DTYPE_F64 && dt <= TORC_DTYPE_F8_E5M2;
+}
 static inline bool ref_is_valid_dtype(torc_dtype dt) { return (unsigned)dt < TORC_DTYPE_COUNT; }
-size_t ref_dtype_size(torc_dtype dt);
-// PyTorch's ScalarType name ("Float", "BFloat16", "Long", "Bool", ...), as in its error texts.
-const char *ref_dtype_name(torc_dtype dt);
 
 // Dtype sets for the kernels' supports() checks, one bit per torc_dtype.
 #define REF_DT(d) (1u << (d))
@@ -31,7 +33,11 @@ const char *ref_dtype_name(torc_dtype dt);
 #define REF_DT_INT (REF_DT(TORC_DTYPE_I64) | REF_DT(TORC_DTYPE_I32) | REF_DT(TORC_DTYPE_I16) | \
                     REF_DT(TORC_DTYPE_I8) | REF_DT(TORC_DTYPE_U8))
 #define REF_DT_NUM (REF_DT_FLOAT | REF_DT_INT)
+#ifdef TORC_TEST_EXTRA_ABI  // tests/abi's test build: its extra dtype is stored as a float32
+#define REF_DT_ALL (REF_DT_NUM | REF_DT(TORC_DTYPE_BOOL) | REF_DT(TORC_DTYPE_TEST_EXTRA))
+#else
 #define REF_DT_ALL (REF_DT_NUM | REF_DT(TORC_DTYPE_BOOL))
+#endif
 static inline bool ref_dt_in(torc_dtype dt, uint32_t set) { return ref_is_valid_dtype(dt) && (set >> dt & 1u); }
 
 // ---- scalar conversions (PyTorch on x86 semantics, no undefined behaviour) ----
@@ -60,6 +66,9 @@ static inline double ref_load_f(const void *p, torc_dtype dt) {
     case TORC_DTYPE_I8: return *(const int8_t *)p;
     case TORC_DTYPE_U8: return *(const uint8_t *)p;
     case TORC_DTYPE_BOOL: return *(const uint8_t *)p != 0;
+#ifdef TORC_TEST_EXTRA_ABI
+    case TORC_DTYPE_TEST_EXTRA: { float v; memcpy(&v, p, 4); return v; }
+#endif
     default: return NAN;
     }
 }
@@ -118,6 +127,9 @@ static inline void ref_store_f(void *p, torc_dtype dt, double v) {
     case TORC_DTYPE_I64: case TORC_DTYPE_U8: ref_store_i(p, dt, ref_f2i64(v)); return;
     case TORC_DTYPE_I32: case TORC_DTYPE_I16: case TORC_DTYPE_I8: ref_store_i(p, dt, ref_f2i32(v)); return;
     case TORC_DTYPE_BOOL: *(uint8_t *)p = v != 0.0; return;
+#ifdef TORC_TEST_EXTRA_ABI
+    case TORC_DTYPE_TEST_EXTRA: { float f = (float)v; memcpy(p, &f, 4); return; }
+#endif
     default: return;
     }
 }
@@ -147,7 +159,7 @@ static inline torc_dtype ref_common_float(torc_dtype a, torc_dtype b) {
 
 // out = cast(in): the one element conversion COPY, WHERE and the index ops use.
 static inline void ref_cast(void *dst, torc_dtype dst_dt, const void *src, torc_dtype src_dt) {
-    if (dst_dt == src_dt) memcpy(dst, src, ref_dtype_size(dst_dt));
+    if (dst_dt == src_dt) memcpy(dst, src, torc_abi_dtype_size(dst_dt));
     else if (ref_is_float(src_dt)) ref_store_f(dst, dst_dt, ref_load_f(src, src_dt));
     else ref_store_i(dst, dst_dt, ref_load_i(src, src_dt));
 }
@@ -190,7 +202,7 @@ int ref_check_same_shape(const torc_operand *a, const char *an, const torc_opera
 static inline char *ref_elem(const torc_operand *t, const int64_t *idx) {
     int64_t off = 0;
     for (int d = 0; d < t->ndim; d++) off += idx[d] * t->stride[d];
-    return (char *)t->data + off * (int64_t)ref_dtype_size(t->dtype);
+    return (char *)t->data + off * (int64_t)torc_abi_dtype_size(t->dtype);
 }
 
 // ---- the strided N-d iterator ----

@@ -2,7 +2,7 @@
 // max-shifted, accumulated in double, rounded once to out's dtype.
 #include "ref-impl.h"
 
-bool ref_softmax_dtypes(const torc_op *op) { return ref_dt_in(op->out.dtype, REF_DT_FLOAT); }
+bool ref_softmax_dtypes(const torc_op *op) { return ref_dt_in(op->out[0].dtype, REF_DT_FLOAT); }
 
 typedef struct softmax_ctx {
     bool log;
@@ -34,7 +34,7 @@ static void outer_loop(char *const *ptr, const int64_t *step, int64_t n, void *v
 }
 
 int ref_softmax_run(const torc_op *op) {
-    const torc_operand *in = &op->in[0], *out = &op->out;
+    const torc_operand *in = &op->in[0], *out = &op->out[0];
     int st = ref_check_same_shape(in, "in0", out, "out");
     if (st) return st;
     const int dim = op->params.dim.dim;
@@ -46,8 +46,8 @@ int ref_softmax_run(const torc_op *op) {
     for (int d = 0; d < in->ndim; d++) rows[d] = d == dim ? 1 : in->shape[d];
     if (in->ndim > 0) {  // a 0-dim tensor is one row of one element
         c.len = in->shape[dim];
-        c.in_step = in->stride[dim] * (int64_t)ref_dtype_size(in->dtype);
-        c.out_step = out->stride[dim] * (int64_t)ref_dtype_size(out->dtype);
+        c.in_step = in->stride[dim] * (int64_t)torc_abi_dtype_size(in->dtype);
+        c.out_step = out->stride[dim] * (int64_t)torc_abi_dtype_size(out->dtype);
     }
     if (c.len == 0) return TORC_OK;
     const torc_operand *ops[2] = {out, in};

@@ -9,7 +9,7 @@ static bool int_capable(torc_opcode code) {
 }
 
 bool ref_unary_dtypes(const torc_op *op) {
-    const torc_dtype in = op->in[0].dtype, out = op->out.dtype;
+    const torc_dtype in = op->in[0].dtype, out = op->out[0].dtype;
     switch (op->code) {
     case TORC_OP_NEG:
     case TORC_OP_ABS:
@@ -145,18 +145,18 @@ static void not_loop(char *const *ptr, const int64_t *step, int64_t n, void *vct
 
 // Contiguous f32 or f64 in and out of one dtype: one flat loop computing what float_loop does.
 static bool flat_float(const torc_op *op) {
-    const torc_dtype dt = op->out.dtype;
+    const torc_dtype dt = op->out[0].dtype;
     int64_t so, si;
     if ((dt != TORC_DTYPE_F32 && dt != TORC_DTYPE_F64) || op->in[0].dtype != dt || op->code == TORC_OP_LOGICAL_NOT ||
-        !ref_flat_step(&op->out, &so) || so != 1 || !ref_flat_step(&op->in[0], &si) || si != 1)
+        !ref_flat_step(&op->out[0], &so) || so != 1 || !ref_flat_step(&op->in[0], &si) || si != 1)
         return false;
-    const int64_t n = ref_numel(&op->out);
+    const int64_t n = ref_numel(&op->out[0]);
     if (dt == TORC_DTYPE_F32) {
-        float *o = op->out.data;
+        float *o = op->out[0].data;
         const float *a = op->in[0].data;
         for (int64_t i = 0; i < n; i++) o[i] = (float)unary_f(op->code, a[i], &op->params);
     } else {
-        double *o = op->out.data;
+        double *o = op->out[0].data;
         const double *a = op->in[0].data;
         for (int64_t i = 0; i < n; i++) o[i] = unary_f(op->code, a[i], &op->params);
     }
@@ -164,10 +164,10 @@ static bool flat_float(const torc_op *op) {
 }
 
 int ref_unary_run(const torc_op *op) {
-    int st = ref_check_same_shape(&op->in[0], "in0", &op->out, "out");
+    int st = ref_check_same_shape(&op->in[0], "in0", &op->out[0], "out");
     if (st) return st;
     if (flat_float(op)) return TORC_OK;
-    unary_ctx c = {op->code, op->out.dtype, op->in[0].dtype, &op->params, 0};
+    unary_ctx c = {op->code, op->out[0].dtype, op->in[0].dtype, &op->params, 0};
     ref_loop_fn loop = float_loop;
     if (op->code == TORC_OP_LOGICAL_NOT) {
         loop = not_loop;
@@ -182,9 +182,9 @@ int ref_unary_run(const torc_op *op) {
             c.iexp = (int64_t)e;
         }
     }
-    const torc_operand *ops[2] = {&op->out, &op->in[0]};
+    const torc_operand *ops[2] = {&op->out[0], &op->in[0]};
     ref_iter it;
-    ref_iter_ops(&it, op->out.ndim, op->out.shape, 2, ops);
+    ref_iter_ops(&it, op->out[0].ndim, op->out[0].shape, 2, ops);
     ref_iter_run(&it, loop, &c);
     return TORC_OK;
 }

@@ -4,8 +4,11 @@
 
 #include "torc/backend.h"
 
-static int ok(void) { return 0; }
-static const char *no_error(void) { return ""; }
+static int ok(const char *const *options, void **ctx) {
+    (void)options, (void)ctx;
+    return 0;
+}
+static const char *no_error(void *ctx) { return ""; }
 
 static torc_backend_vtable g_vt;
 

@@ -29,25 +29,28 @@ static bool is_pinned(const void *p) {
     return false;
 }
 
-static int fake_init(void) { return 0; }
-static void fake_shutdown(void) {}
-static int fake_count(void) { return 1; }
-static int fake_info(int device, torc_device_info *info) {
+static int fake_init(const char *const *options, void **ctx) {
+    (void)options, (void)ctx;
+    return 0;
+}
+static void fake_shutdown(void *ctx) {}
+static int fake_count(void *ctx) { return 1; }
+static int fake_info(void *ctx, int device, torc_device_info *info) {
     (void)device;
     memset(info, 0, sizeof *info);
     snprintf(info->name, sizeof info->name, "fake device");
     info->host_memory = false;
     return 0;
 }
-static void *fake_alloc(int device, size_t n) {
+static void *fake_alloc(void *ctx, int device, size_t n) {
     (void)device;
     return malloc(n ? n : 1);
 }
-static void fake_free(int device, void *p) {
+static void fake_free(void *ctx, int device, void *p) {
     (void)device;
     free(p);
 }
-static int fake_copy(int device, void *dst, const void *src, size_t n, torc_copy_kind kind, bool async) {
+static int fake_copy(void *ctx, int device, void *dst, const void *src, size_t n, torc_copy_kind kind, bool async) {
     (void)device;
     if (async && kind == TORC_COPY_HOST_TO_DEVICE) {
         if (!is_pinned(src)) {
@@ -61,22 +64,22 @@ static int fake_copy(int device, void *dst, const void *src, size_t n, torc_copy
     memmove(dst, src, n);
     return 0;
 }
-static int fake_sync(int device) {
+static int fake_sync(void *ctx, int device) {
     (void)device;
     g_syncs++;
     return 0;
 }
-static bool fake_supports(int device, const torc_op *op) {
+static bool fake_supports(void *ctx, int device, const torc_op *op) {
     (void)device, (void)op;
     return false;
 }
-static int fake_run(int device, const torc_op *op) {
+static int fake_run(void *ctx, int device, const torc_op *op) {
     (void)device, (void)op;
     snprintf(g_error, sizeof g_error, "fake device runs no ops");
     return 1;
 }
-static const char *fake_last_error(void) { return g_error; }
-static void *fake_host_alloc(int device, size_t n) {
+static const char *fake_last_error(void *ctx) { return g_error; }
+static void *fake_host_alloc(void *ctx, int device, size_t n) {
     (void)device;
     for (int i = 0; i < MAX_PINNED; i++)
         if (!g_pinned[i]) {
@@ -87,7 +90,7 @@ static void *fake_host_alloc(int device, size_t n) {
         }
     return NULL;
 }
-static void fake_host_free(int device, void *ptr) {
+static void fake_host_free(void *ctx, int device, void *ptr) {
     (void)device;
     for (int i = 0; i < MAX_PINNED; i++)
         if (ptr && g_pinned[i] == ptr) {

@@ -36,15 +36,21 @@ extern "C" {
 // ---- versions ----
 // abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its
 // own or whose vtable is smaller than the v1 vtable; minor versions only append members.
+// A plugin of any minor of the same major loads: the core calls a vtable member added after
+// x.0 only where the plugin's struct_size covers it, and ignores members it does not know.
 // The host table carries the same two fields so a plugin can check what the host offers: a
 // plugin that uses a member added after v1.0 checks, once, that the host has it:
-//   host->struct_size >= offsetof(torc_optim_host, sign) + sizeof host->sign   (v1.1 members)
-// and otherwise returns host->error(TORC_ERR_BACKEND, "...needs optimizer ABI 1.1").
+//   if (!TORC_OPTIM_HOST_HAS(host, sign)) return host->error(TORC_ERR_BACKEND, "...needs optimizer ABI 1.1");
+// (a plugin built for a newer minor than the host's would otherwise read past the table).
 #define TORC_OPTIM_ABI_MAJOR 1
 #define TORC_OPTIM_ABI_MINOR 1
 #define TORC_OPTIM_ABI_VERSION ((uint32_t)(TORC_OPTIM_ABI_MAJOR << 16 | TORC_OPTIM_ABI_MINOR))
 
 typedef struct torc_tensor torc_tensor;  // opaque; the same handle as torc.h's
+
+// True when the host table has member m (it is at least as new as the minor that added m).
+#define TORC_OPTIM_HOST_HAS(host, m) \
+    ((host)->struct_size >= offsetof(torc_optim_host, m) + sizeof(((torc_optim_host *)0)->m) && (host)->m)
 
 // ---- the host API table ----
 // Every tensor-returning function returns a new tensor (owned by the step's scope) or NULL with
@@ -185,8 +191,10 @@ typedef struct torc_optim_vtable {
                 const int64_t *step_index);
 } torc_optim_vtable;
 
-// The one symbol a plugin exports. host_abi_version is the loader's TORC_OPTIM_ABI_VERSION; a
-// plugin may return NULL if it cannot speak to that host.
+// The one symbol a plugin exports. host_abi_version is the loader's TORC_OPTIM_ABI_VERSION (the
+// host table's abi_version); a plugin may return NULL if it cannot speak to that host. Declared
+// here so that a definition with another signature does not compile.
+TORC_API const torc_optim_vtable *torc_optim_entry(uint32_t host_abi_version);
 typedef const torc_optim_vtable *(*torc_optim_entry_fn)(uint32_t host_abi_version);
 #define TORC_OPTIM_ENTRY_SYMBOL "torc_optim_entry"
 

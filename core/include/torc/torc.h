@@ -106,8 +106,25 @@ TORC_API const char *torc_device_name(const torc_device *dev);  // "cpu", "cuda:
 TORC_API const char *torc_device_backend_name(const torc_device *dev); // "onednn"
 TORC_API torc_status torc_device_info_get(const torc_device *dev, torc_device_info *info);
 TORC_API torc_status torc_device_synchronize(torc_device *dev);
-// The backend of a device as a loaded vtable (for tools such as torc-xcheck).
+// Loads backend name (as torc_device_get would on first use) with options: a NULL-terminated
+// array of "key=value" strings handed to its init (see each backend's README section; the
+// backend's environment variables are the defaults they override). TORC_ERR_BACKEND (the
+// backend's message naming the key) for an option it does not take; TORC_ERR_INVALID_ARG if the
+// backend is already loaded, since options apply only to its one instance.
+TORC_API torc_status torc_backend_load(const char *name, const char *const *options);
+// Allocator statistics of dev's backend in bytes (a caching allocator's: live blocks, blocks held,
+// the most held), or, for a backend without its own (host backends), torc's counters of live
+// tensor bytes: allocated = reserved = total in use, peak_reserved = total peak. Any may be NULL.
+TORC_API torc_status torc_device_memory_stats(const torc_device *dev, uint64_t *allocated, uint64_t *reserved,
+                                              uint64_t *peak_reserved);
+// Shuts every loaded backend down (their shutdown(ctx)), once; registered with atexit when the
+// first backend loads, so calling it is needed only to release devices before exit. No torc call
+// may follow it.
+TORC_API void torc_shutdown(void);
+// The backend of a device as a loaded vtable and the context to pass it (for tools such as
+// torc-xcheck, which call a backend directly; the core's minor-version gate does not apply).
 TORC_API const torc_backend_vtable *torc_device_vtable(const torc_device *dev);
+TORC_API void *torc_device_backend_context(const torc_device *dev);
 TORC_API int torc_device_index(const torc_device *dev);
 
 // ---- random numbers ----

@@ -1,0 +1,355 @@
+// FROZEN copy of core/include/torc/backend.h at backend ABI 2.0 / optimizer ABI 1.1, for tests/abi: plugins built
+// against it must keep loading on every later core of the same majors. Never edit it.
+// torc/backend.h — the compute-backend plugin ABI: the op descriptor a backend runs and the
+// versioned vtable a backend exports. A backend includes this header (and types.h) only.
+#ifndef TORC_BACKEND_H
+#define TORC_BACKEND_H
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- versions ----
+// abi_version = major << 16 | minor. The loader refuses a plugin whose major differs from its own
+// (naming both versions) or whose vtable is smaller than the 2.0 one. A minor version only
+// appends: vtable members (at the end, under a "v2.N" comment), opcodes and dtypes (at the end of
+// TORC_OP_LIST / TORC_DTYPE_LIST, each tagged with its minor), members of torc_device_info. So:
+//  - the core never sends a plugin an opcode, or an operand of a dtype, newer than the minor the
+//    plugin was built with (it falls back to the reference backend on host memory, else fails
+//    with a clear error);
+//  - the core calls a member only where the plugin's struct_size covers it (TORC_STRUCT_HAS);
+//  - a plugin built for a newer minor than the core works: the core ignores what it does not
+//    know, and the plugin must not rely on being sent anything newer than host_abi_version's
+//    minor (torc_backend_entry's argument).
+// Every offset below is pinned by _Static_asserts at the end of this header: a change that would
+// break a built plugin fails the build instead.
+#define TORC_BACKEND_ABI_MAJOR 2
+#ifdef TORC_TEST_EXTRA_ABI
+#define TORC_BACKEND_ABI_MINOR 1  // tests/abi's test build: its extra opcode and dtype are minor 1's
+#else
+#define TORC_BACKEND_ABI_MINOR 0
+#endif
+#define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
+
+// True when a struct that starts with uint32_t struct_size (and size fields of a vtable) is long
+// enough to hold member m: the test for members appended in a later minor.
+#define TORC_STRUCT_HAS(p, type, m) ((p)->struct_size >= offsetof(type, m) + sizeof(((type *)0)->m))
+
+// ---- ops ----
+// The opcode list is append-only: a value, once shipped, keeps its meaning. Semantics below
+// are the contract every backend implements and the reference backend defines.
+// Conventions:
+//  - in[0 .. n_in) and out[0 .. n_out) are strided views (see torc_operand); "out" below means
+//    out[0], "in0" in[0]. An output never overlaps an input unless the op says "in place", with
+//    one exception: an elementwise op (unary, binary, WHERE, COPY, ADDCMUL, ADDCDIV, LERP) may get
+//    out identical to an input (same data, dtype and strides), which is how in-place ops such as
+//    add_ run; reading element i before writing element i makes that safe. Shapes are already
+//    broadcast by the frontend: every input of an elementwise op has out's ndim and shape,
+//    broadcast dims having stride 0.
+//  - Elementwise ops compute in the output dtype's natural precision or better (the reference
+//    uses double for floating and int64 for integer dtypes) and round once to out's dtype,
+//    except where an op states PyTorch's own rounding steps (the fused pointwise ops).
+//    Inputs may have a dtype different from out (e.g. comparisons write bool); a backend
+//    converts on load.
+//  - Reductions: out has in[0]'s ndim with each reduced dim of size 1 (params.reduce.mask has
+//    bit d set for every reduced dim d).
+// X(ID, name, minor): every opcode in enum order, its name (torc_op_name) and the backend ABI minor
+// (of TORC_BACKEND_ABI_MAJOR) it appeared in: the core never sends an opcode to a plugin built for
+// an older minor. Append only.
+#define TORC_OP_LIST_V2_0(X) \
+    /* fills and copies */                                                                                               \
+    X(FILL, "fill", 0)                  /* out[...] = params.scalar.value (cast to out dtype) */                         \
+    X(COPY, "copy", 0)                  /* out = cast(in0): strided copy with dtype conversion */                        \
+    X(ARANGE, "arange", 0)              /* out (1-D): out[i] = range.start + i * range.step */                           \
+    X(LINSPACE, "linspace", 0)          /* out (1-D, n = range.count): PyTorch's two-sided formula: */                   \
+                                        /*   step = (end-start)/(n-1); i < n/2 ? start + i*step : end - (n-1-i)*step */  \
+    X(RAND_UNIFORM, "rand", 0)          /* out[i] = a + (b-a) * u(i), u from Philox (see torc_philox_uniform) */         \
+    X(RAND_NORMAL, "randn", 0)          /* out[i] = a + b * n(i) (a = mean, b = std), Box-Muller on Philox */            \
+    X(RAND_INT, "randint", 0)           /* out[i] = a + floor(u(i) * (b - a)), in [a, b) */                              \
+    /* unary (in0 -> out) */                                                                                             \
+    X(NEG, "neg", 0)                                                                                                     \
+    X(ABS, "abs", 0)                                                                                                     \
+    X(SIGN, "sign", 0)                                                                                                   \
+    X(SQRT, "sqrt", 0)                                                                                                   \
+    X(RSQRT, "rsqrt", 0)                                                                                                 \
+    X(SQUARE, "square", 0)                                                                                               \
+    X(RECIPROCAL, "reciprocal", 0)                                                                                       \
+    X(EXP, "exp", 0)                                                                                                     \
+    X(LOG, "log", 0)                                                                                                     \
+    X(SIN, "sin", 0)                                                                                                     \
+    X(COS, "cos", 0)                                                                                                     \
+    X(TANH, "tanh", 0)                                                                                                   \
+    X(SIGMOID, "sigmoid", 0)                                                                                             \
+    X(RELU, "relu", 0)                                                                                                   \
+    X(GELU, "gelu", 0)                  /* params.gelu.approximate: 0 exact (erf), 1 tanh approximation */               \
+    X(POW_SCALAR, "pow_scalar", 0)      /* out = in0 ^ params.scalar.value */                                            \
+    X(ERF, "erf", 0)                                                                                                     \
+    X(ERFINV, "erfinv", 0)                                                                                               \
+    X(LOGICAL_NOT, "logical_not", 0)    /* out (bool) = !in0 */                                                          \
+    /* binary (in0, in1 -> out), broadcast already applied */                                                            \
+    X(ADD, "add", 0)                    /* out = in0 + params.scalar.value * in1   (alpha; 1 for plain add) */           \
+    X(SUB, "sub", 0)                    /* out = in0 - params.scalar.value * in1 */                                      \
+    X(MUL, "mul", 0)                                                                                                     \
+    X(DIV, "div", 0)                    /* true division (integer inputs arrive with a floating out dtype) */            \
+    X(POW, "pow", 0)                                                                                                     \
+    X(MAXIMUM, "maximum", 0)            /* NaN propagates, as torch.maximum */                                           \
+    X(MINIMUM, "minimum", 0)                                                                                             \
+    X(EQ, "eq", 0)                      /* comparisons write bool; they compare in in0/in1's common dtype */             \
+    X(NE, "ne", 0)                                                                                                       \
+    X(LT, "lt", 0)                                                                                                       \
+    X(LE, "le", 0)                                                                                                       \
+    X(GT, "gt", 0)                                                                                                       \
+    X(GE, "ge", 0)                                                                                                       \
+    X(LOGICAL_AND, "logical_and", 0)                                                                                     \
+    X(LOGICAL_OR, "logical_or", 0)                                                                                       \
+    /* ternary */                                                                                                        \
+    X(WHERE, "where", 0)                /* out = in0 (bool) ? in1 : in2 */                                               \
+    /* reductions over params.reduce.mask (out keeps reduced dims as size 1) */                                          \
+    X(SUM, "sum", 0)                                                                                                     \
+    X(MEAN, "mean", 0)                                                                                                   \
+    X(PROD, "prod", 0)                                                                                                   \
+    X(MAX, "max", 0)                    /* NaN propagates */                                                             \
+    X(MIN, "min", 0)                                                                                                     \
+    X(ARGMAX, "argmax", 0)              /* exactly one reduced dim (or all dims of a flattened view); out i64; */        \
+    X(ARGMIN, "argmin", 0)              /*   the first index of the extreme value; NaN counts as the extreme */          \
+    X(VAR, "var", 0)                    /* params.reduce.correction (Bessel: 1) */                                       \
+    X(STD, "std", 0)                                                                                                     \
+    X(NORM, "norm", 0)                  /* params.reduce.p: p-norm (inf = max |x|) */                                    \
+    X(LOGSUMEXP, "logsumexp", 0)                                                                                         \
+    /* along one dim (params.dim.dim), same shape in and out */                                                          \
+    X(SOFTMAX, "softmax", 0)                                                                                             \
+    X(LOG_SOFTMAX, "log_softmax", 0)                                                                                     \
+    /* linear algebra */                                                                                                 \
+    X(MATMUL, "matmul", 0)              /* in0 (..., M, K) @ in1 (..., K, N) -> out (..., M, N); all three */            \
+                                        /* have the same ndim >= 2 and batch dims already broadcast (stride 0). */       \
+                                        /* out's dtype may be wider than the inputs' (bf16 x bf16 -> f32). */            \
+    /* indexing (params.dim.dim is the dim; index tensors are i64) */                                                    \
+    X(INDEX_SELECT, "index_select", 0)  /* out = in0.index_select(dim, in1) */                                           \
+    X(GATHER, "gather", 0)              /* out = in0.gather(dim, in1) */                                                 \
+    X(MASKED_SELECT, "masked_select", 0)/* out (1-D, numel = count of true) = in0[in1]; in0, in1 same shape */           \
+    X(INDEX_ADD, "index_add", 0)        /* in place: out.index_add_(dim, in1 (index), in0 (source)) */                   \
+    X(SCATTER_ADD, "scatter_add", 0)    /* in place: out.scatter_add_(dim, in1 (index), in0 (source)) */                 \
+    X(MASKED_SCATTER, "masked_scatter", 0)/* in place: out[in1] = in0 (1-D source, consumed in order) */                 \
+    X(TRIU, "triu", 0)                  /* out = triu(in0, params.tri.k) over the last two dims */                       \
+    X(TRIL, "tril", 0)                                                                                                   \
+    /* fp8 */                                                                                                               \
+    X(SCALED_MM, "scaled_mm", 0)        /* cuBLASLt's fp8 matmul: in0 (M, K) @ in1 (K, N) -> out (M, N), all 2-D. */     \
+                                        /* in0/in1 f8_e4m3fn or f8_e5m2 (not both e5m2); in2, in3: one-element */        \
+                                        /* f32 scales (scale_a, scale_b). r = scale_a * scale_b * sum_k a*b, */          \
+                                        /* accumulated in f32 or better (the reference: exactly, in double). */          \
+                                        /* out f32/bf16/f16: r rounded once; out fp8: r * scale_out cast with */         \
+                                        /* saturation to the finite range, scale_out = in4 (n_in 5, a one-element */     \
+                                        /* f32) or 1 (n_in 4). With n_out 2, out[1] (one-element f32) receives */        \
+                                        /* max |r| (before scale_out; NaN if any r is NaN). */                           \
+    /* fused pointwise. Inputs                    are broadcast to out's shape and may differ in */                      \
+    /* dtype from out (converted on load, then rounded to out's dtype); out may be identical to in0 */                   \
+    /* (the in-place forms). The math is PyTorch's CPU kernels', in the "opmath" type: float for */                      \
+    /* f32/f16/bf16 outs, double for f64, with v = params.scalar.value rounded to that type: */                          \
+    X(ADDCMUL, "addcmul", 0)            /* out = fma(v * in1, in2, in0): the product v*in1 rounded, then one fused */    \
+                                        /*   multiply-add (PyTorch's vec::fmadd(scalar * t1, t2, self)). Integer */      \
+                                        /*   outs too: in0 + v*in1*in2 wrapping, v truncated toward zero. */             \
+    X(ADDCDIV, "addcdiv", 0)            /* out = in0 + (v * in1) / in2, each step rounded (floating outs only) */        \
+    X(LERP, "lerp", 0)                  /* n_in 2, scalar weight w = params.scalar.value (floating outs only): */        \
+                                        /*   |w| < 0.5 ? fma(w, in1 - in0, in0) : fma(w - 1, in1 - in0, in1) */          \
+    /* end */
+
+// A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor: it copies
+// in[0] to out[0] (same dtype), to prove that an older plugin is never sent it.
+#ifdef TORC_TEST_EXTRA_ABI
+#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) X(TEST_EXTRA, "test_extra", 1)
+#else
+#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X)
+#endif
+
+typedef enum torc_opcode {
+#define TORC__OP_ENUM(ID, name, minor) TORC_OP_##ID,
+    TORC_OP_LIST(TORC__OP_ENUM)
+#undef TORC__OP_ENUM
+    TORC_OP_COUNT
+} torc_opcode;
+
+// A strided view of device memory. data points at element [0, 0, ...] (the storage offset is
+// already applied). Strides are in elements and may be 0 (broadcast) or negative never.
+typedef struct torc_operand {
+    void *data;
+    torc_dtype dtype;
+    int ndim;
+    int64_t shape[TORC_MAX_DIMS];
+    int64_t stride[TORC_MAX_DIMS];
+} torc_operand;
+
+#define TORC_OP_MAX_INPUTS 8
+#define TORC_OP_MAX_OUTPUTS 4
+
+typedef union torc_op_params {
+    struct { double value; } scalar;                     // FILL, POW_SCALAR, ADD/SUB alpha,
+                                                         // ADDCMUL/ADDCDIV value, LERP weight
+    struct { double start, step, end; int64_t count; } range;
+    struct { uint64_t seed, offset; double a, b; } rng;  // RAND_*: Philox key and counter base
+    struct { uint32_t mask; double correction, p; } reduce;
+    struct { int dim; } dim;
+    struct { int64_t k; } tri;
+    struct { int approximate; } gelu;
+    double raw[8];                                       // room to grow without an ABI break
+} torc_op_params;
+
+// One op. The core fills every field; a backend reads it and writes only out[0 .. n_out) data.
+typedef struct torc_op {
+    uint32_t struct_size;  // sizeof(torc_op) of the core that built it (>= the 2.0 size)
+    uint32_t flags;        // 0 in 2.0; bits a later minor defines come with ops of that minor
+    torc_opcode code;
+    int n_in;              // 0 .. TORC_OP_MAX_INPUTS
+    int n_out;             // 1 .. TORC_OP_MAX_OUTPUTS
+    torc_operand in[TORC_OP_MAX_INPUTS];
+    torc_operand out[TORC_OP_MAX_OUTPUTS];
+    torc_op_params params;
+} torc_op;
+
+// ---- devices ----
+// Room for this many dtypes in the arrays a plugin fills: more than TORC_DTYPE_COUNT will reach
+// in this major, so adding a dtype never changes a layout.
+#define TORC_ABI_MAX_DTYPES 32
+TORC__STATIC_ASSERT(TORC_ABI_MAX_DTYPES >= TORC_DTYPE_COUNT, "ABI: torc_device_info.peak_flops too small");
+
+typedef struct torc_device_info {
+    uint32_t struct_size;       // set by the core before device_info(): the plugin writes only the
+                                // members it covers (TORC_STRUCT_HAS), the core zeroes the rest
+    bool host_memory;           // true: pointers are host pointers (reference, onednn)
+    char name[128];             // "Intel(R) Xeon(R) ...", "NVIDIA H100 80GB HBM3"
+    uint64_t total_memory;      // bytes, 0 if unknown
+    // Promised dense FLOP/s per dtype, indexed by torc_dtype (0 = unknown); how it was derived
+    // in peak_source.
+    double peak_flops[TORC_ABI_MAX_DTYPES];
+    char peak_source[192];
+} torc_device_info;
+
+typedef enum torc_copy_kind {
+    TORC_COPY_HOST_TO_DEVICE = 0,
+    TORC_COPY_DEVICE_TO_HOST,
+    TORC_COPY_DEVICE_TO_DEVICE
+} torc_copy_kind;
+
+// ---- the vtable ----
+// Every function returns 0 (TORC_OK) or a torc_status; on failure last_error(ctx) says why.
+// Members marked optional may be NULL; the comment says what the core does then.
+//
+// Instances. init(options, &ctx) is called once when the core loads the plugin; every other
+// member gets that ctx back as its first argument. options is a NULL-terminated array of
+// "key=value" strings (NULL: none); a key the backend does not know is an error whose message
+// names it. The backend's environment variables stay the defaults that options override.
+// shutdown(ctx) is called once, at process exit (torc_shutdown, or the core's atexit handler),
+// after which the core makes no call on ctx.
+//
+// Threading. init and shutdown never run concurrently with any other call. Every other member
+// may be called concurrently from several threads with the same ctx (torc ops run on whichever
+// thread calls them, e.g. a training loop and a data loader's workers); a backend serialises
+// internally what it must. supports() has no effect other than setting last_error's text.
+//
+// Ordering. On a host-memory backend (device_info's host_memory) run and copy complete before
+// they return. A device backend may return from run, and from copy with async = true, before the
+// work is done; then the work submitted to one device executes in the order submitted (one stream
+// per device), and:
+//  - copy(..., async = false) returns when its bytes have arrived, after all earlier work on the
+//    device (a device-to-host copy reads what earlier runs wrote);
+//  - free(ptr) may come right after a run that uses ptr returned: the backend must not hand the
+//    memory out again before that work is done (stream-ordered reuse);
+//  - synchronize(device) returns when all work submitted to the device is done;
+//  - an async copy's host source must stay unchanged until the next synchronize.
+//
+// There are no events: the core times device work with a clock around synchronize().
+//
+// Lifetimes. An op, its operands and the options array are valid only during the call: a
+// backend that returns early keeps what it needs (the device memory the operands point to stays
+// valid until freed, as above). last_error's text is per thread and valid until the next call
+// into the backend on that thread; last_error(NULL) gives the reason init failed.
+typedef struct torc_backend_vtable {
+    uint32_t abi_version;   // TORC_BACKEND_ABI_VERSION the plugin was built with
+    uint32_t struct_size;   // sizeof(torc_backend_vtable) the plugin was built with
+    const char *name;       // "reference", "onednn", "cuda"
+
+    // v2.0
+    int (*init)(const char *const *options, void **ctx);  // may fail (no driver, no device, a bad
+                                                          // option): a clean error, ctx untouched
+    void (*shutdown)(void *ctx);
+    int (*device_count)(void *ctx);
+    int (*device_info)(void *ctx, int device, torc_device_info *info);
+    void *(*alloc)(void *ctx, int device, size_t nbytes);  // NULL on failure
+    void (*free)(void *ctx, int device, void *ptr);
+    int (*copy)(void *ctx, int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
+                bool async);
+    int (*synchronize)(void *ctx, int device);
+    bool (*supports)(void *ctx, int device, const torc_op *op);
+    int (*run)(void *ctx, int device, const torc_op *op);
+    const char *(*last_error)(void *ctx);  // message of the last failure on this thread
+    // Optional: allocator statistics in bytes, for torc_device_memory_stats (NULL: the core reports
+    // its own counters of live tensor bytes for all three).
+    int (*memory_stats)(void *ctx, int device, uint64_t *allocated, uint64_t *reserved,
+                        uint64_t *peak_reserved);
+    int (*empty_cache)(void *ctx, int device);  // optional (NULL: nothing is cached)
+    // Optional: page-locked ("pinned") host memory, which copy(..., async = true) may read after
+    // it returns (NULL: the core stages host->device copies in malloc'ed memory instead).
+    void *(*host_alloc)(void *ctx, int device, size_t nbytes);
+    void (*host_free)(void *ctx, int device, void *ptr);
+} torc_backend_vtable;
+
+// The one symbol a backend exports. host_abi_version is the loader's TORC_BACKEND_ABI_VERSION; a
+// backend may return NULL if it cannot speak to that host. Declared here so that a definition
+// with another signature does not compile. It runs no device or ISA-specific code.
+TORC_API const torc_backend_vtable *torc_backend_entry(uint32_t host_abi_version);
+typedef const torc_backend_vtable *(*torc_backend_entry_fn)(uint32_t host_abi_version);
+#define TORC_BACKEND_ENTRY_SYMBOL "torc_backend_entry"
+
+// ---- the 2.0 layout, pinned (LP64) ----
+#if defined(__LP64__) || defined(_WIN64)
+#define TORC__PIN(type, m, off) TORC__STATIC_ASSERT(offsetof(type, m) == (off), "ABI 2.0: " #type "." #m " moved")
+TORC__PIN(torc_operand, data, 0);
+TORC__PIN(torc_operand, dtype, 8);
+TORC__PIN(torc_operand, ndim, 12);
+TORC__PIN(torc_operand, shape, 16);
+TORC__PIN(torc_operand, stride, 16 + 8 * TORC_MAX_DIMS);
+TORC__STATIC_ASSERT(sizeof(torc_operand) == 16 + 16 * TORC_MAX_DIMS, "ABI 2.0: torc_operand size");
+TORC__STATIC_ASSERT(sizeof(torc_op_params) == 64, "ABI 2.0: torc_op_params size");
+TORC__PIN(torc_op, struct_size, 0);
+TORC__PIN(torc_op, flags, 4);
+TORC__PIN(torc_op, code, 8);
+TORC__PIN(torc_op, n_in, 12);
+TORC__PIN(torc_op, n_out, 16);
+TORC__PIN(torc_op, in, 24);
+TORC__PIN(torc_op, out, 24 + 8 * sizeof(torc_operand));
+TORC__PIN(torc_op, params, 24 + 12 * sizeof(torc_operand));
+TORC__STATIC_ASSERT(sizeof(torc_op) == 24 + 12 * sizeof(torc_operand) + 64, "ABI 2.0: torc_op size");
+TORC__PIN(torc_device_info, struct_size, 0);
+TORC__PIN(torc_device_info, host_memory, 4);
+TORC__PIN(torc_device_info, name, 5);
+TORC__PIN(torc_device_info, total_memory, 136);
+TORC__PIN(torc_device_info, peak_flops, 144);
+TORC__PIN(torc_device_info, peak_source, 144 + 8 * 32);
+TORC__STATIC_ASSERT(sizeof(torc_device_info) == 144 + 8 * 32 + 192, "ABI 2.0: torc_device_info size");
+TORC__PIN(torc_backend_vtable, abi_version, 0);
+TORC__PIN(torc_backend_vtable, struct_size, 4);
+TORC__PIN(torc_backend_vtable, name, 8);
+TORC__PIN(torc_backend_vtable, init, 16);
+TORC__PIN(torc_backend_vtable, shutdown, 24);
+TORC__PIN(torc_backend_vtable, device_count, 32);
+TORC__PIN(torc_backend_vtable, device_info, 40);
+TORC__PIN(torc_backend_vtable, alloc, 48);
+TORC__PIN(torc_backend_vtable, free, 56);
+TORC__PIN(torc_backend_vtable, copy, 64);
+TORC__PIN(torc_backend_vtable, synchronize, 72);
+TORC__PIN(torc_backend_vtable, supports, 80);
+TORC__PIN(torc_backend_vtable, run, 88);
+TORC__PIN(torc_backend_vtable, last_error, 96);
+TORC__PIN(torc_backend_vtable, memory_stats, 104);
+TORC__PIN(torc_backend_vtable, empty_cache, 112);
+TORC__PIN(torc_backend_vtable, host_alloc, 120);
+TORC__PIN(torc_backend_vtable, host_free, 128);
+TORC__STATIC_ASSERT(sizeof(torc_backend_vtable) == 136, "ABI 2.0: torc_backend_vtable size");
+#undef TORC__PIN
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,206 @@
+// tests/test_abi.c — the plugin ABIs' compatibility rules, proven with plugins built apart from
+// the core (tests/abi.cmake): a backend and an optimizer built against the frozen 2.0 headers
+// (tests/abi/v2_0) load and work; a backend claiming a newer minor, with vtable members the core
+// does not know, loads and works; a newer major is refused naming both versions; options reach a
+// backend's init; memory statistics and shutdown reach every backend. Built a second time against
+// a test build of the core that appends an opcode and a dtype of minor 2.1
+// (-DTORC_TEST_EXTRA_ABI): an older-minor backend is never sent either.
+#define _GNU_SOURCE
+#include <check.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "torc/backend.h"
+#include "torc/optim.h"
+#include "torc/torc.h"
+
+// The abi test backend's counters (tests/abi/abi_backend.c): ops it ran, ops or dtypes it was
+// sent that its headers predate.
+static void stats_of(const char *name, int *runs, int *too_new) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/libtorc_%s.so", getenv("TORC_ABI_PLUGIN_DIR"), name);
+    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);  // the copy torc loaded
+    ck_assert_msg(h != NULL, "%s is not loaded", path);
+    void (*fn)(int *, int *) = (void (*)(int *, int *))dlsym(h, "abi_test_stats");
+    ck_assert_ptr_nonnull(fn);
+    fn(runs, too_new);
+    dlclose(h);
+}
+
+static void use_abi_plugins(void) { setenv("TORC_PLUGIN_PATH", getenv("TORC_ABI_PLUGIN_DIR"), 1); }
+
+// a + 2 * b on dev, checked on the host; the add (dense f32 operands) must run in the plugin
+// called name.
+static void add_on(torc_device *dev, const char *name) {
+    ck_assert_int_eq(torc_set_default_device(dev), TORC_OK);
+    const float av[5] = {1, 2, 3, 4, 5}, bv[5] = {0.5f, 0.25f, 0, -1, 2};
+    torc_tensor *a = torc_tensor_from(av, 1, (int64_t[]){5}, TORC_DTYPE_F32);
+    torc_tensor *b = torc_tensor_from(bv, 1, (int64_t[]){5}, TORC_DTYPE_F32);
+    ck_assert_msg(a && b, "%s", torc_last_error());
+    int runs0, runs1, too_new;
+    stats_of(name, &runs0, &too_new);
+    torc_tensor *c = torc_add_scaled(a, b, torc_scalar_f(2.0));
+    ck_assert_msg(c != NULL, "%s", torc_last_error());
+    stats_of(name, &runs1, &too_new);
+    ck_assert_int_eq(runs1 - runs0, 1);
+    float got[5];
+    ck_assert_int_eq(torc_copy_to_host(c, got, sizeof got), TORC_OK);
+    for (int i = 0; i < 5; i++) ck_assert_float_eq(got[i], av[i] + 2 * bv[i]);
+    torc_release(a), torc_release(b), torc_release(c);
+    torc_set_default_device(NULL);
+}
+
+START_TEST(backend_built_against_the_frozen_2_0_headers_loads_and_runs) {
+    use_abi_plugins();
+    torc_device *d = torc_device_get("abiold");
+    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    add_on(d, "abiold");
+    int runs, too_new;
+    stats_of("abiold", &runs, &too_new);
+    ck_assert_int_eq(too_new, 0);
+}
+END_TEST
+
+START_TEST(backend_claiming_a_newer_minor_loads_and_runs) {
+    use_abi_plugins();
+    torc_device *d = torc_device_get("abifuture");
+    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    ck_assert_uint_eq(torc_device_vtable(d)->abi_version, (uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | 99));
+    ck_assert_uint_gt(torc_device_vtable(d)->struct_size, sizeof(torc_backend_vtable));
+    add_on(d, "abifuture");  // its unknown members are never called (one would abort)
+    int runs, too_new;
+    stats_of("abifuture", &runs, &too_new);
+    ck_assert_int_eq(too_new, 0);
+}
+END_TEST
+
+START_TEST(backend_of_a_newer_major_is_refused_naming_both_versions) {
+    setenv("TORC_PLUGIN_PATH", getenv("TORC_TEST_PLUGIN_DIR"), 1);
+    ck_assert_ptr_null(torc_device_get("badmajor"));
+    char want[160];
+    snprintf(want, sizeof want, "plugin built for backend ABI 99.3, but this torc speaks backend ABI %d.%d",
+             TORC_BACKEND_ABI_MAJOR, TORC_BACKEND_ABI_MINOR);
+    tu_assert_error(TORC_ERR_BACKEND, want);
+}
+END_TEST
+
+START_TEST(optimizer_built_against_the_frozen_2_0_headers_loads_and_steps) {
+    use_abi_plugins();
+    torc_tensor *p = torc_full(1, (int64_t[]){3}, 1.0, TORC_DTYPE_F32);
+    ck_assert_int_eq(torc_set_requires_grad(p, true), TORC_OK);
+    torc_tensor *loss = torc_sum(p, 0, NULL, false);
+    ck_assert_int_eq(torc_backward(loss, NULL, false), TORC_OK);  // grad = 1
+    torc_optimizer *opt = torc_optimizer_new("abisgd", 1, &p, "lr=0.25");
+    ck_assert_msg(opt != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_optimizer_step(opt), TORC_OK);
+    tu_assert_values(p, TU_ARR(0.75, 0.75, 0.75), 0);
+    torc_optimizer_free(opt);
+    torc_release(loss), torc_release(p);
+}
+END_TEST
+
+START_TEST(backend_options_reach_init) {
+    use_abi_plugins();
+    ck_assert_int_eq(torc_backend_load("abiold", (const char *const[]){"colour=blue", NULL}), TORC_ERR_BACKEND);
+    ck_assert_ptr_nonnull(strstr(torc_last_error(), "init failed: abi test backend: unknown option 'colour=blue'"));
+    ck_assert_int_eq(torc_backend_load("abiold", NULL), TORC_OK);
+    ck_assert_int_eq(torc_backend_load("abiold", NULL), TORC_ERR_INVALID_ARG);  // already loaded
+    tu_assert_error(TORC_ERR_INVALID_ARG, "backend 'abiold' is already loaded");
+}
+END_TEST
+
+START_TEST(memory_stats_of_any_backend) {
+    torc_device *d = torc_device_get("reference");
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
+    uint64_t a0, r0, p0;
+    ck_assert_int_eq(torc_device_memory_stats(d, &a0, &r0, &p0), TORC_OK);
+    torc_tensor *t = torc_zeros(1, (int64_t[]){1000}, TORC_DTYPE_F64);
+    uint64_t a1, r1, p1;
+    ck_assert_int_eq(torc_device_memory_stats(d, &a1, &r1, &p1), TORC_OK);
+    ck_assert_uint_eq(a1 - a0, 8000);  // no allocator statistics of its own: torc's live bytes
+    ck_assert_uint_ge(r1, a1);
+    ck_assert_uint_ge(p1, a1);
+    torc_release(t);
+    torc_set_default_device(NULL);
+    ck_assert_int_eq(torc_device_memory_stats(NULL, &a1, NULL, NULL), TORC_ERR_INVALID_ARG);
+}
+END_TEST
+
+#ifdef TORC_TEST_EXTRA_ABI
+TORC_API torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src);  // core/dispatch.c
+
+START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
+    use_abi_plugins();
+    torc_device *d = torc_device_get("abiold");
+    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    add_on(d, "abiold");  // what it knows it runs
+    ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
+    // a dtype of minor 2.1: fill and the cast back run on the reference, on the same memory
+    torc_tensor *x = torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA);
+    ck_assert_msg(x != NULL, "%s", torc_last_error());
+    torc_tensor *xf = torc_to_dtype(x, TORC_DTYPE_F32);
+    ck_assert_msg(xf != NULL, "%s", torc_last_error());
+    tu_assert_values(xf, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
+    // an opcode of minor 2.1 on f32, which the plugin would otherwise take
+    torc_tensor *y = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
+    ck_assert_int_eq(torc_test_extra_op(y, xf), TORC_OK);
+    tu_assert_values(y, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
+    int runs, too_new;
+    stats_of("abiold", &runs, &too_new);
+    ck_assert_int_eq(too_new, 0);
+    torc_release(x), torc_release(xf), torc_release(y);
+    torc_set_default_device(NULL);
+}
+END_TEST
+
+START_TEST(device_backend_of_an_older_minor_refuses_newer_ops_clearly) {
+    use_abi_plugins();
+    torc_device *d = torc_device_get("abiolddev");
+    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
+    ck_assert_ptr_null(torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA));
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "backend 'abiolddev' cannot run op 'fill' for dtype test_extra and has no "
+                                            "fallback (the plugin (backend ABI 2.0) predates dtype test_extra, added "
+                                            "in ABI 2.1)");
+    torc_tensor *a = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32), *b = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
+    ck_assert_msg(a && b, "%s", torc_last_error());
+    ck_assert_int_eq(torc_test_extra_op(b, a), TORC_ERR_NOT_SUPPORTED);
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.1");
+    int runs, too_new;
+    stats_of("abiolddev", &runs, &too_new);
+    ck_assert_int_eq(too_new, 0);
+    torc_release(a), torc_release(b);
+    torc_set_default_device(NULL);
+}
+END_TEST
+#endif
+
+START_TEST(shutdown_reaches_every_backend) {
+    use_abi_plugins();
+    ck_assert_ptr_nonnull(torc_device_get("abiold"));
+    torc_shutdown();  // each loaded backend's shutdown(ctx), once; the atexit handler is then a no-op
+    torc_shutdown();
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("abi");
+    TCase *tc = tcase_create("abi");
+    tcase_add_test(tc, backend_built_against_the_frozen_2_0_headers_loads_and_runs);
+    tcase_add_test(tc, backend_claiming_a_newer_minor_loads_and_runs);
+    tcase_add_test(tc, backend_of_a_newer_major_is_refused_naming_both_versions);
+    tcase_add_test(tc, optimizer_built_against_the_frozen_2_0_headers_loads_and_steps);
+    tcase_add_test(tc, backend_options_reach_init);
+    tcase_add_test(tc, memory_stats_of_any_backend);
+    tcase_add_test(tc, shutdown_reaches_every_backend);
+#ifdef TORC_TEST_EXTRA_ABI
+    tcase_add_test(tc, older_minor_backend_is_never_sent_a_newer_opcode_or_dtype);
+    tcase_add_test(tc, device_backend_of_an_older_minor_refuses_newer_ops_clearly);
+#endif
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
