@@ -160,7 +160,7 @@ static int read_num_threads(const char *opt, int *n) {
     *n = 0;
     const char *s = opt ? opt : getenv("TORC_NUM_THREADS");
     if (!s || (!opt && !*s)) return 0;
-    long v;
+    long v = 0;  // (set by parse_count on success; gcc -O3 cannot tell)
     int st = parse_count(s, opt ? "num_threads" : "TORC_NUM_THREADS", 1, 65536, &v);
     if (!st) *n = (int)v;
     return st;
