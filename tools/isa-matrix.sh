@@ -7,26 +7,18 @@
 set -uo pipefail
 level=$1 build=$2 what=${3:-suites}
 flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
-need() { for f in "$@"; do [[ $flags == *" $f "* ]] || { echo "isa-matrix: skipped: this CPU lacks $f, which $level needs"; exit 77; }; done; }
-case $level in
-  SSE41) need sse4_1 ;;
-  AVX2) need avx2 fma ;;
-  AVX512_CORE) need avx512f avx512dq avx512bw avx512vl ;;
-  AVX512_CORE_BF16) need avx512f avx512dq avx512bw avx512vl avx512_bf16 ;;
-  AVX512_CORE_AMX) need avx512f avx512dq avx512bw avx512vl avx512_bf16 amx_bf16 amx_tile ;;
-  *) echo "isa-matrix: unknown level '$level'" >&2; exit 2 ;;
-esac
+# The CPU features each level needs (each level includes the ones before it).
+levels=(SSE41 AVX2 AVX512_CORE AVX512_CORE_BF16 AVX512_CORE_AMX)
+declare -A needs=([SSE41]="sse4_1" [AVX2]="avx2 fma" [AVX512_CORE]="avx512f avx512dq avx512bw avx512vl"
+                  [AVX512_CORE_BF16]="avx512f avx512dq avx512bw avx512vl avx512_bf16"
+                  [AVX512_CORE_AMX]="avx512f avx512dq avx512bw avx512vl avx512_bf16 amx_bf16 amx_tile")
+missing() { for f in ${needs[$1]}; do [[ $flags == *" $f "* ]] || { echo "$f"; return; }; done; }
+[ -n "${needs[$level]:-}" ] || { echo "isa-matrix: unknown level '$level'" >&2; exit 2; }
+m=$(missing "$level")
+[ -z "$m" ] || { echo "isa-matrix: skipped: this CPU lacks $m, which $level needs"; exit 77; }
 # The CPU's own highest level is what the uncapped suites already ran: no second pass.
-top=SSE41
-for l in AVX2 AVX512_CORE AVX512_CORE_BF16 AVX512_CORE_AMX; do
-  case $l in
-    AVX2) f="avx2 fma" ;; AVX512_CORE) f="avx512f avx512dq avx512bw avx512vl" ;;
-    AVX512_CORE_BF16) f="avx512f avx512dq avx512bw avx512vl avx512_bf16" ;;
-    AVX512_CORE_AMX) f="avx512f avx512dq avx512bw avx512vl avx512_bf16 amx_bf16 amx_tile" ;;
-  esac
-  ok=1; for x in $f; do [[ $flags == *" $x "* ]] || ok=0; done
-  [ $ok = 1 ] && top=$l
-done
+top=""
+for l in "${levels[@]}"; do [ -z "$(missing "$l")" ] && top=$l; done
 if [ "$level" = "$top" ] && [ "${TORC_ISA_MATRIX_ALL:-0}" != 1 ]; then
   echo "isa-matrix: skipped: $level is this CPU's own level, which the uncapped suites ran (TORC_ISA_MATRIX_ALL=1 runs it anyway)"
   exit 77

@@ -37,7 +37,7 @@ static void load(void) {
     // OpenBLAS picks its kernels from cpuid when it loads (OPENBLAS_CORETYPE overrides): on a CPU
     // above AVX2 capped to it, ask for its Haswell kernels for the load, then put the variable back.
     // (setenv races with a getenv on another thread; only the capped case, a test setup, does it.)
-    const bool capped = __builtin_cpu_supports("avx512f");
+    const bool capped = onednn__cpu_isa() > ONEDNN_ISA_AVX2;
     char *saved = NULL;
     if (capped) {
         const char *old = getenv("OPENBLAS_CORETYPE");

@@ -68,7 +68,7 @@ static onednn_isa from_dnnl(unsigned eff) {
 
 static struct {
     bool ready;
-    onednn_isa torc, dnnl;
+    onednn_isa cpu, torc, dnnl;
     bool intel, f16c;
     int family;  // cpuid's display family (base + extended): 0x19 Zen 3 and Zen 4, 0x1A Zen 5
 } g_isa;
@@ -90,6 +90,7 @@ int onednn__isa_init(const char *max_cpu_isa) {
                                  "AVX512_CORE, AVX512_CORE_VNNI, AVX512_CORE_BF16, AVX512_CORE_AMX, ALL", what, s);
         cap = (onednn_isa)found;
     }
+    g_isa.cpu = cpu;
     g_isa.torc = cpu < cap ? cpu : cap;
     g_isa.dnnl = dnnl;
 #if defined(__x86_64__) || defined(__i386__)
@@ -107,6 +108,7 @@ int onednn__isa_init(const char *max_cpu_isa) {
 }
 
 onednn_isa onednn__isa(void) { return g_isa.ready ? g_isa.torc : ONEDNN_ISA_NONE; }
+onednn_isa onednn__cpu_isa(void) { return g_isa.ready ? g_isa.cpu : ONEDNN_ISA_NONE; }
 onednn_isa onednn__dnnl_isa(void) { return g_isa.ready ? g_isa.dnnl : ONEDNN_ISA_NONE; }
 bool onednn__cpu_is_intel(void) { return g_isa.intel; }
 int onednn__cpu_family(void) { return g_isa.family; }

@@ -347,6 +347,8 @@ int onednn__isa_init(const char *max_cpu_isa);  // NULL: TORC_MAX_CPU_ISA
 onednn_isa onednn__isa(void);
 // What oneDNN's kernels use (dnnl_get_effective_cpu_isa: the CPU capped by ONEDNN_MAX_CPU_ISA).
 onednn_isa onednn__dnnl_isa(void);
+// What the CPU itself has, no cap applied (blas.c: is a cap below the CPU in force?).
+onednn_isa onednn__cpu_isa(void);
 const char *onednn__isa_name(onednn_isa i);
 bool onednn__cpu_is_intel(void);
 int onednn__cpu_family(void);  // cpuid's display family (isa.c)
