@@ -70,45 +70,14 @@ int onednn__dnnl_error(dnnl_status_t s, const char *what) {
                          (int)s);
 }
 
+// The op's name in messages: TORC_OP_LIST's (backend.h), so a new opcode needs no edit here.
 const char *onednn__op_name(torc_opcode code) {
-    switch (code) {
-    case TORC_OP_COPY: return "copy";
-    case TORC_OP_NEG: return "neg";
-    case TORC_OP_ABS: return "abs";
-    case TORC_OP_SQRT: return "sqrt";
-    case TORC_OP_RSQRT: return "rsqrt";
-    case TORC_OP_SQUARE: return "square";
-    case TORC_OP_RECIPROCAL: return "reciprocal";
-    case TORC_OP_EXP: return "exp";
-    case TORC_OP_LOG: return "log";
-    case TORC_OP_TANH: return "tanh";
-    case TORC_OP_SIGMOID: return "sigmoid";
-    case TORC_OP_RELU: return "relu";
-    case TORC_OP_GELU: return "gelu";
-    case TORC_OP_POW_SCALAR: return "pow (scalar exponent)";
-    case TORC_OP_ADD: return "add";
-    case TORC_OP_SUB: return "sub";
-    case TORC_OP_MUL: return "mul";
-    case TORC_OP_DIV: return "div";
-    case TORC_OP_MAXIMUM: return "maximum";
-    case TORC_OP_MINIMUM: return "minimum";
-    case TORC_OP_SUM: return "sum";
-    case TORC_OP_MEAN: return "mean";
-    case TORC_OP_PROD: return "prod";
-    case TORC_OP_MAX: return "max";
-    case TORC_OP_MIN: return "min";
-    case TORC_OP_SOFTMAX: return "softmax";
-    case TORC_OP_LOG_SOFTMAX: return "log_softmax";
-    case TORC_OP_MATMUL: return "matmul";
-    case TORC_OP_ADDCMUL: return "addcmul";
-    case TORC_OP_ADDCDIV: return "addcdiv";
-    case TORC_OP_LERP: return "lerp";
-    default: {
-        static _Thread_local char buf[32];
-        snprintf(buf, sizeof buf, "op #%d", (int)code);
-        return buf;
-    }
-    }
+    static const char *const names[] = {
+#define ONEDNN__OP_NAME(ID, name, minor) [TORC_OP_##ID] = name,
+        TORC_OP_LIST(ONEDNN__OP_NAME)
+#undef ONEDNN__OP_NAME
+    };
+    return (unsigned)code < TORC_OP_COUNT ? names[code] : "(unknown op)";
 }
 
 static const char *onednn_last_error(void *ctx) {

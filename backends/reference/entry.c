@@ -70,6 +70,10 @@ const char *ref_last_error(void *ctx) {
 // ---- the kernel table ----
 // One entry per opcode, in enum order. The size assert makes an appended opcode without a
 // reference kernel a compile error; init() refuses a table with a hole in the middle.
+// PENDING: placeholders while this session's branches land (each replaces its own lines).
+static bool ref_pending_dtypes(const torc_op *op) { (void)op; return false; }
+static int ref_pending_run(const torc_op *op) { (void)op; return TORC_ERR_NOT_SUPPORTED; }
+
 static const ref_kernel kernels[] = {
     [TORC_OP_FILL] = {"fill", 0, ref_fill_dtypes, ref_fill_run},
     [TORC_OP_COPY] = {"copy", 1, ref_copy_dtypes, ref_copy_run},
@@ -139,6 +143,11 @@ static const ref_kernel kernels[] = {
     [TORC_OP_ADDCMUL] = {"addcmul_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
     [TORC_OP_ADDCDIV] = {"addcdiv_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
     [TORC_OP_LERP] = {"lerp_kernel_scalar", 2, ref_pointwise_dtypes, ref_pointwise_run},
+    [TORC_OP_LAYER_NORM] = {"native_layer_norm", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(layer_norm)
+    [TORC_OP_LAYER_NORM_BACKWARD] = {"native_layer_norm_backward", 4, ref_pending_dtypes, ref_pending_run},  // PENDING(layer_norm)
+    [TORC_OP_MAX_DIM] = {"max", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(max_dim)
+    [TORC_OP_MIN_DIM] = {"min", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(max_dim)
+    [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(adam)
 #ifdef TORC_TEST_EXTRA_ABI
     [TORC_OP_TEST_EXTRA] = {"test_extra", 1, ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
 #endif

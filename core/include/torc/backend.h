@@ -25,9 +25,9 @@ extern "C" {
 // break a built plugin fails the build instead.
 #define TORC_BACKEND_ABI_MAJOR 2
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_BACKEND_ABI_MINOR 1  // tests/abi's test build: its extra opcode and dtype are minor 1's
+#define TORC_BACKEND_ABI_MINOR 2  // tests/abi's test build: its extra opcode and dtype are minor 2's
 #else
-#define TORC_BACKEND_ABI_MINOR 0
+#define TORC_BACKEND_ABI_MINOR 1  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP
 #endif
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
@@ -153,12 +153,51 @@ extern "C" {
                                         /*   |w| < 0.5 ? fma(w, in1 - in0, in0) : fma(w - 1, in1 - in0, in1) */          \
     /* end */
 
+// v2.1: ops with several outputs. Unless said otherwise their operands may be strided, and the
+// reference computes in double and rounds each output once.
+#define TORC_OP_LIST_V2_1(X) \
+    X(LAYER_NORM, "layer_norm", 1)      /* torch.native_layer_norm over dims params.norm.axis .. ndim-1 (the */          \
+                                        /* normalized dims, N elements per row) of in0 = x (floating). Then */           \
+                                        /* in1 = weight if params.norm.affine & 1, then bias if & 2, each with the */    \
+                                        /* normalized dims' shape (ndim - axis dims) and x's dtype. */                   \
+                                        /* out[0] = y (x's shape and dtype); out[1] = mean, out[2] = rstd: x's */        \
+                                        /* shape with the normalized dims of size 1, f32 or x's dtype. */                \
+                                        /* mean = sum(x)/N, var = sum((x-mean)^2)/N (biased), */                         \
+                                        /* rstd = 1/sqrt(var + params.norm.eps), y = (x-mean)*rstd*w + b. */            \
+                                        /* N = 0: mean and rstd NaN, y empty. */                                         \
+    X(LAYER_NORM_BACKWARD, "layer_norm_backward", 1)                                                                     \
+                                        /* in0 = dy, in1 = x, in2 = mean, in3 = rstd (as LAYER_NORM wrote them), */      \
+                                        /* in4 = weight if params.norm.affine & 1. out[0] = dx (x's shape and */         \
+                                        /* dtype); then out[1] = dweight if affine & 1, then dbias if affine & 2 */      \
+                                        /* (the normalized dims' shape): with xhat = (x-mean)*rstd, g = dy*w, */         \
+                                        /* dx = rstd*(g - mean_N(g) - xhat*mean_N(g*xhat)), dweight = sum over */        \
+                                        /* rows of dy*xhat, dbias = sum over rows of dy. */                              \
+    X(MAX_DIM, "max_dim", 1)            /* torch.max(in0, params.dim.dim, keepdim=True): out[0] = values (in0's */       \
+                                        /* dtype), out[1] = indices (i64), both in0's shape with that dim of size */     \
+                                        /* 1 (the dim is not empty). The first index of the extreme value; NaN */        \
+                                        /* counts as the extreme (the first NaN wins). */                                \
+    X(MIN_DIM, "min_dim", 1)                                                                                             \
+    X(ADAM_STEP, "adam_step", 1)        /* One torch.optim Adam/AdamW step (single-tensor path), in place: */            \
+                                        /* out[0] = param, out[1] = exp_avg, out[2] = exp_avg_sq, and with */            \
+                                        /* ADAM_AMSGRAD out[3] = max_exp_avg_sq; in0 = grad. All have one shape */      \
+                                        /* and one floating dtype. Scalars in params.adam; opmath as ADDCMUL. */         \
+                                        /* Per element, each step rounded to the dtype as the separate torch ops: */     \
+                                        /*   g = MAXIMIZE ? -grad : grad */                                              \
+                                        /*   if wd != 0: ADAM_DECOUPLED ? p = p * (1 - lr*wd)  [1 - lr*wd in double] */   \
+                                        /*                              : g = g + wd*p         [as ADD with alpha] */    \
+                                        /*   m = LERP(m, g, 1 - beta1); v = v * beta2; v = ADDCMUL(v, g, g, 1 - beta2) */ \
+                                        /*   AMSGRAD: vmax = MAXIMUM(vmax, v); d = sqrt(vmax), else d = sqrt(v) */       \
+                                        /*   d = d / bc2_sqrt; d = d + eps; p = ADDCDIV(p, m, d, -step_size) */          \
+                                        /* step_size and bc2_sqrt are the core's (lr / (1 - beta1^t), */                 \
+                                        /* sqrt(1 - beta2^t) in double); every other scalar is rounded to opmath. */     \
+    /* end */
+
 // A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor: it copies
 // in[0] to out[0] (same dtype), to prove that an older plugin is never sent it.
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) X(TEST_EXTRA, "test_extra", 1)
+#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) X(TEST_EXTRA, "test_extra", 2)
 #else
-#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X)
+#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X)
 #endif
 
 typedef enum torc_opcode {
@@ -190,8 +229,12 @@ typedef union torc_op_params {
     struct { int dim; } dim;
     struct { int64_t k; } tri;
     struct { int approximate; } gelu;
+    struct { double eps; int32_t axis; uint32_t affine; } norm;  // LAYER_NORM*: affine 1 weight, 2 bias (v2.1)
+    struct { double lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt; uint32_t flags; } adam;  // (v2.1)
     double raw[8];                                       // room to grow without an ABI break
 } torc_op_params;
+
+enum { TORC_ADAM_DECOUPLED = 1, TORC_ADAM_AMSGRAD = 2, TORC_ADAM_MAXIMIZE = 4 };  // params.adam.flags
 
 // One op. The core fills every field; a backend reads it and writes only out[0 .. n_out) data.
 typedef struct torc_op {
