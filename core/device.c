@@ -263,9 +263,7 @@ torc_device *torc__reference_device(void) {
 
 const char *torc_device_name(const torc_device *dev) { return dev ? dev->name : "(null)"; }
 const char *torc_device_backend_name(const torc_device *dev) { return dev ? dev->lib->name : "(null)"; }
-const torc_backend_vtable *torc_device_vtable(const torc_device *dev) { return dev ? dev->vt : NULL; }
-void *torc_device_backend_context(const torc_device *dev) { return dev ? dev->ctx : NULL; }
-int torc_device_index(const torc_device *dev) { return dev ? dev->index : -1; }
+uint32_t torc_device_backend_abi(const torc_device *dev) { return dev ? dev->vt->abi_version : 0; }
 
 torc_status torc_device_info_get(const torc_device *dev, torc_device_info *info) {
     if (!dev || !info) return torc__error(TORC_ERR_INVALID_ARG, "torc_device_info_get: NULL argument");

@@ -47,6 +47,27 @@ static bool predates(const torc_device *dev, const torc_op *op, char *why, size_
     return false;
 }
 
+torc_status torc__native_check(torc_device *dev, torc_op *op) {
+    op->struct_size = sizeof *op;
+    char why[160];
+    if (predates(dev, op, why, sizeof why))
+        return torc__error(TORC_ERR_NOT_SUPPORTED, "backend '%s' does not take op '%s': %s", torc_device_backend_name(dev),
+                           torc_op_name(op->code), why);
+    if (!dev->vt->supports(dev->ctx, dev->index, op))
+        return torc__error(TORC_ERR_NOT_SUPPORTED, "backend '%s' does not take op '%s' for dtype %s: %s",
+                           torc_device_backend_name(dev), torc_op_name(op->code), torc_dtype_name(op->out[0].dtype),
+                           backend_msg(dev));
+    return TORC_OK;
+}
+
+torc_status torc__dispatch_native(torc_device *dev, torc_op *op) {
+    torc_status st = torc__native_check(dev, op);
+    if (st) return st;
+    const int rc = dev->vt->run(dev->ctx, dev->index, op);
+    if (rc == 0) return TORC_OK;
+    return torc__error(rc > 0 && rc < TORC_STATUS_COUNT ? (torc_status)rc : TORC_ERR_BACKEND, "%s", backend_msg(dev));
+}
+
 torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     torc_device *runner = dev;
     int rc;

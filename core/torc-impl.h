@@ -184,6 +184,10 @@ const char *torc__shape_str(int ndim, const int64_t *shape, char *buf, size_t n)
 // Runs op on dev: the device's backend if it supports it, else the reference backend when dev
 // is host memory, else TORC_ERR_NOT_SUPPORTED. Counts flops for (phase, opcode, dtype).
 torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops);
+// Whether dev's own backend takes op (the minor gate, then supports()): TORC_OK, or
+// TORC_ERR_NOT_SUPPORTED naming why. torc__dispatch_native runs it there or fails so.
+torc_status torc__native_check(torc_device *dev, torc_op *op);
+torc_status torc__dispatch_native(torc_device *dev, torc_op *op);
 // The one wrapper per vtable member (SQLite's pattern): version checks live here.
 void *torc__dev_alloc(torc_device *dev, size_t nbytes);
 void torc__dev_free(torc_device *dev, void *ptr);

@@ -68,8 +68,7 @@ START_TEST(backend_claiming_a_newer_minor_loads_and_runs) {
     use_abi_plugins();
     torc_device *d = torc_device_get("abifuture");
     ck_assert_msg(d != NULL, "%s", torc_last_error());
-    ck_assert_uint_eq(torc_device_vtable(d)->abi_version, (uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | 99));
-    ck_assert_uint_gt(torc_device_vtable(d)->struct_size, sizeof(torc_backend_vtable));
+    ck_assert_uint_eq(torc_device_backend_abi(d), (uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | 99));
     add_on(d, "abifuture");  // its unknown members are never called (one would abort)
     int runs, too_new;
     stats_of("abifuture", &runs, &too_new);
@@ -179,6 +178,28 @@ START_TEST(device_backend_of_an_older_minor_refuses_newer_ops_clearly) {
 END_TEST
 #endif
 
+// The public single-op API goes through the same gate: a 2.0 plugin is not sent a 2.1 opcode.
+START_TEST(single_op_api_keeps_the_minor_gate) {
+    use_abi_plugins();
+    torc_device *d = torc_device_get("abiold");
+    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    torc_scope_push();
+    torc_tensor *x = torc_to_device(torc_ones(TORC_SHAPE(2, 3), TORC_DTYPE_F32), d);
+    torc_tensor *v = torc_to_device(torc_zeros(TORC_SHAPE(2, 1), TORC_DTYPE_F32), d);
+    torc_tensor *i = torc_to_device(torc_zeros(TORC_SHAPE(2, 1), TORC_DTYPE_I64), d);
+    ck_assert_msg(x && v && i, "%s", torc_last_error());
+    torc_op_call call = {.code = TORC_OP_MAX_DIM, .n_in = 1, .n_out = 2, .in = {x}, .out = {v, i}};
+    call.params.dim.dim = 1;
+    ck_assert_int_eq(torc_op_supported(d, &call), TORC_ERR_NOT_SUPPORTED);
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "the plugin (backend ABI 2.0) predates op 'max_dim', added in ABI 2.1");
+    ck_assert_int_eq(torc_run_op(d, &call, TORC_RUN_NATIVE), TORC_ERR_NOT_SUPPORTED);
+    int runs, too_new;
+    stats_of("abiold", &runs, &too_new);
+    ck_assert_int_eq(too_new, 0);
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(shutdown_reaches_every_backend) {
     use_abi_plugins();
     ck_assert_ptr_nonnull(torc_device_get("abiold"));
@@ -192,6 +213,7 @@ int main(void) {
     TCase *tc = tcase_create("abi");
     tcase_add_test(tc, backend_built_against_the_frozen_2_0_headers_loads_and_runs);
     tcase_add_test(tc, backend_claiming_a_newer_minor_loads_and_runs);
+    tcase_add_test(tc, single_op_api_keeps_the_minor_gate);
     tcase_add_test(tc, backend_of_a_newer_major_is_refused_naming_both_versions);
     tcase_add_test(tc, optimizer_built_against_the_frozen_2_0_headers_loads_and_steps);
     tcase_add_test(tc, backend_options_reach_init);

@@ -307,19 +307,16 @@ static void sync_dev(void) { check(torc_device_synchronize(g_dev) == TORC_OK, "s
 // Whether the device's backend runs a 2-D matmul of dtype itself (else the reference does).
 // The probe is 64 x 64: backends may leave tiny ops to the reference (oneDNN's
 // TORC_ONEDNN_MIN_WORK), and supports() reads shapes, never data.
+// Whether the backend itself runs a 64x64 matmul of dt (else the reference would).
 static bool native_matmul(torc_dtype dt) {
-    static unsigned char buf[3][64];
-    torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2, .n_out = 1};
-    torc_operand *ops[3] = {&op.in[0], &op.in[1], &op.out[0]};
-    for (int i = 0; i < 3; i++) {
-        ops[i]->data = buf[i];
-        ops[i]->dtype = dt;
-        ops[i]->ndim = 2;
-        ops[i]->shape[0] = ops[i]->shape[1] = 64;
-        ops[i]->stride[0] = 64, ops[i]->stride[1] = 1;
-    }
-    const torc_backend_vtable *vt = torc_device_vtable(g_dev);
-    return vt->supports(torc_device_backend_context(g_dev), torc_device_index(g_dev), &op);
+    torc_scope_push();
+    torc_tensor *a = torc_to_device(torc_zeros(TORC_SHAPE(64, 64), dt), g_dev);
+    torc_tensor *out = torc_to_device(torc_zeros(TORC_SHAPE(64, 64), dt), g_dev);
+    torc_op_call call = {.code = TORC_OP_MATMUL, .n_in = 2, .n_out = 1, .in = {a, a}, .out = {out}};
+    const bool native = a && out && torc_op_supported(g_dev, &call) == TORC_OK;
+    torc_scope_pop();
+    torc_clear_error();
+    return native;
 }
 
 static double time_matmul(int64_t n, torc_dtype dt, int *reps_out) {

@@ -35,16 +35,9 @@ static options g_opt;
 // The backend under test and the oracle.
 typedef struct target {
     torc_device *dev, *ref;
-    const torc_backend_vtable *vt, *rvt;
-    int di, ri;
     bool host;     // the backend's memory is host memory (ops it lacks fall back to the reference)
 } target;
 static target g_t;
-
-// The context to pass v, one of the two vtables above (each backend has one instance).
-static void *ctx_of(const torc_backend_vtable *v) {
-    return torc_device_backend_context(v == g_t.vt ? g_t.dev : g_t.ref);
-}
 
 static bool g_any_failure;
 
@@ -672,15 +665,14 @@ static void check_guard(const unsigned char *before, const unsigned char *after,
     }
 }
 
-// ---- running a case through a vtable ----
-// Buffers on a device: every image (pads included) is uploaded, the op descriptor points inside
-// them, and after the run every image comes back so the guards and the inputs can be checked.
+// ---- running a case as one backend op (torc_run_op) ----
+// Every image (pads included) becomes a tensor on the device; the op's operands are strided views
+// inside them, and after the run every image comes back so the guards and the inputs can be
+// checked. The buffers live in a scope of their own, popped by db_release.
 typedef struct devbufs {
-    const torc_backend_vtable *vt;
-    int dev;
-    void *buf[TORC_OP_MAX_INPUTS + 1];  // inputs, then out (the same pointer as in0 when alias)
-    void *scale_out, *amax_out;         // SCALED_MM's one-f32 buffers
-    torc_op op;
+    torc_tensor *base[TORC_OP_MAX_INPUTS + 1];  // inputs' images, then out's (in0's when alias)
+    torc_tensor *amax;                          // SCALED_MM's out[1]
+    torc_op_call call;
 } devbufs;
 
 typedef struct run_out {
@@ -696,74 +688,61 @@ static void run_out_free(run_out *r) {
     memset(r, 0, sizeof *r);
 }
 
-static void operand_of(torc_operand *o, const spec *s, void *buf) {
-    memset(o, 0, sizeof *o);
-    o->data = (char *)buf + PAD + (size_t)s->offset * esize(s->dtype);
-    o->dtype = s->dtype;
-    o->ndim = s->ndim;
-    memcpy(o->shape, s->shape, sizeof o->shape);
-    memcpy(o->stride, s->stride, sizeof o->stride);
-}
-
 static void db_release(devbufs *d) {
-    for (int k = 0; k <= TORC_OP_MAX_INPUTS; k++)
-        if (d->buf[k] && !(k == TORC_OP_MAX_INPUTS && d->buf[k] == d->buf[0])) d->vt->free(ctx_of(d->vt), d->dev, d->buf[k]);
-    if (d->scale_out) d->vt->free(ctx_of(d->vt), d->dev, d->scale_out);
-    if (d->amax_out) d->vt->free(ctx_of(d->vt), d->dev, d->amax_out);
-    memset(d->buf, 0, sizeof d->buf);
-    d->scale_out = d->amax_out = NULL;
-}
-
-static bool db_upload_to(devbufs *d, void **dst, const unsigned char *img, size_t nb, char *msg, size_t msz) {
-    *dst = d->vt->alloc(ctx_of(d->vt), d->dev, nb);
-    if (!*dst) {
-        snprintf(msg, msz, "alloc of %zu bytes failed: %s", nb, d->vt->last_error(ctx_of(d->vt)));
-        return false;
-    }
-    if (d->vt->copy(ctx_of(d->vt), d->dev, *dst, img, nb, TORC_COPY_HOST_TO_DEVICE, false) != 0) {
-        snprintf(msg, msz, "copy to device failed: %s", d->vt->last_error(ctx_of(d->vt)));
-        return false;
-    }
-    return true;
-}
-static bool db_upload(devbufs *d, int k, const unsigned char *img, size_t nb, char *msg, size_t msz) {
-    return db_upload_to(d, &d->buf[k], img, nb, msg, msz);
-}
-
-static bool db_prepare(devbufs *d, const torc_backend_vtable *vt, int dev, const xcase *c, char *msg, size_t msz) {
+    torc_scope_pop();
     memset(d, 0, sizeof *d);
-    d->vt = vt, d->dev = dev;
-    d->op.code = c->code;
-    d->op.n_out = 1;
-    d->op.n_in = c->n_in;
-    d->op.n_out = 1;
-    d->op.params = c->params;
-    for (int k = 0; k < c->n_in; k++) {
-        if (!db_upload(d, k, c->img[k], image_bytes(&c->in[k]), msg, msz)) return db_release(d), false;
-        operand_of(&d->op.in[k], &c->in[k], d->buf[k]);
+}
+
+// The whole image as a 1-D tensor on dev, and s's view of it.
+static torc_tensor *image_view(torc_device *dev, const unsigned char *img, const spec *s, torc_tensor **base) {
+    const size_t es = esize(s->dtype);
+    const int64_t n = (int64_t)(image_bytes(s) / es);
+    torc_set_default_device(dev);
+    *base = torc_tensor_from(img, 1, &n, s->dtype);
+    torc_set_default_device(NULL);
+    return *base ? torc_as_strided(*base, s->ndim, s->shape, s->stride, (int64_t)(PAD / es) + s->offset) : NULL;
+}
+
+static bool db_prepare(devbufs *d, torc_device *dev, const xcase *c, char *msg, size_t msz) {
+    memset(d, 0, sizeof *d);
+    torc_scope_push();
+    torc_op_call *call = &d->call;
+    call->code = c->code;
+    call->n_in = c->n_in;
+    call->n_out = 1;
+    call->params = c->params;
+    for (int k = 0; k < c->n_in; k++)
+        if (!(call->in[k] = image_view(dev, c->img[k], &c->in[k], &d->base[k]))) goto fail;
+    if (c->alias) {
+        d->base[TORC_OP_MAX_INPUTS] = d->base[0];
+        const size_t es = esize(c->out.dtype);
+        call->out[0] = torc_as_strided(d->base[0], c->out.ndim, c->out.shape, c->out.stride, (int64_t)(PAD / es) + c->out.offset);
+    } else {
+        call->out[0] = image_view(dev, c->oimg, &c->out, &d->base[TORC_OP_MAX_INPUTS]);
     }
-    if (c->alias) d->buf[TORC_OP_MAX_INPUTS] = d->buf[0];
-    else if (!db_upload(d, TORC_OP_MAX_INPUTS, c->oimg, image_bytes(&c->out), msg, msz)) return db_release(d), false;
-    operand_of(&d->op.out[0], &c->out, d->buf[TORC_OP_MAX_INPUTS]);
+    if (!call->out[0]) goto fail;
     if (c->code == TORC_OP_SCALED_MM) {  // scale_out: the optional in4; amax: the optional out[1]
         const float so = (float)c->sm_scale_out, am = NAN;
-        if (so != 0) {
-            if (!db_upload_to(d, &d->scale_out, (const unsigned char *)&so, sizeof so, msg, msz)) return db_release(d), false;
-            d->op.in[d->op.n_in++] = (torc_operand){d->scale_out, TORC_DTYPE_F32, 1, {1}, {1}};
-        }
-        if (c->sm_amax) {
-            if (!db_upload_to(d, &d->amax_out, (const unsigned char *)&am, sizeof am, msg, msz)) return db_release(d), false;
-            d->op.out[d->op.n_out++] = (torc_operand){d->amax_out, TORC_DTYPE_F32, 1, {1}, {1}};
-        }
+        torc_set_default_device(dev);
+        if (so != 0 && !(call->in[call->n_in++] = torc_tensor_from(&so, 1, (int64_t[]){1}, TORC_DTYPE_F32))) goto fail;
+        if (c->sm_amax && !(call->out[call->n_out++] = d->amax = torc_tensor_from(&am, 1, (int64_t[]){1}, TORC_DTYPE_F32)))
+            goto fail;
+        torc_set_default_device(NULL);
     }
     return true;
+fail:
+    torc_set_default_device(NULL);
+    snprintf(msg, msz, "making the operands failed: %s", torc_last_error());
+    db_release(d);
+    return false;
 }
 
-static unsigned char *download(const devbufs *d, const void *buf, size_t nb, char *msg, size_t msz) {
+static unsigned char *download(const torc_tensor *base, char *msg, size_t msz) {
+    const size_t nb = torc_nbytes(base);
     unsigned char *h = malloc(nb);
     if (!h) xcheck_die("out of memory");
-    if (d->vt->copy(ctx_of(d->vt), d->dev, h, buf, nb, TORC_COPY_DEVICE_TO_HOST, false) != 0) {
-        snprintf(msg, msz, "copy from device failed: %s", d->vt->last_error(ctx_of(d->vt)));
+    if (torc_copy_to_host(base, h, nb)) {
+        snprintf(msg, msz, "copy from device failed: %s", torc_last_error());
         free(h);
         return NULL;
     }
@@ -772,33 +751,29 @@ static unsigned char *download(const devbufs *d, const void *buf, size_t nb, cha
 
 typedef enum { RUN_OK, RUN_UNSUPPORTED, RUN_FAILED } run_status;
 
-// Runs c with memory from (avt, adev) and the kernel of (rvt, rdev). They differ only to act out
-// the core's fallback: the reference's kernel on a host backend's memory.
-static run_status run_vtable(const torc_backend_vtable *avt, int adev, const torc_backend_vtable *rvt, int rdev,
-                             const xcase *c, run_out *r) {
+// Runs c on dev through torc_run_op. native: only dev's own backend (RUN_UNSUPPORTED where it
+// declines); else what the core does for every frontend, the reference's kernel on a host
+// backend's memory where dev's backend declines.
+static run_status run_op(torc_device *dev, bool native, const xcase *c, run_out *r) {
     devbufs d;
-    if (!db_prepare(&d, avt, adev, c, r->msg, sizeof r->msg)) return RUN_FAILED;
-    if (!rvt->supports(ctx_of(rvt), rdev, &d.op)) {
+    if (!db_prepare(&d, dev, c, r->msg, sizeof r->msg)) return RUN_FAILED;
+    if (native && torc_op_supported(dev, &d.call) != TORC_OK) {
         db_release(&d);
+        torc_clear_error();
         return RUN_UNSUPPORTED;
     }
     run_status st = RUN_OK;
-    if (rvt->run(ctx_of(rvt), rdev, &d.op) != 0) {
-        snprintf(r->msg, sizeof r->msg, "run failed: %s", rvt->last_error(ctx_of(rvt)));
-        st = RUN_FAILED;
-    } else if (avt->synchronize(ctx_of(avt), adev) != 0) {
-        snprintf(r->msg, sizeof r->msg, "synchronize failed: %s", avt->last_error(ctx_of(avt)));
+    if (torc_run_op(dev, &d.call, native ? TORC_RUN_NATIVE : 0) != TORC_OK || torc_device_synchronize(dev) != TORC_OK) {
+        snprintf(r->msg, sizeof r->msg, "run failed: %s", torc_last_error());
         st = RUN_FAILED;
     }
     if (st == RUN_OK) {
-        r->obuf = download(&d, d.buf[TORC_OP_MAX_INPUTS], image_bytes(&c->out), r->msg, sizeof r->msg);
+        r->obuf = download(d.base[TORC_OP_MAX_INPUTS], r->msg, sizeof r->msg);
         for (int k = 0; k < c->n_in && r->obuf; k++)
-            if (!(c->alias && k == 0) && !(r->ibuf[k] = download(&d, d.buf[k], image_bytes(&c->in[k]), r->msg, sizeof r->msg)))
-                st = RUN_FAILED;
+            if (!(c->alias && k == 0) && !(r->ibuf[k] = download(d.base[k], r->msg, sizeof r->msg))) st = RUN_FAILED;
         if (!r->obuf) st = RUN_FAILED;
-        if (st == RUN_OK && d.amax_out &&
-            avt->copy(ctx_of(avt), adev, &r->amax, d.amax_out, sizeof r->amax, TORC_COPY_DEVICE_TO_HOST, false) != 0) {
-            snprintf(r->msg, sizeof r->msg, "copy from device failed: %s", avt->last_error(ctx_of(avt)));
+        if (st == RUN_OK && d.amax && torc_copy_to_host(d.amax, &r->amax, sizeof r->amax)) {
+            snprintf(r->msg, sizeof r->msg, "copy from device failed: %s", torc_last_error());
             st = RUN_FAILED;
         }
     }
@@ -1095,13 +1070,13 @@ static void finish_row(torc_opcode code, const row *r) {
 
 // ---- --perf ----
 // The course's time_matmul: warm up, then time runs with a synchronize after each, take the median.
-static double time_runs(devbufs *d, const torc_backend_vtable *rvt, int rdev) {
-    if (rvt->run(ctx_of(rvt), rdev, &d->op) != 0 || d->vt->synchronize(ctx_of(d->vt), d->dev) != 0) return -1;
+static double time_runs(torc_device *dev, const devbufs *d) {
+    if (torc_run_op(dev, &d->call, TORC_RUN_NATIVE) || torc_device_synchronize(dev)) return -1;
     double t[64], total = 0;
     int n = 0;
     while (n < 64 && (n < 3 || (total < 0.2 && n < 25))) {
         const double t0 = now_s();
-        if (rvt->run(ctx_of(rvt), rdev, &d->op) != 0 || d->vt->synchronize(ctx_of(d->vt), d->dev) != 0) return -1;
+        if (torc_run_op(dev, &d->call, TORC_RUN_NATIVE) || torc_device_synchronize(dev)) return -1;
         t[n] = now_s() - t0;
         total += t[n++];
         if (t[0] > 1.0 && n >= 1) break;  // a slow reference kernel: one timed run is enough
@@ -1110,19 +1085,22 @@ static double time_runs(devbufs *d, const torc_backend_vtable *rvt, int rdev) {
     return t[n / 2];
 }
 
-static void perf_case(builder *b, const xcase *c) {
+// The median time of c on dev's own backend, -1 where it declines or fails.
+static double time_case(torc_device *dev, const xcase *c) {
     char msg[512];
     devbufs d;
-    double tb = -1, tr = -1;
-    bool native = false;
-    if (db_prepare(&d, g_t.vt, g_t.di, c, msg, sizeof msg)) {
-        if (g_t.vt->supports(ctx_of(g_t.vt), g_t.di, &d.op)) native = true, tb = time_runs(&d, g_t.vt, g_t.di);
+    double t = -1;
+    if (db_prepare(&d, dev, c, msg, sizeof msg)) {
+        if (torc_op_supported(dev, &d.call) == TORC_OK) t = time_runs(dev, &d);
         db_release(&d);
     }
-    if (db_prepare(&d, g_t.rvt, g_t.ri, c, msg, sizeof msg)) {
-        if (g_t.rvt->supports(ctx_of(g_t.rvt), g_t.ri, &d.op)) tr = time_runs(&d, g_t.rvt, g_t.ri);
-        db_release(&d);
-    }
+    torc_clear_error();
+    return t;
+}
+
+static void perf_case(builder *b, const xcase *c) {
+    const double tb = time_case(g_t.dev, c), tr = time_case(g_t.ref, c);
+    const bool native = tb >= 0;
     if (tr < 0 && tb < 0) return;
     double bytes = (double)spec_numel(&c->out) * (double)esize(c->out.dtype) * (c->out_read ? 2 : 1), flops = 0;
     for (int k = 0; k < c->n_in; k++) bytes += (double)spec_numel(&c->in[k]) * (double)esize(c->in[k].dtype);
@@ -1169,11 +1147,12 @@ static void emit(builder *b, xcase *c) {
     char msg[512];
     if (b->mode == EMIT_PROBE) {
         devbufs d;
-        if (db_prepare(&d, g_t.vt, g_t.di, c, msg, sizeof msg)) {
+        if (db_prepare(&d, g_t.dev, c, msg, sizeof msg)) {
             b->probe_total++;
-            if (g_t.vt->supports(ctx_of(g_t.vt), g_t.di, &d.op)) b->probe_native++;
+            if (torc_op_supported(g_t.dev, &d.call) == TORC_OK) b->probe_native++;
             db_release(&d);
         }
+        torc_clear_error();
         xc_free(c);
         return;
     }
@@ -1190,7 +1169,7 @@ static void emit(builder *b, xcase *c) {
     run_out ref = {0}, got = {0};
     cmp m = {.ok = true};
     run_mode mode = c->frontend ? M_FRONTEND : M_NATIVE;
-    run_status rs = run_vtable(g_t.rvt, g_t.ri, g_t.rvt, g_t.ri, &u, &ref);
+    run_status rs = run_op(g_t.ref, true, &u, &ref);
     if (rs == RUN_UNSUPPORTED) {
         b->row->na++;
         goto done;
@@ -1209,7 +1188,7 @@ static void emit(builder *b, xcase *c) {
         if (rs == RUN_UNSUPPORTED) goto done;  // no public entry point: nothing to add
         out_image = c->alias || writes_into_out(c->code);
     } else {
-        rs = run_vtable(g_t.vt, g_t.di, g_t.vt, g_t.di, c, &got);
+        rs = run_op(g_t.dev, true, c, &got);
         if (rs == RUN_UNSUPPORTED) {
             if (!g_t.host) {  // a device backend has no fallback: the op is an error there
                 mode = M_UNSUPPORTED;
@@ -1222,7 +1201,7 @@ static void emit(builder *b, xcase *c) {
             rs = run_frontend(c, &got, &as);
             out_image = c->alias || writes_into_out(c->code);
             if (rs == RUN_UNSUPPORTED) {
-                rs = run_vtable(g_t.vt, g_t.di, g_t.rvt, g_t.ri, c, &got);
+                rs = run_op(g_t.dev, false, c, &got);
                 as = c->out;
                 out_image = true;
             }
@@ -2428,8 +2407,6 @@ int main(int argc, char **argv) {
     if (!g_t.ref) xcheck_die("cannot load the reference backend: %s", torc_last_error());
     g_t.dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
     if (!g_t.dev) xcheck_die("cannot load backend '%s': %s", g_opt.backend ? g_opt.backend : "(default)", torc_last_error());
-    g_t.vt = torc_device_vtable(g_t.dev), g_t.rvt = torc_device_vtable(g_t.ref);
-    g_t.di = torc_device_index(g_t.dev), g_t.ri = torc_device_index(g_t.ref);
     torc_device_info info;
     torc_device_info_get(g_t.dev, &info);
     g_t.host = info.host_memory;

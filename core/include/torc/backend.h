@@ -237,6 +237,9 @@ typedef union torc_op_params {
 enum { TORC_ADAM_DECOUPLED = 1, TORC_ADAM_AMSGRAD = 2, TORC_ADAM_MAXIMIZE = 4 };  // params.adam.flags
 
 // One op. The core fills every field; a backend reads it and writes only out[0 .. n_out) data.
+// The core has checked the operand counts and every shape the op's contract above relates (also
+// for ops users send through torc_run_op, core/run_op.c), so a backend may index by the shapes
+// it is given; values (index bounds, mask counts) and dtypes remain the backend's to check.
 typedef struct torc_op {
     uint32_t struct_size;  // sizeof(torc_op) of the core that built it (>= the 2.0 size)
     uint32_t flags;        // 0 in 2.0; bits a later minor defines come with ops of that minor

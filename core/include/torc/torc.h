@@ -121,11 +121,31 @@ TORC_API torc_status torc_device_memory_stats(const torc_device *dev, uint64_t *
 // first backend loads, so calling it is needed only to release devices before exit. No torc call
 // may follow it.
 TORC_API void torc_shutdown(void);
-// The backend of a device as a loaded vtable and the context to pass it (for tools such as
-// torc-xcheck, which call a backend directly; the core's minor-version gate does not apply).
-TORC_API const torc_backend_vtable *torc_device_vtable(const torc_device *dev);
-TORC_API void *torc_device_backend_context(const torc_device *dev);
-TORC_API int torc_device_index(const torc_device *dev);
+// The backend ABI version (major << 16 | minor) dev's plugin was built with.
+TORC_API uint32_t torc_device_backend_abi(const torc_device *dev);
+
+// ---- single backend ops (for backend authors and tools such as torc-xcheck) ----
+// One op of backend.h's contract with tensors as operands: no broadcasting, promotion, autograd or
+// allocation; the operands are as backend.h says for the opcode (out[] already allocated). It
+// goes through the same gate as every frontend: an opcode or dtype newer than dev's plugin never
+// reaches it. Every tensor must be on dev. The core checks the operand counts and the shapes the
+// contract relates (TORC_ERR_SHAPE / TORC_ERR_INVALID_ARG naming the operand, nothing run); the
+// backend checks dtypes and values (index bounds, mask counts) as it does for the frontends.
+// Each output's version counter is bumped.
+typedef struct torc_op_call {
+    torc_opcode code;
+    int n_in, n_out;
+    const torc_tensor *in[TORC_OP_MAX_INPUTS];
+    torc_tensor *out[TORC_OP_MAX_OUTPUTS];
+    torc_op_params params;
+} torc_op_call;
+// Flags of torc_run_op. TORC_RUN_NATIVE: only dev's own backend runs it: TORC_ERR_NOT_SUPPORTED
+// where it declines, instead of the reference backend running it on dev's memory (host backends).
+#define TORC_RUN_NATIVE 1u
+TORC_API torc_status torc_run_op(torc_device *dev, const torc_op_call *call, unsigned flags);
+// TORC_OK when dev's own backend takes call (torc_run_op with TORC_RUN_NATIVE would run it),
+// TORC_ERR_NOT_SUPPORTED with the backend's reason as the last error when it declines.
+TORC_API torc_status torc_op_supported(torc_device *dev, const torc_op_call *call);
 
 // ---- random numbers ----
 // A generator is (seed, offset); each draw of n numbers uses counters offset..offset+n-1 and

@@ -1,0 +1,295 @@
+// core/run_op.c — the public single-op API (torc_run_op, torc_op_supported): one op of
+// backend.h's contract on tensors, through the same minor-version gate as every frontend. The
+// core checks what keeps a backend's memory accesses inside the tensors (the operand counts and
+// the shapes the contract relates); a backend checks values (index bounds, mask counts) and
+// dtypes (supports()).
+#include <stdio.h>
+#include <string.h>
+
+#include "torc-impl.h"
+
+// Inputs each opcode takes (a range where the op has optional operands).
+static void arity(const torc_op *op, int *in_lo, int *in_hi, int *out_lo, int *out_hi) {
+    *out_lo = *out_hi = 1;
+    switch (op->code) {
+    case TORC_OP_FILL:
+    case TORC_OP_ARANGE:
+    case TORC_OP_LINSPACE:
+    case TORC_OP_RAND_UNIFORM:
+    case TORC_OP_RAND_NORMAL:
+    case TORC_OP_RAND_INT: *in_lo = *in_hi = 0; return;
+    case TORC_OP_WHERE:
+    case TORC_OP_ADDCMUL:
+    case TORC_OP_ADDCDIV: *in_lo = *in_hi = 3; return;
+    case TORC_OP_SCALED_MM: *in_lo = 4, *in_hi = 5, *out_hi = 2; return;
+    case TORC_OP_LAYER_NORM: {
+        const uint32_t a = op->params.norm.affine;
+        *in_lo = *in_hi = 1 + (a & 1) + (a >> 1 & 1);
+        *out_lo = *out_hi = 3;
+        return;
+    }
+    case TORC_OP_LAYER_NORM_BACKWARD: {
+        const uint32_t a = op->params.norm.affine;
+        *in_lo = *in_hi = 4 + (a & 1);
+        *out_lo = *out_hi = 1 + (a & 1) + (a >> 1 & 1);
+        return;
+    }
+    case TORC_OP_MAX_DIM:
+    case TORC_OP_MIN_DIM: *in_lo = *in_hi = 1, *out_lo = *out_hi = 2; return;
+    case TORC_OP_ADAM_STEP:
+        *in_lo = *in_hi = 1;
+        *out_lo = *out_hi = op->params.adam.flags & TORC_ADAM_AMSGRAD ? 4 : 3;
+        return;
+    default: break;
+    }
+    if (op->code >= TORC_OP_ADD && op->code <= TORC_OP_LOGICAL_OR) *in_lo = *in_hi = 2;
+    else if (op->code == TORC_OP_LERP || (op->code >= TORC_OP_MATMUL && op->code <= TORC_OP_MASKED_SCATTER))
+        *in_lo = *in_hi = 2;
+    else *in_lo = *in_hi = 1;  // COPY, unary, reductions, softmax, TRIU/TRIL
+}
+
+typedef struct checker {
+    const torc_op *op;
+    char *why;
+    size_t n;
+} checker;
+
+static const torc_operand *operand(const checker *c, int k) {
+    return k < c->op->n_in ? &c->op->in[k] : &c->op->out[k - c->op->n_in];
+}
+
+static void name_of(const checker *c, int k, char *buf, size_t n) {
+    if (k < c->op->n_in) snprintf(buf, n, "in[%d]", k);
+    else snprintf(buf, n, "out[%d]", k - c->op->n_in);
+}
+
+static bool fail_shape(const checker *c, int k, const char *want) {
+    char who[16], got[TORC_SHAPE_STR_MAX];
+    name_of(c, k, who, sizeof who);
+    const torc_operand *o = operand(c, k);
+    snprintf(c->why, c->n, "%s has shape %s; %s", who, torc__shape_str(o->ndim, o->shape, got, sizeof got), want);
+    return false;
+}
+
+// Operand k has shape (ndim, shape).
+static bool want_shape(const checker *c, int k, int ndim, const int64_t *shape) {
+    const torc_operand *o = operand(c, k);
+    if (o->ndim == ndim && (ndim == 0 || !memcmp(o->shape, shape, (size_t)ndim * sizeof *shape))) return true;
+    char want[TORC_SHAPE_STR_MAX + 16];
+    char s[TORC_SHAPE_STR_MAX];
+    snprintf(want, sizeof want, "the op needs %s", torc__shape_str(ndim, shape, s, sizeof s));
+    return fail_shape(c, k, want);
+}
+
+static bool want_numel1(const checker *c, int k) {
+    const torc_operand *o = operand(c, k);
+    int64_t n = 1;
+    for (int d = 0; d < o->ndim; d++) n *= o->shape[d];
+    return n == 1 || fail_shape(c, k, "the op needs one element");
+}
+
+static bool want_ndim(const checker *c, int k, int lo, int hi) {
+    const int nd = operand(c, k)->ndim;
+    if (nd >= lo && nd <= hi) return true;
+    char want[64];
+    if (lo == hi) snprintf(want, sizeof want, "the op needs %d dims", lo);
+    else snprintf(want, sizeof want, "the op needs %d to %d dims", lo, hi);
+    return fail_shape(c, k, want);
+}
+
+static bool want_dim(const checker *c, int dim, int ndim) {
+    if (dim >= 0 && dim < (ndim > 0 ? ndim : 1)) return true;
+    snprintf(c->why, c->n, "params.dim.dim is %d, out of range for %d dims", dim, ndim);
+    return false;
+}
+
+// The shape of o with the dims in mask (bit d: dim d) set to 1.
+static void reduced(const torc_operand *o, uint64_t mask, int64_t *shape) {
+    for (int d = 0; d < o->ndim; d++) shape[d] = mask >> d & 1 ? 1 : o->shape[d];
+}
+
+// The shapes backend.h's contract relates, per opcode.
+static bool shapes_ok(const checker *c) {
+    const torc_op *op = c->op;
+    const torc_operand *x = op->n_in ? &op->in[0] : &op->out[0], *out = &op->out[0];
+    int64_t s[TORC_MAX_DIMS];
+    switch (op->code) {
+    case TORC_OP_FILL:
+    case TORC_OP_RAND_UNIFORM:
+    case TORC_OP_RAND_NORMAL:
+    case TORC_OP_RAND_INT: return true;
+    case TORC_OP_ARANGE: return want_ndim(c, 0, 1, 1);
+    case TORC_OP_LINSPACE:
+        if (!want_ndim(c, 0, 1, 1)) return false;
+        if (out->shape[0] == op->params.range.count) return true;
+        snprintf(c->why, c->n, "out has %lld elements but params.range.count is %lld", (long long)out->shape[0],
+                 (long long)op->params.range.count);
+        return false;
+    case TORC_OP_SUM:
+    case TORC_OP_MEAN:
+    case TORC_OP_PROD:
+    case TORC_OP_MAX:
+    case TORC_OP_MIN:
+    case TORC_OP_ARGMAX:
+    case TORC_OP_ARGMIN:
+    case TORC_OP_VAR:
+    case TORC_OP_STD:
+    case TORC_OP_NORM:
+    case TORC_OP_LOGSUMEXP: {
+        const uint32_t mask = op->params.reduce.mask;
+        if (x->ndim < 32 && mask >> x->ndim) {
+            snprintf(c->why, c->n, "params.reduce.mask 0x%x names dims past in[0]'s %d", (unsigned)mask, x->ndim);
+            return false;
+        }
+        reduced(x, mask, s);
+        return want_shape(c, 1, x->ndim, s);
+    }
+    case TORC_OP_SOFTMAX:
+    case TORC_OP_LOG_SOFTMAX: return want_dim(c, op->params.dim.dim, x->ndim) && want_shape(c, 1, x->ndim, x->shape);
+    case TORC_OP_MATMUL: {  // in0 (..., M, K) @ in1 (..., K, N) -> out (..., M, N), one batch shape
+        const int nd = x->ndim;
+        if (!want_ndim(c, 0, 2, TORC_MAX_DIMS) || !want_ndim(c, 1, nd, nd)) return false;
+        memcpy(s, x->shape, sizeof s);
+        s[nd - 2] = x->shape[nd - 1], s[nd - 1] = op->in[1].shape[nd - 1];
+        if (!want_shape(c, 1, nd, s)) return false;
+        s[nd - 2] = x->shape[nd - 2];
+        return want_shape(c, 2, nd, s);
+    }
+    case TORC_OP_SCALED_MM: {
+        if (!want_ndim(c, 0, 2, 2)) return false;
+        const int64_t kn[2] = {x->shape[1], op->in[1].ndim == 2 ? op->in[1].shape[1] : 0};
+        if (!want_ndim(c, 1, 2, 2) || !want_shape(c, 1, 2, kn)) return false;
+        const int64_t mn[2] = {x->shape[0], kn[1]};
+        if (!want_shape(c, op->n_in, 2, mn)) return false;
+        for (int k = 2; k < op->n_in; k++)
+            if (!want_numel1(c, k)) return false;
+        return op->n_out < 2 || want_numel1(c, op->n_in + 1);
+    }
+    case TORC_OP_INDEX_SELECT:
+    case TORC_OP_INDEX_ADD: {
+        // INDEX_SELECT: out = in0 with dim's size the index's length; INDEX_ADD: the same of
+        // in0 (source) against out (self).
+        const bool add = op->code == TORC_OP_INDEX_ADD;
+        const torc_operand *self = add ? out : x;
+        const int dim = op->params.dim.dim;
+        if (!want_dim(c, dim, self->ndim) || !want_ndim(c, 1, 0, 1)) return false;
+        memcpy(s, self->shape, sizeof s);
+        if (self->ndim > 0) s[dim] = op->in[1].ndim ? op->in[1].shape[0] : 1;
+        return want_shape(c, add ? 0 : 2, self->ndim, s);
+    }
+    case TORC_OP_GATHER:
+    case TORC_OP_SCATTER_ADD: {
+        // self (GATHER's in0, SCATTER_ADD's out), the index (in1) and the other (GATHER's out,
+        // SCATTER_ADD's source in0) have one ndim; the index fits in self off dim and, for a
+        // scatter, in the source; GATHER's out has the index's shape.
+        const bool scatter = op->code == TORC_OP_SCATTER_ADD;
+        const torc_operand *self = scatter ? out : x, *idx = &op->in[1], *src = x;
+        const int dim = op->params.dim.dim, nd = self->ndim;
+        if (!want_dim(c, dim, nd) || !want_ndim(c, 1, nd, nd) || !want_ndim(c, scatter ? 0 : 2, nd, nd)) return false;
+        for (int d = 0; d < nd; d++)
+            if ((d != dim && idx->shape[d] > self->shape[d]) || (scatter && idx->shape[d] > src->shape[d]))
+                return fail_shape(c, 1, scatter ? "the index must fit in the source, and in out off the dim"
+                                                : "the index must fit in in[0] off the dim");
+        return scatter || want_shape(c, 2, nd, idx->shape);
+    }
+    case TORC_OP_MASKED_SELECT: return want_shape(c, 1, x->ndim, x->shape) && want_ndim(c, 2, 1, 1);
+    case TORC_OP_MASKED_SCATTER: return want_shape(c, 1, out->ndim, out->shape) && want_ndim(c, 0, 1, 1);
+    case TORC_OP_TRIU:
+    case TORC_OP_TRIL: return want_ndim(c, 0, 2, TORC_MAX_DIMS) && want_shape(c, 1, x->ndim, x->shape);
+    case TORC_OP_LAYER_NORM:
+    case TORC_OP_LAYER_NORM_BACKWARD: {
+        const bool bwd = op->code == TORC_OP_LAYER_NORM_BACKWARD;
+        const torc_operand *xx = bwd ? &op->in[1] : x;
+        const int axis = op->params.norm.axis, nd = xx->ndim;
+        const uint32_t affine = op->params.norm.affine;
+        if (axis < 0 || axis > nd || affine > 3) {
+            snprintf(c->why, c->n, "params.norm: axis %d for %d dims, affine %u (0 to 3)", axis, nd, (unsigned)affine);
+            return false;
+        }
+        memcpy(s, xx->shape, sizeof s);
+        for (int d = axis; d < nd; d++) s[d] = 1;  // the statistics' shape
+        const int64_t *norm = xx->shape + axis;
+        int k = bwd ? 4 : 1;  // the first affine input
+        for (int b = 0; b < 2; b++)
+            if ((affine >> b & 1) && !(bwd && b == 1) && !want_shape(c, k++, nd - axis, norm)) return false;
+        if (bwd) {
+            if (!want_shape(c, 0, nd, xx->shape) || !want_shape(c, 2, nd, s) || !want_shape(c, 3, nd, s) ||
+                !want_shape(c, op->n_in, nd, xx->shape))
+                return false;
+            for (k = op->n_in + 1; k < op->n_in + op->n_out; k++)
+                if (!want_shape(c, k, nd - axis, norm)) return false;
+            return true;
+        }
+        return want_shape(c, op->n_in, nd, xx->shape) && want_shape(c, op->n_in + 1, nd, s) &&
+               want_shape(c, op->n_in + 2, nd, s);
+    }
+    case TORC_OP_MAX_DIM:
+    case TORC_OP_MIN_DIM: {
+        const int dim = op->params.dim.dim;
+        if (!want_dim(c, dim, x->ndim)) return false;
+        if (x->ndim > 0 && x->shape[dim] == 0) {
+            snprintf(c->why, c->n, "dim %d of in[0] is empty", dim);
+            return false;
+        }
+        reduced(x, x->ndim > 0 ? UINT64_C(1) << dim : 0, s);
+        return want_shape(c, 1, x->ndim, s) && want_shape(c, 2, x->ndim, s);
+    }
+    default:  // elementwise (COPY, unary, binary, WHERE, the fused pointwise ops, ADAM_STEP): one shape
+        for (int k = 0; k < op->n_in + op->n_out; k++)
+            if (!want_shape(c, k, out->ndim, out->shape)) return false;
+        return true;
+    }
+}
+
+// Builds the torc_op of call on dev: the checks every backend relies on the core for.
+static torc_status build(torc_device *dev, const torc_op_call *call, const char *fn, torc_op *op) {
+    if (!dev) return torc__null_arg("%s: dev is NULL", fn);
+    if (!call) return torc__null_arg("%s: call is NULL", fn);
+    if ((unsigned)call->code >= TORC_OP_COUNT)
+        return torc__error(TORC_ERR_INVALID_ARG, "%s: unknown opcode %d", fn, (int)call->code);
+    memset(op, 0, sizeof *op);
+    op->code = call->code;
+    op->params = call->params;
+    int in_lo, in_hi, out_lo, out_hi;
+    arity(op, &in_lo, &in_hi, &out_lo, &out_hi);
+    if (call->n_in < in_lo || call->n_in > in_hi || call->n_out < out_lo || call->n_out > out_hi) {
+        char ins[16], outs[16];
+        snprintf(ins, sizeof ins, in_hi > in_lo ? "%d or %d" : "%d", in_lo, in_hi);
+        snprintf(outs, sizeof outs, out_hi > out_lo ? "%d or %d" : "%d", out_lo, out_hi);
+        return torc__error(TORC_ERR_INVALID_ARG, "%s: op '%s' takes %s input(s) and %s output(s) here, got %d and %d",
+                           fn, torc_op_name(op->code), ins, outs, call->n_in, call->n_out);
+    }
+    op->n_in = call->n_in, op->n_out = call->n_out;
+    for (int k = 0; k < op->n_in + op->n_out; k++) {
+        const torc_tensor *t = k < op->n_in ? call->in[k] : call->out[k - op->n_in];
+        const char *side = k < op->n_in ? "in" : "out";
+        const int i = k < op->n_in ? k : k - op->n_in;
+        if (!t) return torc__null_arg("%s: %s[%d] is NULL", fn, side, i);
+        if (t->device != dev)
+            return torc__error(TORC_ERR_INVALID_ARG, "%s: Expected all tensors to be on the same device, but %s[%d] "
+                               "is on %s and the op runs on %s", fn, side, i, torc_device_name(t->device),
+                               torc_device_name(dev));
+        torc__operand(t, k < op->n_in ? &op->in[i] : &op->out[i]);
+    }
+    char why[TORC_SHAPE_STR_MAX + 96];
+    checker c = {op, why, sizeof why};
+    if (!shapes_ok(&c)) return torc__error(TORC_ERR_SHAPE, "%s: op '%s': %s", fn, torc_op_name(op->code), why);
+    return TORC_OK;
+}
+
+torc_status torc_run_op(torc_device *dev, const torc_op_call *call, unsigned flags) {
+    torc_op op;
+    torc_status st = build(dev, call, "torc_run_op", &op);
+    if (st) return st;
+    if (flags & ~TORC_RUN_NATIVE) return torc__error(TORC_ERR_INVALID_ARG, "torc_run_op: unknown flags 0x%x", flags);
+    st = flags & TORC_RUN_NATIVE ? torc__dispatch_native(dev, &op) : torc__dispatch(dev, &op, 0);
+    if (st) return st;
+    for (int k = 0; k < call->n_out; k++) torc__bump_version(call->out[k]);
+    return TORC_OK;
+}
+
+torc_status torc_op_supported(torc_device *dev, const torc_op_call *call) {
+    torc_op op;
+    torc_status st = build(dev, call, "torc_op_supported", &op);
+    return st ? st : torc__native_check(dev, &op);
+}
