@@ -1,6 +1,7 @@
 // tools/torc-xcheck.c — cross-checks a backend against the reference backend: every op x dtype x
-// shape family through the backend's vtable with sentinel-guarded buffers (or through the public
-// API where the op falls back), gradients by finite differences (--grad) and timings (--perf).
+// shape family as one op on the backend (torc_run_op, the public single-op API, with
+// TORC_RUN_NATIVE) over sentinel-guarded buffers (or through the frontends where the op falls
+// back), gradients by finite differences (--grad) and timings (--perf).
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -2244,7 +2245,7 @@ static void usage(FILE *f) {
             "                   [--tol-scale X] [--seed N] [--perf-n ELEMENTS] [--perf-mm N]\n"
             "Cross-checks a backend against the reference backend: every op x dtype x shape family\n"
             "(contiguous, transposed, sliced with a step, broadcast, zero-size, zero-dim, size 1, odd\n"
-            "sizes, large, in place, NaN/inf) runs through the backend's vtable with sentinel bytes\n"
+            "sizes, large, in place, NaN/inf) runs as one op on the backend (torc_run_op) with sentinel bytes\n"
             "around every buffer; ops the backend lacks are checked through the public API, where they\n"
             "fall back to the reference. The onednn backend's small-op hand-off to the reference\n"
             "(TORC_ONEDNN_MIN_WORK) is off here unless set, so every family reaches its kernels.\n"
