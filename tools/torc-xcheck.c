@@ -353,10 +353,16 @@ typedef struct xcase {
     // SCALED_MM's pointer params: scale_out's value (0: none) and whether amax_out is asked for.
     double sm_scale_out;
     bool sm_amax;
+    // The outputs after out (the multi-output ops of ABI 2.1): their views and their images
+    // before the run (sentinel, or data where the op reads them).
+    int n_xout;
+    spec xout[TORC_OP_MAX_OUTPUTS - 1];
+    unsigned char *xoimg[TORC_OP_MAX_OUTPUTS - 1];
 } xcase;
 
 static void xc_free(xcase *c) {
     for (int k = 0; k < TORC_OP_MAX_INPUTS; k++) free(c->img[k]);
+    for (int k = 0; k < c->n_xout; k++) free(c->xoimg[k]);
     free(c->oimg);
 }
 static const unsigned char *xc_out_before(const xcase *c) { return c->alias ? c->img[0] : c->oimg; }
@@ -413,6 +419,14 @@ static void xc_out_data(xcase *c, builder *b, spec s, domain dm) {
     const int64_t n = spec_numel(&s);
     for (int64_t i = 0; i < n; i++) st_f(elem(c->oimg, &s, spec_lin(&s, i)), s.dtype, gen_value(&b->rng, dm, s.dtype));
 }
+// The next output after out: sentinel bytes, or data (dm) when the op reads it (in place).
+static void xc_xout(xcase *c, builder *b, spec s, const domain *dm) {
+    const int k = c->n_xout++;
+    c->xout[k] = s;
+    c->xoimg[k] = dm ? make_input(&s, *dm, &b->rng) : malloc(image_bytes(&s));
+    if (!c->xoimg[k]) xcheck_die("out of memory");
+    if (!dm) memset(c->xoimg[k], SENTINEL, image_bytes(&s));
+}
 static void xc_alias(xcase *c) {
     c->alias = true;
     c->out = c->in[0];
@@ -427,9 +441,9 @@ static void xc_alias(xcase *c) {
 typedef enum { MAG_R, MAG_ONE, MAG_ADD, MAG_SUMABS, MAG_MM, MAG_SRC } mag_kind;
 typedef struct tolspec { bool exact, zero_sign; double rtol, atol; mag_kind mag; } tolspec;
 
-static tolspec tol_for(const xcase *c) {
+static tolspec tol_for(const xcase *c, int k) {
     tolspec t = {.mag = MAG_R};
-    const torc_dtype od = c->out.dtype;
+    const torc_dtype od = k ? c->xout[k - 1].dtype : c->out.dtype;
     if (!is_float(od)) {
         t.exact = true;
         return t;
@@ -480,6 +494,20 @@ static tolspec tol_for(const xcase *c) {
     case TORC_OP_INDEX_ADD: case TORC_OP_SCATTER_ADD:
         t.rtol = 2 * e, t.atol = 4 * ec * sq + 2 * e, t.mag = MAG_SRC;
         break;
+    case TORC_OP_MAX_DIM: case TORC_OP_MIN_DIM: case TORC_OP_ADAM_STEP:  // selections; Adam's rounding steps
+        t.exact = true;
+        break;
+    // layer_norm: n_acc = N, the normalized elements per row. Inputs are O(1), so are y, mean,
+    // rstd and dx: each within a rounding of its dtype plus a sum's error over N (or, for
+    // dweight / dbias, over the rows) relative to 1.
+    case TORC_OP_LAYER_NORM:
+        t.rtol = 2 * e + (k == 2 ? 8 * ec * sq : 0), t.atol = 8 * ec * sq, t.mag = MAG_ONE;
+        break;
+    case TORC_OP_LAYER_NORM_BACKWARD: {
+        const double rows = (double)spec_numel(&c->out) / (double)(c->n_acc > 0 ? c->n_acc : 1);
+        t.rtol = 2 * e, t.atol = 16 * ec * (k ? rows : sq), t.mag = MAG_ONE;
+        break;
+    }
     default:  // rounding once: arange, linspace, uniform, square, mul, div, sqrt, reciprocal
         t.rtol = 2 * e;
         break;
@@ -559,17 +587,18 @@ static void cmp_fail(cmp *m, const char *fmt, ...) {
 
 // Compares actual (image + spec) with the reference's out (c->out in eimg), element by element
 // in row-major order.
-static void compare(const xcase *c, const unsigned char *eimg, const unsigned char *aimg, const spec *as,
+// k: which output (0: out, else xout[k - 1]).
+static void compare(const xcase *c, int k, const unsigned char *eimg, const unsigned char *aimg, const spec *as,
                     float eamax, float aamax, cmp *m) {
-    const spec *es = &c->out;
+    const spec *es = k ? &c->xout[k - 1] : &c->out;
     const torc_dtype dt = es->dtype;
     const int64_t n = spec_numel(es);
     if (spec_numel(as) != n) {
         cmp_fail(m, "result has %lld elements, expected %lld", (long long)spec_numel(as), (long long)n);
         return;
     }
-    const tolspec t = tol_for(c);
-    double *mag = magnitudes(c, t.mag);
+    const tolspec t = tol_for(c, k);
+    double *mag = k ? NULL : magnitudes(c, t.mag);
     double src_mag = 0;
     if (t.mag == MAG_SRC) {
         const spec *s = &c->in[0];
@@ -631,7 +660,7 @@ static void compare(const xcase *c, const unsigned char *eimg, const unsigned ch
                      ve, err, tol);
     }
     m->nmse = e2 / (r2 > 0 ? r2 : 1e-300);
-    if (c->sm_amax) {  // SCALED_MM's max |r| (before scale_out), NaN if any r is NaN
+    if (c->sm_amax && k == 0) {  // SCALED_MM's max |r| (before scale_out), NaN if any r is NaN
         double mmax = 0;
         for (int64_t i = 0; mag && i < n; i++) mmax = fmax(mmax, mag[i]);
         if (c->sm_scale_out != 0) mmax /= fabs(c->sm_scale_out);
@@ -673,6 +702,7 @@ static void check_guard(const unsigned char *before, const unsigned char *after,
 typedef struct devbufs {
     torc_tensor *base[TORC_OP_MAX_INPUTS + 1];  // inputs' images, then out's (in0's when alias)
     torc_tensor *amax;                          // SCALED_MM's out[1]
+    torc_tensor *xbase[TORC_OP_MAX_OUTPUTS - 1];  // the images of the outputs after out
     torc_op_call call;
 } devbufs;
 
@@ -680,11 +710,13 @@ typedef struct run_out {
     unsigned char *obuf;                       // out's image after the run
     unsigned char *ibuf[TORC_OP_MAX_INPUTS];   // inputs' images after the run
     float amax;                                // SCALED_MM's amax_out after the run
+    unsigned char *xobuf[TORC_OP_MAX_OUTPUTS - 1];  // the images of the outputs after out
     char msg[512];
 } run_out;
 
 static void run_out_free(run_out *r) {
     free(r->obuf);
+    for (int k = 0; k < TORC_OP_MAX_OUTPUTS - 1; k++) free(r->xobuf[k]);
     for (int k = 0; k < TORC_OP_MAX_INPUTS; k++) free(r->ibuf[k]);
     memset(r, 0, sizeof *r);
 }
@@ -722,6 +754,8 @@ static bool db_prepare(devbufs *d, torc_device *dev, const xcase *c, char *msg, 
         call->out[0] = image_view(dev, c->oimg, &c->out, &d->base[TORC_OP_MAX_INPUTS]);
     }
     if (!call->out[0]) goto fail;
+    for (int k = 0; k < c->n_xout; k++)
+        if (!(call->out[call->n_out++] = image_view(dev, c->xoimg[k], &c->xout[k], &d->xbase[k]))) goto fail;
     if (c->code == TORC_OP_SCALED_MM) {  // scale_out: the optional in4; amax: the optional out[1]
         const float so = (float)c->sm_scale_out, am = NAN;
         torc_set_default_device(dev);
@@ -772,6 +806,8 @@ static run_status run_op(torc_device *dev, bool native, const xcase *c, run_out 
         r->obuf = download(d.base[TORC_OP_MAX_INPUTS], r->msg, sizeof r->msg);
         for (int k = 0; k < c->n_in && r->obuf; k++)
             if (!(c->alias && k == 0) && !(r->ibuf[k] = download(d.base[k], r->msg, sizeof r->msg))) st = RUN_FAILED;
+        for (int k = 0; k < c->n_xout && st == RUN_OK; k++)
+            if (!(r->xobuf[k] = download(d.xbase[k], r->msg, sizeof r->msg))) st = RUN_FAILED;
         if (!r->obuf) st = RUN_FAILED;
         if (st == RUN_OK && d.amax && torc_copy_to_host(d.amax, &r->amax, sizeof r->amax)) {
             snprintf(r->msg, sizeof r->msg, "copy from device failed: %s", torc_last_error());
@@ -1181,6 +1217,7 @@ static void emit(builder *b, xcase *c) {
         goto done;
     }
     check_guard(ubefore, ref.obuf, &c->out, "the reference's out", &m);
+    for (int k = 0; k < c->n_xout; k++) check_guard(c->xoimg[k], ref.xobuf[k], &c->xout[k], "the reference's other outputs", &m);
     check_inputs(c, &ref, &m, "the reference");
     spec as = c->out;
     bool out_image = true;  // the result is out's whole buffer (guards can be checked)
@@ -1213,7 +1250,16 @@ static void emit(builder *b, xcase *c) {
     } else {
         if (out_image) check_guard(xc_out_before(c), got.obuf, &c->out, "out", &m);
         check_inputs(c, &got, &m, "the backend");
-        compare(c, ref.obuf, got.obuf, &as, ref.amax, got.amax, &m);
+        compare(c, 0, ref.obuf, got.obuf, &as, ref.amax, got.amax, &m);
+        for (int k = 0; k < c->n_xout && got.xobuf[k]; k++) {  // the multi-output ops' other outputs
+            char what[16];
+            snprintf(what, sizeof what, "out[%d]", k + 1);
+            check_guard(c->xoimg[k], got.xobuf[k], &c->xout[k], what, &m);
+            cmp mk = {.ok = true};
+            compare(c, k + 1, ref.xobuf[k], got.xobuf[k], &c->xout[k], 0, 0, &mk);
+            m.max_abs = fmax(m.max_abs, mk.max_abs), m.ratio = fmax(m.ratio, mk.ratio), m.nmse = fmax(m.nmse, mk.nmse);
+            if (!mk.ok) cmp_fail(&m, "%s: %s", what, mk.msg);
+        }
     }
     record(b, c, mode, &m);
     if (g_opt.api && mode == M_NATIVE) {
@@ -1225,7 +1271,7 @@ static void emit(builder *b, xcase *c) {
         rs = run_frontend(c, &api, &aas);
         if (rs != RUN_UNSUPPORTED) {
             if (rs != RUN_OK) cmp_fail(&ma, "%s", api.msg);
-            else compare(c, ref.obuf, api.obuf, &aas, ref.amax, api.amax, &ma);
+            else compare(c, 0, ref.obuf, api.obuf, &aas, ref.amax, api.amax, &ma);
             record(b, c, M_FRONTEND, &ma);
         }
         run_out_free(&api);
@@ -1893,6 +1939,144 @@ static void build_tri(builder *b) {
     tri_case(b, "large", 2, s64, L_C, 3);
 }
 
+// ---- the multi-output ops of ABI 2.1 ----
+static bool is_std_float(torc_dtype d) {
+    return d == TORC_DTYPE_F32 || d == TORC_DTYPE_F64 || d == TORC_DTYPE_F16 || d == TORC_DTYPE_BF16;
+}
+
+// max / min along dim: values (in0's dtype) and i64 indices, the dim kept with size 1.
+static void max_dim_case(builder *b, const char *fam, int nd, const int64_t *shape, layout l, int dim, bool special) {
+    xcase c;
+    xc_begin(&c, b, fam, 1);
+    c.params.dim.dim = dim;
+    xc_in(&c, b, 0, sp_make(l, b->dt, nd, shape, 0), special ? DOM(D_SPECIAL) : DOM(D_DISCRETE));  // ties, NaN
+    int64_t os[TORC_MAX_DIMS];
+    for (int d = 0; d < nd; d++) os[d] = d == dim ? 1 : shape[d];
+    xc_out(&c, sp_make(l == L_S ? L_S : L_C, b->dt, nd, os, 0));
+    xc_xout(&c, b, sp_contig(TORC_DTYPE_I64, nd, os), NULL);
+    emit(b, &c);
+}
+
+static void build_max_dim(builder *b) {
+    if (b->mode == EMIT_PERF) {
+        const int64_t ps[2] = {g_opt.perf_n / 1024 > 0 ? g_opt.perf_n / 1024 : 1, 1024};
+        max_dim_case(b, "perf", 2, ps, L_C, 1, false);
+        return;
+    }
+    static const int64_t s357[] = {3, 5, 7}, sl3[] = {1031, 3}, s611[] = {6, 11};
+    max_dim_case(b, "last_dim", 2, S_713, L_C, 1, false);
+    if (b->mode == EMIT_PROBE) return;
+    max_dim_case(b, "first_dim", 2, S_713, L_C, 0, false);
+    max_dim_case(b, "middle_dim", 3, s357, L_C, 1, false);
+    max_dim_case(b, "transposed", 2, S_137, L_T, 1, false);
+    max_dim_case(b, "sliced", 2, S_59, L_S, 1, false);
+    max_dim_case(b, "size1", 2, S_11, L_C, 1, false);
+    max_dim_case(b, "zero_dim", 0, S_11, L_C, 0, false);
+    max_dim_case(b, "large", 2, S_LARGE, L_C, 1, false);
+    max_dim_case(b, "large_first", 2, sl3, L_C, 0, false);
+    if (is_float(b->dt)) max_dim_case(b, "special", 2, s611, L_C, 1, true);
+}
+
+// layer_norm over dims axis.. (forward: x [, weight] [, bias] -> y, mean, rstd; backward: dy, x,
+// mean, rstd [, weight] -> dx [, dweight] [, dbias]). The statistics are f32 (f64 for f64 x),
+// which the contract allows beside x's own dtype. The backward's mean and rstd are random, not
+// x's: its formula holds for any.
+static void layer_norm_case(builder *b, const char *fam, int nd, const int64_t *shape, layout l, int axis,
+                            unsigned affine) {
+    const bool bwd = b->code == TORC_OP_LAYER_NORM_BACKWARD;
+    const int n_aff = (affine & 1) + (bwd ? 0 : (affine >> 1 & 1));
+    xcase c;
+    xc_begin(&c, b, fam, (bwd ? 4 : 1) + n_aff);
+    c.params.norm.eps = 1e-5, c.params.norm.axis = axis, c.params.norm.affine = affine;
+    int64_t ss[TORC_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        ss[d] = d >= axis ? 1 : shape[d];
+        if (d >= axis) c.n_acc *= shape[d];
+    }
+    const torc_dtype sd = b->dt == TORC_DTYPE_F64 ? TORC_DTYPE_F64 : TORC_DTYPE_F32;
+    const int nn = nd - axis;
+    int k = 0;
+    if (bwd) xc_in(&c, b, k++, sp_make(l, b->dt, nd, shape, 0), DOM(D_REAL));  // dy
+    xc_in(&c, b, k++, sp_make(l, b->dt, nd, shape, 0), DOM(D_REAL));           // x
+    if (bwd) {
+        xc_in(&c, b, k++, sp_contig(sd, nd, ss), DOMS(D_REAL, 0.25));  // mean
+        xc_in(&c, b, k++, sp_contig(sd, nd, ss), DOM(D_POS));          // rstd
+    }
+    for (int bit = 0; bit < 2; bit++)
+        if ((affine >> bit & 1) && !(bwd && bit == 1)) xc_in(&c, b, k++, sp_contig(b->dt, nn, shape + axis), DOM(D_REAL));
+    xc_out(&c, sp_make(l == L_S ? L_S : L_C, b->dt, nd, shape, 0));
+    if (bwd) {
+        for (int bit = 0; bit < 2; bit++)
+            if (affine >> bit & 1) xc_xout(&c, b, sp_contig(b->dt, nn, shape + axis), NULL);
+    } else {
+        xc_xout(&c, b, sp_contig(sd, nd, ss), NULL);
+        xc_xout(&c, b, sp_contig(sd, nd, ss), NULL);
+    }
+    emit(b, &c);
+}
+
+static void build_layer_norm(builder *b) {
+    if (!is_std_float(b->dt)) return;  // PyTorch's layer_norm takes these
+    if (b->mode == EMIT_PERF) {
+        const int64_t ps[2] = {g_opt.perf_n / 1024 > 0 ? g_opt.perf_n / 1024 : 1, 1024};
+        layer_norm_case(b, "perf", 2, ps, L_C, 1, 3);
+        return;
+    }
+    static const int64_t s357[] = {3, 5, 7}, s51[] = {5, 1}, s05[] = {0, 5}, sbig[] = {64, 1031};
+    layer_norm_case(b, "last_dim", 2, S_713, L_C, 1, 3);
+    if (b->mode == EMIT_PROBE) return;
+    layer_norm_case(b, "no_affine", 2, S_713, L_C, 1, 0);
+    layer_norm_case(b, "weight_only", 2, S_713, L_C, 1, 1);
+    layer_norm_case(b, "bias_only", 2, S_713, L_C, 1, 2);
+    layer_norm_case(b, "two_dims", 3, s357, L_C, 1, 3);
+    layer_norm_case(b, "all_dims", 3, s357, L_C, 0, 3);
+    layer_norm_case(b, "transposed", 2, S_137, L_T, 1, 3);
+    layer_norm_case(b, "sliced", 2, S_59, L_S, 1, 3);
+    layer_norm_case(b, "size1_rows", 2, s51, L_C, 1, 3);
+    layer_norm_case(b, "zero_rows", 2, s05, L_C, 1, 3);
+    layer_norm_case(b, "large", 2, S_LARGE, L_C, 1, 3);
+    layer_norm_case(b, "many_rows", 2, sbig, L_C, 1, 3);
+}
+
+// One Adam/AdamW step in place: param (out), exp_avg, exp_avg_sq [, max_exp_avg_sq] hold data.
+static void adam_case(builder *b, const char *fam, int nd, const int64_t *shape, layout l, uint32_t flags, double wd) {
+    xcase c;
+    xc_begin(&c, b, fam, 1);
+    const double lr = 1e-3, b1 = 0.9, b2 = 0.999, step = 3;
+    c.params.adam.lr = lr, c.params.adam.beta1 = b1, c.params.adam.beta2 = b2, c.params.adam.eps = 1e-8;
+    c.params.adam.weight_decay = wd, c.params.adam.flags = flags;
+    c.params.adam.step_size = lr / (1 - pow(b1, step)), c.params.adam.bc2_sqrt = sqrt(1 - pow(b2, step));
+    xc_in(&c, b, 0, sp_make(l, b->dt, nd, shape, 0), DOM(D_REAL));  // grad
+    const spec ps = sp_make(l, b->dt, nd, shape, 0);
+    const domain real = DOM(D_REAL), pos = DOM(D_POS);
+    xc_out_data(&c, b, ps, real);  // param
+    xc_xout(&c, b, ps, &real);     // exp_avg
+    xc_xout(&c, b, ps, &pos);      // exp_avg_sq
+    if (flags & TORC_ADAM_AMSGRAD) xc_xout(&c, b, ps, &pos);
+    emit(b, &c);
+}
+
+static void build_adam(builder *b) {
+    if (!is_std_float(b->dt)) return;
+    if (b->mode == EMIT_PERF) {
+        const int64_t ps[1] = {g_opt.perf_n};
+        adam_case(b, "perf", 1, ps, L_C, TORC_ADAM_DECOUPLED, 0.01);
+        return;
+    }
+    static const int64_t s05[] = {0, 5}, sbig[] = {64, 1031};
+    adam_case(b, "adam", 2, S_713, L_C, 0, 0);
+    if (b->mode == EMIT_PROBE) return;
+    adam_case(b, "adam_l2", 2, S_713, L_C, 0, 0.01);
+    adam_case(b, "adamw", 2, S_713, L_C, TORC_ADAM_DECOUPLED, 0.01);
+    adam_case(b, "amsgrad", 2, S_713, L_C, TORC_ADAM_AMSGRAD | TORC_ADAM_DECOUPLED, 0.01);
+    adam_case(b, "maximize", 2, S_713, L_C, TORC_ADAM_MAXIMIZE, 0.01);
+    adam_case(b, "transposed", 2, S_137, L_T, TORC_ADAM_DECOUPLED, 0.01);
+    adam_case(b, "sliced", 2, S_59, L_S, 0, 0.01);
+    adam_case(b, "zero_size", 2, s05, L_C, 0, 0);
+    adam_case(b, "large", 2, sbig, L_C, TORC_ADAM_DECOUPLED, 0.01);
+    adam_case(b, "large_amsgrad", 2, sbig, L_C, TORC_ADAM_AMSGRAD, 0.01);
+}
+
 static void build_op(builder *b) {
     switch (b->code) {
     case TORC_OP_FILL: build_fill(b); return;
@@ -1905,6 +2089,9 @@ static void build_op(builder *b) {
     case TORC_OP_MATMUL: build_matmul(b); return;
     case TORC_OP_SCALED_MM: build_scaled_mm(b); return;
     case TORC_OP_TRIU: case TORC_OP_TRIL: build_tri(b); return;
+    case TORC_OP_MAX_DIM: case TORC_OP_MIN_DIM: build_max_dim(b); return;
+    case TORC_OP_LAYER_NORM: case TORC_OP_LAYER_NORM_BACKWARD: build_layer_norm(b); return;
+    case TORC_OP_ADAM_STEP: build_adam(b); return;
     case TORC_OP_INDEX_SELECT: case TORC_OP_GATHER: case TORC_OP_MASKED_SELECT: case TORC_OP_INDEX_ADD:
     case TORC_OP_SCATTER_ADD: case TORC_OP_MASKED_SCATTER: build_index(b); return;
     default: break;
