@@ -2,7 +2,9 @@
 // indices) as OpenMP host loops over a contiguous in0 of any dtype but fp8; oneDNN's reduction
 // primitive has no indices. The reference's rule exactly: the first index of the extreme, the first
 // NaN wins, -0.0 and +0.0 tie, the value copied bit for bit from in0. Strided inputs and fp8 stay
-// on the reference.
+// on the reference. On one Zen 4 core (TORC_NUM_THREADS=1): (512, 1000) over dim 1 in 0.17 ms (f32)
+// and 0.20 ms (bf16), the reference 1.2 and 1.3 ms; (1024, 1024) over dim 0 in 0.4 and 0.35 ms,
+// the reference 3.6-7.7 and 3.0-7.0 ms (the VM was loaded).
 #include <omp.h>
 #include <string.h>
 
@@ -21,7 +23,8 @@ int onednn__max_dim_check(const torc_op *op) {
     if (st) return st;
     const torc_operand *in = &op->in[0];
     const int dim = op->params.dim.dim;
-    bool ok = in->ndim >= 1 && dim >= 0 && dim < in->ndim && in->shape[dim] > 0;
+    // The loops keep row indices in int32 (below): a dim of 2^31 or more stays on the reference.
+    bool ok = in->ndim >= 1 && dim >= 0 && dim < in->ndim && in->shape[dim] > 0 && in->shape[dim] <= INT32_MAX;
     for (int k = 0; k < 2 && ok; k++) {
         const torc_operand *o = &op->out[k];
         ok = o->ndim == in->ndim && onednn__dense(o);
@@ -39,12 +42,14 @@ int onednn__max_dim_check(const torc_op *op) {
 // ---- the loops, per element type T compared as C (LOAD: T -> C; ISNAN: false for integers) ----
 // in0 is (outer, n, inner) row-major; values and indices (outer, inner).
 //
-// inner == 1, one row of n: blocks of ROW_BLOCK elements are first scanned for a better value or a
-// NaN (a loop without branches, which the compiler vectorizes); only a block holding one is walked
-// element by element. So a row costs about one vector pass.
+// inner == 1, one row of n: each block of ROW_BLOCK elements is first tested for a value better
+// than the running extreme, or a NaN (a vectorized OR over the block); only a block holding one is
+// walked element by element. On random data that is the first few blocks of a row.
 //
 // inner > 1: COL_BLOCK columns at a time, each with its running extreme and index, updated row by
-// row without branches: upd = (v better than b, or v NaN) and b not NaN.
+// row without branches: upd = (v better than b, or v NaN) and b not NaN. The indices are int32
+// there, as wide as a float's compare mask: with int64 ones (1024, 1024) over dim 0 took 1.0 ms on
+// one Zen 4 core, with int32 0.4 ms.
 #define ROW_BLOCK 64
 #define COL_BLOCK 256
 
@@ -59,14 +64,12 @@ int onednn__max_dim_check(const torc_op *op) {
         if (ISNAN(best)) return 0;                                                                         \
         for (int64_t i = 1; i < n; i += ROW_BLOCK) {                                                       \
             const int64_t e = i + ROW_BLOCK < n ? i + ROW_BLOCK : n;                                       \
-            C m = best;                                                                                    \
-            int nan = 0;                                                                                   \
-            for (int64_t j = i; j < e; j++) {                                                              \
+            int hit = 0;                                                                                   \
+            _Pragma("omp simd reduction(| : hit)") for (int64_t j = i; j < e; j++) {                       \
                 const C v = LOAD(x[j]);                                                                    \
-                m = BETTER(v, m) ? v : m;                                                                  \
-                nan |= ISNAN(v);                                                                           \
+                hit |= BETTER(v, best) | ISNAN(v);                                                         \
             }                                                                                              \
-            if (!nan && !BETTER(m, best)) continue;                                                        \
+            if (!hit) continue;                                                                            \
             for (int64_t j = i; j < e; j++) {                                                              \
                 const C v = LOAD(x[j]);                                                                    \
                 if (ISNAN(v)) return j;                                                                    \
@@ -79,16 +82,19 @@ int onednn__max_dim_check(const torc_op *op) {
     static void cols_##SUF(const void *xv, int64_t n, int64_t inner, int64_t w, int64_t *bi) {             \
         const T *x = xv;                                                                                   \
         C best[COL_BLOCK];                                                                                 \
-        for (int64_t j = 0; j < w; j++) best[j] = LOAD(x[j]), bi[j] = 0;                                   \
+        int32_t b32[COL_BLOCK];                                                                            \
+        for (int64_t j = 0; j < w; j++) best[j] = LOAD(x[j]), b32[j] = 0;                                  \
         for (int64_t i = 1; i < n; i++) {                                                                  \
             const T *r = x + i * inner;                                                                    \
-            for (int64_t j = 0; j < w; j++) {                                                              \
+            const int32_t i32 = (int32_t)i;                                                                \
+            _Pragma("omp simd") for (int64_t j = 0; j < w; j++) {                                          \
                 const C v = LOAD(r[j]), b = best[j];                                                       \
                 const int upd = (BETTER(v, b) | ISNAN(v)) & !ISNAN(b);                                     \
                 best[j] = upd ? v : b;                                                                     \
-                bi[j] = upd ? i : bi[j];                                                                   \
+                b32[j] = upd ? i32 : b32[j];                                                               \
             }                                                                                              \
         }                                                                                                  \
+        for (int64_t j = 0; j < w; j++) bi[j] = b32[j];                                                    \
     }
 
 #define ID(x) (x)
