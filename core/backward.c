@@ -278,6 +278,22 @@ BW(bw_amax) {  // evenly between the tied extremes
     TRY(gin[0] = op_div(op_mul(keepdim(n, g), hit), cnt));
     return TORC_OK;
 }
+// max / min along a dim (PyTorch's value_selecting_reduction_backward): g scattered to the
+// indices, zero elsewhere. Input 1 is the indices with the dim kept (size 1).
+BW(bw_minmax_dim) {
+    (void)need;
+    const torc__meta *m = &n->in[0];
+    if (m->ndim == 0) {  // a zero-dim input is its own maximum
+        TRY(gin[0] = torc__register(torc_retain(T(g))));
+        return TORC_OK;
+    }
+    torc_tensor *idx = IN(1);
+    torc_tensor *gk = g->ndim == m->ndim ? torc__register(torc_retain(T(g))) : torc_reshape(T(g), m->ndim, idx->shape);
+    torc_tensor *zeros = torc__zeros_on(g->device, g->dtype, m->ndim, m->shape);
+    TRY(gk && zeros);
+    TRY(gin[0] = torc_scatter_add(zeros, n->params.dim.dim, idx, gk));
+    return TORC_OK;
+}
 // x - mean(x) over the reduced dims, and N - correction.
 static torc_tensor *centered(const torc_node *n, double *denom) {
     torc_tensor *x = IN(0);
@@ -622,6 +638,8 @@ RULE(R_MEAN, "MeanBackward1", bw_mean, 0);
 RULE(R_PROD, "ProdBackward1", bw_prod, TORC__SAVE_IN(0) | TORC__SAVE_OUT);
 RULE(R_MAX, "AmaxBackward0", bw_amax, TORC__SAVE_IN(0) | TORC__SAVE_OUT);
 RULE(R_MIN, "AminBackward0", bw_amax, TORC__SAVE_IN(0) | TORC__SAVE_OUT);
+RULE(R_MAX_DIM, "MaxBackward0", bw_minmax_dim, TORC__SAVE_IN(1));
+RULE(R_MIN_DIM, "MinBackward0", bw_minmax_dim, TORC__SAVE_IN(1));
 RULE(R_VAR, "VarBackward0", bw_var, TORC__SAVE_IN(0));
 RULE(R_STD, "StdBackward0", bw_std, TORC__SAVE_IN(0) | TORC__SAVE_OUT);
 RULE(R_NORM, "LinalgVectorNormBackward0", bw_norm, TORC__SAVE_IN(0) | TORC__SAVE_OUT);
@@ -674,8 +692,8 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_COUNT: return &R_NONE;  // no inputs, or integer / bool results
     case TORC_OP_LAYER_NORM: return &R_NONE;  // PENDING(layer_norm)
     case TORC_OP_LAYER_NORM_BACKWARD: return &R_NONE;  // PENDING(layer_norm)
-    case TORC_OP_MAX_DIM: return &R_NONE;  // PENDING(max_dim)
-    case TORC_OP_MIN_DIM: return &R_NONE;  // PENDING(max_dim)
+    case TORC_OP_MAX_DIM: return &R_MAX_DIM;
+    case TORC_OP_MIN_DIM: return &R_MIN_DIM;
     case TORC_OP_ADAM_STEP: return &R_NONE;  // PENDING(adam)
     case TORC_OP_COPY: return &R_COPY_OP;
     case TORC_OP_NEG: return &R_NEG;

@@ -1,5 +1,6 @@
 // core/reduce.c — reductions over any dims with keepdim (sum, mean, prod, amax, amin, argmax,
-// argmin, var, std, norm, logsumexp) and softmax / log_softmax along one dim.
+// argmin, var, std, norm, logsumexp), max / min along one dim with their indices, and softmax /
+// log_softmax along one dim.
 #include <math.h>
 #include <string.h>
 
@@ -194,6 +195,77 @@ static torc_tensor *arg_reduce(const torc_tensor *t, int dim, bool keepdim, torc
 }
 torc_tensor *torc_argmax(const torc_tensor *t, int dim, bool keepdim) { return arg_reduce(t, dim, keepdim, TORC_OP_ARGMAX); }
 torc_tensor *torc_argmin(const torc_tensor *t, int dim, bool keepdim) { return arg_reduce(t, dim, keepdim, TORC_OP_ARGMIN); }
+
+// ---- max / min along one dim: (values, indices) ----
+// The result without dim (keepdim false): a view of t, dropping dim.
+static torc_tensor *drop_dim(torc_tensor *t, int dim) {
+    int64_t shape[TORC_MAX_DIMS], st[TORC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (i != dim) shape[n++] = t->shape[i];
+    torc__contiguous_strides(n, shape, st);
+    torc_tensor *v = torc__make_view(t, n, shape, st, 0);
+    torc_release(t);
+    return v;
+}
+
+static torc_status minmax_dim(const torc_tensor *t, int dim, bool keepdim, torc_tensor **values,
+                              torc_tensor **indices, torc_opcode code) {
+    if (!t) return torc__null_arg("tensor is NULL");
+    const char *name = code == TORC_OP_MAX_DIM ? "max" : "min";
+    if (!torc__wrap_dim(&dim, t->ndim)) return torc_last_status();
+    if (t->ndim > 0 && t->shape[dim] == 0)
+        return torc__error(TORC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", name, dim);
+    // PyTorch's CPU kernel has no fp8; a zero-dim tensor never reaches it (it is copied).
+    if (torc_dtype_is_fp8(t->dtype) && t->ndim > 0 && torc_numel(t) > 0)
+        return torc__error(TORC_ERR_DTYPE, "\"%s_cpu\" not implemented for '%s'", name, torc__dtype_c10_name(t->dtype));
+    int64_t kshape[TORC_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) kshape[i] = i == dim ? 1 : t->shape[i];
+    torc_tensor *val = torc__new(t->device, t->dtype, t->ndim, kshape);
+    torc_tensor *idx = val ? torc__new(t->device, TORC_DTYPE_I64, t->ndim, kshape) : NULL;
+    if (!idx) {
+        torc_release(val);
+        return torc_last_status();
+    }
+    torc_op op = {.code = code, .n_in = 1, .n_out = 2};
+    op.params.dim.dim = dim;
+    torc__operand(t, &op.in[0]);
+    torc__operand(val, &op.out[0]);
+    torc__operand(idx, &op.out[1]);
+    for (int k = 0; t->ndim == 0 && k < 3; k++) {  // a zero-dim tensor goes as shape (1)
+        torc_operand *o = k == 0 ? &op.in[0] : &op.out[k - 1];
+        o->ndim = 1, o->shape[0] = 1, o->stride[0] = 1;
+    }
+    if (torc__dispatch(t->device, &op, (uint64_t)torc_numel(t))) {
+        torc_release(val), torc_release(idx);
+        return torc_last_status();
+    }
+    torc_tensor *idx_keep = torc_retain(idx);  // the backward scatters through the kept dim
+    if (!keepdim && t->ndim > 0) {
+        val = drop_dim(val, dim);
+        idx = drop_dim(idx, dim);
+    }
+    if (val && idx) {
+        const torc_tensor *ins[2] = {t, idx_keep};
+        val = torc__autograd_record(val, code, 2, ins, &op.params);  // values only: indices are integers
+    }
+    torc_release(idx_keep);
+    if (!val || !idx) {
+        torc_release(val), torc_release(idx);
+        return torc_last_status();
+    }
+    if (values) *values = torc__register(val);
+    else torc_release(val);
+    if (indices) *indices = torc__register(idx);
+    else torc_release(idx);
+    return TORC_OK;
+}
+torc_status torc_max_dim(const torc_tensor *t, int dim, bool keepdim, torc_tensor **values, torc_tensor **indices) {
+    return minmax_dim(t, dim, keepdim, values, indices, TORC_OP_MAX_DIM);
+}
+torc_status torc_min_dim(const torc_tensor *t, int dim, bool keepdim, torc_tensor **values, torc_tensor **indices) {
+    return minmax_dim(t, dim, keepdim, values, indices, TORC_OP_MIN_DIM);
+}
 
 // ---- softmax ----
 static torc_tensor *softmax_op(const torc_tensor *t, int dim, torc_opcode code) {

@@ -499,6 +499,61 @@ static int cases_reductions(case_check_fn check) {
     return failures;
 }
 
+// max_dim / min_dim: values (out) and indices (out[1], whose view the check finds after in's in
+// ins). Values on a grid of halves, so ties are common; NaN in some floating cases.
+static int cases_max_dim(case_check_fn check) {
+    typedef struct mcase { int ndim; int64_t shape[3]; int dim; } mcase;
+    const mcase cases[] = {
+        {3, {4, 5, 6}, 0}, {3, {4, 5, 6}, 1}, {3, {4, 5, 6}, 2},
+        {2, {2, 5000}, 1},     // long rows: a block per output, split over gridDim.y
+        {2, {3000, 3}, 0},     // the slow dim: a thread per output
+        {1, {70000}, 0},       // one output: split
+        {2, {3, 0}, 0},        // no outputs
+        {2, {0, 3}, 0},        // an empty dim: PyTorch's error
+        {1, {1}, 0},           // a zero-dim tensor, as the core sends it
+    };
+    const int n_cases = (int)(sizeof cases / sizeof cases[0]);
+    int failures = 0;
+    for (int code = TORC_OP_MAX_DIM; code <= TORC_OP_MIN_DIM; code++)
+        for (int di = 0; di < N_DT; di++)
+            for (int c = 0; c < n_cases; c++)
+                for (int lay = 0; lay < L_COUNT; lay++)
+                    for (int nan = 0; nan < (tcu_dtype_is_float(ALL_DT[di]) ? 2 : 1); nan++) {
+                        const mcase *mc = &cases[c];
+                        if (mc->shape[0] * (mc->ndim > 1 ? mc->shape[1] : 1) > 20000 && (lay != 0 || di > 3)) continue;
+                        const torc_dtype dt = ALL_DT[di];
+                        int64_t oshape[3];
+                        for (int d = 0; d < mc->ndim; d++) oshape[d] = d == mc->dim ? 1 : mc->shape[d];
+                        tview in = tv_new(dt, mc->ndim, mc->shape, lay, dt == TORC_DTYPE_BOOL ? 0 : -2,
+                                          dt == TORC_DTYPE_BOOL ? 1 : 2);
+                        if (tcu_dtype_is_float(dt))
+                            for (int64_t i = 0; i < in.n; i++)
+                                tcu_store_f64(in.mem, i, dt, floor(tcu_load_f64(in.mem, i, dt) * 2) / 2);
+                        if (nan && in.n > 4) {
+                            tcu_store_f64(in.mem, in.n / 2, dt, NAN);
+                            tcu_store_f64(in.mem, in.n / 3, dt, NAN);
+                        }
+                        tview vals = tv_new(dt, mc->ndim, oshape, lay == 1 ? L_STEP : L_CONTIG, 0, 0);
+                        tview idx = tv_new(TORC_DTYPE_I64, mc->ndim, oshape, L_CONTIG, -1, -1);
+                        torc_op op;
+                        memset(&op, 0, sizeof op);
+                        op.code = code;
+                        op.n_in = 1;
+                        op.n_out = 2;
+                        op.in[0] = in.op;
+                        op.out[0] = vals.op;
+                        op.out[1] = idx.op;
+                        op.params.dim.dim = mc->dim;
+                        snprintf(g_case, sizeof g_case, "%s dtype %d case %d %s nan %d", code == TORC_OP_MAX_DIM ? "max_dim"
+                                 : "min_dim", dt, c, LAYOUT_NAMES[lay], nan);
+                        failures += !check(&op, (tview *[]){&in, &idx}, &vals, 0.0);
+                        tv_free(&in);
+                        tv_free(&vals);
+                        tv_free(&idx);
+                    }
+    return failures;
+}
+
 static int cases_softmax(case_check_fn check) {
     const shape_case shapes[] = {{3, {4, 5, 6}}, {2, {3, 3000}}, {2, {2000, 3}}, {0, {0}}, {2, {4, 0}}, {2, {5, 40}}};
     int failures = 0;

@@ -71,8 +71,12 @@ static bool check_device(torc_op *op, tview *const *ins, tview *out, double rsca
     torc_op rop = *op;
     rop.out[0].data = want.op.data;
     float want_amax = -1, got_amax = -2;
-    const bool amax = op->n_out > 1;  // scaled_mm's out[1]; its view follows the inputs' in ins
+    // out[1]: max_dim / min_dim's indices or scaled_mm's amax; its view follows the inputs' in ins
+    const bool pair = op->code == TORC_OP_MAX_DIM || op->code == TORC_OP_MIN_DIM, amax = op->n_out > 1 && !pair;
+    tview *idx = pair ? ins[op->n_in] : NULL;
+    tview want_idx = {0};
     if (amax) rop.out[1].data = &want_amax;
+    if (pair) want_idx = tv_clone(idx), rop.out[1].data = want_idx.op.data;
     const int rs = ref->run(ref_ctx, 0, &rop);
     torc_op dop = *op;
     void *damax = NULL;  // out[1] on the device
@@ -80,6 +84,7 @@ static bool check_device(torc_op *op, tview *const *ins, tview *out, double rsca
         damax = cu->alloc(cu_ctx, 0, sizeof(float));
         dop.out[1].data = damax;
     }
+    if (pair) damax = upload(idx), dop.out[1].data = on_device(idx, op->out[1].data, damax);
     void *din[TORC_OP_MAX_INPUTS] = {0};
     for (int k = 0; k < op->n_in; k++) {
         din[k] = upload(ins[k]);
@@ -99,6 +104,12 @@ static bool check_device(torc_op *op, tview *const *ins, tview *out, double rsca
         ck_assert_int_eq(cu->copy(cu_ctx, 0, got.mem, dout, tv_bytes(out), TORC_COPY_DEVICE_TO_HOST, false), TORC_OK);
         ok = tv_match(&got, &want, rscale);
         tv_free(&got);
+        if (pair) {
+            tview got_idx = tv_clone(idx);
+            ck_assert_int_eq(cu->copy(cu_ctx, 0, got_idx.mem, damax, tv_bytes(idx), TORC_COPY_DEVICE_TO_HOST, false), TORC_OK);
+            ok = tv_match(&got_idx, &want_idx, 0.0) && ok;
+            tv_free(&got_idx);
+        }
         if (amax) {
             ck_assert_int_eq(cu->copy(cu_ctx, 0, &got_amax, damax, sizeof got_amax, TORC_COPY_DEVICE_TO_HOST, false), TORC_OK);
             if (!(isnan(want_amax) ? isnan(got_amax) : fabsf(got_amax - want_amax) <= 1e-5f * fabsf(want_amax) + 1e-6f)) {
@@ -111,6 +122,7 @@ static bool check_device(torc_op *op, tview *const *ins, tview *out, double rsca
     for (int k = 0; k < op->n_in; k++) cu->free(cu_ctx, 0, din[k]);
     cu->free(cu_ctx, 0, dout);
     tv_free(&want);
+    if (pair) tv_free(&want_idx);
     return ok;
 }
 
@@ -192,6 +204,9 @@ END_TEST
 START_TEST(ranges_and_rng_match_reference) { ck_assert_int_eq(cases_ranges_rng(check_device), 0); }
 END_TEST
 START_TEST(reductions_match_reference) { ck_assert_int_eq(cases_reductions(check_device), 0); }
+END_TEST
+
+START_TEST(max_dim_matches_reference) { ck_assert_int_eq(cases_max_dim(check_device), 0); }
 END_TEST
 START_TEST(softmax_matches_reference) { ck_assert_int_eq(cases_softmax(check_device), 0); }
 END_TEST
@@ -826,6 +841,7 @@ int main(int argc, char **argv) {
     tcase_add_test(ops, fused_ops_match_reference);
     tcase_add_test(ops, ranges_and_rng_match_reference);
     tcase_add_test(ops, reductions_match_reference);
+    tcase_add_test(ops, max_dim_matches_reference);
     tcase_add_test(ops, softmax_matches_reference);
     tcase_add_test(ops, matmul_matches_reference);
     tcase_add_test(ops, index_ops_match_reference);

@@ -238,9 +238,13 @@ static void acc_combine(const tcu_reduce_args *a, acc_u *s, const acc_u *o) {
     else tcu_acc_combine_i64(a->op, a->p, &s->i, &o->i);
 }
 
+static int64_t acc_index(const tcu_reduce_args *a, const acc_u *s) {
+    return a->ct == TCU_CT_F32 ? s->f.n : a->ct == TCU_CT_F64 ? s->d.n : s->i.n;
+}
+
 static void acc_store(const tcu_reduce_args *a, const acc_u *s, int64_t off) {
     if (tcu_op_is_arg(a->op)) {
-        tcu_store_i64(a->out, off, a->out_dt, a->ct == TCU_CT_F32 ? s->f.n : a->ct == TCU_CT_F64 ? s->d.n : s->i.n);
+        tcu_store_i64(a->out, off, a->out_dt, acc_index(a, s));
     } else if (a->ct == TCU_CT_F32) {
         tcu_store_f32(a->out, off, a->out_dt, tcu_acc_final_f32(a->op, a->p, a->correction, &s->f, a->n_red));
     } else if (a->ct == TCU_CT_F64) {
@@ -291,6 +295,11 @@ int tcu_launch_reduce(const tcu_reduce_args *a, const tcu_reduce_plan *pl, cudaS
         }
         for (int y = 1; y < pl->split; y++) acc_combine(a, &parts[0], &parts[y]);
         acc_store(a, &parts[0], ob[0]);
+        if (a->values) {  // reduce.cu's store_value
+            int64_t io[TCU_MAX_OPS];
+            offs(&pl->inner, use32, acc_index(a, &parts[0]), io);
+            tcu_move_raw(a->values, ob[2], a->in, ob[1] + io[0], (int)torc_abi_dtype_size(a->in_dt));
+        }
     }
     free(parts);
     return emu_launched();
@@ -716,9 +725,47 @@ static bool check_op(torc_op *op, tview *out, double rscale) {
 }
 
 // ---- the emulated backend against the reference ----
+// max_dim / min_dim: values (out) and indices (out[1], its view in ins after the inputs'), each side
+// writing into its own copies of both, through both index widths.
+static bool check_pair(torc_op *op, tview *const *ins, tview *out) {
+    tview *idx = ins[op->n_in];
+    char why[160];
+    const bool ours = tcu_supports_op(op, g_dev.cc_major * 10 + g_dev.cc_minor, why, sizeof why);
+    if (ours != ref->supports(ref_ctx, 0, op)) {
+        fprintf(stderr, "%s: supports() differs: cuda %d (%s)\n", g_case, ours, ours ? "" : why);
+        return false;
+    }
+    if (!ours) return true;
+    tview wv = tv_clone(out), wi = tv_clone(idx);
+    op->out[0].data = wv.op.data, op->out[1].data = wi.op.data;
+    const int rs = ref->run(ref_ctx, 0, op);
+    bool ok = true;
+    for (int pass = 0; pass < 2 && ok; pass++) {
+        tview gv = tv_clone(out), gi = tv_clone(idx);
+        op->out[0].data = gv.op.data, op->out[1].data = gi.op.data;
+        g_force64 = pass == 1;
+        const int cs = tcu_run_op(&g_dev, op);
+        if (cs != rs) {
+            fprintf(stderr, "%s: status cuda %d (%s), reference %d (%s)\n", g_case, cs, cs ? g_err : "", rs,
+                    rs ? ref->last_error(ref_ctx) : "");
+            ok = false;
+        } else if (cs == TORC_OK) {
+            ok = tv_match(&gv, &wv, 0.0) && tv_match(&gi, &wi, 0.0);
+        } else if (strcmp(g_err, ref->last_error(ref_ctx)) != 0) {
+            fprintf(stderr, "%s: error text cuda '%s', reference '%s'\n", g_case, g_err, ref->last_error(ref_ctx));
+            ok = false;
+        }
+        tv_free(&gv), tv_free(&gi);
+    }
+    g_force64 = false;
+    op->out[0].data = out->op.data, op->out[1].data = idx->op.data;
+    tv_free(&wv), tv_free(&wi);
+    return ok;
+}
+
 static bool check_emulated(torc_op *op, tview *const *ins, tview *out, double rscale) {
-    (void)ins;  // host memory: the views are used where they are
-    if (op->n_out < 2) return check_op(op, out, rscale);
+    if (op->code == TORC_OP_MAX_DIM || op->code == TORC_OP_MIN_DIM) return check_pair(op, ins, out);
+    if (op->n_out < 2) return check_op(op, out, rscale);  // host memory: the views are used where they are
     // amax (scaled_mm's out[1]): each side writes its own float; they must agree
     void *amax = op->out[1].data;
     float want = -1, got = -2;
@@ -785,6 +832,7 @@ END_TEST
 START_TEST(reductions_match_reference) {
     g_paths.split = 0;
     ck_assert_int_eq(cases_reductions(check_emulated), 0);
+    ck_assert_int_eq(cases_max_dim(check_emulated), 0);
     ck_assert_int_gt(g_paths.split, 0);  // long reductions took the two-pass path
 }
 END_TEST
@@ -994,14 +1042,14 @@ START_TEST(launch_configuration_covers_the_work) {
     in.shape[0] = 8, in.shape[1] = 100000, in.stride[0] = 100000, in.stride[1] = 1;
     out.shape[0] = 8, out.shape[1] = 1, out.stride[0] = 1, out.stride[1] = 1;
     tcu_reduce_plan pl;
-    ck_assert(tcu_reduce_plan_build(&pl, &in, &out, 2, 132));
+    ck_assert(tcu_reduce_plan_build(&pl, &in, &out, NULL, 2, 132));
     ck_assert_int_eq(pl.group, 256);
     ck_assert_int_gt(pl.split, 1);
     ck_assert_int_ge(pl.chunk * pl.split, pl.n_red);
     ck_assert_int_lt((pl.split - 1) * pl.chunk, pl.n_red);  // no empty chunk
     in.shape[0] = 100000, in.shape[1] = 8, in.stride[0] = 1, in.stride[1] = 100000;  // reduce the strided dim
     out.shape[0] = 100000, out.shape[1] = 1;
-    ck_assert(tcu_reduce_plan_build(&pl, &in, &out, 2, 132));
+    ck_assert(tcu_reduce_plan_build(&pl, &in, &out, NULL, 2, 132));
     ck_assert_int_eq(pl.group, 1);
     ck_assert_int_eq(pl.split, 1);
     ck_assert(pl.fits32);

@@ -64,6 +64,26 @@ START_TEST(backend_built_against_the_frozen_2_0_headers_loads_and_runs) {
 }
 END_TEST
 
+// max_dim appeared in ABI 2.1: the 2.0 plugin never sees it; the reference runs it on its memory.
+START_TEST(backend_of_2_0_is_never_sent_max_dim) {
+    use_abi_plugins();
+    torc_device *d = torc_device_get("abiold");
+    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
+    torc_tensor *x = torc_tensor_from((const float[]){1, 7, 3, 7}, TORC_SHAPE(2, 2), TORC_DTYPE_F32), *v, *i;
+    ck_assert_msg(x != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_max_dim(x, 1, false, &v, &i), TORC_OK);
+    int runs, too_new;
+    stats_of("abiold", &runs, &too_new);
+    ck_assert_int_eq(too_new, 0);
+    ck_assert_ptr_eq(torc_get_device(v), d);
+    tu_assert_values(v, TU_ARR(7, 7), 0);
+    tu_assert_values(i, TU_ARR(1, 1), 0);
+    torc_release(x), torc_release(v), torc_release(i);
+    torc_set_default_device(NULL);
+}
+END_TEST
+
 START_TEST(backend_claiming_a_newer_minor_loads_and_runs) {
     use_abi_plugins();
     torc_device *d = torc_device_get("abifuture");
@@ -212,6 +232,7 @@ int main(void) {
     Suite *s = suite_create("abi");
     TCase *tc = tcase_create("abi");
     tcase_add_test(tc, backend_built_against_the_frozen_2_0_headers_loads_and_runs);
+    tcase_add_test(tc, backend_of_2_0_is_never_sent_max_dim);
     tcase_add_test(tc, backend_claiming_a_newer_minor_loads_and_runs);
     tcase_add_test(tc, single_op_api_keeps_the_minor_gate);
     tcase_add_test(tc, backend_of_a_newer_major_is_refused_naming_both_versions);

@@ -319,6 +319,7 @@ static const host_family host_families[] = {
     {onednn__cast_takes, NULL, onednn__cast_run},
     {onednn__compare_takes, onednn__compare_check, onednn__compare_run},
     {onednn__random_takes, onednn__random_check, onednn__random_run},
+    {onednn__max_dim_takes, onednn__max_dim_check, onednn__max_dim_run},
     {onednn__scaled_mm_takes, onednn__scaled_mm_check, onednn__scaled_mm_run},
     {onednn__log_takes, onednn__log_check, onednn__log_run},
     {onednn__log_softmax_takes, onednn__log_softmax_check, onednn__log_softmax_run},
@@ -357,9 +358,10 @@ static int check_pointers(const torc_op *op) {
         if (!op->in[i].data && onednn__numel(&op->in[i]) > 0)
             return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s: in[%d].data is NULL",
                                  onednn__op_name(op->code), i);
-    if (!op->out[0].data && onednn__numel(&op->out[0]) > 0)
-        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s: out.data is NULL",
-                             onednn__op_name(op->code));
+    for (int k = 0; k < (op->n_out > 1 && op->n_out <= TORC_OP_MAX_OUTPUTS ? op->n_out : 1); k++)
+        if (!op->out[k].data && onednn__numel(&op->out[k]) > 0)
+            return k ? onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s: out[%d].data is NULL", onednn__op_name(op->code), k)
+                     : onednn__error(TORC_ERR_INVALID_ARG, "onednn: %s: out.data is NULL", onednn__op_name(op->code));
     return 0;
 }
 

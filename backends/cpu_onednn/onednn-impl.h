@@ -304,6 +304,12 @@ bool onednn__random_takes(const torc_op *op);  // RAND_UNIFORM, RAND_NORMAL
 int onednn__random_check(const torc_op *op);
 int onednn__random_run(const torc_op *op);
 
+// ---- max / min along a dim with indices (max_dim.c): host loops, outside the lock ----
+bool onednn__max_dim_takes(const torc_op *op);  // MAX_DIM, MIN_DIM
+// 0 when in0 is contiguous, not fp8, and values and indices are contiguous; else the error says why.
+int onednn__max_dim_check(const torc_op *op);
+int onednn__max_dim_run(const torc_op *op);
+
 // ---- fp8 matmul (scaled_mm.c): decode to f32, sgemm, one epilogue pass; outside the lock ----
 bool onednn__scaled_mm_takes(const torc_op *op);  // SCALED_MM
 // 0 when op is a TORC_OP_SCALED_MM the backend runs (every layout); else the error says why.

@@ -48,6 +48,14 @@ __device__ __forceinline__ void offs(const tcu_iter &it, int64_t i, int64_t off[
     tcu_offsets64(&it, i, off);
 }
 
+// MAX_DIM / MIN_DIM: in's element at reduced index n of the output whose outer offsets are ob.
+template <typename It>
+__device__ __forceinline__ void store_value(const tcu_reduce_args &a, const It &inner, const int64_t *ob, int64_t n) {
+    int64_t io[TCU_MAX_OPS];
+    offs(inner, n, io);
+    tcu_move_raw(a.values, ob[2], a.in, ob[1] + io[0], (int)torc_abi_dtype_size(a.in_dt));
+}
+
 template <typename It> struct RPlan {
     It outer, inner;
     int64_t n_out, n_red, chunk;
@@ -110,6 +118,7 @@ __global__ void __launch_bounds__(TCU_THREADS) reduce_kernel(tcu_reduce_args a, 
                 ((S *)a.partial)[o * pl.split + blockIdx.y] = s;
             } else if (tcu_op_is_arg(op)) {
                 tcu_store_i64(a.out, ob[0], a.out_dt, s.n);
+                if (a.values) store_value(a, pl.inner, ob, s.n);
             } else {
                 Acc<CT>::store(a.out, ob[0], a.out_dt, Acc<CT>::final_(op, a.p, a.correction, &s, a.n_red));
             }
@@ -128,8 +137,12 @@ __global__ void __launch_bounds__(TCU_THREADS) reduce_finish(tcu_reduce_args a, 
         for (int y = 1; y < pl.split; y++) Acc<CT>::combine(a.op, a.p, &s, &part[y]);
         int64_t ob[TCU_MAX_OPS];
         offs(pl.outer, o, ob);
-        if (tcu_op_is_arg(a.op)) tcu_store_i64(a.out, ob[0], a.out_dt, s.n);
-        else Acc<CT>::store(a.out, ob[0], a.out_dt, Acc<CT>::final_(a.op, a.p, a.correction, &s, a.n_red));
+        if (tcu_op_is_arg(a.op)) {
+            tcu_store_i64(a.out, ob[0], a.out_dt, s.n);
+            if (a.values) store_value(a, pl.inner, ob, s.n);
+        } else {
+            Acc<CT>::store(a.out, ob[0], a.out_dt, Acc<CT>::final_(a.op, a.p, a.correction, &s, a.n_red));
+        }
     }
 }
 

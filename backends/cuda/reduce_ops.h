@@ -92,6 +92,8 @@ typedef struct tcu_reduce_args {
     double p, correction;
     int64_t n_red;
     void *partial;        // split > 1: n_out * split states, output-major
+    void *values;         // MAX_DIM / MIN_DIM (run as ARGMAX / ARGMIN, out the indices): in's element
+                          // at each index, copied bit for bit (operand 2 of the outer plan); else NULL
 } tcu_reduce_args;
 
 // How outputs map onto threads. A block is (group, 256 / group) threads: `group` threads share
@@ -99,7 +101,7 @@ typedef struct tcu_reduce_args {
 // memory; 32: a warp; 256: the whole block). `split` > 1 cuts each output's reduction into
 // `split` chunks on gridDim.y, written as partial states and merged by a second kernel.
 typedef struct tcu_reduce_plan {
-    tcu_iter outer;       // kept dims: [0] out, [1] in
+    tcu_iter outer;       // kept dims: [0] out, [1] in, [2] values (MAX_DIM / MIN_DIM)
     tcu_iter inner;       // reduced dims: [0] in
     int64_t n_out, n_red;
     int group, per_block; // threads per output, outputs per block (group * per_block = 256)
@@ -117,19 +119,22 @@ static inline int tcu_group_size(int64_t n_red, bool red_contig, bool out_coales
     return n_red >= 4096 ? 256 : 32;
 }
 
-static inline bool tcu_reduce_plan_build(tcu_reduce_plan *pl, const torc_operand *in,
-                                         const torc_operand *out, uint32_t mask, int sm_count) {
+// values: MAX_DIM / MIN_DIM's out[0] (out's shape), else NULL.
+static inline bool tcu_reduce_plan_build(tcu_reduce_plan *pl, const torc_operand *in, const torc_operand *out,
+                                         const torc_operand *values, uint32_t mask, int sm_count) {
     if (in->ndim != out->ndim || in->ndim > TORC_MAX_DIMS || in->ndim < 0) return false;
-    int64_t oshape[TORC_MAX_DIMS], ishape[TORC_MAX_DIMS];
+    if (values && values->ndim != in->ndim) return false;
+    int64_t oshape[TORC_MAX_DIMS] = {0}, ishape[TORC_MAX_DIMS] = {0};  // zeroed: gcc -O3 cannot see the loop fill them
     for (int d = 0; d < in->ndim; d++) {
         const bool red = (mask >> d) & 1;
         if (out->shape[d] != (red ? 1 : in->shape[d])) return false;
+        if (values && values->shape[d] != out->shape[d]) return false;
         oshape[d] = red ? 1 : in->shape[d];
         ishape[d] = red ? in->shape[d] : 1;
     }
-    const int64_t *os[2] = {out->stride, in->stride};
+    const int64_t *os[3] = {out->stride, in->stride, values ? values->stride : NULL};
     const int64_t *is[1] = {in->stride};
-    if (!tcu_iter_build(&pl->outer, in->ndim, oshape, 2, os, 0)) return false;
+    if (!tcu_iter_build(&pl->outer, in->ndim, oshape, values ? 3 : 2, os, 0)) return false;
     if (!tcu_iter_build(&pl->inner, in->ndim, ishape, 1, is, 0)) return false;
     pl->n_out = pl->outer.numel;
     pl->n_red = pl->inner.numel;

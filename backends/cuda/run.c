@@ -29,6 +29,7 @@ static int op_arity(int code) {
     if (code == TORC_OP_SCALED_MM) return 4;  // a, b, scale_a, scale_b
     if (code == TORC_OP_ADDCMUL || code == TORC_OP_ADDCDIV) return 3;  // self, tensor1, tensor2
     if (code == TORC_OP_LERP) return 2;                                  // self, end
+    if (code == TORC_OP_MAX_DIM || code == TORC_OP_MIN_DIM) return 1;
     return 2;  // matmul, index ops
 }
 
@@ -110,6 +111,7 @@ static bool dtypes_ok(const torc_op *op) {
         return o != TORC_DTYPE_BOOL && !(a == TORC_DTYPE_BOOL && b == TORC_DTYPE_BOOL);
     case TORC_OP_DIV: return fo;
     case TORC_OP_ARGMAX: case TORC_OP_ARGMIN: return o == TORC_DTYPE_I64 && a != TORC_DTYPE_BOOL;
+    case TORC_OP_MAX_DIM: case TORC_OP_MIN_DIM: return o == a && op->out[1].dtype == TORC_DTYPE_I64;
     case TORC_OP_MEAN: case TORC_OP_VAR: case TORC_OP_STD: case TORC_OP_NORM: case TORC_OP_LOGSUMEXP:
     case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX:
         return fo;
@@ -142,20 +144,20 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         snprintf(why, n, "unknown opcode %d", code);
         return false;
     }
-    if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD || code == TORC_OP_MAX_DIM ||
-        code == TORC_OP_MIN_DIM || code == TORC_OP_ADAM_STEP) {  // PENDING(layer_norm, max_dim, adam)
+    if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD ||
+        code == TORC_OP_ADAM_STEP) {  // PENDING(layer_norm, adam)
         snprintf(why, n, "%s is not in the cuda backend yet", op_name(code));
         return false;
     }
-    // scaled_mm's in4 (scale_out) and out[1] (amax) are optional.
+    // scaled_mm's in4 (scale_out) and out[1] (amax) are optional; max_dim / min_dim write two.
     const int want = op_arity(code);
-    const bool smm = code == TORC_OP_SCALED_MM;
+    const bool smm = code == TORC_OP_SCALED_MM, pair = code == TORC_OP_MAX_DIM || code == TORC_OP_MIN_DIM;
     if (op->n_in != want && !(smm && op->n_in == want + 1)) {
         snprintf(why, n, "%s takes %d inputs, got %d", op_name(code), want, op->n_in);
         return false;
     }
-    if (op->n_out < 1 || op->n_out > (smm ? 2 : 1)) {
-        snprintf(why, n, "%s takes %s output, got %d", op_name(code), smm ? "1 or 2" : "1", op->n_out);
+    if (op->n_out < (pair ? 2 : 1) || op->n_out > (smm || pair ? 2 : 1)) {
+        snprintf(why, n, "%s takes %s output(s), got %d", op_name(code), smm ? "1 or 2" : pair ? "2" : "1", op->n_out);
         return false;
     }
     if (!operand_ok(&op->out[0], why, n, "out")) return false;
@@ -207,6 +209,18 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
             return false;
         }
         return true;
+    }
+    if (pair) {  // in0 (ndim >= 1) -> values, indices: in0's shape with dim of size 1
+        const torc_operand *in = &op->in[0];
+        const int dim = op->params.dim.dim;
+        bool ok = in->ndim >= 1 && dim >= 0 && dim < in->ndim;
+        for (int k = 0; k < 2 && ok; k++) {
+            ok = op->out[k].ndim == in->ndim;
+            for (int d = 0; d < in->ndim && ok; d++) ok = op->out[k].shape[d] == (d == dim ? 1 : in->shape[d]);
+        }
+        if (!ok) snprintf(why, n, "%s: dim must be in [0, ndim) and both outputs in0's shape with dim of size 1",
+                          op_name(code));
+        return ok;
     }
     if (code == TORC_OP_SOFTMAX || code == TORC_OP_LOG_SOFTMAX) {
         const int nd = op->out[0].ndim > 0 ? op->out[0].ndim : 1;   // a 0-dim tensor is one row of one
@@ -316,6 +330,15 @@ static int check_params(const torc_op *op) {
             if (p->scalar.value < 0) return tcu_error(TORC_ERR_INVALID_ARG, "Integers to negative integer powers are not allowed.");
         }
         return TORC_OK;
+    case TORC_OP_MAX_DIM: case TORC_OP_MIN_DIM: {
+        const torc_operand *in = &op->in[0];
+        int64_t out_numel = 1;
+        for (int d = 0; d < op->out[0].ndim; d++) out_numel *= op->out[0].shape[d];
+        if (in->shape[p->dim.dim] == 0 && out_numel > 0)
+            return tcu_error(TORC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.",
+                             op->code == TORC_OP_MAX_DIM ? "max" : "min", p->dim.dim);
+        return TORC_OK;
+    }
     default:
         break;
     }
@@ -393,21 +416,26 @@ int tcu_fill_zero(tcu_device *d, const torc_operand *out) {
     return run_elementwise(d, &f);
 }
 
+// A reduction over mask into out; MAX_DIM / MIN_DIM run as ARGMAX / ARGMIN over their dim into the
+// indices, with the element at each index copied into the values.
 static int run_reduce(tcu_device *d, const torc_op *op) {
+    const bool pair = op->code == TORC_OP_MAX_DIM || op->code == TORC_OP_MIN_DIM;
+    const torc_operand *out = &op->out[pair ? 1 : 0], *values = pair ? &op->out[0] : NULL;
+    const uint32_t mask = pair ? 1u << op->params.dim.dim : op->params.reduce.mask;
     tcu_reduce_plan pl;
-    if (!tcu_reduce_plan_build(&pl, &op->in[0], &op->out[0], op->params.reduce.mask, d->sm_count))
+    if (!tcu_reduce_plan_build(&pl, &op->in[0], out, values, mask, d->sm_count))
         return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
     if (pl.n_out == 0) return TORC_OK;
     tcu_reduce_args a;
     memset(&a, 0, sizeof a);
-    a.op = op->code;
-    a.ct = tcu_reduce_ctype(op->code, op->in[0].dtype, op->out[0].dtype);
+    a.op = !pair ? op->code : op->code == TORC_OP_MAX_DIM ? TORC_OP_ARGMAX : TORC_OP_ARGMIN;
+    a.ct = tcu_reduce_ctype(a.op, op->in[0].dtype, out->dtype);
     a.in_dt = op->in[0].dtype;
-    a.out_dt = op->out[0].dtype;
+    a.out_dt = out->dtype;
     a.in = op->in[0].data;
-    a.out = op->out[0].data;
-    a.p = op->params.reduce.p;
-    a.correction = op->params.reduce.correction;
+    a.out = out->data;
+    a.values = values ? values->data : NULL;
+    if (!pair) a.p = op->params.reduce.p, a.correction = op->params.reduce.correction;
     a.n_red = pl.n_red;
     if (pl.split > 1) {
         a.partial = tcu_scratch(d, (size_t)pl.n_out * (size_t)pl.split * TCU_ACC_BYTES);
@@ -450,7 +478,7 @@ int tcu_run_op(tcu_device *d, const torc_op *op) {
     const int rc = check_params(op);
     if (rc != TORC_OK) return rc;
     if (tcu_op_is_elementwise(code)) return run_elementwise(d, op);
-    if (tcu_op_is_reduction(code)) return run_reduce(d, op);
+    if (tcu_op_is_reduction(code) || code == TORC_OP_MAX_DIM || code == TORC_OP_MIN_DIM) return run_reduce(d, op);
     if (code == TORC_OP_SOFTMAX || code == TORC_OP_LOG_SOFTMAX) return run_softmax(d, op);
     if (code == TORC_OP_MATMUL) return tcu_matmul(d, op);
     if (code == TORC_OP_SCALED_MM) return tcu_scaled_mm(d, op);

@@ -145,8 +145,8 @@ static const ref_kernel kernels[] = {
     [TORC_OP_LERP] = {"lerp_kernel_scalar", 2, ref_pointwise_dtypes, ref_pointwise_run},
     [TORC_OP_LAYER_NORM] = {"native_layer_norm", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(layer_norm)
     [TORC_OP_LAYER_NORM_BACKWARD] = {"native_layer_norm_backward", 4, ref_pending_dtypes, ref_pending_run},  // PENDING(layer_norm)
-    [TORC_OP_MAX_DIM] = {"max", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(max_dim)
-    [TORC_OP_MIN_DIM] = {"min", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(max_dim)
+    [TORC_OP_MAX_DIM] = {"max", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
+    [TORC_OP_MIN_DIM] = {"min", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
     [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(adam)
 #ifdef TORC_TEST_EXTRA_ABI
     [TORC_OP_TEST_EXTRA] = {"test_extra", 1, ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
@@ -166,14 +166,16 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
     const ref_kernel *k = ref_kernel_of(op->code);
     if (k == NULL)
         return ref_error(TORC_ERR_NOT_SUPPORTED, "reference backend: unknown opcode %d", (int)op->code);
-    // scaled_mm's fifth input (scale_out) and second output (amax) are optional.
+    // scaled_mm's fifth input (scale_out) and second output (amax) are optional; max_dim and
+    // min_dim always write two (values, indices).
     const bool scaled_mm = op->code == TORC_OP_SCALED_MM;
+    const bool pair = op->code == TORC_OP_MAX_DIM || op->code == TORC_OP_MIN_DIM;
     if (op->n_in != k->n_in && !(scaled_mm && op->n_in == k->n_in + 1))
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",
                          k->name, k->n_in, op->n_in);
-    if (op->n_out < 1 || op->n_out > (scaled_mm ? 2 : 1))
-        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %s output, got %d", k->name,
-                         scaled_mm ? "1 or 2" : "1", op->n_out);
+    if (op->n_out < (pair ? 2 : 1) || op->n_out > (scaled_mm || pair ? 2 : 1))
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %s output(s), got %d", k->name,
+                         scaled_mm ? "1 or 2" : pair ? "2" : "1", op->n_out);
     static const char *const in_names[TORC_OP_MAX_INPUTS] = {"in0", "in1", "in2", "in3",
                                                              "in4", "in5", "in6", "in7"};
     for (int i = 0; i < op->n_in; i++) {

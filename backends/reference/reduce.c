@@ -1,5 +1,6 @@
 // backends/reference/reduce.c — the reference reductions over params.reduce.mask: SUM MEAN PROD
-// MAX MIN ARGMAX ARGMIN VAR STD NORM LOGSUMEXP, in double (compensated sums) or wrapping int64.
+// MAX MIN ARGMAX ARGMIN VAR STD NORM LOGSUMEXP, in double (compensated sums) or wrapping int64;
+// and MAX_DIM / MIN_DIM along params.dim.dim (values and indices).
 #include "ref-impl.h"
 
 // ---- dtype rules (PyTorch's CPU kernels) ----
@@ -316,5 +317,67 @@ int ref_reduce_run(const torc_op *op) {
     ref_iter outer;
     ref_iter_ops(&outer, in->ndim, kept, 2, ops);
     ref_iter_run(&outer, outer_loop, &o);
+    return TORC_OK;
+}
+
+// ---- max / min along one dim with indices (MAX_DIM, MIN_DIM) ----
+// Every dtype: the frontend refuses fp8 where PyTorch does (it sends a zero-dim fp8 tensor,
+// which PyTorch copies, as shape (1)).
+bool ref_minmax_dim_dtypes(const torc_op *op) {
+    const torc_dtype in = op->in[0].dtype;
+    return ref_dt_in(in, REF_DT_ALL) && op->out[0].dtype == in && op->out[1].dtype == TORC_DTYPE_I64;
+}
+
+// One output element: extreme() finds the first index of the extreme (the first NaN wins), as
+// ARGMAX does; the value is in0's element there, copied bit for bit (-0.0 stays -0.0, a NaN keeps
+// its payload), as PyTorch copies it.
+static void minmax_dim_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
+    outer_ctx *o = vctx;
+    const torc_dtype dt = o->op->in[0].dtype;
+    const size_t size = torc_abi_dtype_size(dt);
+    const int64_t row_step = o->op->in[0].stride[o->op->params.dim.dim] * (int64_t)size;
+    for (int64_t i = 0; i < n; i++) {
+        char *base = ptr[2] + i * step[2];
+        red_ctx c;
+        memset(&c, 0, sizeof c);
+        c.in = dt;
+        extreme(&o->inner, base, &c, o->op->code == TORC_OP_MAX_DIM, false, !ref_is_float(dt));
+        memcpy(ptr[0] + i * step[0], base + c.best_idx * row_step, size);
+        ref_store_i(ptr[1] + i * step[1], TORC_DTYPE_I64, c.best_idx);
+    }
+}
+
+int ref_minmax_dim_run(const torc_op *op) {
+    const torc_operand *in = &op->in[0];
+    const char *name = ref_kernel_of(op->code)->name;
+    const int dim = op->params.dim.dim;
+    if (in->ndim < 1 || dim < 0 || dim >= in->ndim)
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s: dim %d is out of range for in0's %d dims "
+                         "(a zero-dim in0 comes as shape (1))", name, dim, in->ndim);
+    for (int k = 0; k < 2; k++) {
+        const torc_operand *out = &op->out[k];
+        if (out->ndim != in->ndim)
+            return ref_error(TORC_ERR_SHAPE, "reference backend: %s: out%d must keep in0's %d dims, got %d", name, k,
+                             in->ndim, out->ndim);
+        for (int d = 0; d < in->ndim; d++)
+            if (out->shape[d] != (d == dim ? 1 : in->shape[d]))
+                return ref_error(TORC_ERR_SHAPE, "reference backend: %s: out%d dim %d is %lld, expected %lld", name, k,
+                                 d, (long long)out->shape[d], (long long)(d == dim ? 1 : in->shape[d]));
+    }
+    if (ref_numel(&op->out[0]) == 0) return TORC_OK;
+    if (in->shape[dim] == 0)
+        return ref_error(TORC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", name, dim);
+    outer_ctx o;
+    memset(&o, 0, sizeof o);
+    o.op = op;
+    o.n = in->shape[dim];
+    const size_t in_size = torc_abi_dtype_size(in->dtype);
+    const int64_t *row_stride = &in->stride[dim];
+    char *in_data = in->data;
+    ref_iter_init(&o.inner, 1, &in->shape[dim], 1, &in_data, &in_size, &row_stride);
+    const torc_operand *ops[3] = {&op->out[0], &op->out[1], in};
+    ref_iter outer;
+    ref_iter_ops(&outer, in->ndim, op->out[0].shape, 3, ops);
+    ref_iter_run(&outer, minmax_dim_loop, &o);
     return TORC_OK;
 }

@@ -256,6 +256,7 @@ REF_KERNEL_DECL(unary)
 REF_KERNEL_DECL(binary)
 REF_KERNEL_DECL(where)
 REF_KERNEL_DECL(reduce)
+REF_KERNEL_DECL(minmax_dim)  // reduce.c
 REF_KERNEL_DECL(softmax)
 REF_KERNEL_DECL(matmul)
 REF_KERNEL_DECL(index)

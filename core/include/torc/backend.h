@@ -174,9 +174,12 @@ extern "C" {
                                         /* rows of dy*xhat, dbias = sum over rows of dy. */                              \
     X(MAX_DIM, "max_dim", 1)            /* torch.max(in0, params.dim.dim, keepdim=True): out[0] = values (in0's */       \
                                         /* dtype), out[1] = indices (i64), both in0's shape with that dim of size */     \
-                                        /* 1 (the dim is not empty). The first index of the extreme value; NaN */        \
-                                        /* counts as the extreme (the first NaN wins). */                                \
-    X(MIN_DIM, "min_dim", 1)                                                                                             \
+                                        /* 1 (the dim is not empty; in0 has ndim >= 1: the core sends a zero-dim */      \
+                                        /* tensor as shape (1)). The first index of the extreme value; NaN */            \
+                                        /* counts as the extreme (the first NaN wins); -0.0 and +0.0 tie. The */         \
+                                        /* value is in0's element at that index, bit for bit. Any dtype (the */          \
+                                        /* core refuses fp8 where PyTorch does: every in0 but a zero-dim one). */        \
+    X(MIN_DIM, "min_dim", 1)            /* torch.min(in0, params.dim.dim, keepdim=True): as MAX_DIM. */                  \
     X(ADAM_STEP, "adam_step", 1)        /* One torch.optim Adam/AdamW step (single-tensor path), in place: */            \
                                         /* out[0] = param, out[1] = exp_avg, out[2] = exp_avg_sq, and with */            \
                                         /* ADAM_AMSGRAD out[3] = max_exp_avg_sq; in0 = grad. All have one shape */      \

@@ -383,6 +383,19 @@ TORC_API torc_tensor *torc_amax(const torc_tensor *t, int n_dims, const int *dim
 TORC_API torc_tensor *torc_amin(const torc_tensor *t, int n_dims, const int *dims, bool keepdim);
 TORC_API torc_tensor *torc_argmax(const torc_tensor *t, int dim, bool keepdim); // dim may be TORC_DIM_NONE
 TORC_API torc_tensor *torc_argmin(const torc_tensor *t, int dim, bool keepdim);
+// torch.max(t, dim, keepdim) / torch.min: *values (t's dtype) and *indices (i64) of the largest /
+// smallest element along dim, each t's shape without dim (keepdim: with it as size 1; a zero-dim
+// t gives zero-dim results). The first index of the extreme wins a tie (-0.0 and +0.0 tie); NaN
+// is the extreme (the first NaN wins); values holds t's element at that index, bit for bit.
+// Every dtype but fp8 (a zero-dim fp8 tensor is taken, as PyTorch takes it). New references in
+// *values and *indices; either pointer may be NULL to skip that result. Autograd: values only
+// (the gradient goes to the indices, zero elsewhere); indices are not differentiable.
+// Errors, with nothing written to *values / *indices: TORC_ERR_INDEX for dim out of range or an
+// empty dim ("max(): Expected reduction dim 1 to have non-zero size."), TORC_ERR_DTYPE for fp8.
+TORC_API torc_status torc_max_dim(const torc_tensor *t, int dim, bool keepdim, torc_tensor **values,
+                                  torc_tensor **indices);
+TORC_API torc_status torc_min_dim(const torc_tensor *t, int dim, bool keepdim, torc_tensor **values,
+                                  torc_tensor **indices);
 TORC_API torc_tensor *torc_var(const torc_tensor *t, int n_dims, const int *dims, double correction, bool keepdim);
 TORC_API torc_tensor *torc_std(const torc_tensor *t, int n_dims, const int *dims, double correction, bool keepdim);
 TORC_API torc_tensor *torc_norm(const torc_tensor *t, double p, int n_dims, const int *dims, bool keepdim);
