@@ -226,12 +226,12 @@ static bool shapes_ok(const checker *c) {
     case TORC_OP_MAX_DIM:
     case TORC_OP_MIN_DIM: {
         const int dim = op->params.dim.dim;
-        if (!want_dim(c, dim, x->ndim)) return false;
-        if (x->ndim > 0 && x->shape[dim] == 0) {
+        if (!want_ndim(c, 0, 1, TORC_MAX_DIMS) || !want_dim(c, dim, x->ndim)) return false;  // zero-dim: as (1)
+        if (x->shape[dim] == 0) {
             snprintf(c->why, c->n, "dim %d of in[0] is empty", dim);
             return false;
         }
-        reduced(x, x->ndim > 0 ? UINT64_C(1) << dim : 0, s);
+        reduced(x, UINT64_C(1) << dim, s);
         return want_shape(c, 1, x->ndim, s) && want_shape(c, 2, x->ndim, s);
     }
     default:  // elementwise (COPY, unary, binary, WHERE, the fused pointwise ops, ADAM_STEP): one shape

@@ -109,23 +109,18 @@ END_TEST
 // ---- onednn's host loop: native, and the reference's bits ----
 // Whether the onednn backend itself runs op (contiguous in0 of shape, dim), not the fallback.
 static bool onednn_runs(torc_device *dnn, torc_opcode code, torc_dtype dt, int ndim, const int64_t *shape, int dim) {
-    static char buf[3][8];
-    torc_op op = {.struct_size = sizeof op, .code = code, .n_in = 1, .n_out = 2};
-    op.params.dim.dim = dim;
-    for (int k = 0; k < 3; k++) {
-        torc_operand *o = k == 0 ? &op.in[0] : &op.out[k - 1];
-        o->data = buf[k];
-        o->dtype = k == 2 ? TORC_DTYPE_I64 : dt;
-        o->ndim = ndim;
-        int64_t st = 1;
-        for (int j = ndim - 1; j >= 0; j--) {
-            o->shape[j] = k > 0 && j == dim ? 1 : shape[j];
-            o->stride[j] = st;
-            st *= o->shape[j];
-        }
-    }
-    const torc_backend_vtable *vt = torc_device_vtable(dnn);
-    return vt->supports(torc_device_backend_context(dnn), torc_device_index(dnn), &op);
+    torc_scope_push();
+    int64_t os[TORC_MAX_DIMS];
+    for (int j = 0; j < ndim; j++) os[j] = j == dim ? 1 : shape[j];
+    torc_tensor *x = torc_to_device(torc_zeros(ndim, shape, dt), dnn);
+    torc_tensor *v = torc_to_device(torc_zeros(ndim, os, dt), dnn), *i = torc_to_device(torc_zeros(ndim, os, TORC_DTYPE_I64), dnn);
+    ck_assert_msg(x && v && i, "%s", torc_last_error());
+    torc_op_call call = {.code = code, .n_in = 1, .n_out = 2, .in = {x}, .out = {v, i}};
+    call.params.dim.dim = dim;
+    const bool native = torc_op_supported(dnn, &call) == TORC_OK;
+    torc_scope_pop();
+    torc_clear_error();
+    return native;
 }
 
 // Raw bytes of a tensor (malloc'ed).

@@ -1971,7 +1971,6 @@ static void build_max_dim(builder *b) {
     max_dim_case(b, "transposed", 2, S_137, L_T, 1, false);
     max_dim_case(b, "sliced", 2, S_59, L_S, 1, false);
     max_dim_case(b, "size1", 2, S_11, L_C, 1, false);
-    max_dim_case(b, "zero_dim", 0, S_11, L_C, 0, false);
     max_dim_case(b, "large", 2, S_LARGE, L_C, 1, false);
     max_dim_case(b, "large_first", 2, sl3, L_C, 0, false);
     if (is_float(b->dt)) max_dim_case(b, "special", 2, s611, L_C, 1, true);
