@@ -251,6 +251,72 @@ START_TEST(reference_refuses_fp8_and_bad_counts) {
 }
 END_TEST
 
+// ---- onednn: its loops take contiguous f32 and give the reference's bits; others decline ----
+static torc_op ln_f32_op(float *x, float *y, float *m, float *r, int64_t rows, int64_t n) {
+    torc_op op = {.struct_size = sizeof op, .code = TORC_OP_LAYER_NORM, .n_in = 1, .n_out = 3};
+    void *data[4] = {x, y, m, r};
+    torc_operand *ops[4] = {&op.in[0], &op.out[0], &op.out[1], &op.out[2]};
+    for (int i = 0; i < 4; i++) {
+        ops[i]->data = data[i];
+        ops[i]->dtype = TORC_DTYPE_F32;
+        ops[i]->ndim = 2;
+        ops[i]->shape[0] = rows;
+        ops[i]->shape[1] = i < 2 ? n : 1;
+        ops[i]->stride[0] = i < 2 ? n : 1;
+        ops[i]->stride[1] = 1;
+    }
+    op.params.norm.axis = 1;
+    op.params.norm.eps = 1e-5;
+    return op;
+}
+
+START_TEST(onednn_layer_norm_is_the_references) {
+    torc_device *dev = torc_device_get("onednn"), *ref = torc_device_get("reference");
+    if (!dev) return;  // built without TORC_WITH_ONEDNN
+    const torc_backend_vtable *vt = torc_device_vtable(dev);
+    void *ctx = torc_device_backend_context(dev);
+    static float x[6], y[6], m[2], r[2];
+    torc_op op = ln_f32_op(x, y, m, r, 2, 3);
+    ck_assert_msg(vt->supports(ctx, torc_device_index(dev), &op), "%s", vt->last_error(ctx));
+    op.in[0].stride[0] = 4;  // rows apart: not contiguous
+    ck_assert(!vt->supports(ctx, torc_device_index(dev), &op));
+    // Large enough for the parallel loops (rows x 1100 > 64K elements), with weight and bias,
+    // forward and backward: the same bits as the reference.
+    torc_scope_push();
+    const int64_t R = 70, N = 1100;
+    torc_tensor *vals[5];
+    for (int k = 0; k < 5; k++) {
+        vals[k] = torc_randn(k == 1 || k == 2 ? 1 : 2, k == 1 || k == 2 ? (int64_t[]){N} : (int64_t[]){R, N},
+                             TORC_DTYPE_F32, NULL);
+        ck_assert_ptr_nonnull(vals[k]);
+    }
+    ck_assert_int_eq(torc_add_scalar_(vals[0], torc_s(3.0)), TORC_OK);
+    double *res[2][6];
+    torc_device *devs[2] = {ref, dev};
+    for (int d = 0; d < 2; d++) {
+        torc_tensor *in[4];
+        for (int k = 0; k < 4; k++) {
+            in[k] = torc_to_device(torc_clone(vals[k]), devs[d]);
+            if (k < 3) ck_assert_int_eq(torc_set_requires_grad(in[k], true), TORC_OK);
+        }
+        torc_tensor *yy, *mm, *rr;
+        ck_assert_int_eq(torc_native_layer_norm(in[0], 1, &N, in[1], in[2], 1e-5, &yy, &mm, &rr), TORC_OK);
+        ck_assert_int_eq(torc_backward(yy, in[3], false), TORC_OK);
+        torc_tensor *outs[6] = {yy, mm, rr, torc_grad(in[0]), torc_grad(in[1]), torc_grad(in[2])};
+        for (int k = 0; k < 6; k++) res[d][k] = tu_values(outs[k]);
+    }
+    const int64_t counts[6] = {R * N, R, R, R * N, N, N};
+    for (int k = 0; k < 6; k++) {
+        for (int64_t i = 0; i < counts[k]; i++)
+            ck_assert_msg(res[0][k][i] == res[1][k][i], "output %d [%lld]: onednn %.9g, reference %.9g", k,
+                          (long long)i, res[1][k][i], res[0][k][i]);
+        free(res[0][k]);
+        free(res[1][k]);
+    }
+    torc_scope_pop();
+}
+END_TEST
+
 // ---- autograd ----
 // d/dv sum(layer_norm(x, w, b) * v) against central differences, in f64, for x, weight and bias.
 static double loss_of(const double *xh, const double *wh, const double *bh, const double *vh, int64_t rows,
@@ -345,6 +411,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, layer_norm_matches_pytorch);
     tcase_add_test(tc, layer_norm_errors_are_pytorchs);
     tcase_add_test(tc, reference_refuses_fp8_and_bad_counts);
+    tcase_add_test(tc, onednn_layer_norm_is_the_references);
     tcase_add_test(tc, layer_norm_gradients_match_finite_differences);
     tcase_add_test(tc, layer_norm_grad_of_weight_only);
     tcase_add_test(tc, layer_norm_saved_stats_modified_in_place);
