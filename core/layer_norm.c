@@ -77,6 +77,14 @@ static bool check_args(const torc_tensor *x, int nn, const int64_t *ns, const to
     return true;
 }
 
+// t as the op gets it: a device backend (CUDA) takes contiguous operands only and has no
+// fallback, so it gets a contiguous copy (as PyTorch's layer_norm makes one); host backends take
+// t as it is (the reference walks any strides). Registered in the current scope; NULL stays NULL.
+static const torc_tensor *as_operand(const torc_tensor *t) {
+    if (!t || t->device->host_memory || torc_is_contiguous(t)) return t;
+    return torc_contiguous((torc_tensor *)t);
+}
+
 // x's shape with the normalized dims of size 1.
 static void stat_shape(const torc_tensor *x, int axis, int64_t *shape) {
     for (int d = 0; d < x->ndim; d++) shape[d] = d < axis ? x->shape[d] : 1;
@@ -100,15 +108,24 @@ torc_status torc_native_layer_norm(const torc_tensor *x, int n_normalized, const
     op.params.norm.eps = eps;
     op.params.norm.axis = axis;
     op.params.norm.affine = (weight ? 1u : 0u) | (bias ? 2u : 0u);
-    if (r) {
-        torc__operand(x, &op.in[0]);
-        if (weight) torc__operand(weight, &op.in[op.n_in++]);
-        if (bias) torc__operand(bias, &op.in[op.n_in++]);
+    bool ok = r != NULL;
+    torc_scope_push();  // the contiguous copies a device backend gets
+    torc_no_grad_begin();
+    const torc_tensor *xo = ok ? as_operand(x) : NULL, *wo = ok ? as_operand(weight) : NULL;
+    const torc_tensor *bo = ok ? as_operand(bias) : NULL;
+    ok = ok && xo && (wo || !weight) && (bo || !bias);
+    if (ok) {
+        torc__operand(xo, &op.in[0]);
+        if (wo) torc__operand(wo, &op.in[op.n_in++]);
+        if (bo) torc__operand(bo, &op.in[op.n_in++]);
         torc__operand(out, &op.out[0]);
         torc__operand(m, &op.out[1]);
         torc__operand(r, &op.out[2]);
+        ok = !torc__dispatch(x->device, &op, LN_FWD_FLOPS * (uint64_t)torc_numel(x));
     }
-    if (!r || torc__dispatch(x->device, &op, LN_FWD_FLOPS * (uint64_t)torc_numel(x))) {
+    torc_no_grad_end();
+    torc_scope_pop();
+    if (!ok) {
         torc_release(out);
         torc_release(m);
         torc_release(r);
@@ -153,12 +170,15 @@ torc_status torc__layer_norm_backward(const torc_node *n, const torc_tensor *g, 
     bool ok = outs[0] != NULL;
     if (ok && has_w) ok = (outs[1] = torc__new(x->device, n->in[1].dtype, n->in[1].ndim, n->in[1].shape)) != NULL;
     if (ok && want_b) ok = (outs[2] = torc__new(x->device, n->in[2].dtype, n->in[2].ndim, n->in[2].shape)) != NULL;
+    const torc_tensor *go = ok ? as_operand(g) : NULL, *xo = go ? as_operand(x) : NULL;
+    const torc_tensor *wo = xo && has_w ? as_operand(w) : NULL;
+    ok = xo && (wo || !has_w);
     if (ok) {
-        torc__operand(g, &op.in[0]);
-        torc__operand(x, &op.in[1]);
+        torc__operand(go, &op.in[0]);
+        torc__operand(xo, &op.in[1]);
         torc__operand(mean, &op.in[2]);
         torc__operand(rstd, &op.in[3]);
-        if (has_w) torc__operand(w, &op.in[op.n_in++]);
+        if (has_w) torc__operand(wo, &op.in[op.n_in++]);
         torc__operand(outs[0], &op.out[0]);
         for (int i = 1; i < 3; i++)
             if (outs[i]) torc__operand(outs[i], &op.out[op.n_out++]);
