@@ -669,7 +669,9 @@ TORC_API torc_tensor *torc_cross_entropy(const torc_tensor *logits, const torc_t
 // f32, f16 or bf16 ('"LayerNormKernelImpl" not implemented for 'Long'', TORC_ERR_DTYPE; fp8 as
 // well, as PyTorch). Differentiable in x, weight and bias (NativeLayerNormBackward0, one
 // LAYER_NORM_BACKWARD op), on every backend: a backend without the op runs the reference on
-// host memory. Returns a new reference, or NULL with the error set.
+// host memory (a device backend gets contiguous copies of x, weight, bias). As every torc
+// backward, the gradients do not themselves record a graph (no double backward). Returns a new
+// reference, or NULL with the error set.
 TORC_API torc_tensor *torc_layer_norm(const torc_tensor *x, int n_normalized, const int64_t *normalized_shape,
                                       const torc_tensor *weight, const torc_tensor *bias, double eps);
 // torch.native_layer_norm: the same y and the per-row statistics, mean and rstd =
