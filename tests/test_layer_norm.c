@@ -251,7 +251,7 @@ START_TEST(reference_refuses_fp8_and_bad_counts) {
 }
 END_TEST
 
-// ---- onednn: its loops take contiguous f32 and give the reference's bits; others decline ----
+// ---- onednn: its loops take contiguous f32/bf16/f16 and give the reference's bits; others decline ----
 static torc_op ln_f32_op(float *x, float *y, float *m, float *r, int64_t rows, int64_t n) {
     torc_op op = {.struct_size = sizeof op, .code = TORC_OP_LAYER_NORM, .n_in = 1, .n_out = 3};
     void *data[4] = {x, y, m, r};
@@ -281,39 +281,44 @@ START_TEST(onednn_layer_norm_is_the_references) {
     op.in[0].stride[0] = 4;  // rows apart: not contiguous
     ck_assert(!vt->supports(ctx, torc_device_index(dev), &op));
     // Large enough for the parallel loops (rows x 1100 > 64K elements), with weight and bias,
-    // forward and backward: the same bits as the reference.
-    torc_scope_push();
-    const int64_t R = 70, N = 1100;
-    torc_tensor *vals[5];
-    for (int k = 0; k < 5; k++) {
-        vals[k] = torc_randn(k == 1 || k == 2 ? 1 : 2, k == 1 || k == 2 ? (int64_t[]){N} : (int64_t[]){R, N},
-                             TORC_DTYPE_F32, NULL);
-        ck_assert_ptr_nonnull(vals[k]);
-    }
-    ck_assert_int_eq(torc_add_scalar_(vals[0], torc_s(3.0)), TORC_OK);
-    double *res[2][6];
-    torc_device *devs[2] = {ref, dev};
-    for (int d = 0; d < 2; d++) {
-        torc_tensor *in[4];
+    // forward and backward, in f32, bf16 and f16 with f32 parameters: the same bits as the reference.
+    const torc_dtype cfg[3][2] = {{TORC_DTYPE_F32, TORC_DTYPE_F32}, {TORC_DTYPE_BF16, TORC_DTYPE_BF16},
+                                  {TORC_DTYPE_F16, TORC_DTYPE_F32}};
+    for (int c = 0; c < 3; c++) {
+        torc_scope_push();
+        const int64_t R = 70, N = 1100;
+        torc_tensor *vals[4];
         for (int k = 0; k < 4; k++) {
-            in[k] = torc_to_device(torc_clone(vals[k]), devs[d]);
-            if (k < 3) ck_assert_int_eq(torc_set_requires_grad(in[k], true), TORC_OK);
+            const bool param = k == 1 || k == 2;
+            vals[k] = torc_randn(param ? 1 : 2, param ? (int64_t[]){N} : (int64_t[]){R, N}, TORC_DTYPE_F32, NULL);
+            ck_assert_ptr_nonnull(vals[k]);
+            if (k == 0) ck_assert_int_eq(torc_add_scalar_(vals[0], torc_s(3.0)), TORC_OK);
+            vals[k] = torc_to_dtype(vals[k], cfg[c][param]);
         }
-        torc_tensor *yy, *mm, *rr;
-        ck_assert_int_eq(torc_native_layer_norm(in[0], 1, &N, in[1], in[2], 1e-5, &yy, &mm, &rr), TORC_OK);
-        ck_assert_int_eq(torc_backward(yy, in[3], false), TORC_OK);
-        torc_tensor *outs[6] = {yy, mm, rr, torc_grad(in[0]), torc_grad(in[1]), torc_grad(in[2])};
-        for (int k = 0; k < 6; k++) res[d][k] = tu_values(outs[k]);
+        double *res[2][6];
+        torc_device *devs[2] = {ref, dev};
+        for (int d = 0; d < 2; d++) {
+            torc_tensor *in[4];
+            for (int k = 0; k < 4; k++) {
+                in[k] = torc_to_device(torc_clone(vals[k]), devs[d]);
+                if (k < 3) ck_assert_int_eq(torc_set_requires_grad(in[k], true), TORC_OK);
+            }
+            torc_tensor *yy, *mm, *rr;
+            ck_assert_int_eq(torc_native_layer_norm(in[0], 1, &N, in[1], in[2], 1e-5, &yy, &mm, &rr), TORC_OK);
+            ck_assert_int_eq(torc_backward(yy, in[3], false), TORC_OK);
+            torc_tensor *outs[6] = {yy, mm, rr, torc_grad(in[0]), torc_grad(in[1]), torc_grad(in[2])};
+            for (int k = 0; k < 6; k++) res[d][k] = tu_values(outs[k]);
+        }
+        const int64_t counts[6] = {R * N, R, R, R * N, N, N};
+        for (int k = 0; k < 6; k++) {
+            for (int64_t i = 0; i < counts[k]; i++)
+                ck_assert_msg(res[0][k][i] == res[1][k][i], "%s: output %d [%lld]: onednn %.9g, reference %.9g",
+                              torc_dtype_name(cfg[c][0]), k, (long long)i, res[1][k][i], res[0][k][i]);
+            free(res[0][k]);
+            free(res[1][k]);
+        }
+        torc_scope_pop();
     }
-    const int64_t counts[6] = {R * N, R, R, R * N, N, N};
-    for (int k = 0; k < 6; k++) {
-        for (int64_t i = 0; i < counts[k]; i++)
-            ck_assert_msg(res[0][k][i] == res[1][k][i], "output %d [%lld]: onednn %.9g, reference %.9g", k,
-                          (long long)i, res[1][k][i], res[0][k][i]);
-        free(res[0][k]);
-        free(res[1][k]);
-    }
-    torc_scope_pop();
 }
 END_TEST
 

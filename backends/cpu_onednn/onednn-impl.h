@@ -287,7 +287,7 @@ bool onednn__log_softmax_takes(const torc_op *op);  // LOG_SOFTMAX into f32
 int onednn__log_softmax_check(const torc_op *op);
 int onednn__log_softmax_run(const torc_op *op);
 
-// LAYER_NORM, LAYER_NORM_BACKWARD (layer_norm.c): contiguous float32, the reference's bits.
+// LAYER_NORM, LAYER_NORM_BACKWARD (layer_norm.c): contiguous f32 / bf16 / f16, the reference's bits.
 bool onednn__layer_norm_takes(const torc_op *op);
 int onednn__layer_norm_check(const torc_op *op);
 int onednn__layer_norm_run(const torc_op *op);
