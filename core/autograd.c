@@ -193,8 +193,10 @@ torc_tensor *torc__autograd_record_aux(torc_tensor *out, torc_opcode code, int n
             return hook_fail(out, n);
     }
     if ((r->save & TORC__SAVE_OUT) && !save(n, TORC__SAVED_OUT, out, true)) return hook_fail(out, n);
-    for (int i = 0; i < n_aux && TORC__SAVED_AUX + i < TORC__SAVED_SLOTS; i++)
+    for (int i = 0; i < n_aux && TORC__SAVED_AUX + i < TORC__SAVED_SLOTS; i++) {
         if (!save(n, TORC__SAVED_AUX + i, aux[i], true)) return hook_fail(out, n);
+        n->saved[TORC__SAVED_AUX + i].producer = NULL;  // no grad_fn: PyTorch's version error names none
+    }
     attach(out, n);
     return out;
 }
