@@ -59,6 +59,8 @@ typedef struct torc__saved {
 
 #define TORC__NODE_INLINE 3   // inputs held without an extra allocation
 #define TORC__SAVED_OUT 3     // saved[] slot of the output; slots 0..2 are inputs 0..2
+#define TORC__SAVED_AUX 4     // slots 4, 5: further outputs of the op (native_layer_norm's mean, rstd)
+#define TORC__SAVED_SLOTS 6
 
 struct torc_node {
     _Atomic int refcount;
@@ -72,7 +74,7 @@ struct torc_node {
     torc_op_params params;    // as the op sent them to the backend
     int nargs;
     int64_t args[TORC_MAX_DIMS + 2]; // view arguments (see torc__autograd_view)
-    torc__saved saved[TORC__SAVED_OUT + 1];
+    torc__saved saved[TORC__SAVED_SLOTS];
     bool has_saved;           // something was saved (a second backward needs it)
     bool released;            // saved tensors freed by a backward without retain_graph
     torc_node *inner;         // owned, CopySlices only: the in-place op as recorded on the view

@@ -80,7 +80,7 @@ static void ident_release(torc__ident *id) {
 // Frees the saved tensors of n and of the in-place op a CopySlices node holds.
 static void release_saved(torc_node *n) {
     for (torc_node *k = n; k; k = k->inner)
-        for (int i = 0; i <= TORC__SAVED_OUT; i++) {
+        for (int i = 0; i < TORC__SAVED_SLOTS; i++) {
             torc_release(k->saved[i].t);
             ident_release(k->saved[i].ident);
             k->saved[i].t = NULL;
@@ -174,6 +174,11 @@ static torc_tensor *hook_fail(torc_tensor *out, torc_node *n) {
 
 torc_tensor *torc__autograd_record(torc_tensor *out, torc_opcode code, int n_in, const torc_tensor *const *inputs,
                                    const torc_op_params *params) {
+    return torc__autograd_record_aux(out, code, n_in, inputs, params, 0, NULL);
+}
+
+torc_tensor *torc__autograd_record_aux(torc_tensor *out, torc_opcode code, int n_in, const torc_tensor *const *inputs,
+                                       const torc_op_params *params, int n_aux, const torc_tensor *const *aux) {
     if (!out || !torc__any_requires_grad(n_in, inputs)) return out;
     const torc__grad_rule *r = torc__grad_rule_for((int)code);
     if (!r || !r->fn || !torc_dtype_is_floating(out->dtype)) return out;
@@ -188,6 +193,10 @@ torc_tensor *torc__autograd_record(torc_tensor *out, torc_opcode code, int n_in,
             return hook_fail(out, n);
     }
     if ((r->save & TORC__SAVE_OUT) && !save(n, TORC__SAVED_OUT, out, true)) return hook_fail(out, n);
+    for (int i = 0; i < n_aux && TORC__SAVED_AUX + i < TORC__SAVED_SLOTS; i++) {
+        if (!save(n, TORC__SAVED_AUX + i, aux[i], true)) return hook_fail(out, n);
+        n->saved[TORC__SAVED_AUX + i].producer = NULL;  // no grad_fn: PyTorch's version error names none
+    }
     attach(out, n);
     return out;
 }
@@ -714,7 +723,7 @@ static torc_status check_saved(const torc_node *n) {
                            "backward through the graph a second time or if you need to access saved tensors after "
                            "calling backward.");
     for (const torc_node *k = n; k; k = k->inner)  // a CopySlices node: the op it holds saved them
-        for (int i = 0; i <= TORC__SAVED_OUT; i++) {
+        for (int i = 0; i < TORC__SAVED_SLOTS; i++) {
             const torc__saved *s = &k->saved[i];
             if (!s->t) continue;
             const uint64_t now = atomic_load(&s->t->storage->version);

@@ -667,6 +667,8 @@ RULE(R_COPY, "CloneBackward0", bw_identity, 0);
 RULE(R_COPY_INTO, "CopyBackwards", bw_copy_into, 0);
 RULE(R_OVERWRITE, "FillBackward2", bw_zero, 0);  // uniform_ / normal_ / zero_ pass their names
 RULE(R_COPY_SLICES, "CopySlices", bw_copy_slices, 0);
+RULE(R_LAYER_NORM, "NativeLayerNormBackward0", torc__layer_norm_backward,  // inputs x, weight, bias (layer_norm.c);
+     TORC__SAVE_IN(0) | TORC__SAVE_IN(1));                                  // mean, rstd saved as outputs
 RULE(R_SCALED_MM, "ScaledMmBackward0", torc__fp8_matmul_backward,  // fp8 autocast's matmul (autocast.c)
      TORC__SAVE_IN(0) | TORC__SAVE_IN(1) | TORC__SAVE_IN(2));
 
@@ -690,8 +692,8 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_ARGMAX:
     case TORC_OP_ARGMIN:
     case TORC_OP_COUNT: return &R_NONE;  // no inputs, or integer / bool results
-    case TORC_OP_LAYER_NORM: return &R_NONE;  // PENDING(layer_norm)
-    case TORC_OP_LAYER_NORM_BACKWARD: return &R_NONE;  // PENDING(layer_norm)
+    case TORC_OP_LAYER_NORM: return &R_LAYER_NORM;
+    case TORC_OP_LAYER_NORM_BACKWARD: return &R_NONE;  // recorded by nothing: double backward is not supported
     case TORC_OP_MAX_DIM: return &R_MAX_DIM;
     case TORC_OP_MIN_DIM: return &R_MIN_DIM;
     case TORC_OP_ADAM_STEP: return &R_NONE;  // PENDING(adam)

@@ -292,6 +292,11 @@ bool torc__any_requires_grad(int n, const torc_tensor *const *ts);
 // sent to the backend (alpha, exponent, reduce mask, dim, ...).
 torc_tensor *torc__autograd_record(torc_tensor *out, torc_opcode code, int n_in,
                                    const torc_tensor *const *inputs, const torc_op_params *params);
+// The same for an op with further outputs that do not require grad but that its backward needs
+// (native_layer_norm's mean and rstd): they are saved as outputs of the node, in slots
+// TORC__SAVED_AUX.. (at most 2).
+torc_tensor *torc__autograd_record_aux(torc_tensor *out, torc_opcode code, int n_in, const torc_tensor *const *inputs,
+                                       const torc_op_params *params, int n_aux, const torc_tensor *const *aux);
 // A view of base. args by grad_fn: TransposeBackward0 (d0, d1), PermuteBackward0 (dims...),
 // SelectBackward0 (dim, index), SliceBackward0 (dim, start, end, step), UnsqueezeBackward0
 // (dim); ViewBackward0, ExpandBackward0, SqueezeBackward0, AsStridedBackward0 take none (the
@@ -362,5 +367,10 @@ torc_tensor *torc__autocast_matmul(const torc_tensor *a, const torc_tensor *b, t
 // the destructor of a parameter's fp8 state (called by torc_release).
 torc_status torc__fp8_matmul_backward(const torc_node *n, const torc_tensor *g, const bool *need, torc_tensor **gin);
 void torc__fp8_meta_free(torc__fp8_meta *m);
+
+// ---- layer norm (layer_norm.c) ----
+// The backward of native_layer_norm's node (code TORC_OP_LAYER_NORM, registered in backward.c):
+// one LAYER_NORM_BACKWARD op from the saved x, weight, mean and rstd.
+torc_status torc__layer_norm_backward(const torc_node *n, const torc_tensor *g, const bool *need, torc_tensor **gin);
 
 #endif

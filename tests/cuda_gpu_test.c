@@ -241,6 +241,123 @@ START_TEST(scaled_mm_matches_reference) {
 }
 END_TEST
 
+// LAYER_NORM and its backward (several outputs, contiguous operands): each operand of op points
+// at host memory; the reference runs there, the device on uploaded copies, and every output is
+// compared relative to its largest reference value.
+static int64_t operand_numel(const torc_operand *o) {
+    int64_t n = 1;
+    for (int d = 0; d < o->ndim; d++) n *= o->shape[d];
+    return n;
+}
+
+static bool multi_out_matches(const torc_op *op, double tol) {
+    ck_assert_msg(cu->supports(cu_ctx, 0, op), "%s: %s", g_case, cu->last_error(cu_ctx));
+    ck_assert_msg(ref->run(ref_ctx, 0, op) == TORC_OK, "%s: %s", g_case, ref->last_error(ref_ctx));
+    torc_op dop = *op;
+    void *dmem[TORC_OP_MAX_INPUTS + TORC_OP_MAX_OUTPUTS] = {0};
+    for (int i = 0; i < op->n_in + op->n_out; i++) {
+        const torc_operand *h = i < op->n_in ? &op->in[i] : &op->out[i - op->n_in];
+        torc_operand *d = i < op->n_in ? &dop.in[i] : &dop.out[i - op->n_in];
+        const size_t nb = (size_t)operand_numel(h) * (size_t)torc_abi_dtype_size(h->dtype);
+        dmem[i] = alloc_ok(nb ? nb : 1);
+        if (nb && i < op->n_in)
+            ck_assert_int_eq(cu->copy(cu_ctx, 0, dmem[i], h->data, nb, TORC_COPY_HOST_TO_DEVICE, false), TORC_OK);
+        d->data = dmem[i];
+    }
+    run_ok(&dop);
+    ck_assert_int_eq(cu->synchronize(cu_ctx, 0), TORC_OK);
+    bool ok = true;
+    for (int k = 0; k < op->n_out; k++) {
+        const torc_operand *h = &op->out[k];
+        const int64_t n = operand_numel(h);
+        double scale = 1;
+        for (int64_t i = 0; i < n; i++) {
+            const double v = fabs(tcu_load_f64(h->data, i, h->dtype));
+            if (isfinite(v) && v > scale) scale = v;
+        }
+        for (int64_t i = 0; i < n && ok; i++) {
+            const double want = tcu_load_f64(h->data, i, h->dtype), got = fetch(dmem[op->n_in + k], h->dtype, i);
+            if (!(isnan(want) ? isnan(got) : fabs(got - want) <= tol * scale)) {
+                fprintf(stderr, "%s: out[%d][%lld] cuda %.9g, reference %.9g\n", g_case, k, (long long)i, got, want);
+                ok = false;
+            }
+        }
+    }
+    for (int i = 0; i < op->n_in + op->n_out; i++) cu->free(cu_ctx, 0, dmem[i]);
+    return ok;
+}
+
+static torc_operand host_operand(torc_dtype dt, int ndim, const int64_t *shape, uint64_t seed, double lo, double hi) {
+    torc_operand o = {NULL, dt, ndim, {0}, {0}};
+    int64_t n = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        o.shape[d] = shape[d];
+        o.stride[d] = n;
+        n *= shape[d];
+    }
+    o.data = calloc((size_t)(n ? n : 1), (size_t)torc_abi_dtype_size(dt));
+    for (int64_t i = 0; i < n; i++) tcu_store_f64(o.data, i, dt, rand_elem(seed, lo, hi, i, TORC_DTYPE_F64));
+    return o;
+}
+
+START_TEST(layer_norm_matches_reference) {
+    typedef struct { int ndim, axis; int64_t shape[3]; } ln_shape;
+    const ln_shape shapes[] = {{2, 1, {4, 5}}, {3, 1, {3, 2, 700}}, {2, 1, {0, 5}}, {2, 1, {3, 0}}, {3, 2, {64, 3, 1000}}};
+    const torc_dtype dts[] = {TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_BF16};
+    const double tols[] = {2e-5, 4e-3, 3e-2};
+    int failures = 0;
+    for (int di = 0; di < 3; di++)
+        for (int si = 0; si < 5; si++)
+            for (unsigned affine = 0; affine < 4; affine++)
+                for (int mixed = 0; mixed < (dts[di] == TORC_DTYPE_F32 ? 1 : 2); mixed++) {
+                    const ln_shape *sh = &shapes[si];
+                    const torc_dtype xd = dts[di], pd = mixed ? TORC_DTYPE_F32 : xd;
+                    int64_t sshape[3];
+                    for (int d = 0; d < sh->ndim; d++) sshape[d] = d < sh->axis ? sh->shape[d] : 1;
+                    const int pn = sh->ndim - sh->axis;
+                    snprintf(g_case, sizeof g_case, "layer_norm dtype %d params %d shape %d affine %u", xd, pd, si, affine);
+                    torc_operand x = host_operand(xd, sh->ndim, sh->shape, 11, -2, 3);
+                    torc_operand w = host_operand(pd, pn, sh->shape + sh->axis, 12, 0.5, 1.5);
+                    torc_operand b = host_operand(pd, pn, sh->shape + sh->axis, 13, -1, 1);
+                    torc_operand y = host_operand(xd, sh->ndim, sh->shape, 0, 0, 0);
+                    torc_operand m = host_operand(pd, sh->ndim, sshape, 0, 0, 0), r = host_operand(pd, sh->ndim, sshape, 0, 0, 0);
+                    torc_op op;
+                    memset(&op, 0, sizeof op);
+                    op.struct_size = sizeof op;
+                    op.code = TORC_OP_LAYER_NORM;
+                    op.params.norm.eps = 1e-5;
+                    op.params.norm.axis = sh->axis;
+                    op.params.norm.affine = affine;
+                    op.in[op.n_in++] = x;
+                    if (affine & 1) op.in[op.n_in++] = w;
+                    if (affine & 2) op.in[op.n_in++] = b;
+                    op.n_out = 3;
+                    op.out[0] = y, op.out[1] = m, op.out[2] = r;
+                    failures += !multi_out_matches(&op, tols[di]);
+                    // Backward from the reference's mean and rstd (now in m, r).
+                    torc_operand dy = host_operand(xd, sh->ndim, sh->shape, 14, -1, 1);
+                    torc_operand dx = host_operand(xd, sh->ndim, sh->shape, 0, 0, 0);
+                    torc_operand dw = host_operand(pd, pn, sh->shape + sh->axis, 0, 0, 0);
+                    torc_operand db = host_operand(pd, pn, sh->shape + sh->axis, 0, 0, 0);
+                    torc_op bw;
+                    memset(&bw, 0, sizeof bw);
+                    bw.struct_size = sizeof bw;
+                    bw.code = TORC_OP_LAYER_NORM_BACKWARD;
+                    bw.params = op.params;
+                    bw.n_in = 4;
+                    bw.in[0] = dy, bw.in[1] = x, bw.in[2] = m, bw.in[3] = r;
+                    if (affine & 1) bw.in[bw.n_in++] = w;
+                    bw.out[bw.n_out++] = dx;
+                    if (affine & 1) bw.out[bw.n_out++] = dw;
+                    if (affine & 2) bw.out[bw.n_out++] = db;
+                    failures += !multi_out_matches(&bw, tols[di] * 4);
+                    void *mem[] = {x.data, w.data, b.data, y.data, m.data, r.data, dy.data, dx.data, dw.data, db.data};
+                    for (size_t k = 0; k < sizeof mem / sizeof mem[0]; k++) free(mem[k]);
+                }
+    ck_assert_int_eq(failures, 0);
+}
+END_TEST
+
 // Large tensors: the vector path, 64-bit-sized reductions and RNG draws far into the stream.
 START_TEST(large_tensors_match_reference) {
     int failures = 0;
@@ -846,6 +963,7 @@ int main(int argc, char **argv) {
     tcase_add_test(ops, matmul_matches_reference);
     tcase_add_test(ops, index_ops_match_reference);
     tcase_add_test(ops, scaled_mm_matches_reference);
+    tcase_add_test(ops, layer_norm_matches_reference);
     tcase_add_test(ops, fp8_outputs_saturate_as_the_reference);
     tcase_add_test(ops, large_tensors_match_reference);
     suite_add_tcase(s, ops);

@@ -330,6 +330,64 @@ static double emu_group_reduce(double *v, int group, bool is_max, bool f32) {
     return v[0];
 }
 
+// layer_norm.cu's kernels, row by row in the same float math (sums in thread order differ).
+int tcu_launch_layer_norm(const tcu_ln_args *a, int sm_count, cudaStream_t s) {
+    (void)sm_count;
+    (void)s;
+    const int64_t N = a->n;
+    for (int64_t r = 0; r < a->rows; r++) {
+        const int64_t base = r * N;
+        if (!a->backward) {
+            float sum = 0, ss = 0;
+            for (int64_t j = 0; j < N; j++) sum += tcu_load_f32(a->x, base + j, a->x_dt);
+            const float mu = N ? sum / (float)N : 0.f;
+            for (int64_t j = 0; j < N; j++) {
+                const float c = tcu_load_f32(a->x, base + j, a->x_dt) - mu;
+                ss += c * c;
+            }
+            const float rs = 1.0f / sqrtf((N ? ss / (float)N : NAN) + a->eps);
+            tcu_store_f32(a->mean, r, a->s_dt, mu);
+            tcu_store_f32(a->rstd, r, a->s_dt, rs);
+            for (int64_t j = 0; j < N; j++) {
+                float v = (tcu_load_f32(a->x, base + j, a->x_dt) - mu) * rs;
+                if (a->w) v *= tcu_load_f32(a->w, j, a->p_dt);
+                if (a->b) v += tcu_load_f32(a->b, j, a->p_dt);
+                tcu_store_f32(a->y, base + j, a->x_dt, v);
+            }
+            continue;
+        }
+        if (N == 0) continue;
+        const float mu = tcu_load_f32(a->mean, r, a->s_dt), rs = tcu_load_f32(a->rstd, r, a->s_dt);
+        float sg = 0, sgx = 0;
+        for (int64_t j = 0; j < N; j++) {
+            float g = tcu_load_f32(a->dy, base + j, a->x_dt);
+            if (a->w) g *= tcu_load_f32(a->w, j, a->p_dt);
+            sg += g;
+            sgx += g * ((tcu_load_f32(a->x, base + j, a->x_dt) - mu) * rs);
+        }
+        const float m1 = sg / (float)N, m2 = sgx / (float)N;
+        for (int64_t j = 0; j < N; j++) {
+            float g = tcu_load_f32(a->dy, base + j, a->x_dt);
+            if (a->w) g *= tcu_load_f32(a->w, j, a->p_dt);
+            const float xh = (tcu_load_f32(a->x, base + j, a->x_dt) - mu) * rs;
+            tcu_store_f32(a->dx, base + j, a->x_dt, rs * (g - m1 - xh * m2));
+        }
+    }
+    if (a->backward && (a->dw || a->db))
+        for (int64_t j = 0; j < N; j++) {
+            float sw = 0, sb = 0;
+            for (int64_t r = 0; r < a->rows; r++) {
+                const float d = tcu_load_f32(a->dy, r * N + j, a->x_dt);
+                sw += d * ((tcu_load_f32(a->x, r * N + j, a->x_dt) - tcu_load_f32(a->mean, r, a->s_dt)) *
+                           tcu_load_f32(a->rstd, r, a->s_dt));
+                sb += d;
+            }
+            if (a->dw) tcu_store_f32(a->dw, j, a->p_dt, sw);
+            if (a->db) tcu_store_f32(a->db, j, a->p_dt, sb);
+        }
+    return 0;
+}
+
 int tcu_launch_softmax(int op, tcu_ctype ct, torc_dtype in_dt, torc_dtype out_dt, const void *in, void *out,
                        const tcu_rows_plan *pl, cudaStream_t s) {
     (void)s;
@@ -784,6 +842,90 @@ static bool check_emulated(torc_op *op, tview *const *ins, tview *out, double rs
     tv_free(&w);
     return ok;
 }
+
+// run.c's layer norm path (supports, argument mapping, the no-rows zeros) over the emulated
+// kernels, against the reference: forward, then backward from the reference's mean and rstd;
+// a strided x is refused (the core hands the device contiguous copies).
+enum { LN_M = 5, LN_N = 300 };
+typedef struct ln_mem {
+    float x[LN_M * LN_N], w[LN_N], b[LN_N], y[LN_M * LN_N], m[LN_M], r[LN_M];
+    float dy[LN_M * LN_N], dx[LN_M * LN_N], dw[LN_N], db[LN_N];
+} ln_mem;
+
+// Runs forward (side 0: the reference, 1: run.c) and then backward from ref_mr's mean and rstd
+// (NULL: this side's own, which then become ref_mr).
+static void ln_side(int side, torc_dtype xd, torc_dtype pd, int64_t M, int64_t N, ln_mem *k, ln_mem *ref_mr) {
+    for (int64_t i = 0; i < M * N; i++) {
+        tcu_store_f64(k->x, i, xd, sin((double)i) * 3 + 1);
+        tcu_store_f64(k->dy, i, xd, cos((double)i * 0.3));
+    }
+    for (int64_t i = 0; i < N; i++) {
+        tcu_store_f64(k->w, i, pd, 1 + 0.01 * (double)i);
+        tcu_store_f64(k->b, i, pd, 0.1 * (double)(i % 7));
+        tcu_store_f64(k->dw, i, pd, 7.0);  // stale values: with no rows they must become zeros
+        tcu_store_f64(k->db, i, pd, 7.0);
+    }
+    const torc_operand x = {k->x, xd, 2, {M, N}, {N, 1}}, w = {k->w, pd, 1, {N}, {1}}, b = {k->b, pd, 1, {N}, {1}};
+    const torc_operand m = {k->m, pd, 2, {M, 1}, {1, 1}}, r = {k->r, pd, 2, {M, 1}, {1, 1}};
+    torc_op op = {.struct_size = sizeof op, .code = TORC_OP_LAYER_NORM, .n_in = 3, .n_out = 3};
+    op.in[0] = x, op.in[1] = w, op.in[2] = b, op.out[1] = m, op.out[2] = r;
+    op.out[0] = (torc_operand){k->y, xd, 2, {M, N}, {N, 1}};
+    op.params.norm.eps = 1e-5, op.params.norm.axis = 1, op.params.norm.affine = 3;
+    char why[160];
+    ck_assert_msg(tcu_supports_op(&op, 90, why, sizeof why), "%s", why);
+    ck_assert_int_eq(side ? tcu_run_op(&g_dev, &op) : ref->run(ref_ctx, 0, &op), TORC_OK);
+    torc_op t = op;
+    t.in[0].stride[0] = N + 1;
+    ck_assert(M < 2 || !tcu_supports_op(&t, 90, why, sizeof why));
+    if (ref_mr) {
+        memcpy(k->m, ref_mr->m, sizeof k->m);
+        memcpy(k->r, ref_mr->r, sizeof k->r);
+    }
+    torc_op bw = {.struct_size = sizeof bw, .code = TORC_OP_LAYER_NORM_BACKWARD, .n_in = 5, .n_out = 3};
+    bw.in[0] = (torc_operand){k->dy, xd, 2, {M, N}, {N, 1}}, bw.in[1] = x, bw.in[2] = m, bw.in[3] = r, bw.in[4] = w;
+    bw.out[0] = (torc_operand){k->dx, xd, 2, {M, N}, {N, 1}};
+    bw.out[1] = (torc_operand){k->dw, pd, 1, {N}, {1}}, bw.out[2] = (torc_operand){k->db, pd, 1, {N}, {1}};
+    bw.params = op.params;
+    ck_assert_msg(tcu_supports_op(&bw, 90, why, sizeof why), "%s", why);
+    ck_assert_int_eq(side ? tcu_run_op(&g_dev, &bw) : ref->run(ref_ctx, 0, &bw), TORC_OK);
+}
+
+static void ln_match(const char *what, const float *got, const float *want, torc_dtype dt, int64_t n, double tol) {
+    for (int64_t i = 0; i < n; i++) {
+        const double g = tcu_load_f64(got, i, dt), w = tcu_load_f64(want, i, dt);
+        ck_assert_msg(isnan(w) ? isnan(g) : fabs(g - w) <= tol * (1 + fabs(w)), "%s: %s[%lld] %g, reference %g",
+                      g_case, what, (long long)i, g, w);
+    }
+}
+
+START_TEST(layer_norm_runs_through_run_c) {
+    const torc_dtype dts[3][2] = {{TORC_DTYPE_F32, TORC_DTYPE_F32}, {TORC_DTYPE_BF16, TORC_DTYPE_BF16},
+                                  {TORC_DTYPE_F16, TORC_DTYPE_F32}};  // x, params (mixed: f32 stats too)
+    const int64_t shapes[3][2] = {{3, 37}, {0, 4}, {LN_M, LN_N}};
+    static ln_mem want, got;
+    for (int di = 0; di < 3; di++)
+        for (int si = 0; si < 3; si++) {
+            const torc_dtype xd = dts[di][0], pd = dts[di][1];
+            const int64_t M = shapes[si][0], N = shapes[si][1];
+            const double tol = xd == TORC_DTYPE_F32 ? 1e-4 : 3e-2;
+            snprintf(g_case, sizeof g_case, "layer_norm dtype %d params %d shape %d", xd, pd, si);
+            memset(&want, 0, sizeof want);
+            memset(&got, 0, sizeof got);
+            ln_side(0, xd, pd, M, N, &want, NULL);
+            ln_side(1, xd, pd, M, N, &got, &want);
+            ln_match("y", got.y, want.y, xd, M * N, tol);
+            ln_match("dx", got.dx, want.dx, xd, M * N, tol);
+            ln_match("dweight", got.dw, want.dw, pd, N, tol);
+            ln_match("dbias", got.db, want.db, pd, N, tol);
+            // mean and rstd: run.c's forward again, into got's m and r
+            ln_mem own;
+            memset(&own, 0, sizeof own);
+            ln_side(1, xd, pd, M, N, &own, NULL);
+            ln_match("mean", own.m, want.m, pd, M, tol);
+            ln_match("rstd", own.r, want.r, pd, M, tol);
+        }
+}
+END_TEST
 
 START_TEST(unary_ops_match_reference) { ck_assert_int_eq(cases_unary(check_emulated), 0); }
 END_TEST
@@ -1951,6 +2093,7 @@ int main(void) {
     tcase_add_test(emu, ranges_and_rng_match_reference);
     tcase_add_test(emu, reductions_match_reference);
     tcase_add_test(emu, softmax_matches_reference);
+    tcase_add_test(emu, layer_norm_runs_through_run_c);
     tcase_add_test(emu, matmul_matches_reference);
     tcase_add_test(emu, index_ops_match_reference);
     tcase_add_test(emu, scaled_mm_matches_reference);

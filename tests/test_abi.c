@@ -64,6 +64,33 @@ START_TEST(backend_built_against_the_frozen_2_0_headers_loads_and_runs) {
 }
 END_TEST
 
+// An op of minor 2.1 on a 2.0 plugin: layer_norm and its backward are never sent to it; the
+// reference runs them on the same memory, with the right values.
+START_TEST(older_minor_backend_is_never_sent_layer_norm) {
+    use_abi_plugins();
+    torc_device *d = torc_device_get("abiold");
+    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
+    torc_scope_push();
+    const float xv[8] = {1, 2, 3, 4, 2, 2, 2, 6}, gv[8] = {1, 0, 0, 0, 0, 0, 0, 1};
+    torc_tensor *x = torc_tensor_from(xv, 2, (int64_t[]){2, 4}, TORC_DTYPE_F32);
+    torc_tensor *g = torc_tensor_from(gv, 2, (int64_t[]){2, 4}, TORC_DTYPE_F32);
+    ck_assert_int_eq(torc_set_requires_grad(x, true), TORC_OK);
+    torc_tensor *y = torc_layer_norm(x, 1, (int64_t[]){4}, NULL, NULL, 0.0);
+    ck_assert_msg(y != NULL, "%s", torc_last_error());
+    ck_assert_ptr_eq(torc_get_device(y), d);
+    tu_assert_values(y, TU_ARR(-1.3416407, -0.4472136, 0.4472136, 1.3416407, -0.5773503, -0.5773503, -0.5773503,
+                               1.7320508), 1e-6);
+    ck_assert_int_eq(torc_backward(y, g, false), TORC_OK);
+    tu_assert_values(torc_grad(x), TU_ARR(0.2683281, -0.3577709, -0.0894427, 0.1788854, 0, 0, 0, 0), 1e-6);
+    int runs, too_new;
+    stats_of("abiold", &runs, &too_new);
+    ck_assert_int_eq(too_new, 0);
+    torc_scope_pop();
+    torc_set_default_device(NULL);
+}
+END_TEST
+
 // max_dim appeared in ABI 2.1: the 2.0 plugin never sees it; the reference runs it on its memory.
 START_TEST(backend_of_2_0_is_never_sent_max_dim) {
     use_abi_plugins();
@@ -233,6 +260,7 @@ int main(void) {
     TCase *tc = tcase_create("abi");
     tcase_add_test(tc, backend_built_against_the_frozen_2_0_headers_loads_and_runs);
     tcase_add_test(tc, backend_of_2_0_is_never_sent_max_dim);
+    tcase_add_test(tc, older_minor_backend_is_never_sent_layer_norm);
     tcase_add_test(tc, backend_claiming_a_newer_minor_loads_and_runs);
     tcase_add_test(tc, single_op_api_keeps_the_minor_gate);
     tcase_add_test(tc, backend_of_a_newer_major_is_refused_naming_both_versions);

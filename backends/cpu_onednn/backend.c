@@ -323,6 +323,7 @@ static const host_family host_families[] = {
     {onednn__scaled_mm_takes, onednn__scaled_mm_check, onednn__scaled_mm_run},
     {onednn__log_takes, onednn__log_check, onednn__log_run},
     {onednn__log_softmax_takes, onednn__log_softmax_check, onednn__log_softmax_run},
+    {onednn__layer_norm_takes, onednn__layer_norm_check, onednn__layer_norm_run},
 };
 
 static const host_family *host_family_of(const torc_op *op) {

@@ -287,6 +287,11 @@ bool onednn__log_softmax_takes(const torc_op *op);  // LOG_SOFTMAX into f32
 int onednn__log_softmax_check(const torc_op *op);
 int onednn__log_softmax_run(const torc_op *op);
 
+// LAYER_NORM, LAYER_NORM_BACKWARD (layer_norm.c): contiguous f32 / bf16 / f16, the reference's bits.
+bool onednn__layer_norm_takes(const torc_op *op);
+int onednn__layer_norm_check(const torc_op *op);
+int onednn__layer_norm_run(const torc_op *op);
+
 // ---- fill (fill.c): a contiguous out; integer outs take integral values in range ----
 bool onednn__fill_takes(const torc_op *op);  // FILL
 int onednn__fill_check(const torc_op *op);

@@ -28,6 +28,19 @@ int tcu_launch_reduce(const tcu_reduce_args *a, const tcu_reduce_plan *pl, cudaS
 int tcu_launch_softmax(int op, tcu_ctype ct, torc_dtype in_dt, torc_dtype out_dt, const void *in,
                        void *out, const tcu_rows_plan *pl, cudaStream_t s);
 
+// LAYER_NORM / LAYER_NORM_BACKWARD on contiguous operands (run.c checks): rows of n elements,
+// float math. Backward writes dx, and dw / db where set (sums over the rows, zeros when none).
+typedef struct tcu_ln_args {
+    int backward;
+    torc_dtype x_dt, p_dt, s_dt;  // x, y, dy, dx; weight, bias and their gradients; mean, rstd
+    int64_t rows, n;
+    float eps;
+    const void *x, *dy, *w, *b;   // w, b NULL when absent; dy backward only
+    void *y, *dx, *dw, *db;       // y forward; dx, dw, db backward (dw, db NULL when not asked)
+    void *mean, *rstd;            // written by forward, read by backward
+} tcu_ln_args;
+int tcu_launch_layer_norm(const tcu_ln_args *a, int sm_count, cudaStream_t s);
+
 // index_select, gather, scatter_add, index_add, triu, tril.
 int tcu_launch_index(const tcu_index_args *x, int sm_count, cudaStream_t s);
 

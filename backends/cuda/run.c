@@ -138,14 +138,78 @@ static bool dtypes_ok(const torc_op *op) {
     }
 }
 
+// ---- layer norm ----
+// Rows (M) and row length (N) of x, whose dims from params.norm.axis on are normalized.
+static void ln_rows(const torc_op *op, int64_t *M, int64_t *N) {
+    const torc_operand *x = &op->in[op->code == TORC_OP_LAYER_NORM_BACKWARD ? 1 : 0];
+    *M = 1;
+    *N = 1;
+    for (int d = 0; d < x->ndim; d++) *(d < op->params.norm.axis ? M : N) *= x->shape[d];
+}
+
+static bool dense(const torc_operand *o) {  // row-major contiguous (size-1 dims: any stride)
+    int64_t want = 1;
+    for (int d = o->ndim - 1; d >= 0; d--) {
+        if (o->shape[d] != 1 && o->stride[d] != want) return false;
+        want *= o->shape[d];
+    }
+    return true;
+}
+
+static int64_t numel_of(const torc_operand *o) {
+    int64_t n = 1;
+    for (int d = 0; d < o->ndim; d++) n *= o->shape[d];
+    return n;
+}
+
+// The contract's counts and dtypes (x f32/f16/bf16 here; weight, bias and their gradients x's
+// dtype or f32 for a narrow x; mean, rstd likewise), contiguous operands (the core hands the
+// kernels contiguous tensors), and the shapes: x-shaped ones equal, mean/rstd one per row,
+// parameters one per normalized element.
+static bool ln_supported(const torc_op *op, char *why, size_t n) {
+    const bool bw = op->code == TORC_OP_LAYER_NORM_BACKWARD;
+    const uint32_t a = op->params.norm.affine;
+    const int w = (int)(a & 1), b = (int)(a >> 1 & 1);
+    const int n_in = bw ? 4 + w : 1 + w + b, n_out = bw ? 1 + w + b : 3;
+    if ((a & ~3u) || op->n_in != n_in || op->n_out != n_out) {
+        snprintf(why, n, "%s with affine %u takes %d inputs and %d outputs, got %d and %d", op_name(op->code), a, n_in,
+                 n_out, op->n_in, op->n_out);
+        return false;
+    }
+    for (int i = 0; i < op->n_in + op->n_out; i++)
+        if (!operand_ok(i < op->n_in ? &op->in[i] : &op->out[i - op->n_in], why, n, "an operand")) return false;
+    const torc_operand *x = &op->in[bw ? 1 : 0];
+    const torc_dtype xd = x->dtype;
+    const bool narrow = xd == TORC_DTYPE_F16 || xd == TORC_DTYPE_BF16;
+    if (op->params.norm.axis < 0 || op->params.norm.axis >= x->ndim || !(narrow || xd == TORC_DTYPE_F32)) {
+        snprintf(why, n, "%s takes float32, float16 or bfloat16 x with 0 <= axis < ndim", op_name(op->code));
+        return false;
+    }
+    int64_t M, N;
+    ln_rows(op, &M, &N);
+    const torc_dtype sd = bw ? op->in[2].dtype : op->out[1].dtype;
+    const torc_dtype pd = bw ? (w ? op->in[4].dtype : op->n_out > 1 ? op->out[1].dtype : xd)
+                             : (op->n_in > 1 ? op->in[1].dtype : xd);
+    bool ok = (sd == xd || (narrow && sd == TORC_DTYPE_F32)) && (pd == xd || (narrow && pd == TORC_DTYPE_F32));
+    for (int i = 0; ok && i < op->n_in + op->n_out; i++) {
+        const torc_operand *t = i < op->n_in ? &op->in[i] : &op->out[i - op->n_in];
+        const bool is_stat = bw ? (i == 2 || i == 3) : (i == op->n_in + 1 || i == op->n_in + 2);
+        const bool is_x = bw ? (i <= 1 || i == op->n_in) : (i == 0 || i == op->n_in);
+        ok = dense(t) && (is_x ? same_shape(t, x) && t->dtype == xd
+                               : numel_of(t) == (is_stat ? M : N) && t->dtype == (is_stat ? sd : pd));
+    }
+    if (!ok) snprintf(why, n, "%s: operands must be contiguous with the contract's shapes and dtypes", op_name(op->code));
+    return ok;
+}
+
 bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
     const int code = op->code;
     if (code < 0 || code >= TORC_OP_COUNT) {
         snprintf(why, n, "unknown opcode %d", code);
         return false;
     }
-    if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD ||
-        code == TORC_OP_ADAM_STEP) {  // PENDING(layer_norm, adam)
+    if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return ln_supported(op, why, n);
+    if (code == TORC_OP_ADAM_STEP) {  // PENDING(adam)
         snprintf(why, n, "%s is not in the cuda backend yet", op_name(code));
         return false;
     }
@@ -473,6 +537,44 @@ static int run_index(tcu_device *d, const torc_op *op) {
     return launched(tcu_launch_index(&x, d->sm_count, d->stream), op_name(op->code));
 }
 
+static int run_layer_norm(tcu_device *d, const torc_op *op) {
+    tcu_ln_args a;
+    memset(&a, 0, sizeof a);
+    const uint32_t af = op->params.norm.affine;
+    a.backward = op->code == TORC_OP_LAYER_NORM_BACKWARD;
+    ln_rows(op, &a.rows, &a.n);
+    a.eps = (float)op->params.norm.eps;
+    if (!a.backward) {
+        a.x = op->in[0].data;
+        a.w = af & 1 ? op->in[1].data : NULL;
+        a.b = af & 2 ? op->in[1 + (af & 1)].data : NULL;
+        a.y = op->out[0].data;
+        a.mean = op->out[1].data;
+        a.rstd = op->out[2].data;
+        a.x_dt = op->in[0].dtype;
+        a.s_dt = op->out[1].dtype;
+        a.p_dt = op->n_in > 1 ? op->in[1].dtype : a.x_dt;
+    } else {
+        a.dy = op->in[0].data;
+        a.x = op->in[1].data;
+        a.mean = op->in[2].data;
+        a.rstd = op->in[3].data;
+        a.w = af & 1 ? op->in[4].data : NULL;
+        a.dx = op->out[0].data;
+        a.dw = af & 1 ? op->out[1].data : NULL;
+        a.db = af & 2 ? op->out[1 + (af & 1)].data : NULL;
+        a.x_dt = op->in[1].dtype;
+        a.s_dt = op->in[2].dtype;
+        a.p_dt = op->n_out > 1 ? op->out[1].dtype : a.x_dt;
+        if (a.rows == 0)  // no rows: dweight and dbias are zeros
+            for (int k = 1; k < op->n_out; k++) {
+                const int rc = tcu_fill_zero(d, &op->out[k]);
+                if (rc) return rc;
+            }
+    }
+    return launched(tcu_launch_layer_norm(&a, d->sm_count, d->stream), op_name(op->code));
+}
+
 int tcu_run_op(tcu_device *d, const torc_op *op) {
     const int code = op->code;
     const int rc = check_params(op);
@@ -483,5 +585,6 @@ int tcu_run_op(tcu_device *d, const torc_op *op) {
     if (code == TORC_OP_MATMUL) return tcu_matmul(d, op);
     if (code == TORC_OP_SCALED_MM) return tcu_scaled_mm(d, op);
     if (tcu_op_is_index(code)) return run_index(d, op);
+    if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return run_layer_norm(d, op);
     return tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s is not implemented", op_name(code));
 }

@@ -143,8 +143,10 @@ static const ref_kernel kernels[] = {
     [TORC_OP_ADDCMUL] = {"addcmul_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
     [TORC_OP_ADDCDIV] = {"addcdiv_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
     [TORC_OP_LERP] = {"lerp_kernel_scalar", 2, ref_pointwise_dtypes, ref_pointwise_run},
-    [TORC_OP_LAYER_NORM] = {"native_layer_norm", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(layer_norm)
-    [TORC_OP_LAYER_NORM_BACKWARD] = {"native_layer_norm_backward", 4, ref_pending_dtypes, ref_pending_run},  // PENDING(layer_norm)
+    [TORC_OP_LAYER_NORM] = {"LayerNormKernelImpl", 1, ref_layer_norm_dtypes, ref_layer_norm_run,
+                            ref_layer_norm_counts},
+    [TORC_OP_LAYER_NORM_BACKWARD] = {"LayerNormBackwardKernelImpl", 4, ref_layer_norm_dtypes, ref_layer_norm_run,
+                                     ref_layer_norm_counts},
     [TORC_OP_MAX_DIM] = {"max", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
     [TORC_OP_MIN_DIM] = {"min", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
     [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(adam)
@@ -170,10 +172,13 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
     // min_dim always write two (values, indices).
     const bool scaled_mm = op->code == TORC_OP_SCALED_MM;
     const bool pair = op->code == TORC_OP_MAX_DIM || op->code == TORC_OP_MIN_DIM;
-    if (op->n_in != k->n_in && !(scaled_mm && op->n_in == k->n_in + 1))
+    if (k->counts) {
+        const int st = k->counts(op);
+        if (st) return st;
+    } else if (op->n_in != k->n_in && !(scaled_mm && op->n_in == k->n_in + 1))
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",
                          k->name, k->n_in, op->n_in);
-    if (op->n_out < (pair ? 2 : 1) || op->n_out > (scaled_mm || pair ? 2 : 1))
+    else if (op->n_out < (pair ? 2 : 1) || op->n_out > (scaled_mm || pair ? 2 : 1))
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %s output(s), got %d", k->name,
                          scaled_mm ? "1 or 2" : pair ? "2" : "1", op->n_out);
     static const char *const in_names[TORC_OP_MAX_INPUTS] = {"in0", "in1", "in2", "in3",
@@ -183,7 +188,8 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
         if (st) return st;
     }
     for (int i = 0; i < op->n_out; i++) {
-        int st = ref_check_operand(&op->out[i], i ? "out1" : "out");
+        static const char *const out_names[TORC_OP_MAX_OUTPUTS] = {"out", "out1", "out2", "out3"};
+        int st = ref_check_operand(&op->out[i], out_names[i]);
         if (st) return st;
     }
     *kout = k;

@@ -242,6 +242,9 @@ typedef struct ref_kernel {
     int n_in;                             // inputs the op takes
     bool (*dtypes)(const torc_op *op);
     int (*run)(const torc_op *op);
+    // Optional: checks n_in and n_out itself, for ops whose counts depend on params (optional
+    // operands, several outputs). NULL: exactly n_in inputs and one output.
+    int (*counts)(const torc_op *op);
 } ref_kernel;
 
 #define REF_KERNEL_DECL(fam) \
@@ -262,6 +265,8 @@ REF_KERNEL_DECL(matmul)
 REF_KERNEL_DECL(index)
 REF_KERNEL_DECL(scaled_mm)
 REF_KERNEL_DECL(pointwise)
+REF_KERNEL_DECL(layer_norm)
+int ref_layer_norm_counts(const torc_op *op);
 #undef REF_KERNEL_DECL
 
 // The kernel table entry of an opcode (entry.c), for messages naming the op.

@@ -157,21 +157,23 @@ extern "C" {
 // reference computes in double and rounds each output once.
 #define TORC_OP_LIST_V2_1(X) \
     X(LAYER_NORM, "layer_norm", 1)      /* torch.native_layer_norm over dims params.norm.axis .. ndim-1 (the */          \
-                                        /* normalized dims, N elements per row) of in0 = x (floating). Then */           \
-                                        /* in1 = weight if params.norm.affine & 1, then bias if & 2, each with the */    \
-                                        /* normalized dims' shape (ndim - axis dims) and x's dtype. */                   \
+                                        /* normalized dims, N elements per row; 0 <= axis < ndim) of in0 = x */          \
+                                        /* (f64, f32, f16, bf16). Then in1 = weight if params.norm.affine & 1, then */   \
+                                        /* bias if & 2, each with the normalized dims' shape (ndim - axis dims) and */   \
+                                        /* x's dtype, or f32 for an f16/bf16 x (PyTorch's CPU mixed dtype). */           \
                                         /* out[0] = y (x's shape and dtype); out[1] = mean, out[2] = rstd: x's */        \
-                                        /* shape with the normalized dims of size 1, f32 or x's dtype. */                \
+                                        /* shape with the normalized dims of size 1, x's dtype (f32 when mixed). */      \
                                         /* mean = sum(x)/N, var = sum((x-mean)^2)/N (biased), */                         \
                                         /* rstd = 1/sqrt(var + params.norm.eps), y = (x-mean)*rstd*w + b. */            \
-                                        /* N = 0: mean and rstd NaN, y empty. */                                         \
+                                        /* N = 0: mean 0 and rstd NaN (as PyTorch), y empty. */                          \
     X(LAYER_NORM_BACKWARD, "layer_norm_backward", 1)                                                                     \
-                                        /* in0 = dy, in1 = x, in2 = mean, in3 = rstd (as LAYER_NORM wrote them), */      \
-                                        /* in4 = weight if params.norm.affine & 1. out[0] = dx (x's shape and */         \
-                                        /* dtype); then out[1] = dweight if affine & 1, then dbias if affine & 2 */      \
-                                        /* (the normalized dims' shape): with xhat = (x-mean)*rstd, g = dy*w, */         \
+                                        /* in0 = dy (x's dtype), in1 = x, in2 = mean, in3 = rstd (as LAYER_NORM */       \
+                                        /* wrote them), in4 = weight if params.norm.affine & 1. out[0] = dx (x's */      \
+                                        /* shape and dtype); then out[1] = dweight if affine & 1, then dbias if */       \
+                                        /* affine & 2 (the normalized dims' shape, weight's dtype): with */              \
+                                        /* xhat = (x-mean)*rstd, g = dy*w, */                                            \
                                         /* dx = rstd*(g - mean_N(g) - xhat*mean_N(g*xhat)), dweight = sum over */        \
-                                        /* rows of dy*xhat, dbias = sum over rows of dy. */                              \
+                                        /* rows of dy*xhat, dbias = sum over rows of dy (zeros when no rows). */         \
     X(MAX_DIM, "max_dim", 1)            /* torch.max(in0, params.dim.dim, keepdim=True): out[0] = values (in0's */       \
                                         /* dtype), out[1] = indices (i64), both in0's shape with that dim of size */     \
                                         /* 1 (the dim is not empty; in0 has ndim >= 1: the core sends a zero-dim */      \

@@ -693,6 +693,29 @@ TORC_API torc_tensor *torc_nll_loss(const torc_tensor *log_probs, const torc_ten
 // nll_loss(log_softmax(logits, -1), target).
 TORC_API torc_tensor *torc_cross_entropy(const torc_tensor *logits, const torc_tensor *target);
 
+// torch.nn.functional.layer_norm: normalizes x over its last n_normalized dims, which must equal
+// normalized_shape ("Given normalized_shape=[3], expected input with shape [*, 3], but got input
+// of size[2, 4]", TORC_ERR_SHAPE; n_normalized >= 1), with the biased variance:
+// y = (x - mean) / sqrt(var + eps) * weight + bias. weight and bias may be NULL; each has
+// normalized_shape and x's dtype, or float32 when x is float16/bfloat16 (PyTorch's CPU mixed
+// dtype; other mixes are PyTorch's "mixed dtype (CPU): ..." errors, TORC_ERR_DTYPE). x is f64,
+// f32, f16 or bf16 ('"LayerNormKernelImpl" not implemented for 'Long'', TORC_ERR_DTYPE; fp8 as
+// well, as PyTorch). Differentiable in x, weight and bias (NativeLayerNormBackward0, one
+// LAYER_NORM_BACKWARD op), on every backend: a backend without the op runs the reference on
+// host memory (a device backend gets contiguous copies of x, weight, bias). As every torc
+// backward, the gradients do not themselves record a graph (no double backward). Returns a new
+// reference, or NULL with the error set.
+TORC_API torc_tensor *torc_layer_norm(const torc_tensor *x, int n_normalized, const int64_t *normalized_shape,
+                                      const torc_tensor *weight, const torc_tensor *bias, double eps);
+// torch.native_layer_norm: the same y and the per-row statistics, mean and rstd =
+// 1/sqrt(var + eps), with x's shape and the normalized dims of size 1, in x's dtype (float32 for
+// the mixed dtype case), as PyTorch on CPU. A row of no elements has mean 0 and rstd NaN. mean
+// and rstd do not require grad (PyTorch's are not differentiable either); y does as above. On
+// success *y, *mean, *rstd are new references; on failure they are untouched.
+TORC_API torc_status torc_native_layer_norm(const torc_tensor *x, int n_normalized, const int64_t *normalized_shape,
+                                            const torc_tensor *weight, const torc_tensor *bias, double eps,
+                                            torc_tensor **y, torc_tensor **mean, torc_tensor **rstd);
+
 // ---- accounting ----
 typedef enum torc_mem_tag {
     TORC_MEM_ACTIVATION = 0, // activations and everything not tagged otherwise
