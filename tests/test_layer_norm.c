@@ -222,64 +222,45 @@ START_TEST(layer_norm_errors_are_pytorchs) {
 }
 END_TEST
 
-// ---- the backend contract, straight to the reference ----
+// ---- the backend contract, one op at a time (torc_run_op) ----
+// x (rows, n) of dtype dt on dev (a view with row stride ld), y alike, f32 mean and rstd.
+static torc_op_call ln_call(torc_device *dev, torc_dtype dt, int64_t rows, int64_t n, int64_t ld) {
+    torc_tensor *xs = torc_to_device(torc_zeros(TORC_SHAPE(rows * ld), dt), dev);
+    torc_tensor *ys = torc_to_device(torc_zeros(TORC_SHAPE(rows, n), dt), dev);
+    torc_tensor *m = torc_to_device(torc_zeros(TORC_SHAPE(rows, 1), TORC_DTYPE_F32), dev);
+    torc_tensor *r = torc_to_device(torc_zeros(TORC_SHAPE(rows, 1), TORC_DTYPE_F32), dev);
+    ck_assert_msg(xs && ys && m && r, "%s", torc_last_error());
+    torc_tensor *x = torc_as_strided(xs, 2, (int64_t[]){rows, n}, (int64_t[]){ld, 1}, 0);
+    ck_assert_msg(x != NULL, "%s", torc_last_error());
+    torc_op_call call = {.code = TORC_OP_LAYER_NORM, .n_in = 1, .n_out = 3, .in = {x}, .out = {ys, m, r}};
+    call.params.norm.axis = 1;
+    call.params.norm.eps = 1e-5;
+    return call;
+}
+
 START_TEST(reference_refuses_fp8_and_bad_counts) {
     torc_device *dev = torc_device_get("reference");
-    const torc_backend_vtable *vt = torc_device_vtable(dev);
-    void *ctx = torc_device_backend_context(dev);
-    uint8_t xs[6] = {0}, ys[6];
-    float ms[2], rs[2];
-    torc_op op = {.struct_size = sizeof op, .code = TORC_OP_LAYER_NORM, .n_in = 1, .n_out = 3};
-    void *data[4] = {xs, ys, ms, rs};
-    torc_operand *ops[4] = {&op.in[0], &op.out[0], &op.out[1], &op.out[2]};
-    for (int i = 0; i < 4; i++) {
-        ops[i]->data = data[i];
-        ops[i]->dtype = i < 2 ? TORC_DTYPE_F8_E4M3FN : TORC_DTYPE_F32;
-        ops[i]->ndim = 2;
-        ops[i]->shape[0] = 2;
-        ops[i]->shape[1] = i < 2 ? 3 : 1;
-        ops[i]->stride[0] = i < 2 ? 3 : 1;
-        ops[i]->stride[1] = 1;
-    }
-    op.params.norm.axis = 1;
-    op.params.norm.eps = 1e-5;
-    ck_assert(!vt->supports(ctx, 0, &op));
-    ck_assert_ptr_nonnull(strstr(vt->last_error(ctx), "\"LayerNormKernelImpl\" not implemented for 'Float8_e4m3fn'"));
-    op.params.norm.affine = 1;  // a weight announced, none passed
-    ck_assert_int_eq(vt->run(ctx, 0, &op), TORC_ERR_INVALID_ARG);
-    ck_assert_ptr_nonnull(strstr(vt->last_error(ctx), "takes 2 input(s) and 3 output(s), got 1 and 3"));
+    torc_scope_push();
+    torc_op_call call = ln_call(dev, TORC_DTYPE_F8_E4M3FN, 2, 3, 3);
+    ck_assert_int_eq(torc_op_supported(dev, &call), TORC_ERR_NOT_SUPPORTED);
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "\"LayerNormKernelImpl\" not implemented for 'Float8_e4m3fn'");
+    call.params.norm.affine = 1;  // a weight announced, none passed
+    ck_assert_int_eq(torc_run_op(dev, &call, 0), TORC_ERR_INVALID_ARG);
+    tu_assert_error(TORC_ERR_INVALID_ARG, "op 'layer_norm' takes 2 input(s) and 3 output(s) here, got 1 and 3");
+    torc_scope_pop();
 }
 END_TEST
-
-// ---- onednn: its loops take contiguous f32/bf16/f16 and give the reference's bits; others decline ----
-static torc_op ln_f32_op(float *x, float *y, float *m, float *r, int64_t rows, int64_t n) {
-    torc_op op = {.struct_size = sizeof op, .code = TORC_OP_LAYER_NORM, .n_in = 1, .n_out = 3};
-    void *data[4] = {x, y, m, r};
-    torc_operand *ops[4] = {&op.in[0], &op.out[0], &op.out[1], &op.out[2]};
-    for (int i = 0; i < 4; i++) {
-        ops[i]->data = data[i];
-        ops[i]->dtype = TORC_DTYPE_F32;
-        ops[i]->ndim = 2;
-        ops[i]->shape[0] = rows;
-        ops[i]->shape[1] = i < 2 ? n : 1;
-        ops[i]->stride[0] = i < 2 ? n : 1;
-        ops[i]->stride[1] = 1;
-    }
-    op.params.norm.axis = 1;
-    op.params.norm.eps = 1e-5;
-    return op;
-}
 
 START_TEST(onednn_layer_norm_is_the_references) {
     torc_device *dev = torc_device_get("onednn"), *ref = torc_device_get("reference");
     if (!dev) return;  // built without TORC_WITH_ONEDNN
-    const torc_backend_vtable *vt = torc_device_vtable(dev);
-    void *ctx = torc_device_backend_context(dev);
-    static float x[6], y[6], m[2], r[2];
-    torc_op op = ln_f32_op(x, y, m, r, 2, 3);
-    ck_assert_msg(vt->supports(ctx, torc_device_index(dev), &op), "%s", vt->last_error(ctx));
-    op.in[0].stride[0] = 4;  // rows apart: not contiguous
-    ck_assert(!vt->supports(ctx, torc_device_index(dev), &op));
+    torc_scope_push();
+    torc_op_call call = ln_call(dev, TORC_DTYPE_F32, 2, 3, 3);
+    ck_assert_msg(torc_op_supported(dev, &call) == TORC_OK, "%s", torc_last_error());
+    call = ln_call(dev, TORC_DTYPE_F32, 2, 3, 4);  // rows apart: not contiguous
+    ck_assert_int_eq(torc_op_supported(dev, &call), TORC_ERR_NOT_SUPPORTED);
+    torc_scope_pop();
+    torc_clear_error();
     // Large enough for the parallel loops (rows x 1100 > 64K elements), with weight and bias,
     // forward and backward, in f32, bf16 and f16 with f32 parameters: the same bits as the reference.
     const torc_dtype cfg[3][2] = {{TORC_DTYPE_F32, TORC_DTYPE_F32}, {TORC_DTYPE_BF16, TORC_DTYPE_BF16},
