@@ -1075,14 +1075,14 @@ static void append_word(char *list, size_t n, const char *w) {
 }
 
 static void print_table_header(void) {
-    printf("%-14s %-16s %-12s %6s %10s %10s %8s  %s\n", "op", "dtype", "mode", "cases", "max|err|", "nmse", "err/tol",
+    printf("%-19s %-16s %-12s %6s %10s %10s %8s  %s\n", "op", "dtype", "mode", "cases", "max|err|", "nmse", "err/tol",
            "result");
 }
 
 static void finish_row(torc_opcode code, const row *r) {
     if (r->cases == 0) {
         if (g_opt.verbose && !g_opt.csv)
-            printf("%-14s %-16s (%s: not checked)\n", r->op, r->label,
+            printf("%-19s %-16s (%s: not checked)\n", r->op, r->label,
                    r->na ? "the reference has no kernel for it" : "PyTorch does not define it");
         return;
     }
@@ -1097,7 +1097,7 @@ static void finish_row(torc_opcode code, const row *r) {
     }
     if (g_opt.csv || (g_opt.quiet && !r->failed)) return;
     const bool col = g_opt.color;
-    printf("%-14s %-16s %-12s %6d %10.3g %10.3g %8.3g  %s%s%s\n", r->op, r->label, mode, r->cases, r->max_abs,
+    printf("%-19s %-16s %-12s %6d %10.3g %10.3g %8.3g  %s%s%s\n", r->op, r->label, mode, r->cases, r->max_abs,
            r->max_nmse, r->max_ratio, r->failed && col ? "\033[31m" : "", r->failed ? "FAIL" : "ok",
            r->failed && col ? "\033[0m" : "");
     for (int i = 0; i < r->n_msgs; i++) printf("    %s\n", r->msgs[i]);
@@ -1162,7 +1162,7 @@ static void perf_case(builder *b, const xcase *c) {
     if (tb > 0) snprintf(bt, sizeof bt, "%.4g ms", tb * 1e3), snprintf(br, sizeof br, "%.4g %s", work / tb * 1e-9, unit);
     if (tr > 0) snprintf(rt, sizeof rt, "%.4g ms", tr * 1e3), snprintf(rr, sizeof rr, "%.4g %s", work / tr * 1e-9, unit);
     if (tb > 0 && tr > 0) snprintf(sp, sizeof sp, "%.2fx", tr / tb);
-    printf("%-14s %-16s %-18s %12s %16s %12s %16s %9s\n", b->row->op, b->label, shape, bt, br, rt, rr, sp);
+    printf("%-19s %-16s %-18s %12s %16s %12s %16s %9s\n", b->row->op, b->label, shape, bt, br, rt, rr, sp);
     fflush(stdout);
 }
 
@@ -2616,7 +2616,7 @@ int main(int argc, char **argv) {
                 bool any = false;
                 for (int k = 0; k < 4; k++) any |= lists[k][0] != 0;
                 if (!any) continue;
-                printf("  %-14s", torc_op_name((torc_opcode)i));
+                printf("  %-19s", torc_op_name((torc_opcode)i));
                 for (int k = 0; k < 4; k++)
                     if (lists[k][0]) printf(" %s: %s;", names[k], lists[k]);
                 putchar('\n');
@@ -2644,7 +2644,7 @@ int main(int argc, char **argv) {
     }
     if (g_opt.perf) {
         if (g_opt.csv) printf("op,dtype,shape,mode,backend_ms,backend_rate,reference_ms,reference_rate,unit\n");
-        else printf("\n%-14s %-16s %-18s %12s %16s %12s %16s %9s\n", "op", "dtype", "shape", torc_device_backend_name(g_t.dev),
+        else printf("\n%-19s %-16s %-18s %12s %16s %12s %16s %9s\n", "op", "dtype", "shape", torc_device_backend_name(g_t.dev),
                     "rate", "reference", "rate", "speedup");
         for_each_row(EMIT_PERF);
     }
