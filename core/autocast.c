@@ -50,7 +50,7 @@ static bool eligible(const torc_tensor *t) {
 
 // ---- the f32 policy ----
 // Ops that run in f32 under autocast (PyTorch's CUDA "fp32" and "fp32_set_opt_dtype" lists as
-// torc has them, plus mean): reductions that sum, softmax, exp/log and their kin, losses.
+// torc has them, plus mean): reductions that sum, softmax, exp/log and their kin, layer_norm, losses.
 static bool f32_op(int code) {
     switch (code) {
     case -1:  // losses
@@ -65,7 +65,8 @@ static bool f32_op(int code) {
     case TORC_OP_LOG:
     case TORC_OP_RECIPROCAL:
     case TORC_OP_RSQRT:
-    case TORC_OP_ERFINV: return true;
+    case TORC_OP_ERFINV:
+    case TORC_OP_LAYER_NORM: return true;
     default: return false;
     }
 }

@@ -96,6 +96,20 @@ torc_status torc_native_layer_norm(const torc_tensor *x, int n_normalized, const
     if (!x) return torc__null_arg("torc_native_layer_norm: x is NULL");
     if (!normalized_shape && n_normalized > 0) return torc__null_arg("torc_native_layer_norm: normalized_shape is NULL");
     if (!y || !mean || !rstd) return torc__null_arg("torc_native_layer_norm: an output pointer is NULL");
+    // Under autocast layer_norm runs in f32 (PyTorch's CUDA fp32 list, which torc's autocast
+    // follows on every device; autocast.c): its floating operands are cast, its outputs are f32.
+    if (torc__autocast_wants_f32(TORC_OP_LAYER_NORM, x, weight) || torc__autocast_wants_f32(TORC_OP_LAYER_NORM, bias, NULL)) {
+        const torc_tensor *xf = x, *wf = weight, *bf = bias;
+        const bool cast = torc__autocast_cast_f32(&xf, &wf);  // each call opens a scope for its casts
+        const torc_status st = cast && torc__autocast_cast_f32(&bf, NULL)
+                                   ? torc_native_layer_norm(xf, n_normalized, normalized_shape, wf, bf, eps, y, mean, rstd)
+                                   : torc_last_status();
+        for (int scope = 0; scope < 2; scope++) {
+            if (!st) torc_keep(*y), torc_keep(*mean), torc_keep(*rstd);
+            torc_scope_pop();
+        }
+        return st;
+    }
     int axis;
     torc_dtype stat;
     if (!check_args(x, n_normalized, normalized_shape, weight, bias, &axis, &stat)) return torc_last_status();

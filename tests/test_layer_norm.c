@@ -377,6 +377,32 @@ START_TEST(layer_norm_grad_of_weight_only) {
 END_TEST
 
 // mean and rstd are saved for backward: writing one in place is PyTorch's version error.
+// Under autocast layer_norm runs in f32 (torc follows PyTorch's CUDA autocast lists): a bf16 x
+// gives f32 y, mean and rstd, the values of the f32 op on x's values; gradients reach x as bf16.
+START_TEST(layer_norm_runs_in_f32_under_autocast) {
+    torc_scope_push();
+    torc_tensor *x = torc_to_dtype(torc_reshape(torc_arange(0, 12, 1, TORC_DTYPE_F32), TORC_SHAPE(3, 4)), TORC_DTYPE_BF16);
+    torc_tensor *w = torc_full(TORC_SHAPE(4), 2, TORC_DTYPE_BF16);
+    ck_assert_msg(x && w, "%s", torc_last_error());
+    ck_assert_int_eq(torc_set_requires_grad(x, true), TORC_OK);
+    torc_tensor *want = torc_layer_norm(torc_to_dtype(x, TORC_DTYPE_F32), 1, (int64_t[]){4}, torc_to_dtype(w, TORC_DTYPE_F32), NULL, 1e-5);
+    ck_assert_int_eq(torc_autocast_begin(TORC_DTYPE_BF16), TORC_OK);
+    torc_tensor *y, *m, *r;
+    ck_assert_int_eq(torc_native_layer_norm(x, 1, (int64_t[]){4}, w, NULL, 1e-5, &y, &m, &r), TORC_OK);
+    ck_assert_int_eq(torc_autocast_end(), TORC_OK);
+    ck_assert_int_eq(torc_get_dtype(y), TORC_DTYPE_F32);
+    ck_assert_int_eq(torc_get_dtype(m), TORC_DTYPE_F32);
+    ck_assert_int_eq(torc_get_dtype(r), TORC_DTYPE_F32);
+    double *a = tu_values(y), *b = tu_values(want);
+    for (int i = 0; i < 12; i++) ck_assert_double_eq(a[i], b[i]);
+    free(a), free(b);
+    tu_assert_values(m, TU_ARR(1.5, 5.5, 9.5), 0);
+    ck_assert_int_eq(torc_backward(torc_sum(y, 0, NULL, false), NULL, false), TORC_OK);
+    ck_assert_int_eq(torc_get_dtype(torc_grad(x)), TORC_DTYPE_BF16);
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(layer_norm_saved_stats_modified_in_place) {
     torc_scope_push();
     torc_tensor *x = torc_randn(TORC_SHAPE(2, 4), TORC_DTYPE_F32, NULL);
@@ -402,6 +428,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, layer_norm_gradients_match_finite_differences);
     tcase_add_test(tc, layer_norm_grad_of_weight_only);
     tcase_add_test(tc, layer_norm_saved_stats_modified_in_place);
+    tcase_add_test(tc, layer_norm_runs_in_f32_under_autocast);
     suite_add_tcase(s, tc);
     return s;
 }
