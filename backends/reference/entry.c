@@ -147,7 +147,7 @@ static const ref_kernel kernels[] = {
     [TORC_OP_LAYER_NORM_BACKWARD] = {"native_layer_norm_backward", 4, ref_pending_dtypes, ref_pending_run},  // PENDING(layer_norm)
     [TORC_OP_MAX_DIM] = {"max", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(max_dim)
     [TORC_OP_MIN_DIM] = {"min", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(max_dim)
-    [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(adam)
+    [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_adam_dtypes, ref_adam_run},
 #ifdef TORC_TEST_EXTRA_ABI
     [TORC_OP_TEST_EXTRA] = {"test_extra", 1, ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
 #endif
@@ -171,9 +171,11 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
     if (op->n_in != k->n_in && !(scaled_mm && op->n_in == k->n_in + 1))
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",
                          k->name, k->n_in, op->n_in);
-    if (op->n_out < 1 || op->n_out > (scaled_mm ? 2 : 1))
+    // ADAM_STEP writes 3 or 4 outputs (its kernel checks which, from its flags).
+    const bool adam = op->code == TORC_OP_ADAM_STEP;
+    if (op->n_out < 1 || op->n_out > (scaled_mm ? 2 : adam ? 4 : 1))
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %s output, got %d", k->name,
-                         scaled_mm ? "1 or 2" : "1", op->n_out);
+                         scaled_mm ? "1 or 2" : adam ? "3 or 4" : "1", op->n_out);
     static const char *const in_names[TORC_OP_MAX_INPUTS] = {"in0", "in1", "in2", "in3",
                                                              "in4", "in5", "in6", "in7"};
     for (int i = 0; i < op->n_in; i++) {
@@ -181,7 +183,8 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
         if (st) return st;
     }
     for (int i = 0; i < op->n_out; i++) {
-        int st = ref_check_operand(&op->out[i], i ? "out1" : "out");
+        static const char *const out_names[TORC_OP_MAX_OUTPUTS] = {"out", "out1", "out2", "out3"};
+        int st = ref_check_operand(&op->out[i], out_names[i]);
         if (st) return st;
     }
     *kout = k;

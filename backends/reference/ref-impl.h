@@ -261,6 +261,7 @@ REF_KERNEL_DECL(matmul)
 REF_KERNEL_DECL(index)
 REF_KERNEL_DECL(scaled_mm)
 REF_KERNEL_DECL(pointwise)
+REF_KERNEL_DECL(adam)
 #undef REF_KERNEL_DECL
 
 // The kernel table entry of an opcode (entry.c), for messages naming the op.
