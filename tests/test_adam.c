@@ -71,10 +71,13 @@ static void assert_same_bits(torc_tensor *a, torc_tensor *b, const char *what) {
     free(y);
 }
 
+// tests/plugins' build directory: TORC_TEST_PLUGIN_DIR (ctest), else under TORC_BUILD_DIR
+// (tools/isa-matrix.sh runs this suite with only that set).
 static char *plugin_path(const char *name, char *buf, size_t n) {
-    const char *dir = getenv("TORC_TEST_PLUGIN_DIR");
-    ck_assert_msg(dir != NULL, "TORC_TEST_PLUGIN_DIR is not set (run through ctest)");
-    snprintf(buf, n, "%s/libtorc_optim_%s.so", dir, name);
+    const char *dir = getenv("TORC_TEST_PLUGIN_DIR"), *build = getenv("TORC_BUILD_DIR");
+    ck_assert_msg(dir || build, "neither TORC_TEST_PLUGIN_DIR nor TORC_BUILD_DIR is set (run through ctest)");
+    if (dir) snprintf(buf, n, "%s/libtorc_optim_%s.so", dir, name);
+    else snprintf(buf, n, "%s/tests/plugins/libtorc_optim_%s.so", build, name);
     return buf;
 }
 
@@ -129,6 +132,39 @@ START_TEST(fused_update_matches_the_composed_one_bit_for_bit) {
     torc_set_default_device(NULL);
 }
 END_TEST
+
+#ifdef TORC_TEST_ONEDNN
+// What the onednn backend itself says about an ADAM_STEP of n elements (3 outputs, or 4 with
+// amsgrad), dense, or with grad strided.
+static bool onednn_runs(torc_dtype dt, int64_t n, bool amsgrad, bool strided_grad) {
+    static float buf[5][1];
+    torc_device *dev = torc_device_get("onednn");
+    ck_assert_ptr_nonnull(dev);
+    torc_op op = {.code = TORC_OP_ADAM_STEP, .n_in = 1, .n_out = amsgrad ? 4 : 3};
+    op.params.adam.flags = amsgrad ? TORC_ADAM_AMSGRAD : 0;
+    for (int k = 0; k <= op.n_out; k++) {
+        torc_operand *o = k < op.n_out ? &op.out[k] : &op.in[0];
+        o->data = buf[k];
+        o->dtype = dt;
+        o->ndim = 1;
+        o->shape[0] = n;
+        o->stride[0] = k == op.n_out && strided_grad ? 2 : 1;
+    }
+    const torc_backend_vtable *vt = torc_device_vtable(dev);
+    return vt->supports(torc_device_backend_context(dev), torc_device_index(dev), &op);
+}
+
+// The comparisons above ran onednn's own loop for dense float32 and bfloat16 operands (the rest
+// goes to the reference).
+START_TEST(onednn_runs_dense_f32_and_bf16_itself) {
+    ck_assert(onednn_runs(TORC_DTYPE_F32, ROWS * COLS, false, false));
+    ck_assert(onednn_runs(TORC_DTYPE_F32, ROWS * COLS, true, false));
+    ck_assert(onednn_runs(TORC_DTYPE_BF16, ROWS * COLS, true, false));
+    ck_assert(!onednn_runs(TORC_DTYPE_F16, ROWS * COLS, false, false));
+    ck_assert(!onednn_runs(TORC_DTYPE_F32, ROWS * COLS, false, true));
+}
+END_TEST
+#endif
 
 // ---- the frontend ----
 START_TEST(adam_step_checks_its_arguments_and_writes_nothing_on_error) {
@@ -185,6 +221,9 @@ int main(void) {
     TCase *tc = tcase_create("fused");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, fused_update_matches_the_composed_one_bit_for_bit, 0, N_TARGETS * N_CONFIGS);
+#ifdef TORC_TEST_ONEDNN
+    tcase_add_test(tc, onednn_runs_dense_f32_and_bf16_itself);
+#endif
     suite_add_tcase(s, tc);
     TCase *fe = tcase_create("frontend");
     tcase_add_test(fe, adam_step_checks_its_arguments_and_writes_nothing_on_error);

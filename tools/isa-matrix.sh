@@ -27,7 +27,7 @@ export ONEDNN_MAX_CPU_ISA=$level TORC_MAX_CPU_ISA=$level TORC_ONEDNN_MIN_WORK=0
 echo "isa-matrix: $what with ONEDNN_MAX_CPU_ISA=TORC_MAX_CPU_ISA=$level on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 rc=0
 if [ "$what" = suites ]; then
-  for t in onednn_backend_test onednn_pointwise_test onednn_amx_test; do
+  for t in onednn_backend_test onednn_pointwise_test onednn_amx_test test_adam; do
     "$build/bin/$t" >"$build/isa-$level-$t.log" 2>&1
     r=$?
     tail -n 3 "$build/isa-$level-$t.log"
