@@ -10,9 +10,9 @@
 // has an fma) and -fno-math-errno (sqrtf vectorizes; it sets no errno here anyway).
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 #include "onednn-impl.h"
-#include "torc/convert.h"
 
 bool onednn__adam_takes(const torc_op *op) { return op->code == TORC_OP_ADAM_STEP; }
 
@@ -52,41 +52,64 @@ typedef struct adam_args {
     float beta2, c2, bc2, eps, neg_step;  // eps in T (add_scalar_ reads it so), the others opmath
 } adam_args;
 
-// x rounded to bfloat16 and back (the reference's stores, c10's rounding; NaN -> 0x7FC0), or x.
+// Bits of a float and back (memcpy: the loops stay branch-free and vectorize).
+static inline __attribute__((always_inline)) uint32_t bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+static inline __attribute__((always_inline)) float from_bits(uint32_t u) {
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+// x rounded to bfloat16 (torc_f32_to_bf16's rounding: nearest even, NaN -> 0x7FC0), written
+// without a branch.
+static inline __attribute__((always_inline)) uint16_t to_bf16(float x) {
+    const uint32_t u = bits(x);
+    const uint16_t r = (uint16_t)((u + ((u >> 16) & 1) + UINT32_C(0x7FFF)) >> 16);
+    return (u & UINT32_C(0x7FFFFFFF)) > UINT32_C(0x7F800000) ? UINT16_C(0x7FC0) : r;
+}
+// x rounded to the dtype and back (the reference's stores), or x for float32.
 static inline __attribute__((always_inline)) float rnd(float x, bool bf16) {
-    return bf16 ? torc_bf16_to_f32(torc_f32_to_bf16(x)) : x;
+    return bf16 ? from_bits((uint32_t)to_bf16(x) << 16) : x;
 }
 static inline __attribute__((always_inline)) float load(const void *base, int64_t i, bool bf16) {
-    return bf16 ? torc_bf16_to_f32(((const uint16_t *)base)[i]) : ((const float *)base)[i];
+    return bf16 ? from_bits((uint32_t)((const uint16_t *)base)[i] << 16) : ((const float *)base)[i];
 }
 static inline __attribute__((always_inline)) void store(void *base, int64_t i, float x, bool bf16) {
-    if (bf16) ((uint16_t *)base)[i] = torc_f32_to_bf16(x);
+    if (bf16) ((uint16_t *)base)[i] = to_bf16(x);
     else ((float *)base)[i] = x;
 }
 
 // Elements [i0, i1): the reference's sequence, step by step. l2, ams and bf16 are constants in
-// every instance (the branches leave the loop); maximize and the lerp form are selects.
+// every instance (the branches leave the loop); maximize (a sign flip, as NEG: NaNs included) and
+// the lerp form are selects.
 static inline __attribute__((always_inline)) void adam_span(const adam_args *a, int64_t i0, int64_t i1, bool l2,
                                                             bool ams, bool bf16) {
     const float w = a->lerp_w, decay = a->decay, beta2 = a->beta2, c2 = a->c2, bc2 = a->bc2, eps = a->eps;
     const float neg_step = a->neg_step;
     const double wd = a->wd;
-    const bool small = a->lerp_small, maximize = a->maximize;
+    const uint32_t from_self = a->lerp_small ? UINT32_C(0xFFFFFFFF) : 0;  // lerp's base: self, else end
+    const uint32_t flip = a->maximize ? UINT32_C(0x80000000) : 0;
+    void *restrict pp = a->p, *restrict mp = a->m, *restrict vp = a->v, *restrict xp = a->vmax;
+    const void *restrict gp = a->g;
 #pragma omp simd
     for (int64_t i = i0; i < i1; i++) {
-        const float gi = load(a->g, i, bf16);
-        float g = maximize ? -gi : gi;
-        float p = rnd(load(a->p, i, bf16) * decay, bf16);          // AdamW's decay (1 otherwise: exact)
+        float g = from_bits(bits(load(gp, i, bf16)) ^ flip);
+        const float p = rnd(load(pp, i, bf16) * decay, bf16);        // AdamW's decay (1 otherwise: exact)
         if (l2) g = rnd((float)((double)g + wd * (double)p), bf16);  // Adam's L2 term, in double
-        const float m0 = load(a->m, i, bf16);
-        const float m = rnd(fmaf(w, g - m0, small ? m0 : g), bf16);  // lerp
-        float v = rnd(load(a->v, i, bf16) * beta2, bf16);
+        const float m0 = load(mp, i, bf16);
+        const float base = from_bits((bits(m0) & from_self) | (bits(g) & ~from_self));
+        const float m = rnd(fmaf(w, g - m0, base), bf16);           // lerp
+        float v = rnd(load(vp, i, bf16) * beta2, bf16);
         v = rnd(fmaf(c2 * g, g, v), bf16);                            // addcmul
         float d;
         if (ams) {
-            const float x = load(a->vmax, i, bf16);
-            const float mx = (isnan(x) || isnan(v)) ? NAN : (x > v ? x : v);  // maximum (v on ties)
-            store(a->vmax, i, mx, bf16);
+            const float x = load(xp, i, bf16);
+            const bool nan = (x != x) | (v != v);
+            const float mx = nan ? NAN : (x > v ? x : v);             // maximum (v on ties)
+            store(xp, i, mx, bf16);
             d = rnd(sqrtf(mx), bf16);
         } else {
             d = rnd(sqrtf(v), bf16);
@@ -94,9 +117,9 @@ static inline __attribute__((always_inline)) void adam_span(const adam_args *a, 
         d = rnd(d / bc2, bf16);
         d = rnd(d + eps, bf16);
         const float q = neg_step * m / d;                             // addcdiv
-        store(a->p, i, p + q, bf16);
-        store(a->m, i, m, bf16);
-        store(a->v, i, v, bf16);
+        store(pp, i, p + q, bf16);
+        store(mp, i, m, bf16);
+        store(vp, i, v, bf16);
     }
 }
 
