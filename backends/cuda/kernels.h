@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "adam_body.h"
 #include "ew_ops.h"
 #include "gemm_plan.h"
 #include "index_ops.h"
@@ -17,16 +18,7 @@ extern "C" {
 // Elementwise ops, fills, ranges and RNG over `it` (out first). a->ct and a->common are set.
 int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaStream_t s);
 
-// ADAM_STEP over n elements of dense operands of one dtype (f32, f64, f16, bf16). The scalars are
-// the ones the reference uses (backends/reference/adam.c), each already rounded as it takes them:
-// opmath (float, double for f64) except eps, rounded to the dtype.
-typedef struct tcu_adam_args {
-    void *param, *exp_avg, *exp_avg_sq, *max_exp_avg_sq;  // max_exp_avg_sq: NULL without amsgrad
-    const void *grad;
-    torc_dtype dtype;
-    bool maximize, decoupled, l2, amsgrad, lerp_small;
-    double decay, wd, lerp_w, beta2, c2, bc2, eps, neg_step;
-} tcu_adam_args;
+// ADAM_STEP over n elements of dense operands of one dtype (adam_body.h).
 int tcu_launch_adam(const tcu_adam_args *a, int64_t n, int sm_count, cudaStream_t s);
 
 // Same-dtype contiguous copies and zero fills: cudaMemcpyAsync / cudaMemsetAsync.

@@ -484,15 +484,9 @@ static int run_index(tcu_device *d, const torc_op *op) {
     return launched(tcu_launch_index(&x, d->sm_count, d->stream), op_name(op->code));
 }
 
-// The scalars as the reference takes them (backends/reference/adam.c): opmath (float, or
-// double for f64), eps in the dtype.
+// The flags and the raw scalars; adam_body.h rounds the scalars as the reference does.
 static int run_adam(tcu_device *d, const torc_op *op) {
-    const torc_dtype t = op->out[0].dtype;
-    const bool f64 = t == TORC_DTYPE_F64;
     const uint32_t flags = op->params.adam.flags;
-    const double lr = op->params.adam.lr, wd = op->params.adam.weight_decay;
-#define OPMATH(x) (f64 ? (x) : (double)(float)(x))
-    const double w1 = OPMATH(1.0 - op->params.adam.beta1);
     tcu_adam_args a;
     memset(&a, 0, sizeof a);
     a.param = op->out[0].data;
@@ -501,20 +495,17 @@ static int run_adam(tcu_device *d, const torc_op *op) {
     a.amsgrad = flags & TORC_ADAM_AMSGRAD;
     a.max_exp_avg_sq = a.amsgrad ? op->out[3].data : NULL;
     a.grad = op->in[0].data;
-    a.dtype = t;
+    a.dtype = op->out[0].dtype;
     a.maximize = flags & TORC_ADAM_MAXIMIZE;
-    a.decoupled = (flags & TORC_ADAM_DECOUPLED) && wd != 0.0;
-    a.l2 = !(flags & TORC_ADAM_DECOUPLED) && wd != 0.0;
-    a.decay = OPMATH(1.0 - lr * wd);
-    a.wd = OPMATH(wd);
-    a.lerp_small = fabs(w1) < 0.5;
-    a.lerp_w = a.lerp_small ? w1 : OPMATH(w1 - 1.0);  // float: w - 1.0f, exact in double too
-    a.beta2 = OPMATH(op->params.adam.beta2);
-    a.c2 = OPMATH(1.0 - op->params.adam.beta2);
-    a.bc2 = OPMATH(op->params.adam.bc2_sqrt);
-    a.neg_step = OPMATH(-op->params.adam.step_size);
-#undef OPMATH
-    a.eps = f64 ? op->params.adam.eps : (double)tcu_round_to((float)op->params.adam.eps, t);
+    a.lr = op->params.adam.lr;
+    a.beta1 = op->params.adam.beta1;
+    a.beta2 = op->params.adam.beta2;
+    a.eps = op->params.adam.eps;
+    a.wd = op->params.adam.weight_decay;
+    a.step_size = op->params.adam.step_size;
+    a.bc2_sqrt = op->params.adam.bc2_sqrt;
+    a.decoupled = (flags & TORC_ADAM_DECOUPLED) && a.wd != 0.0;
+    a.l2 = !(flags & TORC_ADAM_DECOUPLED) && a.wd != 0.0;
     int64_t numel = 1;
     for (int k = 0; k < op->out[0].ndim; k++) numel *= op->out[0].shape[k];
     return launched(tcu_launch_adam(&a, numel, d->sm_count, d->stream), op_name(op->code));

@@ -28,7 +28,9 @@ static const char *const adam_state_names[N_STATES] = {"exp_avg", "exp_avg_sq", 
 
 // decoupled: AdamW's p *= 1 - lr*wd instead of Adam's L2 term g += wd*p.
 // A host with adam_step_ (optimizer ABI 1.2) runs each update as one fused op; an older one gets
-// the same update composed from its ops below, which is also what the fused op's bits are.
+// the same update composed from its ops below, which is also what the fused op's bits are. So
+// does a device whose backend cannot run the fused op (TORC_ERR_NOT_SUPPORTED, nothing written:
+// a backend built before ABI 2.1, or a layout it does not take, such as strided tensors on cuda).
 static int adam_update(const torc_optim_host *h, const double *hp, bool decoupled, int n, torc_tensor *const *params,
                        torc_tensor *const *grads, torc_tensor **states, const int64_t *step_index) {
     const double lr = hp[LR], beta1 = hp[BETA1], beta2 = hp[BETA2], wd = hp[WEIGHT_DECAY];
@@ -42,9 +44,10 @@ static int adam_update(const torc_optim_host *h, const double *hp, bool decouple
         if (!st[EXP_AVG_SQ]) NN(st[EXP_AVG_SQ] = h->zeros_like(p));
         if (amsgrad && !st[MAX_EXP_AVG_SQ]) NN(st[MAX_EXP_AVG_SQ] = h->zeros_like(p));
         if (TORC_OPTIM_HOST_HAS(h, adam_step_)) {
-            OK(h->adam_step_(p, g, st[EXP_AVG], st[EXP_AVG_SQ], amsgrad ? st[MAX_EXP_AVG_SQ] : NULL, lr, beta1, beta2,
-                             hp[EPS], wd, step_index[i], flags));
-            continue;
+            const torc_status fused = h->adam_step_(p, g, st[EXP_AVG], st[EXP_AVG_SQ], amsgrad ? st[MAX_EXP_AVG_SQ] : NULL,
+                                                    lr, beta1, beta2, hp[EPS], wd, step_index[i], flags);
+            if (fused == TORC_OK) continue;
+            if (fused != TORC_ERR_NOT_SUPPORTED) return 1;
         }
         if (hp[MAXIMIZE] != 0.0) NN(g = h->neg(g));
         if (wd != 0.0) {
