@@ -788,7 +788,8 @@ TORC_API torc_status torc_optimizer_zero_grad(torc_optimizer *opt, bool set_to_n
 // adam and adamw plugins compose it. flags: TORC_ADAM_DECOUPLED (AdamW's p *= 1 - lr*weight_decay
 // instead of Adam's grad += weight_decay*p), TORC_ADAM_AMSGRAD, TORC_ADAM_MAXIMIZE. step is the
 // parameter's step count including this one (1 first); the bias corrections are computed from it.
-// All tensors share param's device, dtype (f64, f32, f16 or bf16) and shape; any layout. Like
+// All tensors share param's device, dtype (f64, f32, f16 or bf16) and shape; any layout on host
+// devices, contiguous ones on cuda (else TORC_ERR_NOT_SUPPORTED, nothing written). Like
 // torch's _fused_adam_ it records no history: with grad mode on, a tensor that requires grad is an
 // error (TORC_ERR_AUTOGRAD). Bumps the version counters of the tensors it writes. Errors:
 // TORC_ERR_INVALID_ARG (a NULL tensor, unknown flags, step < 1, amsgrad without max_exp_avg_sq or
