@@ -691,12 +691,12 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_LOGICAL_OR:
     case TORC_OP_ARGMAX:
     case TORC_OP_ARGMIN:
+    case TORC_OP_ADAM_STEP:  // an optimizer update, run without history (core/adam.c)
     case TORC_OP_COUNT: return &R_NONE;  // no inputs, or integer / bool results
     case TORC_OP_LAYER_NORM: return &R_LAYER_NORM;
     case TORC_OP_LAYER_NORM_BACKWARD: return &R_NONE;  // recorded by nothing: double backward is not supported
     case TORC_OP_MAX_DIM: return &R_MAX_DIM;
     case TORC_OP_MIN_DIM: return &R_MIN_DIM;
-    case TORC_OP_ADAM_STEP: return &R_NONE;  // PENDING(adam)
     case TORC_OP_COPY: return &R_COPY_OP;
     case TORC_OP_NEG: return &R_NEG;
     case TORC_OP_ABS: return &R_ABS;

@@ -37,7 +37,8 @@ _Static_assert(offsetof(torc_optim_host, pow) == 8 + 36 * sizeof(void *), "optim
 _Static_assert(offsetof(torc_optim_host, sign) == 8 + 40 * sizeof(void *), "optim ABI: host table v1.0 size changed");
 _Static_assert(offsetof(torc_optim_host, clamp) == 8 + 42 * sizeof(void *), "optim ABI: host table v1.1 members moved");
 _Static_assert(offsetof(torc_optim_host, where) == 8 + 49 * sizeof(void *), "optim ABI: host table v1.1 members moved");
-_Static_assert(sizeof(torc_optim_host) == 8 + 50 * sizeof(void *), "optim ABI: host table v1.1 size changed");
+_Static_assert(offsetof(torc_optim_host, adam_step_) == 8 + 50 * sizeof(void *), "optim ABI: host table v1.1 size changed");
+_Static_assert(sizeof(torc_optim_host) == 8 + 51 * sizeof(void *), "optim ABI: host table v1.2 size changed");
 
 #define MAX_OPTIM_PLUGINS 64
 #define MAX_HP_TOTAL 64  // hyperparameter values per group, all hyperparameters together
@@ -315,6 +316,7 @@ static const torc_optim_host g_host = {
     .gt = torc_gt,
     .ge = torc_ge,
     .where = torc_where,
+    .adam_step_ = torc_adam_step_,
 };
 
 // ---- the optimizer ----

@@ -30,7 +30,7 @@ if [ "$what" = suites ]; then
   # test_max_dim and test_layer_norm run their goldens on onednn too (its own loops; they must hold
   # under every cap).
   export TORC_TEST_DATA=${TORC_TEST_DATA:-$(cd "$(dirname "$0")/.." && pwd)/tests/golden}
-  for t in onednn_backend_test onednn_pointwise_test onednn_amx_test test_max_dim test_layer_norm; do
+  for t in onednn_backend_test onednn_pointwise_test onednn_amx_test test_max_dim test_layer_norm test_adam; do
     "$build/bin/$t" >"$build/isa-$level-$t.log" 2>&1
     r=$?
     tail -n 3 "$build/isa-$level-$t.log"

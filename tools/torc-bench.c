@@ -46,6 +46,9 @@ typedef struct options {
     int threads;                // FMA-loop threads (default: online CPUs)
     int rounds;                 // measurement rounds (each: torc's figures, then the peer's)
     const char *python, *peer_script;
+    const char *optim_step;     // --optim-step NAME: time that optimizer's step alone (and its Cruncher step)
+    int64_t cr_D, cr_B;         // --cruncher D,L,B: the model --optim-step uses (default 1024,4,512)
+    int cr_L;
 } options;
 static options g_opt;
 static bool g_amx;  // the CPU has AMX-BF16 and this process may use it: torc-bench measures its peak
@@ -442,6 +445,59 @@ static double time_cruncher(int64_t D, int L, int64_t B, const char *opt_name, t
     return median(t, reps);
 }
 
+// ---- --optim-step: the optimizer step alone ----
+// torc_optimizer_step over a Cruncher's parameters (D x D per layer, D x 1 final), with the
+// gradients of one forward+backward on a batch of B left in place: 3 warm-up steps (they make the
+// optimizer state), then timed steps, each synchronized. Then the whole training step with that
+// optimizer (time_cruncher). Both in f32.
+static void optim_step_bench(const char *name, int64_t D, int L, int64_t B) {
+    torc_generator *gen = torc_generator_new(0);
+    torc_module *m = torc_cruncher_new(D, L, TORC_DTYPE_F32, gen);
+    check(m != NULL, "torc_cruncher_new");
+    const int np = torc_module_param_count(m);
+    check(np > 0 && np <= 64, "Cruncher parameters");
+    torc_tensor *params[64];
+    int64_t numel = 0;
+    for (int i = 0; i < np; i++) numel += torc_numel(params[i] = torc_module_param(m, i));
+    torc_optimizer *opt = torc_optimizer_new(name, np, params, "lr=0.001");
+    check(opt != NULL, "torc_optimizer_new");
+    torc_scope_push();
+    torc_tensor *x = torc_randn(TORC_SHAPE(B, D), TORC_DTYPE_F32, gen), *y = torc_randn(TORC_SHAPE(B), TORC_DTYPE_F32, gen);
+    torc_tensor *loss = x && y ? torc_mse_loss(torc_module_forward(m, x), y) : NULL;
+    check(loss && torc_backward(loss, NULL, false) == TORC_OK, "Cruncher forward+backward");
+    torc_scope_pop();
+    for (int i = 0; i < 3; i++) check(torc_optimizer_step(opt) == TORC_OK, "optimizer step");
+    sync_dev();
+    double t0 = now_s();
+    check(torc_optimizer_step(opt) == TORC_OK, "optimizer step");
+    sync_dev();
+    const int reps = g_opt.tiny ? 3 : reps_for(now_s() - t0, g_opt.quick ? 1.0 : 3.0, 5, 50);
+    double t[64], lo = HUGE_VAL, hi = 0;
+    for (int r = 0; r < reps; r++) {
+        t0 = now_s();
+        check(torc_optimizer_step(opt) == TORC_OK, "optimizer step");
+        sync_dev();
+        t[r] = now_s() - t0;
+        lo = t[r] < lo ? t[r] : lo;
+        hi = t[r] > hi ? t[r] : hi;
+    }
+    const double med = median(t, reps);
+    char key[64];
+    snprintf(key, sizeof key, "optim_step_%s_%lld_%d_ms", name, (long long)D, L);
+    put(key, med * 1e3);
+    say("optimizer step alone: %s over the Cruncher's %d parameters (D=%lld L=%d, %lld elements, f32): median %.3f ms "
+        "(min %.3f, max %.3f over %d steps)\n", name, np, (long long)D, L, (long long)numel, med * 1e3, lo * 1e3,
+        hi * 1e3, reps);
+    torc_optimizer_free(opt);
+    torc_module_free(m);
+    torc_generator_free(gen);
+    const double tc = time_cruncher(D, L, B, name, TORC_DTYPE_F32);
+    snprintf(key, sizeof key, "cruncher_%lld_%d_%lld_%s_f32_ms", (long long)D, L, (long long)B, name);
+    put(key, tc * 1e3);
+    say("Cruncher training step: D=%lld L=%d B=%lld %s f32: median %.3f ms\n", (long long)D, L, (long long)B, name,
+        tc * 1e3);
+}
+
 // ---- the peers: tools/bench_peer.py, and OpenBLAS and BLIS from C ----
 // Runs argv (a peer printing one flat JSON object) with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
 // removed from the child's environment only (so OpenBLAS picks its own kernels and cache sizes)
@@ -828,6 +884,7 @@ static void usage(FILE *f) {
             "usage: torc-bench [--backend NAME] [--quick | --tiny] [--sizes N,N,...] [--dtypes f32,bf16,f16]\n"
             "                  [--no-train] [--json] [--peer] [--python PYTHON] [--peer-script PATH]\n"
             "                  [--threads N] [--rounds N] [--cpu-time]\n"
+            "       torc-bench --optim-step NAME [--cruncher D,L,B] [--backend NAME] [--quick | --tiny] [--cpu-time]\n"
             "Measures matmul GFLOP/s and MFU per dtype and size (median of timed runs after warm-up,\n"
             "each followed by a synchronize), a practical peak from an FMA loop in the widest ISA the\n"
             "CPU has, per-op dispatch overhead (x + y on 4x4), a tiny forward+backward and Cruncher\n"
@@ -843,7 +900,10 @@ static void usage(FILE *f) {
             "  --json         print the results as JSON instead of tables\n"
             "  --threads N    threads of the FMA-peak loop (default TORC_NUM_THREADS, else all CPUs)\n"
             "  --rounds N     measure N times, each round torc then the peer back to back, and report\n"
-            "                 the median of the rounds' ratios (default 3 with --peer, else 1; at most 9)\n");
+            "                 the median of the rounds' ratios (default 3 with --peer, else 1; at most 9)\n"
+            "  --optim-step NAME  only time optimizer NAME's step alone over a Cruncher's parameters (median,\n"
+            "                 min and max of the timed steps), then the Cruncher training step with it\n"
+            "  --cruncher D,L,B   the Cruncher --optim-step uses (default 1024,4,512)\n");
 }
 
 static void parse_sizes(const char *s) {
@@ -1069,6 +1129,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--peer-script")) g_opt.peer_script = arg_value(argc, argv, &i);
         else if (!strcmp(a, "--threads")) g_opt.threads = atoi(arg_value(argc, argv, &i));
         else if (!strcmp(a, "--rounds")) g_opt.rounds = atoi(arg_value(argc, argv, &i));
+        else if (!strcmp(a, "--optim-step")) g_opt.optim_step = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--cruncher")) {
+            long long d, b;
+            int l;
+            if (sscanf(arg_value(argc, argv, &i), "%lld,%d,%lld", &d, &l, &b) != 3 || d < 1 || l < 0 || b < 1)
+                bench_die("--cruncher takes D,L,B (positive; L may be 0)");
+            g_opt.cr_D = d, g_opt.cr_L = l, g_opt.cr_B = b;
+        }
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
         else return usage(stderr), 2;
     }
@@ -1095,6 +1163,11 @@ int main(int argc, char **argv) {
         if (info.peak_flops[d] > 0) say(" %s %.4g GFLOP/s;", torc_dtype_short_name((torc_dtype)d), info.peak_flops[d] * 1e-9);
     say("\n  derived as: %s\n", info.peak_source[0] ? info.peak_source : "(not given)");
 
+    if (g_opt.optim_step) {
+        optim_step_bench(g_opt.optim_step, g_opt.cr_D ? g_opt.cr_D : 1024, g_opt.cr_D ? g_opt.cr_L : 4,
+                         g_opt.cr_D ? g_opt.cr_B : 512);
+        return 0;
+    }
     const peak_loop isa = pick_isa();
     g_amx = amx_available();
     bool peer_ok = true;

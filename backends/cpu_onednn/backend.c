@@ -315,6 +315,7 @@ typedef struct host_family {
 static const host_family host_families[] = {
     {onednn__fill_takes, onednn__fill_check, onednn__fill_run},
     {onednn__pointwise_takes, onednn__pointwise_check, onednn__pointwise_run},
+    {onednn__adam_takes, onednn__adam_check, onednn__adam_run},
     {onednn__move_takes, onednn__move_check, onednn__move_run},
     {onednn__cast_takes, NULL, onednn__cast_run},
     {onednn__compare_takes, onednn__compare_check, onednn__compare_run},

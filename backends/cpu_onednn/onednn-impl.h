@@ -274,6 +274,11 @@ bool onednn__pointwise_takes(const torc_op *op);  // ADDCMUL, ADDCDIV, LERP
 int onednn__pointwise_check(const torc_op *op);
 int onednn__pointwise_run(const torc_op *op);
 
+// ---- ADAM_STEP (adam.c): one OpenMP pass over dense float32 / bfloat16 operands, outside the lock ----
+bool onednn__adam_takes(const torc_op *op);
+int onednn__adam_check(const torc_op *op);
+int onednn__adam_run(const torc_op *op);
+
 // ---- ops torc runs with host loops of its own, outside the lock (backend.c's host_families) ----
 // Each family: takes(op), the ops it owns (they never reach a plan); check(op), 0 when it runs
 // this one, else the error says why (the core falls back to the reference; NULL: always runs);

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "adam_body.h"
 #include "ew_ops.h"
 #include "gemm_plan.h"
 #include "index_ops.h"
@@ -16,6 +17,9 @@ extern "C" {
 
 // Elementwise ops, fills, ranges and RNG over `it` (out first). a->ct and a->common are set.
 int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaStream_t s);
+
+// ADAM_STEP over n elements of dense operands of one dtype (adam_body.h).
+int tcu_launch_adam(const tcu_adam_args *a, int64_t n, int sm_count, cudaStream_t s);
 
 // Same-dtype contiguous copies and zero fills: cudaMemcpyAsync / cudaMemsetAsync.
 int tcu_launch_copy_bytes(void *dst, const void *src, size_t nbytes, cudaStream_t s);

@@ -202,6 +202,34 @@ static bool ln_supported(const torc_op *op, char *why, size_t n) {
     return ok;
 }
 
+// ADAM_STEP: out[0..3) param, exp_avg, exp_avg_sq (+ max_exp_avg_sq with amsgrad), in0 grad, all
+// dense with one shape and one of the four floating dtypes the kernel takes.
+static bool adam_ok(const torc_op *op, char *why, size_t n) {
+    const int want = op->params.adam.flags & TORC_ADAM_AMSGRAD ? 4 : 3;
+    if (op->n_in != 1 || op->n_out != want) {
+        snprintf(why, n, "adam_step takes 1 input and %d outputs, got %d and %d", want, op->n_in, op->n_out);
+        return false;
+    }
+    const torc_dtype t = op->out[0].dtype;
+    if (t != TORC_DTYPE_F64 && t != TORC_DTYPE_F32 && t != TORC_DTYPE_F16 && t != TORC_DTYPE_BF16) {
+        snprintf(why, n, "adam_step does not take dtype %d", (int)t);
+        return false;
+    }
+    for (int k = 0; k <= want; k++) {
+        const torc_operand *o = k < want ? &op->out[k] : &op->in[0];
+        if (!operand_ok(o, why, n, k < want ? "out" : "in0")) return false;
+        if (o->dtype != t || !same_shape(o, &op->out[0])) {
+            snprintf(why, n, "adam_step: every operand has param's dtype and shape");
+            return false;
+        }
+        if (!dense(o)) {
+            snprintf(why, n, "adam_step on cuda takes contiguous operands only");
+            return false;
+        }
+    }
+    return true;
+}
+
 bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
     const int code = op->code;
     if (code < 0 || code >= TORC_OP_COUNT) {
@@ -209,10 +237,7 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         return false;
     }
     if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return ln_supported(op, why, n);
-    if (code == TORC_OP_ADAM_STEP) {  // PENDING(adam)
-        snprintf(why, n, "%s is not in the cuda backend yet", op_name(code));
-        return false;
-    }
+    if (code == TORC_OP_ADAM_STEP) return adam_ok(op, why, n);
     // scaled_mm's in4 (scale_out) and out[1] (amax) are optional; max_dim / min_dim write two.
     const int want = op_arity(code);
     const bool smm = code == TORC_OP_SCALED_MM, pair = code == TORC_OP_MAX_DIM || code == TORC_OP_MIN_DIM;
@@ -575,6 +600,33 @@ static int run_layer_norm(tcu_device *d, const torc_op *op) {
     return launched(tcu_launch_layer_norm(&a, d->sm_count, d->stream), op_name(op->code));
 }
 
+// The flags and the raw scalars; adam_body.h rounds the scalars as the reference does.
+static int run_adam(tcu_device *d, const torc_op *op) {
+    const uint32_t flags = op->params.adam.flags;
+    tcu_adam_args a;
+    memset(&a, 0, sizeof a);
+    a.param = op->out[0].data;
+    a.exp_avg = op->out[1].data;
+    a.exp_avg_sq = op->out[2].data;
+    a.amsgrad = flags & TORC_ADAM_AMSGRAD;
+    a.max_exp_avg_sq = a.amsgrad ? op->out[3].data : NULL;
+    a.grad = op->in[0].data;
+    a.dtype = op->out[0].dtype;
+    a.maximize = flags & TORC_ADAM_MAXIMIZE;
+    a.lr = op->params.adam.lr;
+    a.beta1 = op->params.adam.beta1;
+    a.beta2 = op->params.adam.beta2;
+    a.eps = op->params.adam.eps;
+    a.wd = op->params.adam.weight_decay;
+    a.step_size = op->params.adam.step_size;
+    a.bc2_sqrt = op->params.adam.bc2_sqrt;
+    a.decoupled = (flags & TORC_ADAM_DECOUPLED) && a.wd != 0.0;
+    a.l2 = !(flags & TORC_ADAM_DECOUPLED) && a.wd != 0.0;
+    int64_t numel = 1;
+    for (int k = 0; k < op->out[0].ndim; k++) numel *= op->out[0].shape[k];
+    return launched(tcu_launch_adam(&a, numel, d->sm_count, d->stream), op_name(op->code));
+}
+
 int tcu_run_op(tcu_device *d, const torc_op *op) {
     const int code = op->code;
     const int rc = check_params(op);
@@ -586,5 +638,6 @@ int tcu_run_op(tcu_device *d, const torc_op *op) {
     if (code == TORC_OP_SCALED_MM) return tcu_scaled_mm(d, op);
     if (tcu_op_is_index(code)) return run_index(d, op);
     if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return run_layer_norm(d, op);
+    if (code == TORC_OP_ADAM_STEP) return run_adam(d, op);
     return tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s is not implemented", op_name(code));
 }

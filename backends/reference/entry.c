@@ -70,9 +70,6 @@ const char *ref_last_error(void *ctx) {
 // ---- the kernel table ----
 // One entry per opcode, in enum order. The size assert makes an appended opcode without a
 // reference kernel a compile error; init() refuses a table with a hole in the middle.
-// PENDING: placeholders while this session's branches land (each replaces its own lines).
-static bool ref_pending_dtypes(const torc_op *op) { (void)op; return false; }
-static int ref_pending_run(const torc_op *op) { (void)op; return TORC_ERR_NOT_SUPPORTED; }
 
 static const ref_kernel kernels[] = {
     [TORC_OP_FILL] = {"fill", 0, ref_fill_dtypes, ref_fill_run},
@@ -149,7 +146,7 @@ static const ref_kernel kernels[] = {
                                      ref_layer_norm_counts},
     [TORC_OP_MAX_DIM] = {"max", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
     [TORC_OP_MIN_DIM] = {"min", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
-    [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_pending_dtypes, ref_pending_run},  // PENDING(adam)
+    [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_adam_dtypes, ref_adam_run},
 #ifdef TORC_TEST_EXTRA_ABI
     [TORC_OP_TEST_EXTRA] = {"test_extra", 1, ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
 #endif
@@ -178,9 +175,9 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
     } else if (op->n_in != k->n_in && !(scaled_mm && op->n_in == k->n_in + 1))
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",
                          k->name, k->n_in, op->n_in);
-    else if (op->n_out < (pair ? 2 : 1) || op->n_out > (scaled_mm || pair ? 2 : 1))
+    else if (op->n_out < (pair ? 2 : 1) || op->n_out > (scaled_mm || pair ? 2 : op->code == TORC_OP_ADAM_STEP ? 4 : 1))
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %s output(s), got %d", k->name,
-                         scaled_mm ? "1 or 2" : pair ? "2" : "1", op->n_out);
+                         scaled_mm ? "1 or 2" : pair ? "2" : op->code == TORC_OP_ADAM_STEP ? "3 or 4" : "1", op->n_out);
     static const char *const in_names[TORC_OP_MAX_INPUTS] = {"in0", "in1", "in2", "in3",
                                                              "in4", "in5", "in6", "in7"};
     for (int i = 0; i < op->n_in; i++) {

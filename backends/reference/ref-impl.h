@@ -267,6 +267,7 @@ REF_KERNEL_DECL(scaled_mm)
 REF_KERNEL_DECL(pointwise)
 REF_KERNEL_DECL(layer_norm)
 int ref_layer_norm_counts(const torc_op *op);
+REF_KERNEL_DECL(adam)
 #undef REF_KERNEL_DECL
 
 // The kernel table entry of an opcode (entry.c), for messages naming the op.

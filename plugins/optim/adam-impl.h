@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "torc/backend.h"  // TORC_ADAM_* flags
 #include "torc/optim.h"
 
 enum { LR, BETA1, BETA2, EPS, WEIGHT_DECAY, AMSGRAD, MAXIMIZE };  // offsets into hp (betas is 2 values)
@@ -26,16 +27,28 @@ static const char *const adam_state_names[N_STATES] = {"exp_avg", "exp_avg_sq", 
 #define NN(x) do { if ((x) == NULL) return 1; } while (0)
 
 // decoupled: AdamW's p *= 1 - lr*wd instead of Adam's L2 term g += wd*p.
+// A host with adam_step_ (optimizer ABI 1.2) runs each update as one fused op; an older one gets
+// the same update composed from its ops below, which is also what the fused op's bits are. So
+// does a device whose backend cannot run the fused op (TORC_ERR_NOT_SUPPORTED, nothing written:
+// a backend built before ABI 2.1, or a layout it does not take, such as strided tensors on cuda).
 static int adam_update(const torc_optim_host *h, const double *hp, bool decoupled, int n, torc_tensor *const *params,
                        torc_tensor *const *grads, torc_tensor **states, const int64_t *step_index) {
     const double lr = hp[LR], beta1 = hp[BETA1], beta2 = hp[BETA2], wd = hp[WEIGHT_DECAY];
     const bool amsgrad = hp[AMSGRAD] != 0.0;
+    const unsigned flags = (decoupled ? TORC_ADAM_DECOUPLED : 0u) | (amsgrad ? TORC_ADAM_AMSGRAD : 0u) |
+                           (hp[MAXIMIZE] != 0.0 ? TORC_ADAM_MAXIMIZE : 0u);
     for (int i = 0; i < n; i++) {
         torc_tensor *p = params[i], **st = &states[i * N_STATES];
         const torc_tensor *g = grads[i];
         if (!st[EXP_AVG]) NN(st[EXP_AVG] = h->zeros_like(p));
         if (!st[EXP_AVG_SQ]) NN(st[EXP_AVG_SQ] = h->zeros_like(p));
         if (amsgrad && !st[MAX_EXP_AVG_SQ]) NN(st[MAX_EXP_AVG_SQ] = h->zeros_like(p));
+        if (TORC_OPTIM_HOST_HAS(h, adam_step_)) {
+            const torc_status fused = h->adam_step_(p, g, st[EXP_AVG], st[EXP_AVG_SQ], amsgrad ? st[MAX_EXP_AVG_SQ] : NULL,
+                                                    lr, beta1, beta2, hp[EPS], wd, step_index[i], flags);
+            if (fused == TORC_OK) continue;
+            if (fused != TORC_ERR_NOT_SUPPORTED) return 1;
+        }
         if (hp[MAXIMIZE] != 0.0) NN(g = h->neg(g));
         if (wd != 0.0) {
             if (decoupled) OK(h->mul_scalar_(p, 1.0 - lr * wd));

@@ -184,17 +184,24 @@ extern "C" {
     X(MIN_DIM, "min_dim", 1)            /* torch.min(in0, params.dim.dim, keepdim=True): as MAX_DIM. */                  \
     X(ADAM_STEP, "adam_step", 1)        /* One torch.optim Adam/AdamW step (single-tensor path), in place: */            \
                                         /* out[0] = param, out[1] = exp_avg, out[2] = exp_avg_sq, and with */            \
-                                        /* ADAM_AMSGRAD out[3] = max_exp_avg_sq; in0 = grad. All have one shape */      \
-                                        /* and one floating dtype. Scalars in params.adam; opmath as ADDCMUL. */         \
-                                        /* Per element, each step rounded to the dtype as the separate torch ops: */     \
+                                        /* ADAM_AMSGRAD out[3] = max_exp_avg_sq; in0 = grad. All have one shape */       \
+                                        /* and one floating dtype T (f64, f32, f16, bf16). Per element, the torc */      \
+                                        /* ops the adam plugins composed, rounded where they round: R() rounds */        \
+                                        /* to T as a store does (double -> float -> T), Ro() to opmath (float; */        \
+                                        /* double for f64); each step is computed in opmath and rounded by R(): */       \
                                         /*   g = MAXIMIZE ? -grad : grad */                                              \
-                                        /*   if wd != 0: ADAM_DECOUPLED ? p = p * (1 - lr*wd)  [1 - lr*wd in double] */   \
-                                        /*                              : g = g + wd*p         [as ADD with alpha] */    \
-                                        /*   m = LERP(m, g, 1 - beta1); v = v * beta2; v = ADDCMUL(v, g, g, 1 - beta2) */ \
-                                        /*   AMSGRAD: vmax = MAXIMUM(vmax, v); d = sqrt(vmax), else d = sqrt(v) */       \
-                                        /*   d = d / bc2_sqrt; d = d + eps; p = ADDCDIV(p, m, d, -step_size) */          \
-                                        /* step_size and bc2_sqrt are the core's (lr / (1 - beta1^t), */                 \
-                                        /* sqrt(1 - beta2^t) in double); every other scalar is rounded to opmath. */     \
+                                        /*   if wd != 0: ADAM_DECOUPLED ? p = R(p * Ro(1 - lr*wd)) */                    \
+                                        /*                              : g = R(g + Ro(wd) * p)  [see below] */          \
+                                        /*   m = R(LERP(m, g, Ro(1 - beta1)))  [LERP's two-sided fma] */                 \
+                                        /*   v = R(v * Ro(beta2)); v = R(fma(Ro(1 - beta2) * g, g, v))  [ADDCMUL] */     \
+                                        /*   AMSGRAD: vmax = NaN if vmax or v is, else max(vmax, v) (v on a tie); */     \
+                                        /*            d = R(sqrt(vmax)), else d = R(sqrt(v)) */                          \
+                                        /*   d = R(d / Ro(bc2_sqrt)); d = R(d + R(eps))  [eps in T, not opmath] */       \
+                                        /*   p = R(p + (Ro(-step_size) * m) / d)  [ADDCDIV] */                           \
+                                        /* 1 - lr*wd, 1 - beta1 and 1 - beta2 are computed in double; step_size */       \
+                                        /* = lr / (1 - pow(beta1, t)) and bc2_sqrt = pow(1 - pow(beta2, t), 0.5) */      \
+                                        /* are the core's, in double. The L2 term is the one step not in opmath: */      \
+                                        /* Ro(wd) * p and the sum in double (as ADD with alpha), rounded by R(). */      \
     /* end */
 
 // A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor: it copies

@@ -43,7 +43,7 @@ extern "C" {
 //   if (!TORC_OPTIM_HOST_HAS(host, sign)) return host->error(TORC_ERR_BACKEND, "...needs optimizer ABI 1.1");
 // (a plugin built for a newer minor than the host's would otherwise read past the table).
 #define TORC_OPTIM_ABI_MAJOR 1
-#define TORC_OPTIM_ABI_MINOR 1
+#define TORC_OPTIM_ABI_MINOR 2  // 1.1: sign ... where; 1.2: adam_step_
 #define TORC_OPTIM_ABI_VERSION ((uint32_t)(TORC_OPTIM_ABI_MAJOR << 16 | TORC_OPTIM_ABI_MINOR))
 
 typedef struct torc_tensor torc_tensor;  // opaque; the same handle as torc.h's
@@ -132,6 +132,13 @@ typedef struct torc_optim_host {
     torc_tensor *(*ge)(const torc_tensor *a, const torc_tensor *b);
     // torch.where(cond, a, b): a where cond (a bool tensor) is true, else b (broadcasting).
     torc_tensor *(*where)(const torc_tensor *cond, const torc_tensor *a, const torc_tensor *b);
+
+    // v1.2: one fused Adam / AdamW update of param and its state (torc_adam_step_ in torc.h, the
+    // flags TORC_ADAM_* of torc/backend.h): the same bits as the host functions above composed
+    // in torch.optim's single-tensor order (plugins/optim/adam-impl.h), in one pass.
+    torc_status (*adam_step_)(torc_tensor *param, const torc_tensor *grad, torc_tensor *exp_avg,
+                              torc_tensor *exp_avg_sq, torc_tensor *max_exp_avg_sq, double lr, double beta1,
+                              double beta2, double eps, double weight_decay, int64_t step, unsigned flags);
 } torc_optim_host;
 
 // ---- hyperparameters ----

@@ -838,6 +838,22 @@ TORC_API torc_status torc_optimizer_step(torc_optimizer *opt);
 // optimizer.zero_grad(set_to_none): drops every parameter's .grad (true, PyTorch's default) or
 // zeroes it in place (false).
 TORC_API torc_status torc_optimizer_zero_grad(torc_optimizer *opt, bool set_to_none);
+// One torch.optim Adam / AdamW update of param in place, with its state exp_avg, exp_avg_sq and,
+// with TORC_ADAM_AMSGRAD, max_exp_avg_sq (else NULL), in one pass (TORC_OP_ADAM_STEP; backend.h
+// gives the per-element arithmetic): bit for bit torch.optim's single-tensor path as the bundled
+// adam and adamw plugins compose it. flags: TORC_ADAM_DECOUPLED (AdamW's p *= 1 - lr*weight_decay
+// instead of Adam's grad += weight_decay*p), TORC_ADAM_AMSGRAD, TORC_ADAM_MAXIMIZE. step is the
+// parameter's step count including this one (1 first); the bias corrections are computed from it.
+// All tensors share param's device, dtype (f64, f32, f16 or bf16) and shape; any layout on host
+// devices, contiguous ones on cuda (else TORC_ERR_NOT_SUPPORTED, nothing written). Like
+// torch's _fused_adam_ it records no history: with grad mode on, a tensor that requires grad is an
+// error (TORC_ERR_AUTOGRAD). Bumps the version counters of the tensors it writes. Errors:
+// TORC_ERR_INVALID_ARG (a NULL tensor, unknown flags, step < 1, amsgrad without max_exp_avg_sq or
+// the reverse, overlapping tensors, tensors on different devices), TORC_ERR_DTYPE, TORC_ERR_SHAPE;
+// nothing is written on an error.
+TORC_API torc_status torc_adam_step_(torc_tensor *param, const torc_tensor *grad, torc_tensor *exp_avg,
+                                     torc_tensor *exp_avg_sq, torc_tensor *max_exp_avg_sq, double lr, double beta1,
+                                     double beta2, double eps, double weight_decay, int64_t step, unsigned flags);
 // State buffer `buffer` ("exp_avg") of parameter `index` (a new reference), or NULL: with
 // TORC_ERR_INVALID_ARG for an unknown buffer or index, without an error when not created yet.
 TORC_API torc_tensor *torc_optimizer_state(const torc_optimizer *opt, int index, const char *buffer);

@@ -1,0 +1,24 @@
+// backends/cuda/adam.cu — ADAM_STEP: one grid-stride kernel over dense param, grad and state (f32,
+// f64, f16, bf16), each element as adam_body.h computes it.
+#include "kernels.h"
+
+namespace {
+
+template <bool F64>
+__global__ void __launch_bounds__(TCU_THREADS) adam_kernel(tcu_adam_args a, int64_t n) {
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        if constexpr (F64) tcu_adam_f64(&a, i);
+        else tcu_adam_f32(&a, i);
+    }
+}
+
+}  // namespace
+
+extern "C" int tcu_launch_adam(const tcu_adam_args *a, int64_t n, int sm_count, cudaStream_t s) {
+    if (n == 0) return 0;
+    const tcu_launch l = tcu_launch_1d(n, sm_count, 4);
+    if (a->dtype == TORC_DTYPE_F64) adam_kernel<true><<<l.blocks, l.threads, 0, s>>>(*a, n);
+    else adam_kernel<false><<<l.blocks, l.threads, 0, s>>>(*a, n);
+    return (int)cudaGetLastError();
+}
