@@ -137,21 +137,19 @@ END_TEST
 // What the onednn backend itself says about an ADAM_STEP of n elements (3 outputs, or 4 with
 // amsgrad), dense, or with grad strided.
 static bool onednn_runs(torc_dtype dt, int64_t n, bool amsgrad, bool strided_grad) {
-    static float buf[5][1];
     torc_device *dev = torc_device_get("onednn");
     ck_assert_ptr_nonnull(dev);
-    torc_op op = {.code = TORC_OP_ADAM_STEP, .n_in = 1, .n_out = amsgrad ? 4 : 3};
-    op.params.adam.flags = amsgrad ? TORC_ADAM_AMSGRAD : 0;
-    for (int k = 0; k <= op.n_out; k++) {
-        torc_operand *o = k < op.n_out ? &op.out[k] : &op.in[0];
-        o->data = buf[k];
-        o->dtype = dt;
-        o->ndim = 1;
-        o->shape[0] = n;
-        o->stride[0] = k == op.n_out && strided_grad ? 2 : 1;
-    }
-    const torc_backend_vtable *vt = torc_device_vtable(dev);
-    return vt->supports(torc_device_backend_context(dev), torc_device_index(dev), &op);
+    torc_scope_push();
+    torc_op_call call = {.code = TORC_OP_ADAM_STEP, .n_in = 1, .n_out = amsgrad ? 4 : 3};
+    call.params.adam.flags = amsgrad ? TORC_ADAM_AMSGRAD : 0;
+    for (int k = 0; k < call.n_out; k++) call.out[k] = torc_to_device(torc_zeros(TORC_SHAPE(n), dt), dev);
+    torc_tensor *g = torc_to_device(torc_zeros(TORC_SHAPE(strided_grad ? 2 * n : n), dt), dev);
+    call.in[0] = strided_grad ? torc_slice(g, 0, 0, INT64_MAX, 2) : g;
+    ck_assert_msg(call.in[0] && call.out[call.n_out - 1], "%s", torc_last_error());
+    const bool native = torc_op_supported(dev, &call) == TORC_OK;
+    torc_scope_pop();
+    torc_clear_error();
+    return native;
 }
 
 // The comparisons above ran onednn's own loop for dense float32 and bfloat16 operands (the rest
