@@ -111,19 +111,12 @@ static bool gemm_layout(const onednn_view *v, char *trans, int64_t *ld) {
     return false;
 }
 
-// Fills g for C = A B on views a (.., M, K), b (.., K, N), c (.., M, N) whose batch dims are
-// c's or size-1 (broadcast). False when sgemm cannot express a layout or C is not row-major.
-static bool gemm_plan(const onednn_view *a, const onednn_view *b, const onednn_view *c,
-                      onednn_gemm *g) {
+// The batch members of g (nbatch, bdims, sa, sb, sc, batch_parallel) and M, N, K for C = A B.
+static void gemm_batch(const onednn_view *a, const onednn_view *b, const onednn_view *c, onednn_gemm *g) {
     const int nd = c->ndim;
-    memset(g, 0, sizeof *g);
     g->M = c->dims[nd - 2];
     g->N = c->dims[nd - 1];
     g->K = a->dims[nd - 1];
-    char tc;
-    if (!gemm_layout(c, &tc, &g->ldc) || tc != 'N') return false;
-    if (g->K > 0 && (!gemm_layout(a, &g->transa, &g->lda) || !gemm_layout(b, &g->transb, &g->ldb)))
-        return false;
     g->nbatch = nd - 2;
     int64_t batch = 1;
     for (int d = 0; d < nd - 2; d++) {
@@ -133,9 +126,39 @@ static bool gemm_plan(const onednn_view *a, const onednn_view *b, const onednn_v
         g->sc[d] = c->strides[d];
         batch *= c->dims[d];
     }
-    // Small matrices in a batch: each thread multiplies whole matrices (sgemm runs on one
-    // thread inside a parallel region) instead of the team splitting every small one.
+    // Small matrices in a batch: each thread multiplies whole matrices (sgemm or the FMA GEMM on
+    // one thread inside a parallel region) instead of the team splitting every small one.
     g->batch_parallel = batch > 1 && g->M * g->N * g->K < (INT64_C(1) << 20);
+}
+
+// C = A B on torc's FMA GEMM (matmul_fma.c): any strides, f32 / f16 / bf16 in, out f32 or the
+// inputs' dtype, converted while packing.
+static int plan_fma(onednn_plan *p, const onednn_view *a, int a_buf, const onednn_view *b, int b_buf,
+                    const onednn_view *c) {
+    const int nd = c->ndim, r = nd - 2, k = nd - 1;
+    onednn_gemm bt;
+    memset(&bt, 0, sizeof bt);
+    gemm_batch(a, b, c, &bt);
+    const onednn_fma_gemm g = {.M = bt.M, .N = bt.N, .K = bt.K,
+                               .a_rs = a->strides[r], .a_cs = a->strides[k],
+                               .b_rs = b->strides[r], .b_cs = b->strides[k],
+                               .c_rs = c->strides[r], .c_cs = c->strides[k],
+                               .in_dt = a->dt, .c_dt = c->dt};
+    return onednn__plan_fma_matmul(p, &g, &bt, a_buf, b_buf, ONEDNN_BUF_OUT);
+}
+
+// Fills g for C = A B on views a (.., M, K), b (.., K, N), c (.., M, N) whose batch dims are
+// c's or size-1 (broadcast). False when sgemm cannot express a layout or C is not row-major.
+static bool gemm_plan(const onednn_view *a, const onednn_view *b, const onednn_view *c,
+                      onednn_gemm *g) {
+    const int nd = c->ndim;
+    memset(g, 0, sizeof *g);
+    g->K = a->dims[nd - 1];
+    char tc;
+    if (!gemm_layout(c, &tc, &g->ldc) || tc != 'N') return false;
+    if (g->K > 0 && (!gemm_layout(a, &g->transa, &g->lda) || !gemm_layout(b, &g->transb, &g->ldb)))
+        return false;
+    gemm_batch(a, b, c, g);
     return true;
 }
 
@@ -215,7 +238,8 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
                              torc_abi_dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     static const char k0[] = "onednn: matmul with K = 0 is left to the reference backend";
-    if (K == 0 && dt != TORC_DTYPE_F32)  // out is all zeros; f32 writes them in the GEMM step
+    // out is all zeros: f32's GEMM step and the FMA GEMM write them.
+    if (K == 0 && dt != TORC_DTYPE_F32 && !onednn__fma_usable())
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "%s", k0);
 
     // bf16 on AMX: torc's own tile GEMM (matmul_amx.c); oneDNN 2.6's brgemm reaches ~12% of peak.
@@ -248,9 +272,15 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     }
     // bf16 (in, out bf16 or f32) where AMX or the CPU's bf16 dot products pay, and small bf16
     // GEMMs wherever it has them at all: the primitive. Elsewhere through f32 (below).
-    if (dt == TORC_DTYPE_BF16 && (onednn__bf16_matmul_native() ||
-                                  (onednn__bf16_dot() && onednn__work(op) < ONEDNN_BF16_VIA_F32_WORK)))
+    if (dt == TORC_DTYPE_BF16 && K > 0 &&
+        (onednn__bf16_matmul_native() || (onednn__bf16_dot() && onednn__work(op) < ONEDNN_BF16_VIA_F32_WORK)))
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
+
+    // f16 (no CPU here has f16 FMAs that oneDNN 2.6 uses), and bf16 where it runs on f32 FMAs:
+    // torc's FMA GEMM, converting while it packs, from AVX2 + FMA up. (f32 with
+    // TORC_ONEDNN_FMA_GEMM=all, for measuring it against sgemm.)
+    if (onednn__fma_usable() && (dt != TORC_DTYPE_F32 || onednn__fma_f32()))
+        return plan_fma(p, &a, a_buf, &b, b_buf, &c);
 
     onednn_gemm g;
     if (dt == TORC_DTYPE_F32) {
