@@ -1,8 +1,9 @@
 // backends/cpu_onednn/matmul.c — TORC_OP_MATMUL: f32 on oneDNN's dnnl_sgemm (row-major BLAS,
 // looped over the batch; OpenBLAS's for the AVX2 family, blas.c); bf16 on torc's AMX tile GEMM
 // (matmul_amx.c) where the CPU has AMX, on oneDNN's matmul primitive where bf16 dot products pay
-// (device.c), else through f32 like f16 (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders
-// are too slow to convert with, so the host converts: convert.c).
+// (device.c), else on f32 FMAs like f16 (oneDNN 2.6 has no f16 matmul on CPU): torc's FMA GEMM
+// (matmul_fma.c), which converts while it packs, from AVX2 up; below AVX2 the host converts both
+// operands to f32 temporaries (convert.c) and sgemm runs.
 // Operands keep their strides: transposed and row-sliced views become sgemm's trans flags and
 // leading dims, stride-0 batch dims a zero batch stride (oneDNN's size-1 broadcast dims for the
 // primitive). An f32 layout sgemm cannot express goes to the primitive; one only oneDNN's
@@ -289,8 +290,9 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
     }
 
-    // f16, and bf16 elsewhere: convert both operands to f32 temporaries, multiply in f32 (the
-    // products of two f16 or bf16 values are exact in f32), round once into out.
+    // f16 and bf16 below AVX2 (or TORC_ONEDNN_FMA_GEMM=0): convert both operands to f32
+    // temporaries, multiply in f32 (the products of two f16 or bf16 values are exact in f32),
+    // round once into out.
     onednn_view ta, tb, tc;
     int ta_buf, tb_buf, tc_buf = ONEDNN_BUF_OUT, st;
     dense_f32(&ta, &a);

@@ -6,8 +6,10 @@
 // BLIS-style blocking. B is packed a column block (NC wide) at a time over all of K: micro-panels
 // of NR columns, k-major (NR floats per k). Each task (a block of MC rows, and of the block's
 // columns) packs its rows of A, KC k at a time, into MR-row micro-panels (MR floats per k), and
-// runs the MR x NR register-blocked micro-kernel over them: A broadcast, B loaded as vectors, MR x
-// NR accumulators in registers for a run of KC k. C gets each run's sum added: directly where C
+// runs the MR x NR register-blocked micro-kernel on each A micro-panel against every B micro-panel
+// of its columns: A broadcast, B loaded as vectors, MR x NR accumulators in registers for a run of
+// KC k. The packing reads f16 / bf16 with F16C and AVX2, which every AVX2 CPU has (f16c is checked
+// all the same). C gets each run's sum added: directly where C
 // is f32 with unit column stride, else in the task's f32 accumulator block, written out (rounded
 // once) after the last run of K.
 // Two micro-kernels, compiled with per-function target attributes and chosen at run time by
@@ -137,8 +139,8 @@ static fma_dims dims_of(int64_t N, int64_t K) {
     d.nc = nc;
     d.bp_floats = nc * kk;
     d.acc_ld = nc;
-    // A line of up to KC converted values; every region a multiple of 16 floats (64 bytes).
-    d.thread_floats = FMA_MC * FMA_KC + FMA_MC * nc + round_up(FMA_KC > FMA_NR_MAX ? FMA_KC : FMA_NR_MAX, 16);
+    // Four lines of up to KC converted values; every region a multiple of 16 floats (64 bytes).
+    d.thread_floats = FMA_MC * FMA_KC + FMA_MC * nc + 4 * FMA_KC;
     return d;
 }
 
@@ -156,11 +158,18 @@ static void load_run(dnnl_data_type_t dt, const void *src, int64_t n, float *dst
     else onednn__bf16_to_f32(dst, src, n);
 }
 
-// n (a multiple of 8) contiguous elements at src as f32 into dst: one line of a packed panel,
+static float load_one(dnnl_data_type_t dt, const void *src, int64_t i) {
+    if (dt == dnnl_f32) return ((const float *)src)[i];
+    const uint16_t h = ((const uint16_t *)src)[i];
+    return dt == dnnl_f16 ? torc_f16_to_f32(h) : torc_bf16_to_f32(h);
+}
+
+// n contiguous elements at src as f32 into dst: one line of a packed panel,
 // inline (a call into cast.c's loops, or memcpy, per 16-32 elements cost 5% of a GEMM).
 __attribute__((target("avx2,f16c"))) static void load_line(dnnl_data_type_t dt, const void *src, int n,
                                                            float *restrict dst) {
-    for (int l = 0; l < n; l += 8) {
+    int l = 0;
+    for (; l + 8 <= n; l += 8) {
         __m256 v;
         if (dt == dnnl_f32) {
             v = _mm256_loadu_ps((const float *)src + l);
@@ -170,18 +179,14 @@ __attribute__((target("avx2,f16c"))) static void load_line(dnnl_data_type_t dt, 
         }
         _mm256_storeu_ps(dst + l, v);
     }
+    for (; l < n; l++) dst[l] = load_one(dt, src, l);
 }
 
-static float load_one(dnnl_data_type_t dt, const void *src, int64_t i) {
-    if (dt == dnnl_f32) return ((const float *)src)[i];
-    const uint16_t h = ((const uint16_t *)src)[i];
-    return dt == dnnl_f16 ? torc_f16_to_f32(h) : torc_bf16_to_f32(h);
-}
 
 static size_t dt_size(dnnl_data_type_t dt) { return dt == dnnl_f32 ? 4 : 2; }
 
 // A micro-panel: lines [0, nl) of a source (line l, k at element l * ls + k * ks) for k in
-// [0, kc), into dst[k * R + l] (R = MR or NR), lines [nl, R) zero. line: scratch of kc floats.
+// [0, kc), into dst[k * R + l] (R = MR or NR), lines [nl, R) zero. line: scratch of 4 kc floats.
 static void pack_panel(dnnl_data_type_t dt, const void *src, int64_t ls, int64_t ks, int64_t nl, int R,
                        int64_t kc, float *restrict dst, float *restrict line) {
     const size_t es = dt_size(dt);
@@ -189,14 +194,40 @@ static void pack_panel(dnnl_data_type_t dt, const void *src, int64_t ls, int64_t
     if (ls == 1 && (ks != 1 || nl == 1)) {  // each k's lines contiguous: one run per k
         for (int64_t k = 0; k < kc; k++) {
             float *d = dst + k * R;
-            if (nl == R && R % 8 == 0) load_line(dt, s + k * ks * (int64_t)es, R, d);
-            else load_run(dt, s + k * ks * (int64_t)es, nl, d);
+            load_line(dt, s + k * ks * (int64_t)es, (int)nl, d);
             for (int l = (int)nl; l < R; l++) d[l] = 0;
         }
         return;
     }
-    if (ks == 1) {  // each line's k contiguous: convert the line, then spread it over the panel
-        for (int64_t l = 0; l < nl; l++) {
+    if (ks == 1) {  // each line's k contiguous: convert 4 lines, then 4 x 4 transposes into the panel
+        int64_t l = 0;
+        for (; l + 4 <= nl; l += 4) {
+            const float *v0 = (const float *)(s + l * ls * (int64_t)es);
+            int64_t vs = ls;
+            if (dt != dnnl_f32) {
+                for (int t = 0; t < 4; t++) load_run(dt, s + (l + t) * ls * (int64_t)es, kc, line + t * kc);
+                v0 = line;
+                vs = kc;
+            }
+            const float *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
+            int64_t k = 0;
+            for (; k + 4 <= kc; k += 4) {
+                __m128 r0 = _mm_loadu_ps(v0 + k), r1 = _mm_loadu_ps(v1 + k), r2 = _mm_loadu_ps(v2 + k),
+                       r3 = _mm_loadu_ps(v3 + k);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                _mm_storeu_ps(dst + k * R + l, r0);
+                _mm_storeu_ps(dst + (k + 1) * R + l, r1);
+                _mm_storeu_ps(dst + (k + 2) * R + l, r2);
+                _mm_storeu_ps(dst + (k + 3) * R + l, r3);
+            }
+            for (; k < kc; k++) {
+                dst[k * R + l] = v0[k];
+                dst[k * R + l + 1] = v1[k];
+                dst[k * R + l + 2] = v2[k];
+                dst[k * R + l + 3] = v3[k];
+            }
+        }
+        for (; l < nl; l++) {
             const float *v = line;
             if (dt == dnnl_f32) v = (const float *)(s + l * ls * (int64_t)es);
             else load_run(dt, s + l * ls * (int64_t)es, kc, line);
@@ -248,7 +279,19 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     const int nr = r->d.isa.nr;
     const size_t es = dt_size(g->in_dt);
     float *line = r->threads + tid * r->d.thread_floats + FMA_MC * FMA_KC + FMA_MC * r->d.nc;
-    for (int64_t p = p0; p < p1; p++) {
+    // Row-major B, whole panels: row by row across the panels, so that B is read in its order.
+    int64_t pf = p1;  // panels [p0, pf) done so
+    if (g->b_cs == 1 && g->b_rs != 1) {
+        while (pf > p0 && r->jc + pf * nr > g->N) pf--;
+        for (int64_t k = 0; k < g->K; k++) {
+            const char *row = (const char *)g->b + (k * g->b_rs + r->jc) * (int64_t)es;
+            for (int64_t p = p0; p < pf; p++)
+                load_line(g->in_dt, row + p * nr * (int64_t)es, nr, r->bp + p * g->K * nr + k * nr);
+        }
+        p0 = pf;
+        pf = p1;
+    }
+    for (int64_t p = p0; p < pf; p++) {
         const int64_t j = r->jc + p * nr, nl = g->N - j < nr ? g->N - j : nr;
         for (int64_t pc = 0; pc < g->K; pc += FMA_KC) {
             const int64_t kc = g->K - pc < FMA_KC ? g->K - pc : FMA_KC;
@@ -312,8 +355,9 @@ static void one_task(const fma_run *r, int tid, int64_t t) {
 static void run_team(const fma_run *r) {
     const int tid = omp_get_thread_num();
     const int64_t nb = (r->nc + r->d.isa.nr - 1) / r->d.isa.nr;
-#pragma omp for schedule(static)
-    for (int64_t p = 0; p < nb; p++) pack_b(r, tid, p, p + 1);
+    const int nt = omp_get_num_threads();
+    pack_b(r, tid, nb * tid / nt, nb * (tid + 1) / nt);  // each thread a run of panels
+#pragma omp barrier
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < r->n_ic * r->nsub; t++) one_task(r, tid, t);
 }
