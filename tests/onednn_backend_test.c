@@ -717,7 +717,8 @@ static void check_matmul_k0(torc_dtype dt, int nd, const int64_t *a, const int64
 
 // torc's FMA GEMM (matmul_fma.c) runs f16 matmuls, and bf16 ones that go through f32, from
 // AVX2 + FMA (+ F16C) up, converting while it packs: sizes around its register tiles (12 x 32 with
-// AVX-512, 6 x 16 with AVX2) and blocks (96 rows, 1024 k, a B block of 1.5M floats), transposed,
+// AVX-512, 6 x 16 with AVX2) and blocks (96 rows, runs of 2048 k, a B block of 1.5M floats: K = 2100
+// takes two runs, N = 1500 with K = 1100 and N = 800 with K = 2100 two B blocks), transposed,
 // row-sliced and broadcast operands, column-major and row-sliced outs, batches, K = 0. Against the
 // reference on every ISA level the isa suites cap it to (below AVX2 the conversions and sgemm run
 // the same cases).
@@ -735,7 +736,7 @@ START_TEST(test_matmul_fma) {
     const torc_dtype dt = dts[_i].in, odt = dts[_i].out;
     static const int64_t sizes[][3] = {  // M, K, N
         {1, 1, 1}, {1, 7, 17}, {7, 1, 33}, {17, 33, 7}, {33, 17, 255}, {255, 33, 17}, {13, 255, 33},
-        {1000, 17, 33}, {33, 1000, 7}, {7, 33, 1000}, {97, 1025, 65}, {7, 1100, 1500},
+        {1000, 17, 33}, {33, 1000, 7}, {7, 33, 1000}, {97, 1025, 65}, {7, 1100, 1500}, {5, 2100, 800},
     };
     const enum layout ls[][3] = {{L_CONTIG, L_CONTIG, L_CONTIG}, {L_T2, L_CONTIG, L_CONTIG},
                                  {L_CONTIG, L_T2, L_CONTIG}, {L_T2, L_T2, L_T2},

@@ -23,12 +23,13 @@
 #include "onednn-impl.h"
 #include "torc/convert.h"
 
-// Measured side by side on one Zen 4 core (AVX-512 kernel, 1024^3 f32, best CPU time of 8-10
-// alternating runs): KC 1024 / MC 96 103-105 GFLOP/s; KC 512 96-100; KC 384 with the B micro-panel
-// kept in L1 (A block in L2, the textbook order) 82-95; KC 128-256 80-92. Long runs of k win here:
-// each tile's C goes through memory once per run, and the packed A micro-panel and B stream from
-// L1/L2 fast enough at 24 FMAs per k.
-#define FMA_KC 1024      // k per micro-kernel run (and per packed A block)
+// Measured side by side on one Zen 4 core (AVX-512 kernel, best CPU time of 3-10 alternating
+// runs): 1024^3 f32 with KC 1024 / MC 96 103-105 GFLOP/s; KC 512 96-100; KC 384 with the B
+// micro-panel kept in L1 (A block in L2, the textbook order) 82-95; KC 128-256 80-92; 2048^3 KC
+// 2048 103-105 against KC 1024 100 (AVX2 kernel: 102 against 99). Long runs of k win here: each
+// tile's C goes through memory once per run, and the packed A micro-panel and B stream from L1 /
+// L2 fast enough at 24 FMAs per k (the kernel alone: 116 GFLOP/s from L1, 110 streaming B from L3).
+#define FMA_KC 2048      // k per micro-kernel run (and per packed A block)
 #define FMA_MC 96        // rows of A per task (a multiple of both MRs)
 #define FMA_B_FLOATS (INT64_C(3) << 19)  // packed B column block: at most this many floats (6 MiB)
 #define FMA_MR_MAX 12
