@@ -729,6 +729,9 @@ static void check_fma_case(torc_dtype dt, torc_dtype odt, int64_t M, int64_t K, 
 }
 
 START_TEST(test_matmul_fma) {
+    // Every size on the FMA GEMM (by default GEMMs under 1M multiply-adds go through f32 and
+    // sgemm); each test runs in a process of its own (check's fork mode), so this stays here.
+    setenv("TORC_ONEDNN_FMA_GEMM", "1", 1);
     static const struct { torc_dtype in, out; } dts[] = {
         {TORC_DTYPE_F16, TORC_DTYPE_F16}, {TORC_DTYPE_F16, TORC_DTYPE_F32},
         {TORC_DTYPE_BF16, TORC_DTYPE_BF16}, {TORC_DTYPE_BF16, TORC_DTYPE_F32},

@@ -280,7 +280,12 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     // f16 (no CPU here has f16 FMAs that oneDNN 2.6 uses), and bf16 where it runs on f32 FMAs:
     // torc's FMA GEMM, converting while it packs, from AVX2 + FMA up. (f32 with
     // TORC_ONEDNN_FMA_GEMM=all, for measuring it against sgemm.)
-    if (onednn__fma_usable() && (dt != TORC_DTYPE_F32 || onednn__fma_f32()))
+    // GEMMs under ONEDNN_SMALL_WORK multiply-adds stay on the conversions and sgemm: its kernels
+    // for small and skinny shapes beat the FMA GEMM's 12 x 32 tiles and packing there (Cruncher
+    // D=256 f16 step, one Zen 4 core: 0.55 ms through f32, 0.57-0.59 all on the FMA GEMM, 0.55
+    // with this floor; under 8M even).
+    if (onednn__fma_usable() && (dt != TORC_DTYPE_F32 || onednn__fma_f32()) &&
+        (K == 0 || onednn__work(op) >= onednn__fma_min_work()))
         return plan_fma(p, &a, a_buf, &b, b_buf, &c);
 
     onednn_gemm g;

@@ -41,34 +41,37 @@
 typedef void (*fma_kernel)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, bool add);
 
 #define FMA_MR512 12
-__attribute__((target("avx512f,avx2,fma"))) static void kernel_avx512(int64_t kc, const float *restrict a,
-                                                                       const float *restrict b, float *restrict c,
-                                                                       int64_t ldc, bool add) {
-    __m512 acc[FMA_MR512][2];
-#pragma GCC unroll 12
-    for (int i = 0; i < FMA_MR512; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < kc; k++) {
-        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-#pragma GCC unroll 12
-        for (int i = 0; i < FMA_MR512; i++) {
-            const __m512 ai = _mm512_set1_ps(a[i]);
-            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-        }
-        a += FMA_MR512;
-        b += 32;
+// MR rows x 32 columns (two zmm per row); also instantiated with 8 and 4 rows for the last rows of
+// a block (64 rows as 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM).
+#define KERNEL512(MR)                                                                                   \
+    __attribute__((target("avx512f,avx2,fma"))) static void kernel_avx512_##MR(                           \
+        int64_t kc, const float *restrict a, const float *restrict b, float *restrict c, int64_t ldc,    \
+        bool add) {                                                                                       \
+        __m512 acc[MR][2];                                                                                \
+        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps(); \
+        for (int64_t k = 0; k < kc; k++) {                                                                \
+            const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);                            \
+            _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                       \
+                const __m512 ai = _mm512_set1_ps(a[i]);                                                   \
+                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);                                           \
+                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);                                           \
+            }                                                                                             \
+            a += MR;                                                                                      \
+            b += 32;                                                                                      \
+        }                                                                                                 \
+        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                           \
+            float *r = c + i * ldc;                                                                       \
+            if (add) {                                                                                    \
+                acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(r));                                 \
+                acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(r + 16));                            \
+            }                                                                                             \
+            _mm512_storeu_ps(r, acc[i][0]);                                                               \
+            _mm512_storeu_ps(r + 16, acc[i][1]);                                                          \
+        }                                                                                                 \
     }
-#pragma GCC unroll 12
-    for (int i = 0; i < FMA_MR512; i++) {
-        float *r = c + i * ldc;
-        if (add) {
-            acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(r));
-            acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(r + 16));
-        }
-        _mm512_storeu_ps(r, acc[i][0]);
-        _mm512_storeu_ps(r + 16, acc[i][1]);
-    }
-}
+KERNEL512(12)
+KERNEL512(8)
+KERNEL512(4)
 
 #define FMA_MR256 6
 __attribute__((target("avx2,fma"))) static void kernel_avx2(int64_t kc, const float *restrict a,
@@ -103,16 +106,35 @@ __attribute__((target("avx2,fma"))) static void kernel_avx2(int64_t kc, const fl
 typedef struct fma_isa {
     int mr, nr;
     fma_kernel kernel;
+    int mr_small[2];           // smaller tiles for a block's last rows (0: none)
+    fma_kernel kernel_small[2];
 } fma_isa;
 
 static fma_isa pick_isa(void) {
-    if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE) return (fma_isa){FMA_MR512, 32, kernel_avx512};
-    return (fma_isa){FMA_MR256, 16, kernel_avx2};
+    if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
+        return (fma_isa){FMA_MR512, 32, kernel_avx512_12, {4, 8}, {kernel_avx512_4, kernel_avx512_8}};
+    return (fma_isa){FMA_MR256, 16, kernel_avx2, {0, 0}, {NULL, NULL}};
+}
+
+// The tile height for the rows [ir, m) of a block: MR, or the smallest smaller tile that holds them.
+static int tile_rows(const fma_isa *isa, int64_t left, fma_kernel *k) {
+    for (int i = 0; i < 2; i++)
+        if (isa->mr_small[i] && left <= isa->mr_small[i]) {
+            *k = isa->kernel_small[i];
+            return isa->mr_small[i];
+        }
+    *k = isa->kernel;
+    return isa->mr;
 }
 
 bool onednn__fma_usable(void) {
     const char *env = getenv("TORC_ONEDNN_FMA_GEMM");
     return !(env && strcmp(env, "0") == 0) && onednn__isa() >= ONEDNN_ISA_AVX2 && onednn__cpu_has_f16c();
+}
+
+int64_t onednn__fma_min_work(void) {
+    const char *env = getenv("TORC_ONEDNN_FMA_GEMM");
+    return env && (strcmp(env, "1") == 0 || strcmp(env, "all") == 0) ? 0 : ONEDNN_SMALL_WORK;
 }
 
 bool onednn__fma_f32(void) {
@@ -316,7 +338,7 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
 static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c0, int64_t n) {
     const onednn_fma_gemm *g = r->g;
     const fma_isa *isa = &r->d.isa;
-    const int mr = isa->mr, nr = isa->nr;
+    const int nr = isa->nr;
     float *mine = r->threads + tid * r->d.thread_floats;
     float *ap = mine, *acc = ap + FMA_MC * FMA_KC, *line = acc + FMA_MC * r->d.nc;
     const size_t es = dt_size(g->in_dt);
@@ -325,31 +347,37 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
     for (int64_t pc = 0; pc < g->K; pc += FMA_KC) {
         const int64_t kc = g->K - pc < FMA_KC ? g->K - pc : FMA_KC;
         const bool add = pc > 0;
-        for (int64_t ir = 0; ir < m; ir += mr) {
-            const int64_t nl = m - ir < mr ? m - ir : mr;
+        for (int64_t ir = 0; ir < m;) {
+            fma_kernel kern;
+            const int R = tile_rows(isa, m - ir, &kern);
+            const int64_t nl = m - ir < R ? m - ir : R;
             const char *src = (const char *)g->a + ((i0 + ir) * g->a_rs + pc * g->a_cs) * (int64_t)es;
-            pack_panel(g->in_dt, src, g->a_rs, g->a_cs, nl, mr, kc, ap + ir * kc, line);
+            pack_panel(g->in_dt, src, g->a_rs, g->a_cs, nl, R, kc, ap + ir * kc, line);
+            ir += R;
         }
         // A micro-panel by A micro-panel, each against every B micro-panel of the task's columns
         // (B streams, A stays in L1 / L2): measured 6-8% faster than the other way round.
-        for (int64_t ir = 0; ir < m; ir += mr) {
-            const int64_t mm = m - ir < mr ? m - ir : mr;
+        for (int64_t ir = 0; ir < m;) {
+            fma_kernel kern;
+            const int R = tile_rows(isa, m - ir, &kern);
+            const int64_t mm = m - ir < R ? m - ir : R;
             for (int64_t jr = 0; jr < n; jr += nr) {
                 const int64_t nn = n - jr < nr ? n - jr : nr;
                 const float *bp = r->bp + ((c0 + jr) / nr) * g->K * nr + pc * nr;
                 if (!r->direct) {  // the accumulator block is padded to whole tiles
-                    isa->kernel(kc, ap + ir * kc, bp, acc + ir * r->d.acc_ld + jr, r->d.acc_ld, add);
+                    kern(kc, ap + ir * kc, bp, acc + ir * r->d.acc_ld + jr, r->d.acc_ld, add);
                     continue;
                 }
                 float *c = (float *)g->c + (i0 + ir) * g->c_rs + r->jc + c0 + jr;
-                if (mm == mr && nn == nr) {
-                    isa->kernel(kc, ap + ir * kc, bp, c, g->c_rs, add);
+                if (mm == R && nn == nr) {
+                    kern(kc, ap + ir * kc, bp, c, g->c_rs, add);
                     continue;
                 }
-                isa->kernel(kc, ap + ir * kc, bp, tile, nr, false);
+                kern(kc, ap + ir * kc, bp, tile, nr, false);
                 for (int64_t i = 0; i < mm; i++)
                     for (int64_t j = 0; j < nn; j++) c[i * g->c_rs + j] = (add ? c[i * g->c_rs + j] : 0.0f) + tile[i * nr + j];
             }
+            ir += R;
         }
     }
     if (!r->direct) write_out(g, acc, r->d.acc_ld, i0, r->jc + c0, m, n);

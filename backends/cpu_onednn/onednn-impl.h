@@ -256,6 +256,9 @@ void onednn__amx_gemm(const onednn_amx_gemm *g, void *scratch, int nthreads);
 bool onednn__fma_usable(void);
 // Whether f32 matmuls run on it too (TORC_ONEDNN_FMA_GEMM=all; by default sgemm runs them).
 bool onednn__fma_f32(void);
+// The fewest multiply-adds a matmul needs to run on it: ONEDNN_SMALL_WORK, or 0 with
+// TORC_ONEDNN_FMA_GEMM=1 or all (every size: the tests' setting).
+int64_t onednn__fma_min_work(void);
 // Workspace onednn__fma_gemm needs for these sizes and up to nthreads threads.
 size_t onednn__fma_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
 // Runs g on up to nthreads OpenMP threads (1: no parallel region, so it may run inside one);
