@@ -8,13 +8,14 @@
 // columns) packs its rows of A, KC k at a time, into MR-row micro-panels (MR floats per k), and
 // runs the MR x NR register-blocked micro-kernel on each A micro-panel against every B micro-panel
 // of its columns: A broadcast, B loaded as vectors, MR x NR accumulators in registers for a run of
-// KC k. The packing reads f16 / bf16 with F16C and AVX2, which every AVX2 CPU has (f16c is checked
-// all the same). C gets each run's sum added: directly where C
-// is f32 with unit column stride, else in the task's f32 accumulator block, written out (rounded
-// once) after the last run of K.
+// KC k. The packing reads f16 / bf16 with F16C and AVX2, which every AVX2 CPU has (F16C is checked
+// all the same). C gets each run's sum added: directly where C is f32 with unit column stride,
+// else in the task's f32 accumulator block, written out (rounded once) after the last run of K.
 // Two micro-kernels, compiled with per-function target attributes and chosen at run time by
-// torc's ISA (isa.c; TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it): AVX-512 (MR 12 x NR 32) and
-// AVX2 + FMA (6 x 16). Nothing here runs below AVX2 (onednn__fma_usable).
+// torc's ISA (isa.c; TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it): AVX-512 (MR 12 x NR 32, and
+// 8 and 4 rows for a block's last rows) and AVX2 + FMA (6 x 16). Nothing here runs below AVX2
+// (onednn__fma_usable). Packed B takes at most max(FMA_B_FLOATS, NR x K) floats, less than the
+// f32 copy of B the conversions made.
 #include <immintrin.h>
 #include <omp.h>
 #include <stdlib.h>
