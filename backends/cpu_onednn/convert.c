@@ -1,6 +1,7 @@
 // backends/cpu_onednn/convert.c — f16 / bf16 <-> f32 conversions on the host for the matmuls
-// computed in f32 (matmul.c): f16 always (oneDNN 2.6 has no f16 matmul on CPU and its f16
-// reorders run at ~60 ns/element), bf16 on CPUs without a fast bf16 dot product. Bit-exact
+// computed in f32 by sgemm (matmul.c) where torc's FMA GEMM does not run (below AVX2, or
+// TORC_ONEDNN_FMA_GEMM=0): f16 (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders run at
+// ~60 ns/element), bf16 on CPUs without a fast bf16 dot product; and bf16 outs of primitives. Bit-exact
 // with PyTorch (torc/convert.h: round to nearest even, subnormals kept, bf16 NaN -> 0x7FC0).
 #include "onednn-impl.h"
 #include "torc/convert.h"

@@ -1,8 +1,9 @@
 // backends/cpu_onednn/matmul.c — TORC_OP_MATMUL: f32 on oneDNN's dnnl_sgemm (row-major BLAS,
 // looped over the batch; OpenBLAS's for the AVX2 family, blas.c); bf16 on torc's AMX tile GEMM
 // (matmul_amx.c) where the CPU has AMX, on oneDNN's matmul primitive where bf16 dot products pay
-// (device.c), else through f32 like f16 (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders
-// are too slow to convert with, so the host converts: convert.c).
+// (device.c), else on f32 FMAs like f16 (oneDNN 2.6 has no f16 matmul on CPU): torc's FMA GEMM
+// (matmul_fma.c), which converts while it packs, from AVX2 up; below AVX2 the host converts both
+// operands to f32 temporaries (convert.c) and sgemm runs.
 // Operands keep their strides: transposed and row-sliced views become sgemm's trans flags and
 // leading dims, stride-0 batch dims a zero batch stride (oneDNN's size-1 broadcast dims for the
 // primitive). An f32 layout sgemm cannot express goes to the primitive; one only oneDNN's
@@ -111,19 +112,12 @@ static bool gemm_layout(const onednn_view *v, char *trans, int64_t *ld) {
     return false;
 }
 
-// Fills g for C = A B on views a (.., M, K), b (.., K, N), c (.., M, N) whose batch dims are
-// c's or size-1 (broadcast). False when sgemm cannot express a layout or C is not row-major.
-static bool gemm_plan(const onednn_view *a, const onednn_view *b, const onednn_view *c,
-                      onednn_gemm *g) {
+// The batch members of g (nbatch, bdims, sa, sb, sc, batch_parallel) and M, N, K for C = A B.
+static void gemm_batch(const onednn_view *a, const onednn_view *b, const onednn_view *c, onednn_gemm *g) {
     const int nd = c->ndim;
-    memset(g, 0, sizeof *g);
     g->M = c->dims[nd - 2];
     g->N = c->dims[nd - 1];
     g->K = a->dims[nd - 1];
-    char tc;
-    if (!gemm_layout(c, &tc, &g->ldc) || tc != 'N') return false;
-    if (g->K > 0 && (!gemm_layout(a, &g->transa, &g->lda) || !gemm_layout(b, &g->transb, &g->ldb)))
-        return false;
     g->nbatch = nd - 2;
     int64_t batch = 1;
     for (int d = 0; d < nd - 2; d++) {
@@ -133,9 +127,39 @@ static bool gemm_plan(const onednn_view *a, const onednn_view *b, const onednn_v
         g->sc[d] = c->strides[d];
         batch *= c->dims[d];
     }
-    // Small matrices in a batch: each thread multiplies whole matrices (sgemm runs on one
-    // thread inside a parallel region) instead of the team splitting every small one.
+    // Small matrices in a batch: each thread multiplies whole matrices (sgemm or the FMA GEMM on
+    // one thread inside a parallel region) instead of the team splitting every small one.
     g->batch_parallel = batch > 1 && g->M * g->N * g->K < (INT64_C(1) << 20);
+}
+
+// C = A B on torc's FMA GEMM (matmul_fma.c): any strides, f32 / f16 / bf16 in, out f32 or the
+// inputs' dtype, converted while packing.
+static int plan_fma(onednn_plan *p, const onednn_view *a, int a_buf, const onednn_view *b, int b_buf,
+                    const onednn_view *c) {
+    const int nd = c->ndim, r = nd - 2, k = nd - 1;
+    onednn_gemm bt;
+    memset(&bt, 0, sizeof bt);
+    gemm_batch(a, b, c, &bt);
+    const onednn_fma_gemm g = {.M = bt.M, .N = bt.N, .K = bt.K,
+                               .a_rs = a->strides[r], .a_cs = a->strides[k],
+                               .b_rs = b->strides[r], .b_cs = b->strides[k],
+                               .c_rs = c->strides[r], .c_cs = c->strides[k],
+                               .in_dt = a->dt, .c_dt = c->dt};
+    return onednn__plan_fma_matmul(p, &g, &bt, a_buf, b_buf, ONEDNN_BUF_OUT);
+}
+
+// Fills g for C = A B on views a (.., M, K), b (.., K, N), c (.., M, N) whose batch dims are
+// c's or size-1 (broadcast). False when sgemm cannot express a layout or C is not row-major.
+static bool gemm_plan(const onednn_view *a, const onednn_view *b, const onednn_view *c,
+                      onednn_gemm *g) {
+    const int nd = c->ndim;
+    memset(g, 0, sizeof *g);
+    g->K = a->dims[nd - 1];
+    char tc;
+    if (!gemm_layout(c, &tc, &g->ldc) || tc != 'N') return false;
+    if (g->K > 0 && (!gemm_layout(a, &g->transa, &g->lda) || !gemm_layout(b, &g->transb, &g->ldb)))
+        return false;
+    gemm_batch(a, b, c, g);
     return true;
 }
 
@@ -215,7 +239,8 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
                              torc_abi_dtype_name(y->dtype));
     if (onednn__numel(y) == 0) return 0;
     static const char k0[] = "onednn: matmul with K = 0 is left to the reference backend";
-    if (K == 0 && dt != TORC_DTYPE_F32)  // out is all zeros; f32 writes them in the GEMM step
+    // out is all zeros: f32's GEMM step and the FMA GEMM write them.
+    if (K == 0 && dt != TORC_DTYPE_F32 && !onednn__fma_usable())
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "%s", k0);
 
     // bf16 on AMX: torc's own tile GEMM (matmul_amx.c); oneDNN 2.6's brgemm reaches ~12% of peak.
@@ -248,9 +273,20 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     }
     // bf16 (in, out bf16 or f32) where AMX or the CPU's bf16 dot products pay, and small bf16
     // GEMMs wherever it has them at all: the primitive. Elsewhere through f32 (below).
-    if (dt == TORC_DTYPE_BF16 && (onednn__bf16_matmul_native() ||
-                                  (onednn__bf16_dot() && onednn__work(op) < ONEDNN_BF16_VIA_F32_WORK)))
+    if (dt == TORC_DTYPE_BF16 && K > 0 &&
+        (onednn__bf16_matmul_native() || (onednn__bf16_dot() && onednn__work(op) < ONEDNN_BF16_VIA_F32_WORK)))
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
+
+    // f16 (no CPU here has f16 FMAs that oneDNN 2.6 uses), and bf16 where it runs on f32 FMAs:
+    // torc's FMA GEMM, converting while it packs, from AVX2 + FMA up. (f32 with
+    // TORC_ONEDNN_FMA_GEMM=all, for measuring it against sgemm.)
+    // GEMMs under ONEDNN_SMALL_WORK multiply-adds stay on the conversions and sgemm: its kernels
+    // for small and skinny shapes beat the FMA GEMM's 12 x 32 tiles and packing there (Cruncher
+    // D=256 f16 step, one Zen 4 core: 0.55 ms through f32, 0.57-0.59 all on the FMA GEMM, 0.55
+    // with this floor; under 8M even).
+    if (onednn__fma_usable() && (dt != TORC_DTYPE_F32 || onednn__fma_f32()) &&
+        (K == 0 || onednn__work(op) >= onednn__fma_min_work()))
+        return plan_fma(p, &a, a_buf, &b, b_buf, &c);
 
     onednn_gemm g;
     if (dt == TORC_DTYPE_F32) {
@@ -259,8 +295,9 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
     }
 
-    // f16, and bf16 elsewhere: convert both operands to f32 temporaries, multiply in f32 (the
-    // products of two f16 or bf16 values are exact in f32), round once into out.
+    // f16 and bf16 below AVX2 (or TORC_ONEDNN_FMA_GEMM=0): convert both operands to f32
+    // temporaries, multiply in f32 (the products of two f16 or bf16 values are exact in f32),
+    // round once into out.
     onednn_view ta, tb, tc;
     int ta_buf, tb_buf, tc_buf = ONEDNN_BUF_OUT, st;
     dense_f32(&ta, &a);

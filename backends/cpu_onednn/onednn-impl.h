@@ -103,7 +103,21 @@ typedef enum onednn_step_kind {
     ONEDNN_STEP_CONVERT,   // a host f16 / bf16 <-> f32 conversion (convert.c)
     ONEDNN_STEP_GEMM,      // an f32 GEMM on dnnl_sgemm (matmul.c)
     ONEDNN_STEP_AMX_MATMUL,  // a bf16 matmul on the AMX GEMM (matmul_amx.c)
+    ONEDNN_STEP_FMA_MATMUL,  // an f16 / bf16 / f32 matmul on the FMA GEMM (matmul_fma.c)
 } onednn_step_kind;
+
+// A GEMM on torc's FMA kernels (matmul_fma.c), one matrix: C = A x B, A (M x K) and B (K x N) of
+// one dtype (f32, f16 or bf16), C (M x N) f32 or A's dtype; any (non-negative) strides.
+typedef struct onednn_fma_gemm {
+    int64_t M, N, K;
+    const void *a;
+    int64_t a_rs, a_cs;
+    const void *b;
+    int64_t b_rs, b_cs;
+    void *c;
+    int64_t c_rs, c_cs;
+    dnnl_data_type_t in_dt, c_dt;
+} onednn_fma_gemm;
 
 typedef struct onednn_step {
     onednn_step_kind kind;
@@ -118,6 +132,11 @@ typedef struct onednn_step {
         int nthreads;  // the most threads its scratch holds
         onednn_view a, b, c;
     } amx;
+    // An FMA matmul step: args[2] = args[0] x args[1], args[3] its packing scratch. fma is one
+    // matrix (pointers unset), gemm's batch members (nbatch, bdims, sa, sb, sc, batch_parallel)
+    // its batch; fma_nthreads the most threads the scratch holds.
+    onednn_fma_gemm fma;
+    int fma_nthreads;
 } onednn_step;
 
 // Results where oneDNN deviates from PyTorch on special values (its max/relu/exp drop or
@@ -175,6 +194,11 @@ int onednn__plan_gemm(onednn_plan *p, const onednn_gemm *g, int a_buf, int b_buf
 // dims broadcast by stride 0) with the AMX GEMM (matmul_amx.c), its packing scratch a plan
 // temporary. Only after onednn__amx_usable() returned true.
 int onednn__plan_amx_matmul(onednn_plan *p, const torc_op *op);
+// Adds a step computing c_buf = a_buf x b_buf on the FMA GEMM (matmul_fma.c): g one matrix of the
+// batch described by batch (its nbatch, bdims, sa, sb, sc, batch_parallel), its packing scratch a
+// plan temporary. Only after onednn__fma_usable() returned true.
+int onednn__plan_fma_matmul(onednn_plan *p, const onednn_fma_gemm *g, const onednn_gemm *batch, int a_buf,
+                            int b_buf, int c_buf);
 // Runs the steps with the op's pointers; workspace holds tmp_bytes + scratch_bytes.
 int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
                      dnnl_stream_t stream);
@@ -225,6 +249,23 @@ size_t onednn__amx_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
 // Runs g on up to nthreads OpenMP threads; scratch holds onednn__amx_scratch_bytes(), 64-byte
 // aligned. Only after onednn__amx_usable() returned true.
 void onednn__amx_gemm(const onednn_amx_gemm *g, void *scratch, int nthreads);
+
+// ---- f16 / bf16 / f32 GEMM on FMA kernels (matmul_fma.c) ----
+// Whether the FMA GEMM runs (torc's ISA reaches AVX2 + FMA and TORC_ONEDNN_FMA_GEMM is not "0",
+// which leaves f16 and bf16 to the conversions and sgemm). cpuid only.
+bool onednn__fma_usable(void);
+// Whether f32 matmuls run on it too (TORC_ONEDNN_FMA_GEMM=all; by default sgemm runs them).
+bool onednn__fma_f32(void);
+// The fewest multiply-adds a matmul needs to run on it: ONEDNN_SMALL_WORK, or 0 with
+// TORC_ONEDNN_FMA_GEMM=1 or all (every size: the tests' setting).
+int64_t onednn__fma_min_work(void);
+// Workspace onednn__fma_gemm needs for these sizes and up to nthreads threads.
+size_t onednn__fma_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
+// Runs g on up to nthreads OpenMP threads (1: no parallel region, so it may run inside one);
+// scratch holds onednn__fma_scratch_bytes(), 64-byte aligned. Any M, N, K >= 0.
+void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads);
+// Runs an FMA matmul step's batch (plan.c).
+void onednn__fma_matmul_run(const onednn_step *s, const void *a, const void *b, void *c, void *scratch);
 
 // ---- special values (fixup.c) ----
 // Whether op's inputs hold a value the fixup must handle (a parallel scan of the inputs).

@@ -180,6 +180,27 @@ int onednn__plan_amx_matmul(onednn_plan *p, const torc_op *op) {
     return 0;
 }
 
+int onednn__plan_fma_matmul(onednn_plan *p, const onednn_fma_gemm *g, const onednn_gemm *batch, int a_buf,
+                            int b_buf, int c_buf) {
+    const int nthreads = omp_get_max_threads();  // the cache builds small ops for one thread
+    // A batch of small matrices runs one matrix per thread, each with a one-thread scratch.
+    const size_t bytes = batch->batch_parallel ? (size_t)nthreads * onednn__fma_scratch_bytes(g->M, g->N, g->K, 1)
+                                               : onednn__fma_scratch_bytes(g->M, g->N, g->K, nthreads);
+    int buf = 0, st;
+    if ((st = onednn__plan_tmp(p, bytes, &buf))) return st;
+    onednn_step *s = host_step(p, ONEDNN_STEP_FMA_MATMUL);
+    if (!s) return TORC_ERR_BACKEND;
+    s->n_args = 4;
+    s->args[0].buf = a_buf;
+    s->args[1].buf = b_buf;
+    s->args[2].buf = c_buf;
+    s->args[3].buf = buf;
+    s->fma = *g;
+    s->gemm = *batch;
+    s->fma_nthreads = nthreads;
+    return 0;
+}
+
 void onednn__batch_offsets(int nbatch, const int64_t *dims, const int64_t *sa, const int64_t *sb,
                            const int64_t *sc, int64_t i, int64_t off[3]) {
     off[0] = off[1] = off[2] = 0;
@@ -235,6 +256,11 @@ int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
             if (s->kind == ONEDNN_STEP_CONVERT) {
                 onednn__convert(&s->from, buf_ptr(p, &s->args[0], op, work), &s->to,
                                     buf_ptr(p, &s->args[1], op, work));
+                continue;
+            }
+            if (s->kind == ONEDNN_STEP_FMA_MATMUL) {
+                onednn__fma_matmul_run(s, buf_ptr(p, &s->args[0], op, work), buf_ptr(p, &s->args[1], op, work),
+                                       buf_ptr(p, &s->args[2], op, work), buf_ptr(p, &s->args[3], op, work));
                 continue;
             }
             if (s->kind == ONEDNN_STEP_AMX_MATMUL) {
