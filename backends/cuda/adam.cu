@@ -5,7 +5,8 @@
 namespace {
 
 template <bool F64>
-__global__ void __launch_bounds__(TCU_THREADS) adam_kernel(tcu_adam_args a, int64_t n) {
+// Min. one block per SM: with the default bound ptxas spilled registers here (tools/cuda_resource_check.sh).
+__global__ void __launch_bounds__(TCU_THREADS, 1) adam_kernel(tcu_adam_args a, int64_t n) {
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
         if constexpr (F64) tcu_adam_f64(&a, i);

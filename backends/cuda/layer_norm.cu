@@ -46,7 +46,8 @@ __global__ void __launch_bounds__(TCU_THREADS) ln_forward(tcu_ln_args a) {
     }
 }
 
-__global__ void __launch_bounds__(TCU_THREADS) ln_backward_dx(tcu_ln_args a) {
+// Min. one block per SM: with the default bound ptxas spilled registers here (tools/cuda_resource_check.sh).
+__global__ void __launch_bounds__(TCU_THREADS, 1) ln_backward_dx(tcu_ln_args a) {
     const int64_t N = a.n;
     for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
         const int64_t base = r * N;
