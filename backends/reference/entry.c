@@ -140,10 +140,8 @@ static const ref_kernel kernels[] = {
     [TORC_OP_ADDCMUL] = {"addcmul_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
     [TORC_OP_ADDCDIV] = {"addcdiv_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
     [TORC_OP_LERP] = {"lerp_kernel_scalar", 2, ref_pointwise_dtypes, ref_pointwise_run},
-    [TORC_OP_LAYER_NORM] = {"LayerNormKernelImpl", 1, ref_layer_norm_dtypes, ref_layer_norm_run,
-                            ref_layer_norm_counts},
-    [TORC_OP_LAYER_NORM_BACKWARD] = {"LayerNormBackwardKernelImpl", 4, ref_layer_norm_dtypes, ref_layer_norm_run,
-                                     ref_layer_norm_counts},
+    [TORC_OP_LAYER_NORM] = {"LayerNormKernelImpl", 1, ref_layer_norm_dtypes, ref_layer_norm_run},
+    [TORC_OP_LAYER_NORM_BACKWARD] = {"LayerNormBackwardKernelImpl", 4, ref_layer_norm_dtypes, ref_layer_norm_run},
     [TORC_OP_MAX_DIM] = {"max", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
     [TORC_OP_MIN_DIM] = {"min", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
     [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_adam_dtypes, ref_adam_run},
@@ -169,8 +167,8 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
     // min_dim always write two (values, indices).
     const bool scaled_mm = op->code == TORC_OP_SCALED_MM;
     const bool pair = op->code == TORC_OP_MAX_DIM || op->code == TORC_OP_MIN_DIM;
-    if (k->counts) {
-        const int st = k->counts(op);
+    if (op->code == TORC_OP_LAYER_NORM || op->code == TORC_OP_LAYER_NORM_BACKWARD) {
+        const int st = ref_layer_norm_counts(op);
         if (st) return st;
     } else if (op->n_in != k->n_in && !(scaled_mm && op->n_in == k->n_in + 1))
         return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",

@@ -242,9 +242,6 @@ typedef struct ref_kernel {
     int n_in;                             // inputs the op takes
     bool (*dtypes)(const torc_op *op);
     int (*run)(const torc_op *op);
-    // Optional: checks n_in and n_out itself, for ops whose counts depend on params (optional
-    // operands, several outputs). NULL: exactly n_in inputs and one output.
-    int (*counts)(const torc_op *op);
 } ref_kernel;
 
 #define REF_KERNEL_DECL(fam) \
@@ -266,7 +263,7 @@ REF_KERNEL_DECL(index)
 REF_KERNEL_DECL(scaled_mm)
 REF_KERNEL_DECL(pointwise)
 REF_KERNEL_DECL(layer_norm)
-int ref_layer_norm_counts(const torc_op *op);
+int ref_layer_norm_counts(const torc_op *op);  // its n_in / n_out depend on params.norm.affine
 REF_KERNEL_DECL(adam)
 #undef REF_KERNEL_DECL
 
