@@ -47,6 +47,13 @@ static bool predates(const torc_device *dev, const torc_op *op, char *why, size_
     return false;
 }
 
+// The status of a failed run(): the backend's status and message stand as they are (e.g.
+// TORC_ERR_INDEX, "index 5 is out of bounds for dimension 0 with size 3"); unknown codes become
+// TORC_ERR_BACKEND.
+static torc_status run_failed(const torc_device *runner, int rc) {
+    return torc__error(rc > 0 && rc < TORC_STATUS_COUNT ? (torc_status)rc : TORC_ERR_BACKEND, "%s", backend_msg(runner));
+}
+
 torc_status torc__native_check(torc_device *dev, torc_op *op) {
     op->struct_size = sizeof *op;
     char why[160];
@@ -64,8 +71,7 @@ torc_status torc__dispatch_native(torc_device *dev, torc_op *op) {
     torc_status st = torc__native_check(dev, op);
     if (st) return st;
     const int rc = dev->vt->run(dev->ctx, dev->index, op);
-    if (rc == 0) return TORC_OK;
-    return torc__error(rc > 0 && rc < TORC_STATUS_COUNT ? (torc_status)rc : TORC_ERR_BACKEND, "%s", backend_msg(dev));
+    return rc ? run_failed(dev, rc) : TORC_OK;
 }
 
 torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
@@ -94,12 +100,7 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     } else {
         rc = runner->vt->run(runner->ctx, runner->index, op);
     }
-    if (rc != 0) {
-        // A backend's status and message stand as they are (e.g. TORC_ERR_INDEX, "index 5 is
-        // out of bounds for dimension 0 with size 3"); unknown codes become TORC_ERR_BACKEND.
-        const torc_status st = rc > 0 && rc < TORC_STATUS_COUNT ? (torc_status)rc : TORC_ERR_BACKEND;
-        return torc__error(st, "%s", backend_msg(runner));
-    }
+    if (rc != 0) return run_failed(runner, rc);
     // FLOPs are counted in the dtype the op computes from: its first input's (out's for fills).
     torc__flops_add(op->code, op->n_in > 0 ? op->in[0].dtype : op->out[0].dtype, flops);
     return TORC_OK;

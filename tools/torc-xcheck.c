@@ -726,14 +726,18 @@ static void db_release(devbufs *d) {
     memset(d, 0, sizeof *d);
 }
 
-// The whole image as a 1-D tensor on dev, and s's view of it.
+// s's view of base, a whole image as a 1-D tensor.
+static torc_tensor *spec_view(torc_tensor *base, const spec *s) {
+    return torc_as_strided(base, s->ndim, s->shape, s->stride, (int64_t)(PAD / esize(s->dtype)) + s->offset);
+}
+
+// The whole image (pads included) as a 1-D tensor on dev, and s's view of it.
 static torc_tensor *image_view(torc_device *dev, const unsigned char *img, const spec *s, torc_tensor **base) {
-    const size_t es = esize(s->dtype);
-    const int64_t n = (int64_t)(image_bytes(s) / es);
+    const int64_t n = (int64_t)(image_bytes(s) / esize(s->dtype));
     torc_set_default_device(dev);
     *base = torc_tensor_from(img, 1, &n, s->dtype);
     torc_set_default_device(NULL);
-    return *base ? torc_as_strided(*base, s->ndim, s->shape, s->stride, (int64_t)(PAD / es) + s->offset) : NULL;
+    return *base ? spec_view(*base, s) : NULL;
 }
 
 static bool db_prepare(devbufs *d, torc_device *dev, const xcase *c, char *msg, size_t msz) {
@@ -748,8 +752,7 @@ static bool db_prepare(devbufs *d, torc_device *dev, const xcase *c, char *msg, 
         if (!(call->in[k] = image_view(dev, c->img[k], &c->in[k], &d->base[k]))) goto fail;
     if (c->alias) {
         d->base[TORC_OP_MAX_INPUTS] = d->base[0];
-        const size_t es = esize(c->out.dtype);
-        call->out[0] = torc_as_strided(d->base[0], c->out.ndim, c->out.shape, c->out.stride, (int64_t)(PAD / es) + c->out.offset);
+        call->out[0] = spec_view(d->base[0], &c->out);
     } else {
         call->out[0] = image_view(dev, c->oimg, &c->out, &d->base[TORC_OP_MAX_INPUTS]);
     }
@@ -964,12 +967,6 @@ static bool writes_into_out(torc_opcode code) {
     return code == TORC_OP_FILL || code == TORC_OP_COPY || code == TORC_OP_RAND_UNIFORM || code == TORC_OP_RAND_NORMAL;
 }
 
-// A torc tensor on the target device holding an image's elements, viewed as s.
-static torc_tensor *image_tensor(const unsigned char *img, const spec *s, torc_tensor **base) {
-    *base = torc_tensor_from(img + PAD, 1, &s->extent, s->dtype);
-    return *base ? torc_as_strided(*base, s->ndim, s->shape, s->stride, s->offset) : NULL;
-}
-
 // Runs c through the public API with tensors on the target device. The result comes back as an
 // image: out's own (spec c->out) for ops that write into a view, else a contiguous one (*as).
 static run_status run_frontend(const xcase *c, run_out *r, spec *as) {
@@ -980,8 +977,9 @@ static run_status run_frontend(const xcase *c, run_out *r, spec *as) {
     torc_generator *gen = torc_generator_new(c->params.rng.seed);
     torc_generator_set_state(gen, c->params.rng.seed, c->params.rng.offset);
     for (int k = 0; k < c->n_in; k++)
-        if (!(v[k] = image_tensor(c->img[k], &c->in[k], &base[k]))) goto api_error;
-    if (!c->alias && writes_into_out(c->code) && !(ov = image_tensor(c->oimg, &c->out, &obase))) goto api_error;
+        if (!(v[k] = image_view(g_t.dev, c->img[k], &c->in[k], &base[k]))) goto api_error;
+    if (!c->alias && writes_into_out(c->code) && !(ov = image_view(g_t.dev, c->oimg, &c->out, &obase))) goto api_error;
+    torc_set_default_device(g_t.dev);  // image_view leaves none set; the frontends allocate there
     bool inexpressible;
     torc_tensor *res = frontend_apply(c, v, ov, gen, &inexpressible);
     if (inexpressible) {
@@ -993,10 +991,10 @@ static run_status run_frontend(const xcase *c, run_out *r, spec *as) {
     torc_tensor *whole = c->alias ? base[0] : (ov ? obase : NULL);
     if (whole) {  // the op wrote into a view: bring back the whole buffer, gaps included
         *as = c->out;
-        r->obuf = malloc(image_bytes(as));
-        if (!r->obuf) xcheck_die("out of memory");
-        memcpy(r->obuf, xc_out_before(c), image_bytes(as));
-        if (torc_copy_to_host(whole, r->obuf + PAD, (size_t)as->extent * esize(as->dtype))) goto api_error;
+        if (!(r->obuf = download(whole, r->msg, sizeof r->msg))) {
+            rs = RUN_FAILED;
+            goto done;
+        }
     } else {
         if (torc_get_dtype(res) != c->out.dtype) {
             snprintf(r->msg, sizeof r->msg, "the frontend returned dtype %s, the descriptor has %s",
@@ -1012,10 +1010,10 @@ static run_status run_frontend(const xcase *c, run_out *r, spec *as) {
     }
     for (int k = 0; k < c->n_in; k++) {
         if (c->alias && k == 0) continue;
-        r->ibuf[k] = malloc(image_bytes(&c->in[k]));
-        if (!r->ibuf[k]) xcheck_die("out of memory");
-        memcpy(r->ibuf[k], c->img[k], image_bytes(&c->in[k]));
-        if (torc_copy_to_host(base[k], r->ibuf[k] + PAD, (size_t)c->in[k].extent * esize(c->in[k].dtype))) goto api_error;
+        if (!(r->ibuf[k] = download(base[k], r->msg, sizeof r->msg))) {
+            rs = RUN_FAILED;
+            goto done;
+        }
     }
     goto done;
 api_error:

@@ -622,9 +622,7 @@ static int run_adam(tcu_device *d, const torc_op *op) {
     a.bc2_sqrt = op->params.adam.bc2_sqrt;
     a.decoupled = (flags & TORC_ADAM_DECOUPLED) && a.wd != 0.0;
     a.l2 = !(flags & TORC_ADAM_DECOUPLED) && a.wd != 0.0;
-    int64_t numel = 1;
-    for (int k = 0; k < op->out[0].ndim; k++) numel *= op->out[0].shape[k];
-    return launched(tcu_launch_adam(&a, numel, d->sm_count, d->stream), op_name(op->code));
+    return launched(tcu_launch_adam(&a, numel_of(&op->out[0]), d->sm_count, d->stream), op_name(op->code));
 }
 
 int tcu_run_op(tcu_device *d, const torc_op *op) {
