@@ -163,8 +163,8 @@ static fma_dims dims_of(int64_t N, int64_t K) {
     d.nc = nc;
     d.bp_floats = nc * kk;
     d.acc_ld = nc;
-    // Four lines of up to KC converted values; every region a multiple of 16 floats (64 bytes).
-    d.thread_floats = FMA_MC * FMA_KC + FMA_MC * nc + 4 * FMA_KC;
+    // One line of up to KC converted values; every region a multiple of 16 floats (64 bytes).
+    d.thread_floats = FMA_MC * FMA_KC + FMA_MC * nc + FMA_KC;
     return d;
 }
 
@@ -188,83 +188,137 @@ static float load_one(dnnl_data_type_t dt, const void *src, int64_t i) {
     return dt == dnnl_f16 ? torc_f16_to_f32(h) : torc_bf16_to_f32(h);
 }
 
-// n contiguous elements at src as f32 into dst: one line of a packed panel,
-// inline (a call into cast.c's loops, or memcpy, per 16-32 elements cost 5% of a GEMM).
-__attribute__((target("avx2,f16c"))) static void load_line(dnnl_data_type_t dt, const void *src, int n,
-                                                           float *restrict dst) {
-    int l = 0;
-    for (; l + 8 <= n; l += 8) {
-        __m256 v;
-        if (dt == dnnl_f32) {
-            v = _mm256_loadu_ps((const float *)src + l);
-        } else {
-            const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)src + l));
-            v = dt == dnnl_f16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-        }
-        _mm256_storeu_ps(dst + l, v);
-    }
-    for (; l + 4 <= n; l += 4) {  // A's micro-panels of 12 and 6 rows end in 4
-        __m128 v;
-        if (dt == dnnl_f32) {
-            v = _mm_loadu_ps((const float *)src + l);
-        } else {
-            const __m128i h = _mm_loadl_epi64((const __m128i *)((const uint16_t *)src + l));
-            v = dt == dnnl_f16 ? _mm_cvtph_ps(h) : _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16));
-        }
-        _mm_storeu_ps(dst + l, v);
-    }
-    for (; l < n; l++) dst[l] = load_one(dt, src, l);
+// 8 (4) contiguous elements of type dt at p as f32.
+__attribute__((target("avx2,f16c"))) static inline __m256 load8(dnnl_data_type_t dt, const char *p) {
+    if (dt == dnnl_f32) return _mm256_loadu_ps((const float *)p);
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    return dt == dnnl_f16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+__attribute__((target("avx2,f16c"))) static inline __m128 load4(dnnl_data_type_t dt, const char *p) {
+    if (dt == dnnl_f32) return _mm_loadu_ps((const float *)p);
+    const __m128i h = _mm_loadl_epi64((const __m128i *)p);
+    return dt == dnnl_f16 ? _mm_cvtph_ps(h) : _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16));
+}
+
+// A function of dt made once for each dt (the dt tests leave the loops).
+#define FOR_EACH_DT(dt, call)                                  \
+    do {                                                       \
+        if ((dt) == dnnl_f32) call(dnnl_f32);                  \
+        else if ((dt) == dnnl_f16) call(dnnl_f16);             \
+        else call(dnnl_bf16);                                  \
+    } while (0)
+
+// count runs of n contiguous elements (run c at s + c * sb bytes) as f32 into dst + c * R, each
+// run's [n, R) zero: the lines of packed panels. One call per panel, not per line (a call per
+// 16-32 elements cost 5% of a GEMM).
+__attribute__((target("avx2,f16c"), always_inline)) static inline void
+load_lines_dt(dnnl_data_type_t dt, const char *s, int64_t sb, int64_t count, int n, int R, float *restrict dst) {
+    const int es = dt == dnnl_f32 ? 4 : 2;
+    for (int64_t c = 0; c < count; c++, s += sb, dst += R) {
+        int l = 0;
+        for (; l + 8 <= n; l += 8) _mm256_storeu_ps(dst + l, load8(dt, s + l * es));
+        for (; l + 4 <= n; l += 4) _mm_storeu_ps(dst + l, load4(dt, s + l * es));  // panels of 12 and 6 end in 4
+        for (; l < n; l++) dst[l] = load_one(dt, s, l);
+        for (; l < R; l++) dst[l] = 0;
+    }
+}
+
+__attribute__((target("avx2,f16c"))) static void load_lines(dnnl_data_type_t dt, const char *s, int64_t sb,
+                                                            int64_t count, int n, int R, float *restrict dst) {
+#define LOAD_LINES(d) load_lines_dt(d, s, sb, count, n, R, dst)
+    FOR_EACH_DT(dt, LOAD_LINES);
+#undef LOAD_LINES
+}
+
+// Lines [0, 8) of a source whose lines are contiguous in k (line t at s + t * lb bytes), k in
+// [0, kc), into dst[k * R + t]: 8 x 8 blocks converted in registers and transposed there.
+// (Through a converted line buffer and 4 x 4 transposes, packing took 13% of a Cruncher D=256
+// f16 step on a Zen 4 core.)
+__attribute__((target("avx2,f16c"), always_inline)) static inline void
+pack_t8_dt(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc, int R, float *restrict dst) {
+    const int64_t es = dt == dnnl_f32 ? 4 : 2;
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8) {
+        const char *p = s + k * es;
+        const __m256 r0 = load8(dt, p), r1 = load8(dt, p + lb), r2 = load8(dt, p + 2 * lb),
+                     r3 = load8(dt, p + 3 * lb), r4 = load8(dt, p + 4 * lb), r5 = load8(dt, p + 5 * lb),
+                     r6 = load8(dt, p + 6 * lb), r7 = load8(dt, p + 7 * lb);
+        const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
+                     t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
+                     t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+                     t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+        const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee),
+                     u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee),
+                     u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee),
+                     u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+        float *d = dst + k * R;
+        _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+        _mm256_storeu_ps(d + R, _mm256_permute2f128_ps(u1, u5, 0x20));
+        _mm256_storeu_ps(d + 2 * R, _mm256_permute2f128_ps(u2, u6, 0x20));
+        _mm256_storeu_ps(d + 3 * R, _mm256_permute2f128_ps(u3, u7, 0x20));
+        _mm256_storeu_ps(d + 4 * R, _mm256_permute2f128_ps(u0, u4, 0x31));
+        _mm256_storeu_ps(d + 5 * R, _mm256_permute2f128_ps(u1, u5, 0x31));
+        _mm256_storeu_ps(d + 6 * R, _mm256_permute2f128_ps(u2, u6, 0x31));
+        _mm256_storeu_ps(d + 7 * R, _mm256_permute2f128_ps(u3, u7, 0x31));
+    }
+    for (; k < kc; k++)
+        for (int t = 0; t < 8; t++) dst[k * R + t] = load_one(dt, s + t * lb, k);
+}
+
+// The same for lines [0, 4): 4 x 4 blocks.
+__attribute__((target("avx2,f16c"), always_inline)) static inline void
+pack_t4_dt(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc, int R, float *restrict dst) {
+    const int64_t es = dt == dnnl_f32 ? 4 : 2;
+    int64_t k = 0;
+    for (; k + 4 <= kc; k += 4) {
+        const char *p = s + k * es;
+        __m128 r0 = load4(dt, p), r1 = load4(dt, p + lb), r2 = load4(dt, p + 2 * lb), r3 = load4(dt, p + 3 * lb);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(dst + k * R, r0);
+        _mm_storeu_ps(dst + (k + 1) * R, r1);
+        _mm_storeu_ps(dst + (k + 2) * R, r2);
+        _mm_storeu_ps(dst + (k + 3) * R, r3);
+    }
+    for (; k < kc; k++)
+        for (int t = 0; t < 4; t++) dst[k * R + t] = load_one(dt, s + t * lb, k);
+}
+
+__attribute__((target("avx2,f16c"))) static void pack_t8(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc,
+                                                         int R, float *restrict dst) {
+#define PACK_T8(d) pack_t8_dt(d, s, lb, kc, R, dst)
+    FOR_EACH_DT(dt, PACK_T8);
+#undef PACK_T8
+}
+
+__attribute__((target("avx2,f16c"))) static void pack_t4(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc,
+                                                         int R, float *restrict dst) {
+#define PACK_T4(d) pack_t4_dt(d, s, lb, kc, R, dst)
+    FOR_EACH_DT(dt, PACK_T4);
+#undef PACK_T4
+}
 
 static size_t dt_size(dnnl_data_type_t dt) { return dt == dnnl_f32 ? 4 : 2; }
 
 // A micro-panel: lines [0, nl) of a source (line l, k at element l * ls + k * ks) for k in
-// [0, kc), into dst[k * R + l] (R = MR or NR), lines [nl, R) zero. line: scratch of 4 kc floats.
+// [0, kc), into dst[k * R + l] (R = MR or NR), lines [nl, R) zero. line: scratch of kc floats.
 static void pack_panel(dnnl_data_type_t dt, const void *src, int64_t ls, int64_t ks, int64_t nl, int R,
                        int64_t kc, float *restrict dst, float *restrict line) {
     const size_t es = dt_size(dt);
     const char *s = src;
     if (ls == 1 && (ks != 1 || nl == 1)) {  // each k's lines contiguous: one run per k
-        for (int64_t k = 0; k < kc; k++) {
-            float *d = dst + k * R;
-            load_line(dt, s + k * ks * (int64_t)es, (int)nl, d);
-            for (int l = (int)nl; l < R; l++) d[l] = 0;
-        }
+        load_lines(dt, s, ks * (int64_t)es, kc, (int)nl, R, dst);
         return;
     }
-    if (ks == 1) {  // each line's k contiguous: convert 4 lines, then 4 x 4 transposes into the panel
+    if (ks == 1) {  // each line's k contiguous: 8 (4) lines at a time, transposed in registers
+        const int64_t lb = ls * (int64_t)es;
         int64_t l = 0;
-        for (; l + 4 <= nl; l += 4) {
-            const float *v0 = (const float *)(s + l * ls * (int64_t)es);
-            int64_t vs = ls;
-            if (dt != dnnl_f32) {
-                for (int t = 0; t < 4; t++) load_run(dt, s + (l + t) * ls * (int64_t)es, kc, line + t * kc);
-                v0 = line;
-                vs = kc;
-            }
-            const float *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
-            int64_t k = 0;
-            for (; k + 4 <= kc; k += 4) {
-                __m128 r0 = _mm_loadu_ps(v0 + k), r1 = _mm_loadu_ps(v1 + k), r2 = _mm_loadu_ps(v2 + k),
-                       r3 = _mm_loadu_ps(v3 + k);
-                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-                _mm_storeu_ps(dst + k * R + l, r0);
-                _mm_storeu_ps(dst + (k + 1) * R + l, r1);
-                _mm_storeu_ps(dst + (k + 2) * R + l, r2);
-                _mm_storeu_ps(dst + (k + 3) * R + l, r3);
-            }
-            for (; k < kc; k++) {
-                dst[k * R + l] = v0[k];
-                dst[k * R + l + 1] = v1[k];
-                dst[k * R + l + 2] = v2[k];
-                dst[k * R + l + 3] = v3[k];
-            }
-        }
+        for (; l + 8 <= nl; l += 8) pack_t8(dt, s + l * lb, lb, kc, R, dst + l);
+        for (; l + 4 <= nl; l += 4) pack_t4(dt, s + l * lb, lb, kc, R, dst + l);
         for (; l < nl; l++) {
             const float *v = line;
-            if (dt == dnnl_f32) v = (const float *)(s + l * ls * (int64_t)es);
-            else load_run(dt, s + l * ls * (int64_t)es, kc, line);
+            if (dt == dnnl_f32) v = (const float *)(s + l * lb);
+            else load_run(dt, s + l * lb, kc, line);
             for (int64_t k = 0; k < kc; k++) dst[k * R + l] = v[k];
         }
         for (int64_t k = 0; k < kc; k++)
@@ -317,11 +371,9 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     int64_t pf = p1;  // panels [p0, pf) done so
     if (g->b_cs == 1 && g->b_rs != 1) {
         while (pf > p0 && r->jc + pf * nr > g->N) pf--;
-        for (int64_t k = 0; k < g->K; k++) {
-            const char *row = (const char *)g->b + (k * g->b_rs + r->jc) * (int64_t)es;
-            for (int64_t p = p0; p < pf; p++)
-                load_line(g->in_dt, row + p * nr * (int64_t)es, nr, r->bp + p * g->K * nr + k * nr);
-        }
+        for (int64_t p = p0; p < pf; p++)
+            load_lines(g->in_dt, (const char *)g->b + (r->jc + p * nr) * (int64_t)es, g->b_rs * (int64_t)es, g->K, nr,
+                       nr, r->bp + p * g->K * nr);
         p0 = pf;
         pf = p1;
     }
