@@ -111,10 +111,19 @@ bool torc__autocast_matmul_applies(const torc_tensor *a, const torc_tensor *b) {
 
 static torc_tensor *fp8_matmul(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
 
+// The matmuls autocast runs without its casts (MATMUL_ROUNDED, torc__matmul_rounded): a weight-like
+// b (2-D) and a of 2 or more dims, each f32 or low already, out low. (Other shapes would sum
+// broadcast batch gradients in f32 instead of low; they keep the casts.)
+static bool fusable(const torc_tensor *a, const torc_tensor *b, torc_dtype low, torc_dtype out_dtype) {
+    return out_dtype == low && b->ndim == 2 && a->ndim >= 2 && (a->dtype == low || a->dtype == TORC_DTYPE_F32) &&
+           (b->dtype == low || b->dtype == TORC_DTYPE_F32);
+}
+
 torc_tensor *torc__autocast_matmul(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype) {
     const torc_dtype m = mode(), low = low_dtype(m);
     if (out_dtype == TORC_DTYPE_COUNT) out_dtype = low;
     if (m == TORC_DTYPE_F8_E4M3FN && fp8_applies(a, b)) return fp8_matmul(a, b, out_dtype);
+    if (fusable(a, b, low, out_dtype)) return torc__matmul_rounded(a, b, low, low);
     torc_scope_push();
     torc_tensor *r = cast_in_scope(&a, low) && cast_in_scope(&b, low) ? torc_matmul_out_dtype(a, b, out_dtype) : NULL;
     return torc__autocast_leave(r);

@@ -395,6 +395,25 @@ BW(bw_matmul) {
     return TORC_OK;
 }
 
+// MATMUL_ROUNDED in c (autocast's fused matmul: a of 2 or more dims, b 2-D, out c): the gradients
+// as the casts' and MATMUL's backward make them, each product again in c and rounded to c, then
+// returned in its input's dtype (ToCopyBackward0's cast, fused). b's gradient folds a's batch
+// dims into rows, as bw_matmul does.
+BW(bw_matmul_rounded) {
+    torc_tensor *a = IN(0), *b = IN(1);
+    const torc_dtype c = (torc_dtype)n->params.matmul.dtype;
+    torc_tensor *gg = torc_to_dtype(T(g), c);
+    TRY(gg);
+    if (need[0]) TRY(gin[0] = torc__matmul_rounded(gg, torc_transpose(b, 0, 1), c, a->dtype));
+    if (need[1]) {
+        const int64_t K = a->shape[a->ndim - 1], N = gg->shape[gg->ndim - 1];
+        torc_tensor *af = torc_reshape(a, 2, (int64_t[]){-1, K}), *gf = torc_reshape(gg, 2, (int64_t[]){-1, N});
+        TRY(af && gf);
+        TRY(gin[1] = torc__matmul_rounded(torc_transpose(af, 0, 1), gf, c, b->dtype));
+    }
+    return TORC_OK;
+}
+
 // ---- indexing ----
 static torc_tensor *zeros_in(const torc_node *n, const torc_tensor *g, int i) {
     return torc__zeros_on(g->device, g->dtype, n->in[i].ndim, n->in[i].shape);
@@ -647,6 +666,7 @@ RULE(R_LOGSUMEXP, "LogsumexpBackward0", bw_logsumexp, TORC__SAVE_IN(0) | TORC__S
 RULE(R_SOFTMAX, "SoftmaxBackward0", bw_softmax, TORC__SAVE_OUT);
 RULE(R_LOG_SOFTMAX, "LogSoftmaxBackward0", bw_log_softmax, TORC__SAVE_OUT);
 RULE(R_MATMUL, "MmBackward0", bw_matmul, TORC__SAVE_IN(0) | TORC__SAVE_IN(1));
+RULE(R_MATMUL_ROUNDED, "MmBackward0", bw_matmul_rounded, TORC__SAVE_IN(0) | TORC__SAVE_IN(1));
 RULE(R_INDEX_SELECT, "IndexSelectBackward0", bw_index_select, TORC__SAVE_IN(1));
 RULE(R_GATHER, "GatherBackward0", bw_gather, TORC__SAVE_IN(1));
 RULE(R_MASKED_SELECT, "MaskedSelectBackward0", bw_masked_select, TORC__SAVE_IN(1));
@@ -736,6 +756,7 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_SOFTMAX: return &R_SOFTMAX;
     case TORC_OP_LOG_SOFTMAX: return &R_LOG_SOFTMAX;
     case TORC_OP_MATMUL: return &R_MATMUL;
+    case TORC_OP_MATMUL_ROUNDED: return &R_MATMUL_ROUNDED;
     case TORC_OP_INDEX_SELECT: return &R_INDEX_SELECT;
     case TORC_OP_GATHER: return &R_GATHER;
     case TORC_OP_MASKED_SELECT: return &R_MASKED_SELECT;
@@ -785,7 +806,8 @@ const char *torc__grad_name(int code, int n_in, const torc_tensor *const *inputs
     case TORC_OP_SUM: return all ? "SumBackward0" : "SumBackward1";
     case TORC_OP_MEAN: return all ? "MeanBackward0" : "MeanBackward1";
     case TORC_OP_PROD: return all ? "ProdBackward0" : "ProdBackward1";
-    case TORC_OP_MATMUL: {
+    case TORC_OP_MATMUL:
+    case TORC_OP_MATMUL_ROUNDED: {
         // The node torch.matmul leaves for these ranks (mm, dot, mv, unsqueeze+mm+squeeze,
         // and a reshape around bmm for batched operands).
         const int da = inputs[0]->ndim, db = inputs[1]->ndim;

@@ -54,6 +54,12 @@ static torc_status run_failed(const torc_device *runner, int rc) {
     return torc__error(rc > 0 && rc < TORC_STATUS_COUNT ? (torc_status)rc : TORC_ERR_BACKEND, "%s", backend_msg(runner));
 }
 
+bool torc__runs_natively(torc_device *dev, torc_op *op) {
+    op->struct_size = sizeof *op;
+    char why[160];
+    return !predates(dev, op, why, sizeof why) && dev->vt->supports(dev->ctx, dev->index, op);
+}
+
 torc_status torc__native_check(torc_device *dev, torc_op *op) {
     op->struct_size = sizeof *op;
     char why[160];
@@ -101,8 +107,10 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
         rc = runner->vt->run(runner->ctx, runner->index, op);
     }
     if (rc != 0) return run_failed(runner, rc);
-    // FLOPs are counted in the dtype the op computes from: its first input's (out's for fills).
-    torc__flops_add(op->code, op->n_in > 0 ? op->in[0].dtype : op->out[0].dtype, flops);
+    // FLOPs are counted in the dtype the op computes from: its first input's (out's for fills);
+    // MATMUL_ROUNDED's as the MATMUL in c it stands for.
+    if (op->code == TORC_OP_MATMUL_ROUNDED) torc__flops_add(TORC_OP_MATMUL, (torc_dtype)op->params.matmul.dtype, flops);
+    else torc__flops_add(op->code, op->n_in > 0 ? op->in[0].dtype : op->out[0].dtype, flops);
     return TORC_OK;
 }
 

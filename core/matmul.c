@@ -4,9 +4,11 @@
 
 #include "torc-impl.h"
 
-torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype) {
-    if (!a || !b) return TORC_NULL_ARG_FAIL("tensor is NULL");
-    if (torc__autocast_matmul_applies(a, b)) return torc__autocast_matmul(a, b, out_dtype);  // autocast.c
+// a @ b with PyTorch's checks and errors: MATMUL, or with c a floating dtype MATMUL_ROUNDED in c
+// (a and b each c or f32; run only where the device's backend takes it: else *declined is set,
+// no error, and NULL returned).
+static torc_tensor *matmul(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype, torc_dtype c,
+                           bool *declined) {
     if (a->ndim == 0 || b->ndim == 0)
         return TORC_FAIL_NULL(TORC_ERR_SHAPE, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
                               a->ndim, b->ndim);
@@ -16,7 +18,7 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
     // (anything @ a batched operand, after broadcasting the batch dims).
     enum { DOT, MV, MM, BMM } path = a->ndim == 1 && b->ndim == 1 ? DOT : b->ndim == 1 ? MV : b->ndim == 2 ? MM : BMM;
     const char *da = torc__dtype_c10_name(a->dtype), *db = torc__dtype_c10_name(b->dtype);
-    if (a->dtype != b->dtype) {
+    if (a->dtype != b->dtype && c == TORC_DTYPE_COUNT) {
         if (path == DOT)
             return TORC_FAIL_NULL(TORC_ERR_DTYPE, "dot : expected both vectors to have same dtype, but found %s and %s", da, db);
         if (path == MV)
@@ -64,7 +66,8 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
     if (nb + 2 > TORC_MAX_DIMS) return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG, "matmul: too many dims");
     const int nd = nb + 2;
 
-    torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2, .n_out = 1};
+    torc_op op = {.code = c == TORC_DTYPE_COUNT ? TORC_OP_MATMUL : TORC_OP_MATMUL_ROUNDED, .n_in = 2, .n_out = 1};
+    op.params.matmul.dtype = c == TORC_DTYPE_COUNT ? 0 : (int32_t)c;
     // Operand a as (batch..., M, K): broadcast batch dims get stride 0.
     torc__operand(a, &op.in[0]);
     torc__operand(b, &op.in[1]);
@@ -89,6 +92,11 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
     torc_tensor *out = torc__new(a->device, out_dtype, nd, oshape);
     if (!out) return NULL;
     torc__operand(out, &op.out[0]);
+    if (op.code == TORC_OP_MATMUL_ROUNDED && !torc__runs_natively(a->device, &op)) {
+        torc_release(out);
+        *declined = true;
+        return NULL;
+    }
     const uint64_t flops = 2 * (uint64_t)torc__numel(nb, batch) * (uint64_t)M * (uint64_t)N * (uint64_t)K;
     if (torc__dispatch(a->device, &op, flops)) {
         torc_release(out);
@@ -109,8 +117,32 @@ torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, t
         out = v;
     }
     const torc_tensor *ins[2] = {a, b};
-    out = torc__autograd_record(out, TORC_OP_MATMUL, 2, ins, NULL);
+    out = torc__autograd_record(out, op.code, 2, ins, &op.params);
     return out ? torc__register(out) : NULL;
+}
+
+torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype) {
+    if (!a || !b) return TORC_NULL_ARG_FAIL("tensor is NULL");
+    if (torc__autocast_matmul_applies(a, b)) return torc__autocast_matmul(a, b, out_dtype);  // autocast.c
+    bool declined = false;
+    return matmul(a, b, out_dtype, TORC_DTYPE_COUNT, &declined);
+}
+
+// Autocast's matmul in c without its casts (MATMUL_ROUNDED), where the backend takes it; else the
+// casts and MATMUL. The same values either way; the fused form neither writes nor keeps the
+// c copies of f32 operands (an f32 weight's copy, every forward; its gradient's, every backward).
+torc_tensor *torc__matmul_rounded(const torc_tensor *a, const torc_tensor *b, torc_dtype c, torc_dtype out_dtype) {
+    bool declined = false;
+    torc_tensor *r = matmul(a, b, out_dtype, c, &declined);
+    if (!declined) return r;
+    torc_scope_push();
+    const torc_tensor *ac = a->dtype == c ? a : torc_to_dtype((torc_tensor *)a, c);
+    const torc_tensor *bc = ac && b->dtype != c ? torc_to_dtype((torc_tensor *)b, c) : b;
+    r = ac && bc ? matmul(ac, bc, c, TORC_DTYPE_COUNT, &declined) : NULL;
+    if (r && out_dtype != c) r = torc_to_dtype(r, out_dtype);
+    r = torc_keep(r);
+    torc_scope_pop();
+    return r;
 }
 
 torc_tensor *torc_matmul(const torc_tensor *a, const torc_tensor *b) {

@@ -36,6 +36,7 @@ static void arity(const torc_op *op, int *in_lo, int *in_hi, int *out_lo, int *o
     }
     case TORC_OP_MAX_DIM:
     case TORC_OP_MIN_DIM: *in_lo = *in_hi = 1, *out_lo = *out_hi = 2; return;
+    case TORC_OP_MATMUL_ROUNDED: *in_lo = *in_hi = 2; return;
     case TORC_OP_ADAM_STEP:
         *in_lo = *in_hi = 1;
         *out_lo = *out_hi = op->params.adam.flags & TORC_ADAM_AMSGRAD ? 4 : 3;
@@ -146,7 +147,8 @@ static bool shapes_ok(const checker *c) {
     }
     case TORC_OP_SOFTMAX:
     case TORC_OP_LOG_SOFTMAX: return want_dim(c, op->params.dim.dim, x->ndim) && want_shape(c, 1, x->ndim, x->shape);
-    case TORC_OP_MATMUL: {  // in0 (..., M, K) @ in1 (..., K, N) -> out (..., M, N), one batch shape
+    case TORC_OP_MATMUL:
+    case TORC_OP_MATMUL_ROUNDED: {  // in0 (..., M, K) @ in1 (..., K, N) -> out (..., M, N), one batch shape
         const int nd = x->ndim;
         if (!want_ndim(c, 0, 2, TORC_MAX_DIMS) || !want_ndim(c, 1, nd, nd)) return false;
         memcpy(s, x->shape, sizeof s);

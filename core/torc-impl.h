@@ -187,6 +187,8 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops);
 // Whether dev's own backend takes op (the minor gate, then supports()): TORC_OK, or
 // TORC_ERR_NOT_SUPPORTED naming why. torc__dispatch_native runs it there or fails so.
 torc_status torc__native_check(torc_device *dev, torc_op *op);
+// The same test as a yes or no, setting no error (for ops with a fallback of their own).
+bool torc__runs_natively(torc_device *dev, torc_op *op);
 torc_status torc__dispatch_native(torc_device *dev, torc_op *op);
 // The one wrapper per vtable member (SQLite's pattern): version checks live here.
 void *torc__dev_alloc(torc_device *dev, size_t nbytes);
@@ -363,6 +365,11 @@ torc_tensor *torc__autocast_leave(torc_tensor *r);
 // parameter under fp8 autocast). The result is registered like any frontend's.
 bool torc__autocast_matmul_applies(const torc_tensor *a, const torc_tensor *b);
 torc_tensor *torc__autocast_matmul(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
+// a @ b in c (F16 or BF16) as autocast runs it: a and b each c or f32, rounded to c, the result
+// rounded to c and returned in out_dtype (c or f32). One MATMUL_ROUNDED where the device's backend
+// takes it, else the casts and MATMUL (core/matmul.c); the autograd node is MATMUL_ROUNDED's
+// (its backward runs the same way) or the casts' and MATMUL's.
+torc_tensor *torc__matmul_rounded(const torc_tensor *a, const torc_tensor *b, torc_dtype c, torc_dtype out_dtype);
 // The backward of the fp8 matmul node (code TORC_OP_SCALED_MM, registered in backward.c), and
 // the destructor of a parameter's fp8 state (called by torc_release).
 torc_status torc__fp8_matmul_backward(const torc_node *n, const torc_tensor *g, const bool *need, torc_tensor **gin);

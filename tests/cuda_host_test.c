@@ -2123,6 +2123,10 @@ START_TEST(supports_refuses_malformed_descriptors) {
     op.n_out = 1;
     ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
     ck_assert_ptr_nonnull(strstr(why, "unknown opcode"));
+    op.code = TORC_OP_MATMUL_ROUNDED;  // declined whatever the operands: autocast casts instead
+    op.n_in = 2;
+    ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "matmul_rounded is not taken on cuda"));
     op.code = TORC_OP_ADD;
     op.n_out = 1;
     op.n_in = 1;

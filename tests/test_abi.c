@@ -3,7 +3,7 @@
 // (tests/abi/v2_0) load and work; a backend claiming a newer minor, with vtable members the core
 // does not know, loads and works; a newer major is refused naming both versions; options reach a
 // backend's init; memory statistics and shutdown reach every backend. Built a second time against
-// a test build of the core that appends an opcode and a dtype of minor 2.2
+// a test build of the core that appends an opcode and a dtype of minor 2.3
 // (-DTORC_TEST_EXTRA_ABI): an older-minor backend is never sent either.
 #define _GNU_SOURCE
 #include <check.h>
@@ -83,6 +83,40 @@ START_TEST(older_minor_backend_is_never_sent_layer_norm) {
                                1.7320508), 1e-6);
     ck_assert_int_eq(torc_backward(y, g, false), TORC_OK);
     tu_assert_values(torc_grad(x), TU_ARR(0.2683281, -0.3577709, -0.0894427, 0.1788854, 0, 0, 0, 0), 1e-6);
+    int runs, too_new;
+    stats_of("abiold", &runs, &too_new);
+    ck_assert_int_eq(too_new, 0);
+    torc_scope_pop();
+    torc_set_default_device(NULL);
+}
+END_TEST
+
+// MATMUL_ROUNDED appeared in ABI 2.2: autocast never sends it to the 2.0 plugin, but casts and
+// sends MATMUL, with the explicit casts' values and gradient.
+START_TEST(older_minor_backend_gets_autocast_matmuls_as_casts) {
+    use_abi_plugins();
+    torc_device *d = torc_device_get("abiold");
+    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
+    torc_scope_push();
+    const float xv[6] = {0.5f, -1.25f, 2, 3.1f, 0.7f, -0.3f}, wv[6] = {1.1f, 0.2f, -0.9f, 0.33f, 4, 1};
+    torc_tensor *x = torc_tensor_from(xv, TORC_SHAPE(2, 3), TORC_DTYPE_F32);
+    torc_tensor *w = torc_parameter(torc_tensor_from(wv, TORC_SHAPE(2, 3), TORC_DTYPE_F32));
+    torc_tensor *w2 = torc_parameter(torc_tensor_from(wv, TORC_SHAPE(2, 3), TORC_DTYPE_F32));
+    ck_assert_int_eq(torc_autocast_begin(TORC_DTYPE_BF16), TORC_OK);
+    torc_tensor *y = torc_matmul(x, torc_transpose(w, 0, 1));
+    ck_assert_int_eq(torc_autocast_end(), TORC_OK);
+    torc_tensor *y2 = torc_matmul(torc_to_dtype(x, TORC_DTYPE_BF16), torc_transpose(torc_to_dtype(w2, TORC_DTYPE_BF16), 0, 1));
+    ck_assert_msg(y && y2, "%s", torc_last_error());
+    ck_assert_int_eq(torc_get_dtype(y), TORC_DTYPE_BF16);
+    double *a = tu_values(y), *b = tu_values(y2);
+    for (int i = 0; i < 4; i++) ck_assert_msg(a[i] == b[i], "y[%d]: %g != %g", i, a[i], b[i]);
+    free(a), free(b);
+    ck_assert_int_eq(torc_backward(torc_sum(y, TORC_ALL_DIMS, false), NULL, false), TORC_OK);
+    ck_assert_int_eq(torc_backward(torc_sum(y2, TORC_ALL_DIMS, false), NULL, false), TORC_OK);
+    a = tu_values(torc_grad(w)), b = tu_values(torc_grad(w2));
+    for (int i = 0; i < 6; i++) ck_assert_msg(a[i] == b[i], "grad[%d]: %g != %g", i, a[i], b[i]);
+    free(a), free(b);
     int runs, too_new;
     stats_of("abiold", &runs, &too_new);
     ck_assert_int_eq(too_new, 0);
@@ -185,13 +219,13 @@ START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
     ck_assert_msg(d != NULL, "%s", torc_last_error());
     add_on(d, "abiold");  // what it knows it runs
     ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
-    // a dtype of minor 2.2: fill and the cast back run on the reference, on the same memory
+    // a dtype of minor 2.3: fill and the cast back run on the reference, on the same memory
     torc_tensor *x = torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA);
     ck_assert_msg(x != NULL, "%s", torc_last_error());
     torc_tensor *xf = torc_to_dtype(x, TORC_DTYPE_F32);
     ck_assert_msg(xf != NULL, "%s", torc_last_error());
     tu_assert_values(xf, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
-    // an opcode of minor 2.2 on f32, which the plugin would otherwise take
+    // an opcode of minor 2.3 on f32, which the plugin would otherwise take
     torc_tensor *y = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
     ck_assert_int_eq(torc_test_extra_op(y, xf), TORC_OK);
     tu_assert_values(y, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
@@ -211,11 +245,11 @@ START_TEST(device_backend_of_an_older_minor_refuses_newer_ops_clearly) {
     ck_assert_ptr_null(torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA));
     tu_assert_error(TORC_ERR_NOT_SUPPORTED, "backend 'abiolddev' cannot run op 'fill' for dtype test_extra and has no "
                                             "fallback (the plugin (backend ABI 2.0) predates dtype test_extra, added "
-                                            "in ABI 2.2)");
+                                            "in ABI 2.3)");
     torc_tensor *a = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32), *b = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
     ck_assert_msg(a && b, "%s", torc_last_error());
     ck_assert_int_eq(torc_test_extra_op(b, a), TORC_ERR_NOT_SUPPORTED);
-    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.2");
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.3");
     int runs, too_new;
     stats_of("abiolddev", &runs, &too_new);
     ck_assert_int_eq(too_new, 0);
@@ -261,6 +295,7 @@ int main(void) {
     tcase_add_test(tc, backend_built_against_the_frozen_2_0_headers_loads_and_runs);
     tcase_add_test(tc, backend_of_2_0_is_never_sent_max_dim);
     tcase_add_test(tc, older_minor_backend_is_never_sent_layer_norm);
+    tcase_add_test(tc, older_minor_backend_gets_autocast_matmuls_as_casts);
     tcase_add_test(tc, backend_claiming_a_newer_minor_loads_and_runs);
     tcase_add_test(tc, single_op_api_keeps_the_minor_gate);
     tcase_add_test(tc, backend_of_a_newer_major_is_refused_naming_both_versions);

@@ -256,6 +256,79 @@ START_TEST(gradients_reach_f32_params_as_f32) {
 }
 END_TEST
 
+// autocast's matmul of f32 operands (a linear layer's f32 weight, an f32 input) runs with its
+// casts fused (MATMUL_ROUNDED) where the device's backend takes it, else casts: either way the
+// values and gradients are bit for bit those of the explicit casts, and the fused form keeps no
+// low-precision copy of an operand for backward.
+static uint64_t activation_bytes(void) {
+    torc_memory_stats st;
+    ok(torc_memory_stats_get(torc_default_device(), &st));
+    return st.in_use[TORC_MEM_ACTIVATION];
+}
+
+static void check_fused_matmul(torc_device *dev, torc_dtype low, int nd) {
+    ok(torc_set_default_device(dev));
+    torc_scope_push();
+    // 128 x 96 x 96 multiply-adds (1.2M): large enough for onednn's FMA GEMM.
+    const int64_t K = 96, N = 96;
+    torc_generator *g = torc_generator_new(31);
+    torc_tensor *x0 = nd == 2 ? torc_randn(TORC_SHAPE(128, K), TORC_DTYPE_F32, g)
+                              : torc_randn(TORC_SHAPE(2, 64, K), TORC_DTYPE_F32, g);
+    torc_tensor *w0 = torc_randn(TORC_SHAPE(N, K), TORC_DTYPE_F32, g);
+    torc_tensor *t = nd == 2 ? torc_randn(TORC_SHAPE(128, N), TORC_DTYPE_F32, g)
+                             : torc_randn(TORC_SHAPE(2, 64, N), TORC_DTYPE_F32, g);
+    torc_generator_free(g);
+    torc_tensor *x = torc_parameter(torc_clone(x0)), *w = torc_parameter(torc_clone(w0));
+    torc_tensor *x2 = torc_parameter(torc_clone(x0)), *w2 = torc_parameter(torc_clone(w0));
+    ck_assert_msg(x && w && x2 && w2 && t, "%s", torc_last_error());
+
+    uint64_t m0 = activation_bytes();
+    ok(torc_autocast_begin(low));
+    torc_tensor *y = torc_matmul(x, torc_transpose(w, 0, 1));
+    ok(torc_autocast_end());
+    ck_assert_int_eq(dt(y), low);
+    ck_assert_str_eq(torc_grad_fn_name(y), nd == 2 ? "MmBackward0" : "UnsafeViewBackward0");
+    const uint64_t fused_bytes = activation_bytes() - m0;
+    m0 = activation_bytes();
+    torc_tensor *y2 = torc_matmul(torc_to_dtype(x2, low), torc_transpose(torc_to_dtype(w2, low), 0, 1));
+    const uint64_t cast_bytes = activation_bytes() - m0;
+    assert_same(y, y2);
+
+    ok(torc_backward(torc_mse_loss(torc_to_dtype(y, TORC_DTYPE_F32), t), NULL, false));
+    ok(torc_backward(torc_mse_loss(torc_to_dtype(y2, TORC_DTYPE_F32), t), NULL, false));
+    ck_assert_int_eq(dt(torc_grad(x)), TORC_DTYPE_F32);
+    ck_assert_int_eq(dt(torc_grad(w)), TORC_DTYPE_F32);
+    assert_same(torc_grad(x), torc_grad(x2));
+    assert_same(torc_grad(w), torc_grad(w2));
+
+    // Fused where the backend takes MATMUL_ROUNDED for this product: then the casts' copies of x
+    // and w (2 bytes an element) are not held by the graph.
+    torc_tensor *xm = nd == 2 ? x : torc_reshape(x, TORC_SHAPE(-1, K)), *out = torc_empty(TORC_SHAPE(128, N), low);
+    torc_op_call call = {.code = TORC_OP_MATMUL_ROUNDED, .n_in = 2, .n_out = 1, .in = {xm, torc_transpose(w, 0, 1)},
+                         .out = {out}};
+    call.params.matmul.dtype = (int32_t)low;
+    const bool fused = torc_op_supported(dev, &call) == TORC_OK;
+    torc_clear_error();
+    const uint64_t copies = (uint64_t)(torc_numel(x) + torc_numel(w)) * 2;
+    if (fused) ck_assert_msg(fused_bytes + copies <= cast_bytes, "fused: %llu bytes, with casts %llu",
+                             (unsigned long long)fused_bytes, (unsigned long long)cast_bytes);
+    else ck_assert_uint_eq(fused_bytes, cast_bytes);
+    torc_scope_pop();
+}
+
+START_TEST(matmul_casts_fused_bit_for_bit) {
+    torc_device *dev = torc_default_device(), *ref = torc_device_get("reference");
+    ck_assert_msg(ref != NULL, "%s", torc_last_error());
+    const torc_dtype lows[2] = {TORC_DTYPE_BF16, TORC_DTYPE_F16};
+    for (int i = 0; i < 2; i++)
+        for (int nd = 2; nd <= 3; nd++) {
+            check_fused_matmul(dev, lows[i], nd);
+            check_fused_matmul(ref, lows[i], nd);  // the reference takes every MATMUL_ROUNDED
+        }
+    ok(torc_set_default_device(dev));
+}
+END_TEST
+
 START_TEST(backward_inside_the_scope_and_modules) {
     torc_scope_push();
     torc_module *m = torc_cruncher_new(8, 2, TORC_DTYPE_F32, NULL);
@@ -422,6 +495,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, scopes_nest_and_disable);
     tcase_add_test(tc, scopes_are_per_thread);
     tcase_add_test(tc, gradients_reach_f32_params_as_f32);
+    tcase_add_test(tc, matmul_casts_fused_bit_for_bit);
     tcase_add_test(tc, backward_inside_the_scope_and_modules);
     tcase_add_test(tc, fp8_forward_matches_explicit_scaled_mm);
     tcase_add_test(tc, fp8_delayed_scaling_and_input_grads);

@@ -33,7 +33,7 @@ set(XCHECK_GROUPS
   "binary:add,sub,mul,div,pow,maximum,minimum,eq,ne,lt,le,gt,ge,logical_and,logical_or,where"
   "pointwise:addcmul,addcdiv,lerp"
   "reduce:sum,mean,prod,max,min,argmax,argmin,var,std,norm,logsumexp,softmax,log_softmax"
-  "linalg_index:matmul,scaled_mm,index_select,gather,masked_select,index_add,scatter_add,masked_scatter,triu,tril")
+  "linalg_index:matmul,matmul_rounded,scaled_mm,index_select,gather,masked_select,index_add,scatter_add,masked_scatter,triu,tril")
 set(XCHECK_BACKENDS reference)
 if(TORC_WITH_ONEDNN AND TARGET torc_onednn)
   list(APPEND XCHECK_BACKENDS onednn)

@@ -448,7 +448,9 @@ static tolspec tol_for(const xcase *c, int k) {
         t.exact = true;
         return t;
     }
-    const double e = eps_of(od), ec = od == TORC_DTYPE_F64 ? eps_of(TORC_DTYPE_F64) : eps_of(TORC_DTYPE_F32);
+    // MATMUL_ROUNDED rounds its sums to c whatever out's dtype: c's epsilon.
+    const double e = eps_of(c->code == TORC_OP_MATMUL_ROUNDED ? (torc_dtype)c->params.matmul.dtype : od),
+                 ec = od == TORC_DTYPE_F64 ? eps_of(TORC_DTYPE_F64) : eps_of(TORC_DTYPE_F32);
     const double sq = sqrt((double)(c->n_acc > 1 ? c->n_acc : 1));
     switch (c->code) {
     case TORC_OP_FILL: case TORC_OP_COPY: case TORC_OP_NEG: case TORC_OP_ABS: case TORC_OP_WHERE:
@@ -479,7 +481,7 @@ static tolspec tol_for(const xcase *c, int k) {
     case TORC_OP_SUM: case TORC_OP_MEAN:
         t.rtol = 2 * e, t.atol = 4 * ec * sq, t.mag = MAG_SUMABS;
         break;
-    case TORC_OP_MATMUL: case TORC_OP_SCALED_MM:
+    case TORC_OP_MATMUL: case TORC_OP_SCALED_MM: case TORC_OP_MATMUL_ROUNDED:
         t.rtol = 2 * e, t.atol = 4 * ec * sq, t.mag = MAG_MM;
         break;
     case TORC_OP_PROD: case TORC_OP_VAR: case TORC_OP_STD: case TORC_OP_NORM:
@@ -1667,6 +1669,43 @@ static void mm_case(builder *b, const char *fam, int nb, const int64_t *batch, i
     emit(b, &c);
 }
 
+// MATMUL_ROUNDED in c = b->dt: each of a, b and out c or f32 (ta, tb, to), sizes around the 1M
+// multiply-adds where onednn's FMA GEMM takes it (below, it declines and the reference runs them).
+static void mmr_case(builder *b, const char *fam, int64_t M, int64_t K, int64_t N, layout la, layout lb,
+                     torc_dtype ta, torc_dtype tb, torc_dtype to) {
+    const int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N};
+    xcase c;
+    xc_begin(&c, b, fam, 2);
+    c.n_acc = K;
+    c.params.matmul.dtype = (int32_t)b->dt;
+    xc_in(&c, b, 0, sp_make(la, ta, 2, sa, 0), DOM(D_REAL));
+    xc_in(&c, b, 1, sp_make(lb, tb, 2, sb, 0), DOM(D_REAL));
+    xc_out(&c, sp_make(L_C, to, 2, so, 0));
+    emit(b, &c);
+}
+
+static void build_matmul_rounded(builder *b) {
+    const torc_dtype c = b->dt, F = TORC_DTYPE_F32;
+    if (c != TORC_DTYPE_F16 && c != TORC_DTYPE_BF16) return;
+    if (b->mode == EMIT_PERF) {
+        const int64_t n = g_opt.perf_mm;
+        mmr_case(b, "perf", n, n, n, L_C, L_T, c, F, c);
+        return;
+    }
+    // autocast's three: forward (activation c, f32 weight seen transposed), the input's gradient
+    // (c @ f32 weight), the weight's gradient (c^T @ c, out f32); and f32 x f32 both ways.
+    mmr_case(b, "contig", 7, 13, 5, L_C, L_C, F, F, c);
+    if (b->mode == EMIT_PROBE) return;
+    mmr_case(b, "forward", 130, 97, 90, L_C, L_T, c, F, c);
+    mmr_case(b, "grad_input", 130, 90, 97, L_C, L_C, c, F, c);
+    mmr_case(b, "grad_weight", 90, 130, 97, L_T, L_C, c, c, F);
+    mmr_case(b, "f32_inputs", 129, 100, 88, L_C, L_C, F, F, c);
+    mmr_case(b, "f32_out", 129, 100, 88, L_T, L_T, F, F, F);
+    mmr_case(b, "sliced", 130, 97, 90, L_S, L_S, F, c, c);
+    mmr_case(b, "small", 33, 65, 17, L_C, L_T, c, F, F);
+    mmr_case(b, "zero_k", 7, 0, 5, L_C, L_C, F, F, c);
+}
+
 // SCALED_MM: a (b->dt) @ b (b->dt2) with one-element f32 scales -> b->odt; fp8 outs get a
 // scale_out, and some families ask for amax_out.
 static void smm_case(builder *b, const char *fam, int64_t M, int64_t K, int64_t N, layout la, layout lb, layout lo,
@@ -2084,6 +2123,7 @@ static void build_op(builder *b) {
     case TORC_OP_ADDCMUL: case TORC_OP_ADDCDIV: case TORC_OP_LERP: build_fused(b); return;
     case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX: build_softmax(b); return;
     case TORC_OP_MATMUL: build_matmul(b); return;
+    case TORC_OP_MATMUL_ROUNDED: build_matmul_rounded(b); return;
     case TORC_OP_SCALED_MM: build_scaled_mm(b); return;
     case TORC_OP_TRIU: case TORC_OP_TRIL: build_tri(b); return;
     case TORC_OP_MAX_DIM: case TORC_OP_MIN_DIM: build_max_dim(b); return;

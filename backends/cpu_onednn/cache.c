@@ -59,6 +59,7 @@ static void make_key(onednn_key *k, const torc_op *op) {
         k->pint = op->params.reduce.mask;
         break;
     case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX: k->pint = op->params.dim.dim; break;
+    case TORC_OP_MATMUL_ROUNDED: k->pint = op->params.matmul.dtype; break;
     default: break;
     }
 }
@@ -83,7 +84,7 @@ static uint64_t hash_key(const onednn_key *k) {
 // broadcast bf16 operand beside an f32 one wrongly. Those ops go to the reference. (bf16 matmuls
 // choose their own path: matmul.c.)
 static int bf16_ok(const torc_op *op) {
-    if (op->code == TORC_OP_MATMUL || onednn__dnnl_isa() >= ONEDNN_ISA_AVX512_CORE) return 0;
+    if (onednn__is_matmul(op->code) || onednn__dnnl_isa() >= ONEDNN_ISA_AVX512_CORE) return 0;
     bool bf16 = op->out[0].dtype == TORC_DTYPE_BF16;
     for (int i = 0; i < op->n_in; i++) bf16 = bf16 || op->in[i].dtype == TORC_DTYPE_BF16;
     if (!bf16) return 0;
@@ -96,7 +97,7 @@ static int build(const torc_op *op, onednn_plan *p) {
     int st = bf16_ok(op);
     if (st) return st;
     switch (op->code) {
-    case TORC_OP_MATMUL: return onednn__build_matmul(op, p);
+    case TORC_OP_MATMUL: case TORC_OP_MATMUL_ROUNDED: return onednn__build_matmul(op, p);
     case TORC_OP_NEG: case TORC_OP_ABS: case TORC_OP_SQRT: case TORC_OP_RSQRT:
     case TORC_OP_SQUARE: case TORC_OP_RECIPROCAL: case TORC_OP_EXP: case TORC_OP_LOG:
     case TORC_OP_TANH: case TORC_OP_SIGMOID: case TORC_OP_RELU: case TORC_OP_GELU:
@@ -120,13 +121,13 @@ int64_t onednn__work(const torc_op *op) {
     if ((unsigned)op->n_in > TORC_OP_MAX_INPUTS || (unsigned)op->out[0].ndim > TORC_MAX_DIMS) return INT64_MAX;
     for (int i = 0; i < op->n_in; i++)
         if ((unsigned)op->in[i].ndim > TORC_MAX_DIMS) return INT64_MAX;
-    if (op->code == TORC_OP_MATMUL && (op->in[0].ndim < 1 || op->n_in < 1)) return INT64_MAX;
+    if (onednn__is_matmul(op->code) && (op->in[0].ndim < 1 || op->n_in < 1)) return INT64_MAX;
     int64_t w = onednn__numel(&op->out[0]);
     for (int i = 0; i < op->n_in; i++) {
         const int64_t n = onednn__numel(&op->in[i]);
         if (n > w) w = n;
     }
-    if (op->code == TORC_OP_MATMUL && op->out[0].ndim >= 2)  // batch x M x N x K
+    if (onednn__is_matmul(op->code) && op->out[0].ndim >= 2)  // batch x M x N x K
         w = onednn__numel(&op->out[0]) * op->in[0].shape[op->in[0].ndim - 1];
     return w;
 }

@@ -135,7 +135,7 @@ static void gemm_batch(const onednn_view *a, const onednn_view *b, const onednn_
 // C = A B on torc's FMA GEMM (matmul_fma.c): any strides, f32 / f16 / bf16 in, out f32 or the
 // inputs' dtype, converted while packing.
 static int plan_fma(onednn_plan *p, const onednn_view *a, int a_buf, const onednn_view *b, int b_buf,
-                    const onednn_view *c) {
+                    const onednn_view *c, dnnl_data_type_t round_dt) {
     const int nd = c->ndim, r = nd - 2, k = nd - 1;
     onednn_gemm bt;
     memset(&bt, 0, sizeof bt);
@@ -144,7 +144,7 @@ static int plan_fma(onednn_plan *p, const onednn_view *a, int a_buf, const onedn
                                .a_rs = a->strides[r], .a_cs = a->strides[k],
                                .b_rs = b->strides[r], .b_cs = b->strides[k],
                                .c_rs = c->strides[r], .c_cs = c->strides[k],
-                               .in_dt = a->dt, .c_dt = c->dt};
+                               .a_dt = a->dt, .b_dt = b->dt, .c_dt = c->dt, .round_dt = round_dt};
     return onednn__plan_fma_matmul(p, &g, &bt, a_buf, b_buf, ONEDNN_BUF_OUT);
 }
 
@@ -213,6 +213,59 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
     return bad == dnnl_success ? 0 : onednn__dnnl_error(bad, "dnnl_sgemm(");
 }
 
+// The views of a matmul's operands, broadcast batch dims size 1, size-1 strides normalized, and
+// a column-major out turned into C^T = B^T A^T (oneDNN's kernels write row-major C only): a_buf
+// and b_buf say which input each of a and b is then.
+static void matmul_views(const torc_op *op, onednn_view *a, int *a_buf, onednn_view *b, int *b_buf, onednn_view *c) {
+    const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out[0];
+    const int nd = y->ndim;
+    onednn__view(a, x, onednn__dt(x->dtype));
+    onednn__view(b, w, onednn__dt(w->dtype));
+    onednn__view(c, y, onednn__dt(y->dtype));
+    onednn__view_bcast_to_one(a, nd - 2);
+    onednn__view_bcast_to_one(b, nd - 2);
+    normalize_matrix(a);
+    normalize_matrix(b);
+    normalize_matrix(c);
+    *a_buf = ONEDNN_BUF_IN0, *b_buf = ONEDNN_BUF_IN0 + 1;
+    if (c->strides[nd - 1] != 1 && c->strides[nd - 2] == 1) {
+        onednn_view t = *a;
+        *a = *b;
+        *b = t;
+        onednn__view_transpose_last2(a);
+        onednn__view_transpose_last2(b);
+        onednn__view_transpose_last2(c);
+        *a_buf = ONEDNN_BUF_IN0 + 1;
+        *b_buf = ONEDNN_BUF_IN0;
+    }
+}
+
+// MATMUL_ROUNDED on the FMA GEMM, which rounds f32 operands to c while it packs and the sums to c
+// as it writes them out. Only there: on the other paths (bf16 dot products, AMX, GEMMs under
+// ONEDNN_SMALL_WORK, below AVX2) the fusion would be a cast into a temporary, which autocast's
+// own cast is, so it is declined and autocast casts (backend.h).
+static int build_rounded(const torc_op *op, onednn_plan *p) {
+    const torc_dtype c = (torc_dtype)op->params.matmul.dtype, dts[3] = {op->in[0].dtype, op->in[1].dtype, op->out[0].dtype};
+    if (c != TORC_DTYPE_F16 && c != TORC_DTYPE_BF16)
+        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul_rounded runs in float16 or bfloat16, got dtype %d",
+                             (int)c);
+    for (int i = 0; i < 3; i++)
+        if (dts[i] != c && dts[i] != TORC_DTYPE_F32)
+            return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul_rounded in %s takes %s or float32 operands, got %s",
+                                 torc_abi_dtype_name(c), torc_abi_dtype_name(c), torc_abi_dtype_name(dts[i]));
+    const int nd = op->out[0].ndim;
+    const int64_t K = op->in[0].shape[nd - 1];
+    const bool fma_path = c == TORC_DTYPE_F16 || !(onednn__bf16_matmul_native() || onednn__bf16_dot());
+    if (!onednn__fma_usable() || !fma_path || K == 0 || onednn__work(op) < onednn__fma_min_work())
+        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul_rounded runs on the FMA GEMM only (from AVX2, "
+                             "GEMMs of 1M multiply-adds, bf16 where the CPU has no bf16 dot products)");
+    if (onednn__numel(&op->out[0]) == 0) return 0;
+    onednn_view a, b, cv;
+    int a_buf, b_buf;
+    matmul_views(op, &a, &a_buf, &b, &b_buf, &cv);
+    return plan_fma(p, &a, a_buf, &b, b_buf, &cv, onednn__dt(c));
+}
+
 // ---- the primitive (bf16, and f32 layouts sgemm cannot express) ----
 int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out[0];
@@ -230,6 +283,7 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
                              "in1 (..., %lld, %lld), out (..., %lld, %lld)",
                              (long long)x->shape[nd - 2], (long long)K, (long long)w->shape[nd - 2],
                              (long long)w->shape[nd - 1], (long long)M, (long long)N);
+    if (op->code == TORC_OP_MATMUL_ROUNDED) return build_rounded(op, p);
     const torc_dtype dt = x->dtype;
     if (w->dtype != dt || !onednn__is_float(dt) ||
         !(y->dtype == dt || (dt != TORC_DTYPE_F32 && y->dtype == TORC_DTYPE_F32)))
@@ -251,26 +305,8 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         return onednn__plan_amx_matmul(p, op);
 
     onednn_view a, b, c;
-    onednn__view(&a, x, onednn__dt(dt));
-    onednn__view(&b, w, onednn__dt(dt));
-    onednn__view(&c, y, onednn__dt(y->dtype));
-    onednn__view_bcast_to_one(&a, nd - 2);
-    onednn__view_bcast_to_one(&b, nd - 2);
-    normalize_matrix(&a);
-    normalize_matrix(&b);
-    normalize_matrix(&c);
-    int a_buf = ONEDNN_BUF_IN0, b_buf = ONEDNN_BUF_IN0 + 1;
-    // oneDNN's kernels write row-major C only; a column-major out is C^T = B^T A^T.
-    if (c.strides[nd - 1] != 1 && c.strides[nd - 2] == 1) {
-        onednn_view t = a;
-        a = b;
-        b = t;
-        onednn__view_transpose_last2(&a);
-        onednn__view_transpose_last2(&b);
-        onednn__view_transpose_last2(&c);
-        a_buf = ONEDNN_BUF_IN0 + 1;
-        b_buf = ONEDNN_BUF_IN0;
-    }
+    int a_buf, b_buf;
+    matmul_views(op, &a, &a_buf, &b, &b_buf, &c);
     // bf16 (in, out bf16 or f32) where AMX or the CPU's bf16 dot products pay, and small bf16
     // GEMMs wherever it has them at all: the primitive. Elsewhere through f32 (below).
     if (dt == TORC_DTYPE_BF16 && K > 0 &&
@@ -286,7 +322,7 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     // with this floor; under 8M even).
     if (onednn__fma_usable() && (dt != TORC_DTYPE_F32 || onednn__fma_f32()) &&
         (K == 0 || onednn__work(op) >= onednn__fma_min_work()))
-        return plan_fma(p, &a, a_buf, &b, b_buf, &c);
+        return plan_fma(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 
     onednn_gemm g;
     if (dt == TORC_DTYPE_F32) {

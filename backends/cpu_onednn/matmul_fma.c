@@ -2,6 +2,8 @@
 // C (f32, f16 or bf16) = A x B, the operands converted to f32 while they are packed (no separate
 // conversion pass, no f32 copy of a whole operand), f32 accumulation over all of K, one rounding.
 // Products of two f16 or bf16 values are exact in f32, as on the via-f32 path it replaces.
+// MATMUL_ROUNDED (autocast's matmul without its casts) runs here too: f32 operands are rounded to
+// c while they are packed and the sums to c as they are written out (backend.h).
 //
 // BLIS-style blocking. B is packed a column block (NC wide) at a time over all of K: micro-panels
 // of NR columns, k-major (NR floats per k). Each task (a block of MC rows, and of the block's
@@ -175,67 +177,105 @@ size_t onednn__fma_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads) 
 }
 
 // ---- packing: read f32, f16 or bf16, write f32 ----
-// n contiguous elements of type dt at src, as f32 into dst (cast.c's loops for f16 and bf16).
-static void load_run(dnnl_data_type_t dt, const void *src, int64_t n, float *dst) {
-    if (dt == dnnl_f32) memcpy(dst, src, (size_t)n * sizeof(float));
-    else if (dt == dnnl_f16) onednn__f16_to_f32(dst, src, n);
-    else onednn__bf16_to_f32(dst, src, n);
+// How packing reads an operand: its dtype, and for an f32 one of MATMUL_ROUNDED the dtype its
+// values are rounded to first (as the cast autocast would otherwise make).
+typedef enum src_kind { SRC_F32, SRC_F16, SRC_BF16, SRC_F32_AS_F16, SRC_F32_AS_BF16 } src_kind;
+
+static src_kind src_of(dnnl_data_type_t dt, dnnl_data_type_t round) {
+    if (dt == dnnl_f16) return SRC_F16;
+    if (dt == dnnl_bf16) return SRC_BF16;
+    return round == dnnl_f16 ? SRC_F32_AS_F16 : round == dnnl_bf16 ? SRC_F32_AS_BF16 : SRC_F32;
 }
 
-static float load_one(dnnl_data_type_t dt, const void *src, int64_t i) {
-    if (dt == dnnl_f32) return ((const float *)src)[i];
-    const uint16_t h = ((const uint16_t *)src)[i];
-    return dt == dnnl_f16 ? torc_f16_to_f32(h) : torc_bf16_to_f32(h);
+static int64_t src_size(src_kind k) { return k == SRC_F16 || k == SRC_BF16 ? 2 : 4; }
+
+// f32 values rounded to bf16 and back: torc_f32_to_bf16's rounding (to nearest even, NaN 0x7FC0).
+__attribute__((target("avx2"))) static inline __m256 round_bf16_8(__m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))),
+                                       _mm256_set1_epi32((int)0xFFFF0000u));
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), nan);
 }
 
-// 8 (4) contiguous elements of type dt at p as f32.
-__attribute__((target("avx2,f16c"))) static inline __m256 load8(dnnl_data_type_t dt, const char *p) {
-    if (dt == dnnl_f32) return _mm256_loadu_ps((const float *)p);
-    const __m128i h = _mm_loadu_si128((const __m128i *)p);
-    return dt == dnnl_f16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+__attribute__((target("avx2"))) static inline __m128 round_bf16_4(__m128 v) {
+    const __m128i u = _mm_castps_si128(v);
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+    const __m128i r = _mm_and_si128(_mm_add_epi32(u, _mm_add_epi32(lsb, _mm_set1_epi32(0x7FFF))),
+                                    _mm_set1_epi32((int)0xFFFF0000u));
+    const __m128 nan = _mm_cmpunord_ps(v, v);
+    return _mm_blendv_ps(_mm_castsi128_ps(r), _mm_castsi128_ps(_mm_set1_epi32(0x7FC00000)), nan);
 }
 
-__attribute__((target("avx2,f16c"))) static inline __m128 load4(dnnl_data_type_t dt, const char *p) {
-    if (dt == dnnl_f32) return _mm_loadu_ps((const float *)p);
-    const __m128i h = _mm_loadl_epi64((const __m128i *)p);
-    return dt == dnnl_f16 ? _mm_cvtph_ps(h) : _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16));
+static float load_one(src_kind k, const void *src, int64_t i) {
+    if (k == SRC_F16 || k == SRC_BF16) {
+        const uint16_t h = ((const uint16_t *)src)[i];
+        return k == SRC_F16 ? torc_f16_to_f32(h) : torc_bf16_to_f32(h);
+    }
+    const float f = ((const float *)src)[i];
+    if (k == SRC_F32_AS_F16) return torc_f16_to_f32(torc_f32_to_f16(f));
+    return k == SRC_F32_AS_BF16 ? torc_bf16_to_f32(torc_f32_to_bf16(f)) : f;
 }
 
-// A function of dt made once for each dt (the dt tests leave the loops).
-#define FOR_EACH_DT(dt, call)                                  \
-    do {                                                       \
-        if ((dt) == dnnl_f32) call(dnnl_f32);                  \
-        else if ((dt) == dnnl_f16) call(dnnl_f16);             \
-        else call(dnnl_bf16);                                  \
+// 8 (4) contiguous elements of kind k at p as f32.
+__attribute__((target("avx2,f16c"))) static inline __m256 load8(src_kind k, const char *p) {
+    if (k == SRC_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+    if (k == SRC_BF16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+    const __m256 v = _mm256_loadu_ps((const float *)p);
+    if (k == SRC_F32_AS_F16) return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    return k == SRC_F32_AS_BF16 ? round_bf16_8(v) : v;
+}
+
+__attribute__((target("avx2,f16c"))) static inline __m128 load4(src_kind k, const char *p) {
+    if (k == SRC_F16) return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)p));
+    if (k == SRC_BF16)
+        return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)p)), 16));
+    const __m128 v = _mm_loadu_ps((const float *)p);
+    if (k == SRC_F32_AS_F16) return _mm_cvtph_ps(_mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    return k == SRC_F32_AS_BF16 ? round_bf16_4(v) : v;
+}
+
+// A function of k made once for each kind (the kind tests leave the loops).
+#define FOR_EACH_KIND(k, call)                              \
+    do {                                                    \
+        switch (k) {                                        \
+        case SRC_F32: call(SRC_F32); break;                 \
+        case SRC_F16: call(SRC_F16); break;                 \
+        case SRC_BF16: call(SRC_BF16); break;               \
+        case SRC_F32_AS_F16: call(SRC_F32_AS_F16); break;   \
+        case SRC_F32_AS_BF16: call(SRC_F32_AS_BF16); break; \
+        }                                                   \
     } while (0)
 
 // count runs of n contiguous elements (run c at s + c * sb bytes) as f32 into dst + c * R, each
 // run's [n, R) zero: the lines of packed panels. One call per panel, not per line (a call per
 // 16-32 elements cost 5% of a GEMM).
 __attribute__((target("avx2,f16c"), always_inline)) static inline void
-load_lines_dt(dnnl_data_type_t dt, const char *s, int64_t sb, int64_t count, int n, int R, float *restrict dst) {
-    const int es = dt == dnnl_f32 ? 4 : 2;
+load_lines_k(src_kind k, const char *s, int64_t sb, int64_t count, int n, int R, float *restrict dst) {
+    const int es = (int)src_size(k);
     for (int64_t c = 0; c < count; c++, s += sb, dst += R) {
         if (c + 8 < count)  // runs far apart (rows of B, k of column-major A): fetched ahead
             for (int b = 0; b < n * es; b += 64) _mm_prefetch(s + 8 * sb + b, _MM_HINT_T0);
         int l = 0;
-        for (; l + 8 <= n; l += 8) _mm256_storeu_ps(dst + l, load8(dt, s + l * es));
-        for (; l + 4 <= n; l += 4) _mm_storeu_ps(dst + l, load4(dt, s + l * es));  // panels of 12 and 6 end in 4
+        for (; l + 8 <= n; l += 8) _mm256_storeu_ps(dst + l, load8(k, s + l * es));
+        for (; l + 4 <= n; l += 4) _mm_storeu_ps(dst + l, load4(k, s + l * es));  // panels of 12 and 6 end in 4
         if (l < n) {  // 1-3 left (AVX2's 6-row panels end in 2): through a zeroed 4-element copy
             char q[16] = {0};
             float v[4];
             memcpy(q, s + l * es, (size_t)((n - l) * es));
-            _mm_storeu_ps(v, load4(dt, q));
+            _mm_storeu_ps(v, load4(k, q));
             for (int t = 0; l < n; l++, t++) dst[l] = v[t];
         }
         for (; l < R; l++) dst[l] = 0;
     }
 }
 
-__attribute__((target("avx2,f16c"))) static void load_lines(dnnl_data_type_t dt, const char *s, int64_t sb,
+__attribute__((target("avx2,f16c"))) static void load_lines(src_kind k, const char *s, int64_t sb,
                                                             int64_t count, int n, int R, float *restrict dst) {
-#define LOAD_LINES(d) load_lines_dt(d, s, sb, count, n, R, dst)
-    FOR_EACH_DT(dt, LOAD_LINES);
+#define LOAD_LINES(kk) load_lines_k(kk, s, sb, count, n, R, dst)
+    FOR_EACH_KIND(k, LOAD_LINES);
 #undef LOAD_LINES
 }
 
@@ -244,14 +284,14 @@ __attribute__((target("avx2,f16c"))) static void load_lines(dnnl_data_type_t dt,
 // (Through a converted line buffer and 4 x 4 transposes, packing took 13% of a Cruncher D=256
 // f16 step on a Zen 4 core.)
 __attribute__((target("avx2,f16c"), always_inline)) static inline void
-pack_t8_dt(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc, int R, float *restrict dst) {
-    const int64_t es = dt == dnnl_f32 ? 4 : 2;
+pack_t8_k(src_kind sk, const char *s, int64_t lb, int64_t kc, int R, float *restrict dst) {
+    const int64_t es = src_size(sk);
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) {
         const char *p = s + k * es;
-        const __m256 r0 = load8(dt, p), r1 = load8(dt, p + lb), r2 = load8(dt, p + 2 * lb),
-                     r3 = load8(dt, p + 3 * lb), r4 = load8(dt, p + 4 * lb), r5 = load8(dt, p + 5 * lb),
-                     r6 = load8(dt, p + 6 * lb), r7 = load8(dt, p + 7 * lb);
+        const __m256 r0 = load8(sk, p), r1 = load8(sk, p + lb), r2 = load8(sk, p + 2 * lb),
+                     r3 = load8(sk, p + 3 * lb), r4 = load8(sk, p + 4 * lb), r5 = load8(sk, p + 5 * lb),
+                     r6 = load8(sk, p + 6 * lb), r7 = load8(sk, p + 7 * lb);
         const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
                      t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
                      t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
@@ -271,17 +311,17 @@ pack_t8_dt(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc, int R, fl
         _mm256_storeu_ps(d + 7 * R, _mm256_permute2f128_ps(u3, u7, 0x31));
     }
     for (; k < kc; k++)
-        for (int t = 0; t < 8; t++) dst[k * R + t] = load_one(dt, s + t * lb, k);
+        for (int t = 0; t < 8; t++) dst[k * R + t] = load_one(sk, s + t * lb, k);
 }
 
 // The same for lines [0, 4): 4 x 4 blocks.
 __attribute__((target("avx2,f16c"), always_inline)) static inline void
-pack_t4_dt(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc, int R, float *restrict dst) {
-    const int64_t es = dt == dnnl_f32 ? 4 : 2;
+pack_t4_k(src_kind sk, const char *s, int64_t lb, int64_t kc, int R, float *restrict dst) {
+    const int64_t es = src_size(sk);
     int64_t k = 0;
     for (; k + 4 <= kc; k += 4) {
         const char *p = s + k * es;
-        __m128 r0 = load4(dt, p), r1 = load4(dt, p + lb), r2 = load4(dt, p + 2 * lb), r3 = load4(dt, p + 3 * lb);
+        __m128 r0 = load4(sk, p), r1 = load4(sk, p + lb), r2 = load4(sk, p + 2 * lb), r3 = load4(sk, p + 3 * lb);
         _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
         _mm_storeu_ps(dst + k * R, r0);
         _mm_storeu_ps(dst + (k + 1) * R, r1);
@@ -289,20 +329,20 @@ pack_t4_dt(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc, int R, fl
         _mm_storeu_ps(dst + (k + 3) * R, r3);
     }
     for (; k < kc; k++)
-        for (int t = 0; t < 4; t++) dst[k * R + t] = load_one(dt, s + t * lb, k);
+        for (int t = 0; t < 4; t++) dst[k * R + t] = load_one(sk, s + t * lb, k);
 }
 
-__attribute__((target("avx2,f16c"))) static void pack_t8(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc,
+__attribute__((target("avx2,f16c"))) static void pack_t8(src_kind k, const char *s, int64_t lb, int64_t kc,
                                                          int R, float *restrict dst) {
-#define PACK_T8(d) pack_t8_dt(d, s, lb, kc, R, dst)
-    FOR_EACH_DT(dt, PACK_T8);
+#define PACK_T8(kk) pack_t8_k(kk, s, lb, kc, R, dst)
+    FOR_EACH_KIND(k, PACK_T8);
 #undef PACK_T8
 }
 
-__attribute__((target("avx2,f16c"))) static void pack_t4(dnnl_data_type_t dt, const char *s, int64_t lb, int64_t kc,
+__attribute__((target("avx2,f16c"))) static void pack_t4(src_kind k, const char *s, int64_t lb, int64_t kc,
                                                          int R, float *restrict dst) {
-#define PACK_T4(d) pack_t4_dt(d, s, lb, kc, R, dst)
-    FOR_EACH_DT(dt, PACK_T4);
+#define PACK_T4(kk) pack_t4_k(kk, s, lb, kc, R, dst)
+    FOR_EACH_KIND(k, PACK_T4);
 #undef PACK_T4
 }
 
@@ -310,31 +350,29 @@ static size_t dt_size(dnnl_data_type_t dt) { return dt == dnnl_f32 ? 4 : 2; }
 
 // A micro-panel: lines [0, nl) of a source (line l, k at element l * ls + k * ks) for k in
 // [0, kc), into dst[k * R + l] (R = MR or NR), lines [nl, R) zero. line: scratch of kc floats.
-static void pack_panel(dnnl_data_type_t dt, const void *src, int64_t ls, int64_t ks, int64_t nl, int R,
+static void pack_panel(src_kind sk, const void *src, int64_t ls, int64_t ks, int64_t nl, int R,
                        int64_t kc, float *restrict dst, float *restrict line) {
-    const size_t es = dt_size(dt);
+    const int64_t es = src_size(sk);
     const char *s = src;
     if (ls == 1 && (ks != 1 || nl == 1)) {  // each k's lines contiguous: one run per k
-        load_lines(dt, s, ks * (int64_t)es, kc, (int)nl, R, dst);
+        load_lines(sk, s, ks * es, kc, (int)nl, R, dst);
         return;
     }
     if (ks == 1) {  // each line's k contiguous: 8 (4) lines at a time, transposed in registers
-        const int64_t lb = ls * (int64_t)es;
+        const int64_t lb = ls * es;
         int64_t l = 0;
-        for (; l + 8 <= nl; l += 8) pack_t8(dt, s + l * lb, lb, kc, R, dst + l);
-        for (; l + 4 <= nl; l += 4) pack_t4(dt, s + l * lb, lb, kc, R, dst + l);
+        for (; l + 8 <= nl; l += 8) pack_t8(sk, s + l * lb, lb, kc, R, dst + l);
+        for (; l + 4 <= nl; l += 4) pack_t4(sk, s + l * lb, lb, kc, R, dst + l);
         for (; l < nl; l++) {
-            const float *v = line;
-            if (dt == dnnl_f32) v = (const float *)(s + l * lb);
-            else load_run(dt, s + l * lb, kc, line);
-            for (int64_t k = 0; k < kc; k++) dst[k * R + l] = v[k];
+            load_lines(sk, s + l * lb, 0, 1, (int)kc, (int)kc, line);
+            for (int64_t k = 0; k < kc; k++) dst[k * R + l] = line[k];
         }
         for (int64_t k = 0; k < kc; k++)
             for (int l = (int)nl; l < R; l++) dst[k * R + l] = 0;
         return;
     }
     for (int64_t k = 0; k < kc; k++)
-        for (int l = 0; l < R; l++) dst[k * R + l] = l < nl ? load_one(dt, s, l * ls + k * ks) : 0.0f;
+        for (int l = 0; l < R; l++) dst[k * R + l] = l < nl ? load_one(sk, s, l * ls + k * ks) : 0.0f;
 }
 
 // ---- one GEMM ----
@@ -348,12 +386,22 @@ typedef struct fma_run {
     bool direct;           // C is f32 with unit column stride: runs add into C itself
 } fma_run;
 
-// Rows [0, m) x columns [0, n) of the f32 block acc (row stride ld) into C at (i0, j0), rounded.
-static void write_out(const onednn_fma_gemm *g, const float *acc, int64_t ld, int64_t i0, int64_t j0, int64_t m,
+// n sums rounded to MATMUL_ROUNDED's c and back, in place (an f32 C of it).
+__attribute__((target("avx2,f16c"))) static void round_sums(float *x, int64_t n, dnnl_data_type_t c) {
+    const src_kind k = c == dnnl_f16 ? SRC_F32_AS_F16 : SRC_F32_AS_BF16;
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, load8(k, (const char *)(x + j)));
+    for (; j < n; j++) x[j] = load_one(k, x, j);
+}
+
+// Rows [0, m) x columns [0, n) of the f32 block acc (row stride ld) into C at (i0, j0), rounded
+// (for an f32 C of MATMUL_ROUNDED to c first, in acc).
+static void write_out(const onednn_fma_gemm *g, float *acc, int64_t ld, int64_t i0, int64_t j0, int64_t m,
                       int64_t n) {
     const size_t es = dt_size(g->c_dt);
     for (int64_t i = 0; i < m; i++) {
-        const float *src = acc + i * ld;
+        float *src = acc + i * ld;
+        if (g->c_dt == dnnl_f32 && g->round_dt != dnnl_data_type_undef) round_sums(src, n, g->round_dt);
         char *dst = (char *)g->c + ((i0 + i) * g->c_rs + j0 * g->c_cs) * (int64_t)es;
         if (g->c_cs == 1) {
             if (g->c_dt == dnnl_f32) memcpy(dst, src, (size_t)n * sizeof(float));
@@ -373,15 +421,15 @@ static void write_out(const onednn_fma_gemm *g, const float *acc, int64_t ld, in
 static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     const onednn_fma_gemm *g = r->g;
     const int nr = r->d.isa.nr;
-    const size_t es = dt_size(g->in_dt);
+    const src_kind sk = src_of(g->b_dt, g->round_dt);
+    const int64_t es = src_size(sk);
     float *line = r->threads + tid * r->d.thread_floats + FMA_MC * FMA_KC + FMA_MC * r->d.nc;
     // Row-major B, whole panels: row by row across the panels, so that B is read in its order.
     int64_t pf = p1;  // panels [p0, pf) done so
     if (g->b_cs == 1 && g->b_rs != 1) {
         while (pf > p0 && r->jc + pf * nr > g->N) pf--;
         for (int64_t p = p0; p < pf; p++)
-            load_lines(g->in_dt, (const char *)g->b + (r->jc + p * nr) * (int64_t)es, g->b_rs * (int64_t)es, g->K, nr,
-                       nr, r->bp + p * g->K * nr);
+            load_lines(sk, (const char *)g->b + (r->jc + p * nr) * es, g->b_rs * es, g->K, nr, nr, r->bp + p * g->K * nr);
         p0 = pf;
         pf = p1;
     }
@@ -390,7 +438,7 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
         for (int64_t pc = 0; pc < g->K; pc += FMA_KC) {
             const int64_t kc = g->K - pc < FMA_KC ? g->K - pc : FMA_KC;
             const char *src = (const char *)g->b + (pc * g->b_rs + j * g->b_cs) * (int64_t)es;
-            pack_panel(g->in_dt, src, g->b_cs, g->b_rs, nl, nr, kc, r->bp + p * g->K * nr + pc * nr, line);
+            pack_panel(sk, src, g->b_cs, g->b_rs, nl, nr, kc, r->bp + p * g->K * nr + pc * nr, line);
         }
     }
 }
@@ -411,7 +459,8 @@ static inline void copy_tile_line(float *restrict d, const float *restrict s, in
 // is converted once into line and dealt out to the panels.
 static void pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, int64_t m, int64_t pc, int64_t kc,
                    float *restrict ap, float *restrict line) {
-    const int64_t es = (int64_t)dt_size(g->in_dt);
+    const src_kind sk = src_of(g->a_dt, g->round_dt);
+    const int64_t es = src_size(sk);
     const char *a = (const char *)g->a + (i0 * g->a_rs + pc * g->a_cs) * es;
     if (g->a_rs == 1 && g->a_cs != 1 && m > 1) {
         const int64_t padded = round_up(m, FMA_MR_MAX);  // within line's FMA_KC floats
@@ -419,7 +468,7 @@ static void pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, int
         for (int64_t k = 0; k < kc; k++) {
             if (k + 8 < kc)  // runs far apart: fetched ahead (without, this took 4% of an AVX2 D=1024 f16 step)
                 for (int64_t b = 0; b < run; b += 64) _mm_prefetch(a + (k + 8) * lb + b, _MM_HINT_T0);
-            load_lines(g->in_dt, a + k * lb, 0, 1, (int)m, (int)padded, line);
+            load_lines(sk, a + k * lb, 0, 1, (int)m, (int)padded, line);
             for (int64_t ir = 0; ir < m;) {
                 fma_kernel kern;
                 const int R = tile_rows(isa, m - ir, &kern);
@@ -433,7 +482,7 @@ static void pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, int
         fma_kernel kern;
         const int R = tile_rows(isa, m - ir, &kern);
         const int64_t nl = m - ir < R ? m - ir : R;
-        pack_panel(g->in_dt, a + ir * g->a_rs * es, g->a_rs, g->a_cs, nl, R, kc, ap + ir * kc, line);
+        pack_panel(sk, a + ir * g->a_rs * es, g->a_rs, g->a_cs, nl, R, kc, ap + ir * kc, line);
         ir += R;
     }
 }
@@ -511,7 +560,7 @@ void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
     }
     fma_run r = {.g = g, .d = dims_of(g->N, g->K), .bp = scratch};
     r.threads = r.bp + r.d.bp_floats;
-    r.direct = g->c_dt == dnnl_f32 && g->c_cs == 1;
+    r.direct = g->c_dt == dnnl_f32 && g->c_cs == 1 && g->round_dt == dnnl_data_type_undef;
     const int nr = r.d.isa.nr;
     r.n_ic = (g->M + FMA_MC - 1) / FMA_MC;
     for (r.jc = 0; r.jc < g->N; r.jc += r.d.nc) {
@@ -535,7 +584,7 @@ void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
 // ---- a step: the matrices of a batch ----
 void onednn__fma_matmul_run(const onednn_step *s, const void *a, const void *b, void *c, void *scratch) {
     const onednn_gemm *bt = &s->gemm;
-    const size_t ei = dt_size(s->fma.in_dt), eo = dt_size(s->fma.c_dt);
+    const int64_t ea = (int64_t)dt_size(s->fma.a_dt), eb = (int64_t)dt_size(s->fma.b_dt), eo = (int64_t)dt_size(s->fma.c_dt);
     int nthreads = omp_get_max_threads();
     if (nthreads > s->fma_nthreads) nthreads = s->fma_nthreads;
     int64_t batch = 1;
@@ -545,9 +594,9 @@ void onednn__fma_matmul_run(const onednn_step *s, const void *a, const void *b, 
             int64_t o[3];
             onednn__batch_offsets(bt->nbatch, bt->bdims, bt->sa, bt->sb, bt->sc, i, o);
             onednn_fma_gemm g = s->fma;
-            g.a = (const char *)a + o[0] * (int64_t)ei;
-            g.b = (const char *)b + o[1] * (int64_t)ei;
-            g.c = (char *)c + o[2] * (int64_t)eo;
+            g.a = (const char *)a + o[0] * ea;
+            g.b = (const char *)b + o[1] * eb;
+            g.c = (char *)c + o[2] * eo;
             onednn__fma_gemm(&g, scratch, nthreads);
         }
         return;
@@ -559,9 +608,9 @@ void onednn__fma_matmul_run(const onednn_step *s, const void *a, const void *b, 
         int64_t o[3];
         onednn__batch_offsets(bt->nbatch, bt->bdims, bt->sa, bt->sb, bt->sc, i, o);
         onednn_fma_gemm g = s->fma;
-        g.a = (const char *)a + o[0] * (int64_t)ei;
-        g.b = (const char *)b + o[1] * (int64_t)ei;
-        g.c = (char *)c + o[2] * (int64_t)eo;
+        g.a = (const char *)a + o[0] * ea;
+        g.b = (const char *)b + o[1] * eb;
+        g.c = (char *)c + o[2] * eo;
         onednn__fma_gemm(&g, (char *)scratch + (size_t)omp_get_thread_num() * per, 1);
     }
 }

@@ -106,8 +106,9 @@ typedef enum onednn_step_kind {
     ONEDNN_STEP_FMA_MATMUL,  // an f16 / bf16 / f32 matmul on the FMA GEMM (matmul_fma.c)
 } onednn_step_kind;
 
-// A GEMM on torc's FMA kernels (matmul_fma.c), one matrix: C = A x B, A (M x K) and B (K x N) of
-// one dtype (f32, f16 or bf16), C (M x N) f32 or A's dtype; any (non-negative) strides.
+// A GEMM on torc's FMA kernels (matmul_fma.c), one matrix: C = A x B, A (M x K) and B (K x N)
+// f32, f16 or bf16, C (M x N) f32, f16 or bf16; any (non-negative) strides. round_dt (f16 or bf16;
+// dnnl_data_type_undef: none) is MATMUL_ROUNDED's c: f32 inputs and the sums rounded to it.
 typedef struct onednn_fma_gemm {
     int64_t M, N, K;
     const void *a;
@@ -116,7 +117,7 @@ typedef struct onednn_fma_gemm {
     int64_t b_rs, b_cs;
     void *c;
     int64_t c_rs, c_cs;
-    dnnl_data_type_t in_dt, c_dt;
+    dnnl_data_type_t a_dt, b_dt, c_dt, round_dt;
 } onednn_fma_gemm;
 
 typedef struct onednn_step {
@@ -295,9 +296,12 @@ void onednn__cache_clear(void);
 // of 1M floats took 8 ms instead of 0.2); TORC_NUM_THREADS=1 is the remedy there, as
 // OMP_NUM_THREADS is for PyTorch.
 #define ONEDNN_SMALL_STREAM (INT64_C(1) << 16)
+static inline bool onednn__is_matmul(torc_opcode code) {
+    return code == TORC_OP_MATMUL || code == TORC_OP_MATMUL_ROUNDED;
+}
 // Whether op runs on the calling thread alone.
 static inline bool onednn__single_thread(torc_opcode code, int64_t work) {
-    return work < (code == TORC_OP_MATMUL ? ONEDNN_SMALL_WORK : ONEDNN_SMALL_STREAM);
+    return work < (onednn__is_matmul(code) ? ONEDNN_SMALL_WORK : ONEDNN_SMALL_STREAM);
 }
 // This OpenMP thread's share [*i0, *i1) of n elements in a parallel loop of torc's own: one
 // contiguous chunk per thread, boundaries on 32 elements (64 bytes or more, so no two threads

@@ -238,6 +238,10 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
     }
     if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return ln_supported(op, why, n);
     if (code == TORC_OP_ADAM_STEP) return adam_ok(op, why, n);
+    if (code == TORC_OP_MATMUL_ROUNDED) {  // cuBLAS reads its operands as they are: autocast casts (backend.h)
+        snprintf(why, n, "matmul_rounded is not taken on cuda: cuBLAS cannot round operands as it reads them");
+        return false;
+    }
     // scaled_mm's in4 (scale_out) and out[1] (amax) are optional; max_dim / min_dim write two.
     const int want = op_arity(code);
     const bool smm = code == TORC_OP_SCALED_MM, pair = code == TORC_OP_MAX_DIM || code == TORC_OP_MIN_DIM;

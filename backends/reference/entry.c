@@ -145,6 +145,7 @@ static const ref_kernel kernels[] = {
     [TORC_OP_MAX_DIM] = {"max", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
     [TORC_OP_MIN_DIM] = {"min", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
     [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_adam_dtypes, ref_adam_run},
+    [TORC_OP_MATMUL_ROUNDED] = {"matmul_rounded", 2, ref_matmul_rounded_dtypes, ref_matmul_run},
 #ifdef TORC_TEST_EXTRA_ABI
     [TORC_OP_TEST_EXTRA] = {"test_extra", 1, ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
 #endif

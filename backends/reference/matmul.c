@@ -1,5 +1,6 @@
 // backends/reference/matmul.c — the reference batched matmul: in0 (..., M, K) @ in1 (..., K, N)
-// -> out (..., M, N), any strides, accumulating in double (floating) or wrapping int64 (integer).
+// -> out (..., M, N), any strides, accumulating in double (floating) or wrapping int64 (integer);
+// and MATMUL_ROUNDED, the same with the inputs and the sum rounded to params.matmul.dtype.
 #include <stdlib.h>
 
 #include "ref-impl.h"
@@ -10,6 +11,17 @@ bool ref_matmul_dtypes(const torc_op *op) {
     const torc_dtype a = op->in[0].dtype, b = op->in[1].dtype, o = op->out[0].dtype;
     if (!ref_dt_in(a, REF_DT_NUM) || !ref_dt_in(b, REF_DT_NUM) || !ref_dt_in(o, REF_DT_NUM)) return false;
     return ref_is_float(o) || (!ref_is_float(a) && !ref_is_float(b));
+}
+
+// MATMUL_ROUNDED: c = params.matmul.dtype is F16 or BF16; each input c or F32; out c or F32.
+bool ref_matmul_rounded_dtypes(const torc_op *op) {
+    const torc_dtype c = (torc_dtype)op->params.matmul.dtype;
+    if (c != TORC_DTYPE_F16 && c != TORC_DTYPE_BF16) return false;
+    for (int i = 0; i < 3; i++) {
+        const torc_dtype d = i < 2 ? op->in[i].dtype : op->out[0].dtype;
+        if (d != c && d != TORC_DTYPE_F32) return false;
+    }
+    return true;
 }
 
 static int check_shapes(const torc_op *op) {
@@ -44,22 +56,26 @@ static inline const char *mm_at(const mm_mat *m, int64_t r, int64_t c) {
 // Column panels of B are converted to a contiguous buffer once and reused by every row of A;
 // each output row accumulates over k in i-k-j order, so the inner loop streams two arrays.
 // Scratch (caller-allocated): panel K*NB, arow K, acc NB, of double or int64.
+// rdt: MATMUL_ROUNDED's c (inputs and sums rounded to it), else F64 (ref_round_to leaves doubles).
 static void mm_float(const mm_mat *A, const mm_mat *B, char *out, torc_dtype odt, int64_t ors, int64_t ocs,
-                     int64_t M, int64_t K, int64_t N, int64_t NB, double *panel, double *arow, double *acc) {
+                     int64_t M, int64_t K, int64_t N, int64_t NB, torc_dtype rdt, double *panel, double *arow,
+                     double *acc) {
     const int64_t osize = (int64_t)torc_abi_dtype_size(odt);
     for (int64_t j0 = 0; j0 < N; j0 += NB) {
         const int64_t nb = N - j0 < NB ? N - j0 : NB;
         for (int64_t k = 0; k < K; k++)
-            for (int64_t j = 0; j < nb; j++) panel[k * nb + j] = ref_load_f(mm_at(B, k, j0 + j), B->dtype);
+            for (int64_t j = 0; j < nb; j++)
+                panel[k * nb + j] = ref_round_to(ref_load_f(mm_at(B, k, j0 + j), B->dtype), rdt);
         for (int64_t i = 0; i < M; i++) {
-            for (int64_t k = 0; k < K; k++) arow[k] = ref_load_f(mm_at(A, i, k), A->dtype);
+            for (int64_t k = 0; k < K; k++) arow[k] = ref_round_to(ref_load_f(mm_at(A, i, k), A->dtype), rdt);
             for (int64_t j = 0; j < nb; j++) acc[j] = 0.0;
             for (int64_t k = 0; k < K; k++) {
                 const double a = arow[k];
                 const double *brow = panel + k * nb;
                 for (int64_t j = 0; j < nb; j++) acc[j] += a * brow[j];
             }
-            for (int64_t j = 0; j < nb; j++) ref_store_f(out + (i * ors + (j0 + j) * ocs) * osize, odt, acc[j]);
+            for (int64_t j = 0; j < nb; j++)
+                ref_store_f(out + (i * ors + (j0 + j) * ocs) * osize, odt, ref_round_to(acc[j], rdt));
         }
     }
 }
@@ -128,7 +144,8 @@ int ref_matmul_run(const torc_op *op) {
     const torc_operand *a = &op->in[0], *b = &op->in[1], *o = &op->out[0];
     const int nd = a->ndim;
     const int64_t M = a->shape[nd - 2], K = a->shape[nd - 1], N = b->shape[nd - 1];
-    if (ref_numel(o) == 0 || small_float(a, b, o, M, K, N)) return TORC_OK;
+    const bool rounded = op->code == TORC_OP_MATMUL_ROUNDED;
+    if (ref_numel(o) == 0 || (!rounded && small_float(a, b, o, M, K, N))) return TORC_OK;
 
     // Panel width: the panel holds about 1 Mi elements (8 MiB), at least 16 columns wide.
     int64_t NB = K > 0 ? (INT64_C(1) << 20) / K : N;
@@ -159,8 +176,8 @@ int ref_matmul_run(const torc_op *op) {
         char *out = (char *)o->data + ooff * osz;
         if (floating) {
             double *s = scratch;
-            mm_float(&A, &B, out, o->dtype, o->stride[nd - 2], o->stride[nd - 1], M, K, N, NB, s, s + K * NB,
-                     s + K * NB + K);
+            mm_float(&A, &B, out, o->dtype, o->stride[nd - 2], o->stride[nd - 1], M, K, N, NB,
+                     rounded ? (torc_dtype)op->params.matmul.dtype : TORC_DTYPE_F64, s, s + K * NB, s + K * NB + K);
         } else {
             int64_t *s = scratch;
             mm_int(&A, &B, out, o->dtype, o->stride[nd - 2], o->stride[nd - 1], M, K, N, NB, s, s + K * NB,

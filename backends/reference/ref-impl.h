@@ -259,6 +259,7 @@ REF_KERNEL_DECL(reduce)
 REF_KERNEL_DECL(minmax_dim)  // reduce.c
 REF_KERNEL_DECL(softmax)
 REF_KERNEL_DECL(matmul)
+bool ref_matmul_rounded_dtypes(const torc_op *op);  // matmul.c: MATMUL_ROUNDED's (its run is ref_matmul_run)
 REF_KERNEL_DECL(index)
 REF_KERNEL_DECL(scaled_mm)
 REF_KERNEL_DECL(pointwise)

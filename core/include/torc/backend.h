@@ -25,9 +25,9 @@ extern "C" {
 // break a built plugin fails the build instead.
 #define TORC_BACKEND_ABI_MAJOR 2
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_BACKEND_ABI_MINOR 2  // tests/abi's test build: its extra opcode and dtype are minor 2's
+#define TORC_BACKEND_ABI_MINOR 3  // tests/abi's test build: its extra opcode and dtype are minor 3's
 #else
-#define TORC_BACKEND_ABI_MINOR 1  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP
+#define TORC_BACKEND_ABI_MINOR 2  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED
 #endif
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
@@ -204,12 +204,24 @@ extern "C" {
                                         /* Ro(wd) * p and the sum in double (as ADD with alpha), rounded by R(). */      \
     /* end */
 
+// v2.2: autocast's matmul without its casts.
+#define TORC_OP_LIST_V2_2(X) \
+    X(MATMUL_ROUNDED, "matmul_rounded", 2) /* MATMUL as torch.autocast runs it in c = params.matmul.dtype (F16 */   \
+                                        /* or BF16), its casts fused: each input is c or F32 (each on its own), */       \
+                                        /* every element rounded to c as a cast would; the products summed as */         \
+                                        /* MATMUL sums c x c; the sum rounded to c, then stored in out's dtype */        \
+                                        /* (c or F32, exactly). Equal, bit for bit on one backend, to casting the */     \
+                                        /* F32 inputs to c, MATMUL with out c, and casting out to its dtype. A */        \
+                                        /* backend may take it only where the fusion pays: autocast asks */              \
+                                        /* supports() first and, where declined, casts and sends MATMUL. */              \
+    /* end */
+
 // A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor: it copies
 // in[0] to out[0] (same dtype), to prove that an older plugin is never sent it.
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) X(TEST_EXTRA, "test_extra", 2)
+#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) X(TEST_EXTRA, "test_extra", 3)
 #else
-#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X)
+#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X)
 #endif
 
 typedef enum torc_opcode {
@@ -243,6 +255,7 @@ typedef union torc_op_params {
     struct { int approximate; } gelu;
     struct { double eps; int32_t axis; uint32_t affine; } norm;  // LAYER_NORM*: affine 1 weight, 2 bias (v2.1)
     struct { double lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt; uint32_t flags; } adam;  // (v2.1)
+    struct { int32_t dtype; } matmul;                    // MATMUL_ROUNDED: c, a torc_dtype (v2.2)
     double raw[8];                                       // room to grow without an ABI break
 } torc_op_params;
 
