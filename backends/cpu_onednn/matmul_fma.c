@@ -77,34 +77,37 @@ KERNEL512(8)
 KERNEL512(4)
 
 #define FMA_MR256 6
-__attribute__((target("avx2,fma"))) static void kernel_avx2(int64_t kc, const float *restrict a,
-                                                            const float *restrict b, float *restrict c,
-                                                            int64_t ldc, bool add) {
-    __m256 acc[FMA_MR256][2];
-#pragma GCC unroll 6
-    for (int i = 0; i < FMA_MR256; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    for (int64_t k = 0; k < kc; k++) {
-        const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-#pragma GCC unroll 6
-        for (int i = 0; i < FMA_MR256; i++) {
-            const __m256 ai = _mm256_broadcast_ss(a + i);
-            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-        }
-        a += FMA_MR256;
-        b += 16;
+// MR rows x 16 columns (two ymm per row); also 4 and 2 rows for a block's last rows (64 rows as
+// 10 x 6 + 4).
+#define KERNEL256(MR)                                                                                   \
+    __attribute__((target("avx2,fma"))) static void kernel_avx2_##MR(                                    \
+        int64_t kc, const float *restrict a, const float *restrict b, float *restrict c, int64_t ldc,    \
+        bool add) {                                                                                       \
+        __m256 acc[MR][2];                                                                                \
+        _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
+        for (int64_t k = 0; k < kc; k++) {                                                                \
+            const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);                              \
+            _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++) {                                        \
+                const __m256 ai = _mm256_broadcast_ss(a + i);                                             \
+                acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);                                           \
+                acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);                                           \
+            }                                                                                             \
+            a += MR;                                                                                      \
+            b += 16;                                                                                      \
+        }                                                                                                 \
+        _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++) {                                            \
+            float *r = c + i * ldc;                                                                       \
+            if (add) {                                                                                    \
+                acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(r));                                 \
+                acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(r + 8));                             \
+            }                                                                                             \
+            _mm256_storeu_ps(r, acc[i][0]);                                                               \
+            _mm256_storeu_ps(r + 8, acc[i][1]);                                                           \
+        }                                                                                                 \
     }
-#pragma GCC unroll 6
-    for (int i = 0; i < FMA_MR256; i++) {
-        float *r = c + i * ldc;
-        if (add) {
-            acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(r));
-            acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(r + 8));
-        }
-        _mm256_storeu_ps(r, acc[i][0]);
-        _mm256_storeu_ps(r + 8, acc[i][1]);
-    }
-}
+KERNEL256(6)
+KERNEL256(4)
+KERNEL256(2)
 
 typedef struct fma_isa {
     int mr, nr;
@@ -116,7 +119,7 @@ typedef struct fma_isa {
 static fma_isa pick_isa(void) {
     if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
         return (fma_isa){FMA_MR512, 32, kernel_avx512_12, {4, 8}, {kernel_avx512_4, kernel_avx512_8}};
-    return (fma_isa){FMA_MR256, 16, kernel_avx2, {0, 0}, {NULL, NULL}};
+    return (fma_isa){FMA_MR256, 16, kernel_avx2_6, {2, 4}, {kernel_avx2_2, kernel_avx2_4}};
 }
 
 // The tile height for the rows [ir, m) of a block: MR, or the smallest smaller tile that holds them.
@@ -332,6 +335,39 @@ pack_t4_k(src_kind sk, const char *s, int64_t lb, int64_t kc, int R, float *rest
         for (int t = 0; t < 4; t++) dst[k * R + t] = load_one(sk, s + t * lb, k);
 }
 
+// The same for lines [0, 2): 2 x 8 blocks interleaved (AVX2's 6-row panels are 4 + 2 lines; one
+// line at a time through a converted line buffer they took a third of its packing time).
+__attribute__((target("avx2,f16c"), always_inline)) static inline void
+pack_t2_k(src_kind sk, const char *s, int64_t lb, int64_t kc, int R, float *restrict dst) {
+    const int64_t es = src_size(sk);
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8) {
+        const char *p = s + k * es;
+        const __m256 r0 = load8(sk, p), r1 = load8(sk, p + lb);
+        const __m256 lo = _mm256_unpacklo_ps(r0, r1), hi = _mm256_unpackhi_ps(r0, r1);  // k 0 1 4 5 | 2 3 6 7
+        const __m128 l0 = _mm256_castps256_ps128(lo), l1 = _mm256_extractf128_ps(lo, 1),
+                     h0 = _mm256_castps256_ps128(hi), h1 = _mm256_extractf128_ps(hi, 1);
+        float *d = dst + k * R;
+        _mm_storel_pi((__m64 *)d, l0);
+        _mm_storeh_pi((__m64 *)(d + R), l0);
+        _mm_storel_pi((__m64 *)(d + 2 * R), h0);
+        _mm_storeh_pi((__m64 *)(d + 3 * R), h0);
+        _mm_storel_pi((__m64 *)(d + 4 * R), l1);
+        _mm_storeh_pi((__m64 *)(d + 5 * R), l1);
+        _mm_storel_pi((__m64 *)(d + 6 * R), h1);
+        _mm_storeh_pi((__m64 *)(d + 7 * R), h1);
+    }
+    for (; k < kc; k++)
+        for (int t = 0; t < 2; t++) dst[k * R + t] = load_one(sk, s + t * lb, k);
+}
+
+__attribute__((target("avx2,f16c"))) static void pack_t2(src_kind k, const char *s, int64_t lb, int64_t kc,
+                                                         int R, float *restrict dst) {
+#define PACK_T2(kk) pack_t2_k(kk, s, lb, kc, R, dst)
+    FOR_EACH_KIND(k, PACK_T2);
+#undef PACK_T2
+}
+
 __attribute__((target("avx2,f16c"))) static void pack_t8(src_kind k, const char *s, int64_t lb, int64_t kc,
                                                          int R, float *restrict dst) {
 #define PACK_T8(kk) pack_t8_k(kk, s, lb, kc, R, dst)
@@ -358,11 +394,12 @@ static void pack_panel(src_kind sk, const void *src, int64_t ls, int64_t ks, int
         load_lines(sk, s, ks * es, kc, (int)nl, R, dst);
         return;
     }
-    if (ks == 1) {  // each line's k contiguous: 8 (4) lines at a time, transposed in registers
+    if (ks == 1) {  // each line's k contiguous: 8 (4, 2) lines at a time, transposed in registers
         const int64_t lb = ls * es;
         int64_t l = 0;
         for (; l + 8 <= nl; l += 8) pack_t8(sk, s + l * lb, lb, kc, R, dst + l);
         for (; l + 4 <= nl; l += 4) pack_t4(sk, s + l * lb, lb, kc, R, dst + l);
+        for (; l + 2 <= nl; l += 2) pack_t2(sk, s + l * lb, lb, kc, R, dst + l);
         for (; l < nl; l++) {
             load_lines(sk, s + l * lb, 0, 1, (int)kc, (int)kc, line);
             for (int64_t k = 0; k < kc; k++) dst[k * R + l] = line[k];
