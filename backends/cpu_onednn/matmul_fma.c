@@ -423,31 +423,32 @@ typedef struct fma_run {
     bool direct;           // C is f32 with unit column stride: runs add into C itself
 } fma_run;
 
-// n sums rounded to MATMUL_ROUNDED's c and back, in place (an f32 C of it).
-__attribute__((target("avx2,f16c"))) static void round_sums(float *x, int64_t n, dnnl_data_type_t c) {
-    const src_kind k = c == dnnl_f16 ? SRC_F32_AS_F16 : SRC_F32_AS_BF16;
+// n sums rounded to MATMUL_ROUNDED's c and back, into dst (an f32 C of it).
+__attribute__((target("avx2,f16c"))) static void round_row(float *dst, const float *src, int64_t n, src_kind k) {
     int64_t j = 0;
-    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, load8(k, (const char *)(x + j)));
-    for (; j < n; j++) x[j] = load_one(k, x, j);
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, load8(k, (const char *)(src + j)));
+    for (; j < n; j++) dst[j] = load_one(k, src, j);
 }
 
 // Rows [0, m) x columns [0, n) of the f32 block acc (row stride ld) into C at (i0, j0), rounded
-// (for an f32 C of MATMUL_ROUNDED to c first, in acc).
-static void write_out(const onednn_fma_gemm *g, float *acc, int64_t ld, int64_t i0, int64_t j0, int64_t m,
+// (for an f32 C of MATMUL_ROUNDED, to c).
+static void write_out(const onednn_fma_gemm *g, const float *acc, int64_t ld, int64_t i0, int64_t j0, int64_t m,
                       int64_t n) {
     const size_t es = dt_size(g->c_dt);
+    const bool round = g->round_dt != dnnl_data_type_undef;
+    const src_kind rk = g->round_dt == dnnl_f16 ? SRC_F32_AS_F16 : SRC_F32_AS_BF16;
     for (int64_t i = 0; i < m; i++) {
-        float *src = acc + i * ld;
-        if (g->c_dt == dnnl_f32 && g->round_dt != dnnl_data_type_undef) round_sums(src, n, g->round_dt);
+        const float *src = acc + i * ld;
         char *dst = (char *)g->c + ((i0 + i) * g->c_rs + j0 * g->c_cs) * (int64_t)es;
         if (g->c_cs == 1) {
-            if (g->c_dt == dnnl_f32) memcpy(dst, src, (size_t)n * sizeof(float));
+            if (g->c_dt == dnnl_f32 && round) round_row((float *)dst, src, n, rk);
+            else if (g->c_dt == dnnl_f32) memcpy(dst, src, (size_t)n * sizeof(float));
             else if (g->c_dt == dnnl_f16) onednn__f32_to_f16((uint16_t *)dst, src, n);
             else onednn__f32_to_bf16((uint16_t *)dst, src, n);
             continue;
         }
         for (int64_t j = 0; j < n; j++) {
-            if (g->c_dt == dnnl_f32) ((float *)dst)[j * g->c_cs] = src[j];
+            if (g->c_dt == dnnl_f32) ((float *)dst)[j * g->c_cs] = round ? load_one(rk, src, j) : src[j];
             else if (g->c_dt == dnnl_f16) ((uint16_t *)dst)[j * g->c_cs] = torc_f32_to_f16(src[j]);
             else ((uint16_t *)dst)[j * g->c_cs] = torc_f32_to_bf16(src[j]);
         }
@@ -461,7 +462,8 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     const src_kind sk = src_of(g->b_dt, g->round_dt);
     const int64_t es = src_size(sk);
     float *line = r->threads + tid * r->d.thread_floats + FMA_MC * FMA_KC + FMA_MC * r->d.nc;
-    // Row-major B, whole panels: row by row across the panels, so that B is read in its order.
+    // Row-major B, whole panels: panel by panel, each a run of K rows (row by row across the
+    // panels, the panels' writes at one offset hit one cache set).
     int64_t pf = p1;  // panels [p0, pf) done so
     if (g->b_cs == 1 && g->b_rs != 1) {
         while (pf > p0 && r->jc + pf * nr > g->N) pf--;
