@@ -30,6 +30,13 @@ static void stats_of(const char *name, int *runs, int *too_new) {
     dlclose(h);
 }
 
+// The plugin was never sent an opcode or dtype newer than its minor (its own count).
+static void assert_never_sent_newer(const char *name) {
+    int runs, too_new;
+    stats_of(name, &runs, &too_new);
+    ck_assert_int_eq(too_new, 0);
+}
+
 static void use_abi_plugins(void) { setenv("TORC_PLUGIN_PATH", getenv("TORC_ABI_PLUGIN_DIR"), 1); }
 
 // a + 2 * b on dev, checked on the host; the add (dense f32 operands) must run in the plugin
@@ -58,9 +65,7 @@ START_TEST(backend_built_against_the_frozen_2_0_headers_loads_and_runs) {
     torc_device *d = torc_device_get("abiold");
     ck_assert_msg(d != NULL, "%s", torc_last_error());
     add_on(d, "abiold");
-    int runs, too_new;
-    stats_of("abiold", &runs, &too_new);
-    ck_assert_int_eq(too_new, 0);
+    assert_never_sent_newer("abiold");
 }
 END_TEST
 
@@ -83,9 +88,7 @@ START_TEST(older_minor_backend_is_never_sent_layer_norm) {
                                1.7320508), 1e-6);
     ck_assert_int_eq(torc_backward(y, g, false), TORC_OK);
     tu_assert_values(torc_grad(x), TU_ARR(0.2683281, -0.3577709, -0.0894427, 0.1788854, 0, 0, 0, 0), 1e-6);
-    int runs, too_new;
-    stats_of("abiold", &runs, &too_new);
-    ck_assert_int_eq(too_new, 0);
+    assert_never_sent_newer("abiold");
     torc_scope_pop();
     torc_set_default_device(NULL);
 }
@@ -117,9 +120,7 @@ START_TEST(older_minor_backend_gets_autocast_matmuls_as_casts) {
     a = tu_values(torc_grad(w)), b = tu_values(torc_grad(w2));
     for (int i = 0; i < 6; i++) ck_assert_msg(a[i] == b[i], "grad[%d]: %g != %g", i, a[i], b[i]);
     free(a), free(b);
-    int runs, too_new;
-    stats_of("abiold", &runs, &too_new);
-    ck_assert_int_eq(too_new, 0);
+    assert_never_sent_newer("abiold");
     torc_scope_pop();
     torc_set_default_device(NULL);
 }
@@ -134,9 +135,7 @@ START_TEST(backend_of_2_0_is_never_sent_max_dim) {
     torc_tensor *x = torc_tensor_from((const float[]){1, 7, 3, 7}, TORC_SHAPE(2, 2), TORC_DTYPE_F32), *v, *i;
     ck_assert_msg(x != NULL, "%s", torc_last_error());
     ck_assert_int_eq(torc_max_dim(x, 1, false, &v, &i), TORC_OK);
-    int runs, too_new;
-    stats_of("abiold", &runs, &too_new);
-    ck_assert_int_eq(too_new, 0);
+    assert_never_sent_newer("abiold");
     ck_assert_ptr_eq(torc_get_device(v), d);
     tu_assert_values(v, TU_ARR(7, 7), 0);
     tu_assert_values(i, TU_ARR(1, 1), 0);
@@ -151,9 +150,7 @@ START_TEST(backend_claiming_a_newer_minor_loads_and_runs) {
     ck_assert_msg(d != NULL, "%s", torc_last_error());
     ck_assert_uint_eq(torc_device_backend_abi(d), (uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | 99));
     add_on(d, "abifuture");  // its unknown members are never called (one would abort)
-    int runs, too_new;
-    stats_of("abifuture", &runs, &too_new);
-    ck_assert_int_eq(too_new, 0);
+    assert_never_sent_newer("abifuture");
 }
 END_TEST
 
@@ -229,9 +226,7 @@ START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
     torc_tensor *y = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
     ck_assert_int_eq(torc_test_extra_op(y, xf), TORC_OK);
     tu_assert_values(y, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
-    int runs, too_new;
-    stats_of("abiold", &runs, &too_new);
-    ck_assert_int_eq(too_new, 0);
+    assert_never_sent_newer("abiold");
     torc_release(x), torc_release(xf), torc_release(y);
     torc_set_default_device(NULL);
 }
@@ -250,9 +245,7 @@ START_TEST(device_backend_of_an_older_minor_refuses_newer_ops_clearly) {
     ck_assert_msg(a && b, "%s", torc_last_error());
     ck_assert_int_eq(torc_test_extra_op(b, a), TORC_ERR_NOT_SUPPORTED);
     tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.3");
-    int runs, too_new;
-    stats_of("abiolddev", &runs, &too_new);
-    ck_assert_int_eq(too_new, 0);
+    assert_never_sent_newer("abiolddev");
     torc_release(a), torc_release(b);
     torc_set_default_device(NULL);
 }
@@ -274,9 +267,7 @@ START_TEST(single_op_api_keeps_the_minor_gate) {
     ck_assert_int_eq(torc_op_supported(d, &call), TORC_ERR_NOT_SUPPORTED);
     tu_assert_error(TORC_ERR_NOT_SUPPORTED, "the plugin (backend ABI 2.0) predates op 'max_dim', added in ABI 2.1");
     ck_assert_int_eq(torc_run_op(d, &call, TORC_RUN_NATIVE), TORC_ERR_NOT_SUPPORTED);
-    int runs, too_new;
-    stats_of("abiold", &runs, &too_new);
-    ck_assert_int_eq(too_new, 0);
+    assert_never_sent_newer("abiold");
     torc_scope_pop();
 }
 END_TEST
