@@ -273,6 +273,11 @@ static torc_status build(torc_device *dev, const torc_op_call *call, const char 
                                torc_device_name(dev));
         torc__operand(t, k < op->n_in ? &op->in[i] : &op->out[i]);
     }
+    const int32_t rd = op->params.matmul.dtype;
+    if (op->code == TORC_OP_MATMUL_ROUNDED && rd != TORC_DTYPE_F16 && rd != TORC_DTYPE_BF16)
+        return torc__error(TORC_ERR_DTYPE, "%s: op 'matmul_rounded': params.matmul.dtype is %s; it runs in float16 or "
+                                           "bfloat16", fn,
+                           torc__dtype_valid((torc_dtype)rd) ? torc_dtype_name((torc_dtype)rd) : "not a dtype");
     char why[TORC_SHAPE_STR_MAX + 96];
     checker c = {op, why, sizeof why};
     if (!shapes_ok(&c)) return torc__error(TORC_ERR_SHAPE, "%s: op '%s': %s", fn, torc_op_name(op->code), why);

@@ -57,6 +57,40 @@ START_TEST(two_outputs_come_back) {
 }
 END_TEST
 
+// MATMUL_ROUNDED through the public API: f32 operands rounded to c, the sum rounded to c and
+// stored in an f32 out: [0.1 0.2] @ [[3], [5]] in f16 is f16(f16(0.1) * 3 + f16(0.2) * 5) = 1.2998046875
+// (f32 alone: 1.3000000). A c that is not f16 or bf16 (the core), or an f64 operand (the backend),
+// is refused, out unchanged.
+START_TEST(matmul_rounded_rounds_inputs_and_sum) {
+    torc_device *d = dev_or_skip("reference");
+    ck_assert_ptr_nonnull(d);
+    torc_scope_push();
+    torc_tensor *a = torc_to_device(torc_tensor_from((const float[]){0.1f, 0.2f}, TORC_SHAPE(1, 2), TORC_DTYPE_F32), d);
+    torc_tensor *b = torc_to_device(torc_tensor_from((const float[]){3, 5}, TORC_SHAPE(2, 1), TORC_DTYPE_F32), d);
+    torc_tensor *out = torc_to_device(torc_zeros(TORC_SHAPE(1, 1), TORC_DTYPE_F32), d);
+    torc_op_call call = {.code = TORC_OP_MATMUL_ROUNDED, .n_in = 2, .n_out = 1, .in = {a, b}, .out = {out}};
+    call.params.matmul.dtype = TORC_DTYPE_F16;
+    ck_assert_msg(torc_run_op(d, &call, TORC_RUN_NATIVE) == TORC_OK, "%s", torc_last_error());
+    tu_assert_values(out, TU_ARR(1.2998046875), 0);
+    call.params.matmul.dtype = TORC_DTYPE_BF16;  // bf16(0.1) = 0.10009765625, bf16(0.2) = 0.2001953125
+    ck_assert_msg(torc_run_op(d, &call, TORC_RUN_NATIVE) == TORC_OK, "%s", torc_last_error());
+    tu_assert_values(out, TU_ARR(1.3046875), 0);
+    call.params.matmul.dtype = TORC_DTYPE_F64;
+    ck_assert_int_eq(torc_run_op(d, &call, 0), TORC_ERR_DTYPE);
+    tu_assert_error(TORC_ERR_DTYPE, "params.matmul.dtype is float64; it runs in float16 or bfloat16");
+    tu_assert_values(out, TU_ARR(1.3046875), 0);  // unchanged
+    call.params.matmul.dtype = 999;
+    ck_assert_int_eq(torc_run_op(d, &call, 0), TORC_ERR_DTYPE);
+    tu_assert_error(TORC_ERR_DTYPE, "params.matmul.dtype is not a dtype");
+    call.params.matmul.dtype = TORC_DTYPE_F16;
+    call.in[0] = torc_to_dtype(a, TORC_DTYPE_F64);
+    ck_assert_int_eq(torc_run_op(d, &call, 0), TORC_ERR_NOT_SUPPORTED);
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "\"matmul_rounded\" not implemented for 'Double'");
+    torc_clear_error();
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(native_flag_refuses_what_the_backend_declines) {
     torc_device *d = dev_or_skip("onednn");
     if (!d) return;  // no oneDNN in this build: the fallback has nothing to show
@@ -159,6 +193,7 @@ int main(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, runs_ops_on_each_host_backend);
     tcase_add_test(tc, two_outputs_come_back);
+    tcase_add_test(tc, matmul_rounded_rounds_inputs_and_sum);
     tcase_add_test(tc, native_flag_refuses_what_the_backend_declines);
     tcase_add_test(tc, malformed_calls_are_refused_before_the_backend);
     suite_add_tcase(s, tc);
