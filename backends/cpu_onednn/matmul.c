@@ -241,9 +241,9 @@ static void matmul_views(const torc_op *op, onednn_view *a, int *a_buf, onednn_v
 }
 
 // MATMUL_ROUNDED on the FMA GEMM, which rounds f32 operands to c while it packs and the sums to c
-// as it writes them out. Only there: on the other paths (bf16 dot products, AMX, GEMMs under
-// ONEDNN_SMALL_WORK, below AVX2) the fusion would be a cast into a temporary, which autocast's
-// own cast is, so it is declined and autocast casts (backend.h).
+// as it writes them out. Only where build_matmul would use it for c: on the other paths (bf16 dot
+// products, AMX, GEMMs under ONEDNN_SMALL_WORK, below AVX2) the fusion would be a cast into a
+// temporary, which autocast's own cast is, so it is declined and autocast casts (backend.h).
 static int build_rounded(const torc_op *op, onednn_plan *p) {
     const torc_dtype c = (torc_dtype)op->params.matmul.dtype, dts[3] = {op->in[0].dtype, op->in[1].dtype, op->out[0].dtype};
     if (c != TORC_DTYPE_F16 && c != TORC_DTYPE_BF16)
@@ -255,10 +255,12 @@ static int build_rounded(const torc_op *op, onednn_plan *p) {
                                  torc_abi_dtype_name(c), torc_abi_dtype_name(c), torc_abi_dtype_name(dts[i]));
     const int nd = op->out[0].ndim;
     const int64_t K = op->in[0].shape[nd - 1];
-    const bool fma_path = c == TORC_DTYPE_F16 || !(onednn__bf16_matmul_native() || onednn__bf16_dot());
+    // bf16 runs where build_matmul would run a bf16 GEMM of this size on the FMA GEMM.
+    const bool fma_path = c == TORC_DTYPE_F16 || (!onednn__bf16_matmul_native() && (!onednn__bf16_dot() ||
+                                                                                 onednn__work(op) >= ONEDNN_BF16_VIA_F32_WORK));
     if (!onednn__fma_usable() || !fma_path || K == 0 || onednn__work(op) < onednn__fma_min_work())
         return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul_rounded runs on the FMA GEMM only (from AVX2, "
-                             "GEMMs of 1M multiply-adds, bf16 where the CPU has no bf16 dot products)");
+                             "GEMMs of 1M multiply-adds, bf16 where it runs on f32 FMAs)");
     if (onednn__numel(&op->out[0]) == 0) return 0;
     onednn_view a, b, cv;
     int a_buf, b_buf;
