@@ -8,47 +8,6 @@
 
 #include "torc-impl.h"
 
-// Inputs each opcode takes (a range where the op has optional operands).
-static void arity(const torc_op *op, int *in_lo, int *in_hi, int *out_lo, int *out_hi) {
-    *out_lo = *out_hi = 1;
-    switch (op->code) {
-    case TORC_OP_FILL:
-    case TORC_OP_ARANGE:
-    case TORC_OP_LINSPACE:
-    case TORC_OP_RAND_UNIFORM:
-    case TORC_OP_RAND_NORMAL:
-    case TORC_OP_RAND_INT: *in_lo = *in_hi = 0; return;
-    case TORC_OP_WHERE:
-    case TORC_OP_ADDCMUL:
-    case TORC_OP_ADDCDIV: *in_lo = *in_hi = 3; return;
-    case TORC_OP_SCALED_MM: *in_lo = 4, *in_hi = 5, *out_hi = 2; return;
-    case TORC_OP_LAYER_NORM: {
-        const uint32_t a = op->params.norm.affine;
-        *in_lo = *in_hi = 1 + (a & 1) + (a >> 1 & 1);
-        *out_lo = *out_hi = 3;
-        return;
-    }
-    case TORC_OP_LAYER_NORM_BACKWARD: {
-        const uint32_t a = op->params.norm.affine;
-        *in_lo = *in_hi = 4 + (a & 1);
-        *out_lo = *out_hi = 1 + (a & 1) + (a >> 1 & 1);
-        return;
-    }
-    case TORC_OP_MAX_DIM:
-    case TORC_OP_MIN_DIM: *in_lo = *in_hi = 1, *out_lo = *out_hi = 2; return;
-    case TORC_OP_MATMUL_ROUNDED: *in_lo = *in_hi = 2; return;
-    case TORC_OP_ADAM_STEP:
-        *in_lo = *in_hi = 1;
-        *out_lo = *out_hi = op->params.adam.flags & TORC_ADAM_AMSGRAD ? 4 : 3;
-        return;
-    default: break;
-    }
-    if (op->code >= TORC_OP_ADD && op->code <= TORC_OP_LOGICAL_OR) *in_lo = *in_hi = 2;
-    else if (op->code == TORC_OP_LERP || (op->code >= TORC_OP_MATMUL && op->code <= TORC_OP_MASKED_SCATTER))
-        *in_lo = *in_hi = 2;
-    else *in_lo = *in_hi = 1;  // COPY, unary, reductions, softmax, TRIU/TRIL
-}
-
 typedef struct checker {
     const torc_op *op;
     char *why;
@@ -253,7 +212,7 @@ static torc_status build(torc_device *dev, const torc_op_call *call, const char 
     op->code = call->code;
     op->params = call->params;
     int in_lo, in_hi, out_lo, out_hi;
-    arity(op, &in_lo, &in_hi, &out_lo, &out_hi);
+    torc_op_counts(op, &in_lo, &in_hi, &out_lo, &out_hi);  // backend.h
     if (call->n_in < in_lo || call->n_in > in_hi || call->n_out < out_lo || call->n_out > out_hi) {
         char ins[16], outs[16];
         snprintf(ins, sizeof ins, in_hi > in_lo ? "%d or %d" : "%d", in_lo, in_hi);

@@ -17,22 +17,6 @@ static const char *op_name(int code) {
     return code >= 0 && code < TORC_OP_COUNT ? OP_NAMES[code] : "unknown op";
 }
 
-// Inputs each opcode takes.
-static int op_arity(int code) {
-    if (code == TORC_OP_COPY) return 1;
-    if (code <= TORC_OP_RAND_INT) return 0;
-    if (code <= TORC_OP_LOGICAL_NOT) return 1;
-    if (code <= TORC_OP_LOGICAL_OR) return 2;
-    if (code == TORC_OP_WHERE) return 3;
-    if (code <= TORC_OP_LOG_SOFTMAX) return 1;
-    if (code == TORC_OP_TRIU || code == TORC_OP_TRIL) return 1;
-    if (code == TORC_OP_SCALED_MM) return 4;  // a, b, scale_a, scale_b
-    if (code == TORC_OP_ADDCMUL || code == TORC_OP_ADDCDIV) return 3;  // self, tensor1, tensor2
-    if (code == TORC_OP_LERP) return 2;                                  // self, end
-    if (code == TORC_OP_MAX_DIM || code == TORC_OP_MIN_DIM) return 1;
-    return 2;  // matmul, index ops
-}
-
 static bool operand_ok(const torc_operand *o, char *why, size_t n, const char *which) {
     if (o->dtype < 0 || o->dtype >= TORC_DTYPE_COUNT) {
         snprintf(why, n, "%s has an invalid dtype %d", which, (int)o->dtype);
@@ -169,11 +153,9 @@ static int64_t numel_of(const torc_operand *o) {
 static bool ln_supported(const torc_op *op, char *why, size_t n) {
     const bool bw = op->code == TORC_OP_LAYER_NORM_BACKWARD;
     const uint32_t a = op->params.norm.affine;
-    const int w = (int)(a & 1), b = (int)(a >> 1 & 1);
-    const int n_in = bw ? 4 + w : 1 + w + b, n_out = bw ? 1 + w + b : 3;
-    if ((a & ~3u) || op->n_in != n_in || op->n_out != n_out) {
-        snprintf(why, n, "%s with affine %u takes %d inputs and %d outputs, got %d and %d", op_name(op->code), a, n_in,
-                 n_out, op->n_in, op->n_out);
+    const int w = (int)(a & 1);
+    if (a & ~3u) {
+        snprintf(why, n, "%s: params.norm.affine is %u (bits 1 weight and 2 bias only)", op_name(op->code), a);
         return false;
     }
     for (int i = 0; i < op->n_in + op->n_out; i++)
@@ -205,11 +187,7 @@ static bool ln_supported(const torc_op *op, char *why, size_t n) {
 // ADAM_STEP: out[0..3) param, exp_avg, exp_avg_sq (+ max_exp_avg_sq with amsgrad), in0 grad, all
 // dense with one shape and one of the four floating dtypes the kernel takes.
 static bool adam_ok(const torc_op *op, char *why, size_t n) {
-    const int want = op->params.adam.flags & TORC_ADAM_AMSGRAD ? 4 : 3;
-    if (op->n_in != 1 || op->n_out != want) {
-        snprintf(why, n, "adam_step takes 1 input and %d outputs, got %d and %d", want, op->n_in, op->n_out);
-        return false;
-    }
+    const int want = op->n_out;  // 3, or 4 with AMSGRAD (counted by the caller)
     const torc_dtype t = op->out[0].dtype;
     if (t != TORC_DTYPE_F64 && t != TORC_DTYPE_F32 && t != TORC_DTYPE_F16 && t != TORC_DTYPE_BF16) {
         snprintf(why, n, "adam_step does not take dtype %d", (int)t);
@@ -236,23 +214,23 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         snprintf(why, n, "unknown opcode %d", code);
         return false;
     }
-    if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return ln_supported(op, why, n);
-    if (code == TORC_OP_ADAM_STEP) return adam_ok(op, why, n);
     if (code == TORC_OP_MATMUL_ROUNDED) {  // cuBLAS reads its operands as they are: autocast casts (backend.h)
         snprintf(why, n, "matmul_rounded is not taken on cuda: cuBLAS cannot round operands as it reads them");
         return false;
     }
-    // scaled_mm's in4 (scale_out) and out[1] (amax) are optional; max_dim / min_dim write two.
-    const int want = op_arity(code);
-    const bool smm = code == TORC_OP_SCALED_MM, pair = code == TORC_OP_MAX_DIM || code == TORC_OP_MIN_DIM;
-    if (op->n_in != want && !(smm && op->n_in == want + 1)) {
-        snprintf(why, n, "%s takes %d inputs, got %d", op_name(code), want, op->n_in);
+    // The counts of backend.h's contract (scaled_mm's scale_out and amax optional).
+    int in_lo, in_hi, out_lo, out_hi;
+    torc_op_counts(op, &in_lo, &in_hi, &out_lo, &out_hi);
+    if (op->n_in < in_lo || op->n_in > in_hi || op->n_out < out_lo || op->n_out > out_hi) {
+        char ins[16], outs[16];
+        snprintf(ins, sizeof ins, in_hi > in_lo ? "%d or %d" : "%d", in_lo, in_hi);
+        snprintf(outs, sizeof outs, out_hi > out_lo ? "%d or %d" : "%d", out_lo, out_hi);
+        snprintf(why, n, "%s takes %s inputs and %s outputs, got %d and %d", op_name(code), ins, outs, op->n_in,
+                 op->n_out);
         return false;
     }
-    if (op->n_out < (pair ? 2 : 1) || op->n_out > (smm || pair ? 2 : 1)) {
-        snprintf(why, n, "%s takes %s output(s), got %d", op_name(code), smm ? "1 or 2" : pair ? "2" : "1", op->n_out);
-        return false;
-    }
+    if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return ln_supported(op, why, n);
+    if (code == TORC_OP_ADAM_STEP) return adam_ok(op, why, n);
     if (!operand_ok(&op->out[0], why, n, "out")) return false;
     if (op->n_out > 1 && !operand_ok(&op->out[1], why, n, "out1")) return false;
     for (int k = 0; k < op->n_in; k++) {
@@ -303,7 +281,7 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         }
         return true;
     }
-    if (pair) {  // in0 (ndim >= 1) -> values, indices: in0's shape with dim of size 1
+    if (code == TORC_OP_MAX_DIM || code == TORC_OP_MIN_DIM) {  // in0 (ndim >= 1) -> values, indices: in0's shape with dim of size 1
         const torc_operand *in = &op->in[0];
         const int dim = op->params.dim.dim;
         bool ok = in->ndim >= 1 && dim >= 0 && dim < in->ndim;

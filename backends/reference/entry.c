@@ -72,82 +72,82 @@ const char *ref_last_error(void *ctx) {
 // reference kernel a compile error; init() refuses a table with a hole in the middle.
 
 static const ref_kernel kernels[] = {
-    [TORC_OP_FILL] = {"fill", 0, ref_fill_dtypes, ref_fill_run},
-    [TORC_OP_COPY] = {"copy", 1, ref_copy_dtypes, ref_copy_run},
-    [TORC_OP_ARANGE] = {"arange", 0, ref_arange_dtypes, ref_arange_run},
-    [TORC_OP_LINSPACE] = {"linspace", 0, ref_linspace_dtypes, ref_linspace_run},
-    [TORC_OP_RAND_UNIFORM] = {"uniform", 0, ref_random_dtypes, ref_random_run},
-    [TORC_OP_RAND_NORMAL] = {"normal", 0, ref_random_dtypes, ref_random_run},
-    [TORC_OP_RAND_INT] = {"randint", 0, ref_random_dtypes, ref_random_run},
-    [TORC_OP_NEG] = {"neg", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_ABS] = {"abs", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_SIGN] = {"sign", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_SQRT] = {"sqrt", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_RSQRT] = {"rsqrt", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_SQUARE] = {"square", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_RECIPROCAL] = {"reciprocal", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_EXP] = {"exp", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_LOG] = {"log", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_SIN] = {"sin", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_COS] = {"cos", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_TANH] = {"tanh", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_SIGMOID] = {"sigmoid", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_RELU] = {"relu", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_GELU] = {"gelu", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_POW_SCALAR] = {"pow", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_ERF] = {"erf", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_ERFINV] = {"erfinv", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_LOGICAL_NOT] = {"logical_not", 1, ref_unary_dtypes, ref_unary_run},
-    [TORC_OP_ADD] = {"add", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_SUB] = {"sub", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_MUL] = {"mul", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_DIV] = {"div", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_POW] = {"pow", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_MAXIMUM] = {"maximum", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_MINIMUM] = {"minimum", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_EQ] = {"eq", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_NE] = {"ne", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_LT] = {"lt", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_LE] = {"le", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_GT] = {"gt", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_GE] = {"ge", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_LOGICAL_AND] = {"logical_and", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_LOGICAL_OR] = {"logical_or", 2, ref_binary_dtypes, ref_binary_run},
-    [TORC_OP_WHERE] = {"where", 3, ref_where_dtypes, ref_where_run},
-    [TORC_OP_SUM] = {"sum", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_MEAN] = {"mean", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_PROD] = {"prod", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_MAX] = {"max", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_MIN] = {"min", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_ARGMAX] = {"argmax", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_ARGMIN] = {"argmin", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_VAR] = {"var", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_STD] = {"std", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_NORM] = {"linalg.vector_norm", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_LOGSUMEXP] = {"logsumexp", 1, ref_reduce_dtypes, ref_reduce_run},
-    [TORC_OP_SOFTMAX] = {"softmax", 1, ref_softmax_dtypes, ref_softmax_run},
-    [TORC_OP_LOG_SOFTMAX] = {"log_softmax", 1, ref_softmax_dtypes, ref_softmax_run},
-    [TORC_OP_MATMUL] = {"matmul", 2, ref_matmul_dtypes, ref_matmul_run},
-    [TORC_OP_INDEX_SELECT] = {"index_select", 2, ref_index_dtypes, ref_index_run},
-    [TORC_OP_GATHER] = {"gather", 2, ref_index_dtypes, ref_index_run},
-    [TORC_OP_MASKED_SELECT] = {"masked_select", 2, ref_index_dtypes, ref_index_run},
-    [TORC_OP_INDEX_ADD] = {"index_add_", 2, ref_index_dtypes, ref_index_run},
-    [TORC_OP_SCATTER_ADD] = {"scatter_add_", 2, ref_index_dtypes, ref_index_run},
-    [TORC_OP_MASKED_SCATTER] = {"masked_scatter_", 2, ref_index_dtypes, ref_index_run},
-    [TORC_OP_TRIU] = {"triu", 1, ref_index_dtypes, ref_index_run},
-    [TORC_OP_TRIL] = {"tril", 1, ref_index_dtypes, ref_index_run},
-    [TORC_OP_SCALED_MM] = {"_scaled_mm", 4, ref_scaled_mm_dtypes, ref_scaled_mm_run},
-    [TORC_OP_ADDCMUL] = {"addcmul_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
-    [TORC_OP_ADDCDIV] = {"addcdiv_cpu_out", 3, ref_pointwise_dtypes, ref_pointwise_run},
-    [TORC_OP_LERP] = {"lerp_kernel_scalar", 2, ref_pointwise_dtypes, ref_pointwise_run},
-    [TORC_OP_LAYER_NORM] = {"LayerNormKernelImpl", 1, ref_layer_norm_dtypes, ref_layer_norm_run},
-    [TORC_OP_LAYER_NORM_BACKWARD] = {"LayerNormBackwardKernelImpl", 4, ref_layer_norm_dtypes, ref_layer_norm_run},
-    [TORC_OP_MAX_DIM] = {"max", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
-    [TORC_OP_MIN_DIM] = {"min", 1, ref_minmax_dim_dtypes, ref_minmax_dim_run},
-    [TORC_OP_ADAM_STEP] = {"_fused_adam", 1, ref_adam_dtypes, ref_adam_run},
-    [TORC_OP_MATMUL_ROUNDED] = {"matmul_rounded", 2, ref_matmul_rounded_dtypes, ref_matmul_run},
+    [TORC_OP_FILL] = {"fill", ref_fill_dtypes, ref_fill_run},
+    [TORC_OP_COPY] = {"copy", ref_copy_dtypes, ref_copy_run},
+    [TORC_OP_ARANGE] = {"arange", ref_arange_dtypes, ref_arange_run},
+    [TORC_OP_LINSPACE] = {"linspace", ref_linspace_dtypes, ref_linspace_run},
+    [TORC_OP_RAND_UNIFORM] = {"uniform", ref_random_dtypes, ref_random_run},
+    [TORC_OP_RAND_NORMAL] = {"normal", ref_random_dtypes, ref_random_run},
+    [TORC_OP_RAND_INT] = {"randint", ref_random_dtypes, ref_random_run},
+    [TORC_OP_NEG] = {"neg", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ABS] = {"abs", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SIGN] = {"sign", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SQRT] = {"sqrt", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_RSQRT] = {"rsqrt", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SQUARE] = {"square", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_RECIPROCAL] = {"reciprocal", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_EXP] = {"exp", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_LOG] = {"log", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SIN] = {"sin", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_COS] = {"cos", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_TANH] = {"tanh", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_SIGMOID] = {"sigmoid", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_RELU] = {"relu", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_GELU] = {"gelu", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_POW_SCALAR] = {"pow", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ERF] = {"erf", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ERFINV] = {"erfinv", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_LOGICAL_NOT] = {"logical_not", ref_unary_dtypes, ref_unary_run},
+    [TORC_OP_ADD] = {"add", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_SUB] = {"sub", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_MUL] = {"mul", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_DIV] = {"div", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_POW] = {"pow", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_MAXIMUM] = {"maximum", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_MINIMUM] = {"minimum", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_EQ] = {"eq", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_NE] = {"ne", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_LT] = {"lt", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_LE] = {"le", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_GT] = {"gt", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_GE] = {"ge", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_LOGICAL_AND] = {"logical_and", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_LOGICAL_OR] = {"logical_or", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_WHERE] = {"where", ref_where_dtypes, ref_where_run},
+    [TORC_OP_SUM] = {"sum", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_MEAN] = {"mean", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_PROD] = {"prod", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_MAX] = {"max", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_MIN] = {"min", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_ARGMAX] = {"argmax", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_ARGMIN] = {"argmin", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_VAR] = {"var", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_STD] = {"std", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_NORM] = {"linalg.vector_norm", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_LOGSUMEXP] = {"logsumexp", ref_reduce_dtypes, ref_reduce_run},
+    [TORC_OP_SOFTMAX] = {"softmax", ref_softmax_dtypes, ref_softmax_run},
+    [TORC_OP_LOG_SOFTMAX] = {"log_softmax", ref_softmax_dtypes, ref_softmax_run},
+    [TORC_OP_MATMUL] = {"matmul", ref_matmul_dtypes, ref_matmul_run},
+    [TORC_OP_INDEX_SELECT] = {"index_select", ref_index_dtypes, ref_index_run},
+    [TORC_OP_GATHER] = {"gather", ref_index_dtypes, ref_index_run},
+    [TORC_OP_MASKED_SELECT] = {"masked_select", ref_index_dtypes, ref_index_run},
+    [TORC_OP_INDEX_ADD] = {"index_add_", ref_index_dtypes, ref_index_run},
+    [TORC_OP_SCATTER_ADD] = {"scatter_add_", ref_index_dtypes, ref_index_run},
+    [TORC_OP_MASKED_SCATTER] = {"masked_scatter_", ref_index_dtypes, ref_index_run},
+    [TORC_OP_TRIU] = {"triu", ref_index_dtypes, ref_index_run},
+    [TORC_OP_TRIL] = {"tril", ref_index_dtypes, ref_index_run},
+    [TORC_OP_SCALED_MM] = {"_scaled_mm", ref_scaled_mm_dtypes, ref_scaled_mm_run},
+    [TORC_OP_ADDCMUL] = {"addcmul_cpu_out", ref_pointwise_dtypes, ref_pointwise_run},
+    [TORC_OP_ADDCDIV] = {"addcdiv_cpu_out", ref_pointwise_dtypes, ref_pointwise_run},
+    [TORC_OP_LERP] = {"lerp_kernel_scalar", ref_pointwise_dtypes, ref_pointwise_run},
+    [TORC_OP_LAYER_NORM] = {"LayerNormKernelImpl", ref_layer_norm_dtypes, ref_layer_norm_run},
+    [TORC_OP_LAYER_NORM_BACKWARD] = {"LayerNormBackwardKernelImpl", ref_layer_norm_dtypes, ref_layer_norm_run},
+    [TORC_OP_MAX_DIM] = {"max", ref_minmax_dim_dtypes, ref_minmax_dim_run},
+    [TORC_OP_MIN_DIM] = {"min", ref_minmax_dim_dtypes, ref_minmax_dim_run},
+    [TORC_OP_ADAM_STEP] = {"_fused_adam", ref_adam_dtypes, ref_adam_run},
+    [TORC_OP_MATMUL_ROUNDED] = {"matmul_rounded", ref_matmul_rounded_dtypes, ref_matmul_run},
 #ifdef TORC_TEST_EXTRA_ABI
-    [TORC_OP_TEST_EXTRA] = {"test_extra", 1, ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
+    [TORC_OP_TEST_EXTRA] = {"test_extra", ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
 #endif
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,
@@ -164,19 +164,22 @@ static int check_op(const torc_op *op, const ref_kernel **kout) {
     const ref_kernel *k = ref_kernel_of(op->code);
     if (k == NULL)
         return ref_error(TORC_ERR_NOT_SUPPORTED, "reference backend: unknown opcode %d", (int)op->code);
-    // scaled_mm's fifth input (scale_out) and second output (amax) are optional; max_dim and
-    // min_dim always write two (values, indices).
-    const bool scaled_mm = op->code == TORC_OP_SCALED_MM;
-    const bool pair = op->code == TORC_OP_MAX_DIM || op->code == TORC_OP_MIN_DIM;
-    if (op->code == TORC_OP_LAYER_NORM || op->code == TORC_OP_LAYER_NORM_BACKWARD) {
-        const int st = ref_layer_norm_counts(op);
-        if (st) return st;
-    } else if (op->n_in != k->n_in && !(scaled_mm && op->n_in == k->n_in + 1))
-        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %d input(s), got %d",
-                         k->name, k->n_in, op->n_in);
-    else if (op->n_out < (pair ? 2 : 1) || op->n_out > (scaled_mm || pair ? 2 : op->code == TORC_OP_ADAM_STEP ? 4 : 1))
-        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %s output(s), got %d", k->name,
-                         scaled_mm ? "1 or 2" : pair ? "2" : op->code == TORC_OP_ADAM_STEP ? "3 or 4" : "1", op->n_out);
+    // The counts of backend.h's contract (scaled_mm's scale_out and amax optional).
+    int in_lo, in_hi, out_lo, out_hi;
+    torc_op_counts(op, &in_lo, &in_hi, &out_lo, &out_hi);
+    char want[16];
+    if (op->n_in < in_lo || op->n_in > in_hi) {
+        snprintf(want, sizeof want, in_hi > in_lo ? "%d or %d" : "%d", in_lo, in_hi);
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %s input(s), got %d", k->name, want, op->n_in);
+    }
+    if (op->n_out < out_lo || op->n_out > out_hi) {
+        snprintf(want, sizeof want, out_hi > out_lo ? "%d or %d" : "%d", out_lo, out_hi);
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s takes %s output(s), got %d", k->name, want,
+                         op->n_out);
+    }
+    if ((op->code == TORC_OP_LAYER_NORM || op->code == TORC_OP_LAYER_NORM_BACKWARD) && (op->params.norm.affine & ~3u))
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s: params.norm.affine is %u (bits 1 weight and 2 "
+                         "bias only)", k->name, op->params.norm.affine);
     static const char *const in_names[TORC_OP_MAX_INPUTS] = {"in0", "in1", "in2", "in3",
                                                              "in4", "in5", "in6", "in7"};
     for (int i = 0; i < op->n_in; i++) {

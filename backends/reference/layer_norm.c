@@ -8,20 +8,6 @@
 
 static bool is_backward(const torc_op *op) { return op->code == TORC_OP_LAYER_NORM_BACKWARD; }
 
-int ref_layer_norm_counts(const torc_op *op) {
-    const uint32_t a = op->params.norm.affine;
-    if (a & ~3u)
-        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: layer_norm: params.norm.affine is %u (bits 1 "
-                         "weight and 2 bias only)", a);
-    const int w = (int)(a & 1), b = (int)(a >> 1 & 1);
-    const int n_in = is_backward(op) ? 4 + w : 1 + w + b, n_out = is_backward(op) ? 1 + w + b : 3;
-    if (op->n_in != n_in || op->n_out != n_out)
-        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s with affine %u takes %d input(s) and %d "
-                         "output(s), got %d and %d", is_backward(op) ? "layer_norm_backward" : "layer_norm", a,
-                         n_in, n_out, op->n_in, op->n_out);
-    return TORC_OK;
-}
-
 // PyTorch's layer_norm dtypes (no fp8, no integers). Weight and bias (and their gradients) have
 // x's dtype or, for f16/bf16 x, float32 (PyTorch's CPU mixed-dtype layer_norm); mean and rstd
 // have x's dtype or float32.

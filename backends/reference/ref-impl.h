@@ -239,7 +239,6 @@ void ref_iter_run(const ref_iter *it, ref_loop_fn fn, void *ctx);
 // input count, each operand's structure, and dtypes().
 typedef struct ref_kernel {
     const char *name;                     // PyTorch's name for messages ("add", "index_select")
-    int n_in;                             // inputs the op takes
     bool (*dtypes)(const torc_op *op);
     int (*run)(const torc_op *op);
 } ref_kernel;
@@ -264,7 +263,6 @@ REF_KERNEL_DECL(index)
 REF_KERNEL_DECL(scaled_mm)
 REF_KERNEL_DECL(pointwise)
 REF_KERNEL_DECL(layer_norm)
-int ref_layer_norm_counts(const torc_op *op);  // its n_in / n_out depend on params.norm.affine
 REF_KERNEL_DECL(adam)
 #undef REF_KERNEL_DECL
 

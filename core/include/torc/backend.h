@@ -276,6 +276,29 @@ typedef struct torc_op {
     torc_op_params params;
 } torc_op;
 
+// The operand counts op's contract above gives: inputs in [*in_lo, *in_hi] and outputs in
+// [*out_lo, *out_hi] (a range where operands are optional: scaled_mm's scale_out and amax),
+// from the opcode and, for layer_norm(_backward) and adam_step, params (layer_norm's affine bits
+// above 2 are the backend's to refuse). The one table the core's checks and the bundled backends
+// share; zeros for an opcode this header does not know.
+static inline void torc_op_counts(const torc_op *op, int *in_lo, int *in_hi, int *out_lo, int *out_hi) {
+    const torc_opcode c = op->code;
+    const int w = (int)(op->params.norm.affine & 1), b = (int)(op->params.norm.affine >> 1 & 1);
+    int in = 1, out = 1, in_opt = 0, out_opt = 0;
+    if ((unsigned)c >= TORC_OP_COUNT) in = out = 0;
+    else if (c <= TORC_OP_RAND_INT && c != TORC_OP_COPY) in = 0;  // fills, ranges, random draws
+    else if ((c >= TORC_OP_ADD && c <= TORC_OP_LOGICAL_OR) || c == TORC_OP_LERP || c == TORC_OP_MATMUL_ROUNDED ||
+             (c >= TORC_OP_MATMUL && c <= TORC_OP_MASKED_SCATTER))
+        in = 2;
+    else if (c == TORC_OP_WHERE || c == TORC_OP_ADDCMUL || c == TORC_OP_ADDCDIV) in = 3;
+    else if (c == TORC_OP_SCALED_MM) in = 4, in_opt = out_opt = 1;
+    else if (c == TORC_OP_LAYER_NORM) in = 1 + w + b, out = 3;
+    else if (c == TORC_OP_LAYER_NORM_BACKWARD) in = 4 + w, out = 1 + w + b;
+    else if (c == TORC_OP_MAX_DIM || c == TORC_OP_MIN_DIM) out = 2;
+    else if (c == TORC_OP_ADAM_STEP) out = op->params.adam.flags & TORC_ADAM_AMSGRAD ? 4 : 3;
+    *in_lo = in, *in_hi = in + in_opt, *out_lo = out, *out_hi = out + out_opt;
+}
+
 // ---- devices ----
 // Room for this many dtypes in the arrays a plugin fills: more than TORC_DTYPE_COUNT will reach
 // in this major, so adding a dtype never changes a layout.
