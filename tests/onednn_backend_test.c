@@ -730,6 +730,50 @@ static void check_fma_case(torc_dtype dt, torc_dtype odt, int64_t M, int64_t K, 
     check_matmul(dt, odt, &c, la, lb, lc);
 }
 
+// MATMUL_ROUNDED in c on the FMA GEMM (f32 operands rounded while packed, the sums as written
+// out): bit for bit the same backend's MATMUL in c on the operands cast to c, widened where out
+// is f32; every layout of the FMA cases. Declined (with its reason) only where bf16 runs on
+// the CPU's bf16 dot products or the FMA GEMM is not usable.
+static void check_rounded_case(torc_dtype c, torc_dtype ta, torc_dtype tb, torc_dtype to, int64_t M, int64_t K,
+                               int64_t N, enum layout la, enum layout lb, enum layout lc) {
+    const int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N};
+    tensor in[2], out, cin[2], cout;
+    tensor_make(&in[0], ta, 2, sa, la, 0, -1, 1);
+    tensor_make(&in[1], tb, 2, sb, lb, 0, -1, 1);
+    tensor_make(&out, to, 2, so, lc, 0, -9, 9);
+    torc_op op = make_op(TORC_OP_MATMUL_ROUNDED, 2, in, &out);
+    op.params.matmul.dtype = c;
+    char what[160];
+    snprintf(what, sizeof what, "matmul_rounded in %d: %d x %d -> %d (%lld,%lld,%lld) %s x %s -> %s", c, ta, tb, to,
+             (long long)M, (long long)K, (long long)N, layout_name(la), layout_name(lb), layout_name(lc));
+    if (!vt->supports(vt_ctx, 0, &op)) {
+        ck_assert_msg(c == TORC_DTYPE_BF16 || !fma_gemm_expected(), "%s declined: %s", what, vt->last_error(vt_ctx));
+        ck_assert_msg(strstr(vt->last_error(vt_ctx), "FMA GEMM only") != NULL, "%s: %s", what, vt->last_error(vt_ctx));
+    } else {
+        ck_assert_msg(vt->run(vt_ctx, 0, &op) == 0, "%s: %s", what, vt->last_error(vt_ctx));
+        for (int i = 0; i < 2; i++) {  // the operands cast to c (RNE, as the casts), in the same layout
+            tensor_make(&cin[i], c, 2, i ? sb : sa, i ? lb : la, 0, 0, 0);
+            int64_t idx[2] = {0, 0};
+            do put(&cin[i].op, idx, get(&in[i].op, idx));
+            while (next_idx(2, cin[i].op.shape, idx));
+        }
+        tensor_make(&cout, c, 2, so, lc, 0, 0, 0);
+        torc_op cast_op = make_op(TORC_OP_MATMUL, 2, cin, &cout);
+        ck_assert_msg(vt->supports(vt_ctx, 0, &cast_op) && vt->run(vt_ctx, 0, &cast_op) == 0, "%s (casts): %s", what,
+                      vt->last_error(vt_ctx));
+        int64_t idx[2] = {0, 0};
+        do {
+            const double g = get(&out.op, idx), w = get(&cout.op, idx);
+            ck_assert_msg(g == w, "%s: element (%lld, %lld): %.9g, through casts %.9g", what, (long long)idx[0],
+                          (long long)idx[1], g, w);
+        } while (next_idx(2, so, idx));
+        for (int i = 0; i < 2; i++) tensor_free(&cin[i]);
+        tensor_free(&cout);
+    }
+    for (int i = 0; i < 2; i++) tensor_free(&in[i]);
+    tensor_free(&out);
+}
+
 START_TEST(test_matmul_fma) {
     // Every size on the FMA GEMM (by default GEMMs under 1M multiply-adds go through f32 and
     // sgemm); each test runs in a process of its own (check's fork mode), so this stays here.
@@ -747,8 +791,12 @@ START_TEST(test_matmul_fma) {
                                  {L_CONTIG, L_T2, L_CONTIG}, {L_T2, L_T2, L_T2},
                                  {L_ROWSLICE, L_ROWSLICE, L_ROWSLICE}};
     for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++)
-        for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++)
+        for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++) {
             check_fma_case(dt, odt, sizes[c][0], sizes[c][1], sizes[c][2], ls[l][0], ls[l][1], ls[l][2]);
+            // autocast's shapes of MATMUL_ROUNDED: f32 operands to c, and c operands to an f32 out
+            check_rounded_case(dt, TORC_DTYPE_F32, odt == dt ? TORC_DTYPE_F32 : dt, odt, sizes[c][0], sizes[c][1],
+                               sizes[c][2], ls[l][0], ls[l][1], ls[l][2]);
+        }
     // Batches: small matrices (one per thread), a broadcast operand, and large ones.
     static const mm_case batched[] = {
         {3, {64, 17, 33}, {64, 33, 7}, 0, 0},
