@@ -43,71 +43,46 @@
 // micro-panel a (MR floats per k) and B micro-panel b (NR floats per k, 64-byte aligned).
 typedef void (*fma_kernel)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, bool add);
 
-#define FMA_MR512 12
-// MR rows x 32 columns (two zmm per row); also instantiated with 8 and 4 rows for the last rows of
-// a block (64 rows as 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM).
-#define KERNEL512(MR)                                                                                   \
-    __attribute__((target("avx512f,avx2,fma"))) static void kernel_avx512_##MR(                           \
-        int64_t kc, const float *restrict a, const float *restrict b, float *restrict c, int64_t ldc,    \
-        bool add) {                                                                                       \
-        __m512 acc[MR][2];                                                                                \
-        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps(); \
+// One micro-kernel: MR rows x 2 vectors of W floats (NR = 2W), in the vector type V with the
+// intrinsics prefix P (_mm512 / _mm256), compiled for TGT.
+#define FMA_KERNEL(NAME, TGT, V, P, W, MR)                                                                 \
+    __attribute__((target(TGT))) static void NAME(int64_t kc, const float *restrict a, const float *restrict b, \
+                                                  float *restrict c, int64_t ldc, bool add) {              \
+        V acc[MR][2];                                                                                     \
+        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = P##_setzero_ps();    \
         for (int64_t k = 0; k < kc; k++) {                                                                \
-            const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);                            \
+            const V b0 = P##_load_ps(b), b1 = P##_load_ps(b + W);                                         \
             _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                       \
-                const __m512 ai = _mm512_set1_ps(a[i]);                                                   \
-                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);                                           \
-                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);                                           \
+                const V ai = P##_set1_ps(a[i]);                                                           \
+                acc[i][0] = P##_fmadd_ps(ai, b0, acc[i][0]);                                              \
+                acc[i][1] = P##_fmadd_ps(ai, b1, acc[i][1]);                                              \
             }                                                                                             \
             a += MR;                                                                                      \
-            b += 32;                                                                                      \
+            b += 2 * W;                                                                                   \
         }                                                                                                 \
         _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                           \
             float *r = c + i * ldc;                                                                       \
             if (add) {                                                                                    \
-                acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(r));                                 \
-                acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(r + 16));                            \
+                acc[i][0] = P##_add_ps(acc[i][0], P##_loadu_ps(r));                                       \
+                acc[i][1] = P##_add_ps(acc[i][1], P##_loadu_ps(r + W));                                   \
             }                                                                                             \
-            _mm512_storeu_ps(r, acc[i][0]);                                                               \
-            _mm512_storeu_ps(r + 16, acc[i][1]);                                                          \
+            P##_storeu_ps(r, acc[i][0]);                                                                  \
+            P##_storeu_ps(r + W, acc[i][1]);                                                              \
         }                                                                                                 \
     }
-KERNEL512(12)
-KERNEL512(8)
-KERNEL512(4)
 
+// AVX-512: 12 rows x 32 columns; also 8 and 4 rows for the last rows of a block (64 rows as
+// 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM).
+#define FMA_MR512 12
+FMA_KERNEL(kernel_avx512_12, "avx512f,avx2,fma", __m512, _mm512, 16, 12)
+FMA_KERNEL(kernel_avx512_8, "avx512f,avx2,fma", __m512, _mm512, 16, 8)
+FMA_KERNEL(kernel_avx512_4, "avx512f,avx2,fma", __m512, _mm512, 16, 4)
+
+// AVX2: 6 rows x 16 columns; also 4 and 2 rows for a block's last rows (64 rows as 10 x 6 + 4).
 #define FMA_MR256 6
-// MR rows x 16 columns (two ymm per row); also 4 and 2 rows for a block's last rows (64 rows as
-// 10 x 6 + 4).
-#define KERNEL256(MR)                                                                                   \
-    __attribute__((target("avx2,fma"))) static void kernel_avx2_##MR(                                    \
-        int64_t kc, const float *restrict a, const float *restrict b, float *restrict c, int64_t ldc,    \
-        bool add) {                                                                                       \
-        __m256 acc[MR][2];                                                                                \
-        _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
-        for (int64_t k = 0; k < kc; k++) {                                                                \
-            const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);                              \
-            _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++) {                                        \
-                const __m256 ai = _mm256_broadcast_ss(a + i);                                             \
-                acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);                                           \
-                acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);                                           \
-            }                                                                                             \
-            a += MR;                                                                                      \
-            b += 16;                                                                                      \
-        }                                                                                                 \
-        _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++) {                                            \
-            float *r = c + i * ldc;                                                                       \
-            if (add) {                                                                                    \
-                acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(r));                                 \
-                acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(r + 8));                             \
-            }                                                                                             \
-            _mm256_storeu_ps(r, acc[i][0]);                                                               \
-            _mm256_storeu_ps(r + 8, acc[i][1]);                                                           \
-        }                                                                                                 \
-    }
-KERNEL256(6)
-KERNEL256(4)
-KERNEL256(2)
+FMA_KERNEL(kernel_avx2_6, "avx2,fma", __m256, _mm256, 8, 6)
+FMA_KERNEL(kernel_avx2_4, "avx2,fma", __m256, _mm256, 8, 4)
+FMA_KERNEL(kernel_avx2_2, "avx2,fma", __m256, _mm256, 8, 2)
 
 typedef struct fma_isa {
     int mr, nr;
