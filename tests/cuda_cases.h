@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <torc/backend.h>
+#include <torc/philox.h>
 
 #include "dtype_io.h"
 #include "layout.h"
@@ -833,6 +834,41 @@ static int cases_fp8_saturation(case_check_fn check) {
                 tv_free(&amax);
             }
     return failures;
+}
+
+// ---- ADAM_STEP: the dtypes, flag sets, values and ops both suites check against the reference,
+// bit for bit over 3 steps ----
+static const torc_dtype ADAM_DTYPES[] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F16, TORC_DTYPE_F64};
+typedef struct adam_cfg { uint32_t flags; double wd; } adam_cfg;
+static const adam_cfg ADAM_CFGS[] = {
+    {0, 0.0},
+    {TORC_ADAM_MAXIMIZE | TORC_ADAM_AMSGRAD, 0.1},  // Adam's L2 term
+    {TORC_ADAM_DECOUPLED | TORC_ADAM_AMSGRAD, 0.1},
+    {TORC_ADAM_DECOUPLED | TORC_ADAM_MAXIMIZE, 0.01},
+};
+
+// Element i of operand k (param, exp_avg, exp_avg_sq, [max_exp_avg_sq,] grad); second moments >= 0.
+static double adam_value(int k, bool ams, int64_t i) {
+    const double u = torc_philox_uniform(100 + (uint64_t)k, 0, (uint64_t)i);
+    return k == 2 || (ams && k == 3) ? u * u * 1e-2 : (2 * u - 1) * exp(8 * u - 4);
+}
+
+// The op of step `step` (from 1) with c's flags and n_out outputs; operands unset.
+static torc_op adam_op(const adam_cfg *c, int n_out, int step) {
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TORC_OP_ADAM_STEP;
+    op.n_in = 1;
+    op.n_out = n_out;
+    op.params.adam.lr = 1e-2;
+    op.params.adam.beta1 = 0.9;
+    op.params.adam.beta2 = 0.999;
+    op.params.adam.eps = 1e-8;
+    op.params.adam.weight_decay = c->wd;
+    op.params.adam.flags = c->flags;
+    op.params.adam.step_size = 1e-2 / (1.0 - pow(0.9, step));
+    op.params.adam.bc2_sqrt = pow(1.0 - pow(0.999, step), 0.5);
+    return op;
 }
 
 #endif

@@ -408,49 +408,25 @@ END_TEST
 // ADAM_STEP bit for bit as the reference, over 3 steps of each dtype and flag set: param, the
 // state and (amsgrad) max_exp_avg_sq from random values, the same gradient each step.
 START_TEST(adam_step_matches_reference_bit_for_bit) {
-    static const torc_dtype dts[] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F16, TORC_DTYPE_F64};
-    static const struct { uint32_t flags; double wd; } cfg[] = {
-        {0, 0.0},
-        {TORC_ADAM_MAXIMIZE | TORC_ADAM_AMSGRAD, 0.1},  // Adam's L2 term
-        {TORC_ADAM_DECOUPLED | TORC_ADAM_AMSGRAD, 0.1},
-        {TORC_ADAM_DECOUPLED | TORC_ADAM_MAXIMIZE, 0.01},
-    };
     const int64_t n = (INT64_C(1) << 20) + 3;
     int failures = 0;
-    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
-        const torc_dtype dt = dts[di];
+    for (size_t di = 0; di < sizeof ADAM_DTYPES / sizeof ADAM_DTYPES[0]; di++) {
+        const torc_dtype dt = ADAM_DTYPES[di];
         const size_t es = (size_t)torc_abi_dtype_size(dt), bytes = (size_t)n * es;
-        for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
-            const bool ams = cfg[ci].flags & TORC_ADAM_AMSGRAD;
+        for (size_t ci = 0; ci < sizeof ADAM_CFGS / sizeof ADAM_CFGS[0]; ci++) {
+            const adam_cfg *cfg = &ADAM_CFGS[ci];
+            const bool ams = cfg->flags & TORC_ADAM_AMSGRAD;
             const int nbuf = ams ? 5 : 4;  // param, exp_avg, exp_avg_sq, [max_exp_avg_sq,] grad
             char *host[5], *dev[5];
             for (int k = 0; k < nbuf; k++) {
                 host[k] = malloc(bytes);
                 ck_assert_ptr_nonnull(host[k]);
-                const bool square = k == 2 || (ams && k == 3);  // second moments are >= 0
-                for (int64_t i = 0; i < n; i++) {
-                    const double u = torc_philox_uniform(100 + (uint64_t)k, 0, (uint64_t)i);
-                    const double x = square ? u * u * 1e-2 : (2 * u - 1) * exp(8 * u - 4);
-                    tcu_store_f64(host[k], i, dt, x);
-                }
+                for (int64_t i = 0; i < n; i++) tcu_store_f64(host[k], i, dt, adam_value(k, ams, i));
                 dev[k] = alloc_ok(bytes);
                 ck_assert_int_eq(cu->copy(cu_ctx, 0, dev[k], host[k], bytes, TORC_COPY_HOST_TO_DEVICE, false), TORC_OK);
             }
-            torc_op op;
-            memset(&op, 0, sizeof op);
-            op.code = TORC_OP_ADAM_STEP;
-            op.n_in = 1;
-            op.n_out = nbuf - 1;
-            op.params.adam.lr = 1e-2;
-            op.params.adam.beta1 = 0.9;
-            op.params.adam.beta2 = 0.999;
-            op.params.adam.eps = 1e-8;
-            op.params.adam.weight_decay = cfg[ci].wd;
-            op.params.adam.flags = cfg[ci].flags;
-            torc_op dop = op;
             for (int step = 1; step <= 3; step++) {
-                op.params.adam.step_size = dop.params.adam.step_size = 1e-2 / (1.0 - pow(0.9, step));
-                op.params.adam.bc2_sqrt = dop.params.adam.bc2_sqrt = pow(1.0 - pow(0.999, step), 0.5);
+                torc_op op = adam_op(cfg, nbuf - 1, step), dop = op;
                 for (int k = 0; k < nbuf; k++) {
                     torc_operand *h = k < nbuf - 1 ? &op.out[k] : &op.in[0], *d = k < nbuf - 1 ? &dop.out[k] : &dop.in[0];
                     *h = vec(host[k], dt, n);
@@ -468,7 +444,7 @@ START_TEST(adam_step_matches_reference_bit_for_bit) {
                 for (int64_t i = 0; i < n; i++)
                     if (memcmp(got + (size_t)i * es, host[k] + (size_t)i * es, es)) {
                         fprintf(stderr, "adam_step %s flags %u: out[%d] element %lld is %.17g on cuda, %.17g on the "
-                                "reference\n", torc_abi_dtype_name(dt), cfg[ci].flags, k, (long long)i,
+                                "reference\n", torc_abi_dtype_name(dt), cfg->flags, k, (long long)i,
                                 tcu_load_f64(got, i, dt), tcu_load_f64(host[k], i, dt));
                         failures++;
                         break;

@@ -1037,47 +1037,26 @@ END_TEST
 // ADAM_STEP through run.c and the kernel's per-element code (adam_body.h) against the reference,
 // bit for bit over 3 steps, for each dtype and flag set; strided operands are refused.
 START_TEST(adam_step_matches_reference_bit_for_bit) {
-    static const torc_dtype dts[] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F16, TORC_DTYPE_F64};
-    static const struct { uint32_t flags; double wd; } cfg[] = {
-        {0, 0.0},
-        {TORC_ADAM_MAXIMIZE | TORC_ADAM_AMSGRAD, 0.1},  // Adam's L2 term
-        {TORC_ADAM_DECOUPLED | TORC_ADAM_AMSGRAD, 0.1},
-        {TORC_ADAM_DECOUPLED | TORC_ADAM_MAXIMIZE, 0.01},
-    };
     enum { N = 4099 };
     int failures = 0;
-    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
-        const torc_dtype dt = dts[di];
+    for (size_t di = 0; di < sizeof ADAM_DTYPES / sizeof ADAM_DTYPES[0]; di++) {
+        const torc_dtype dt = ADAM_DTYPES[di];
         const size_t es = (size_t)torc_abi_dtype_size(dt);
-        for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
-            const bool ams = cfg[ci].flags & TORC_ADAM_AMSGRAD;
+        for (size_t ci = 0; ci < sizeof ADAM_CFGS / sizeof ADAM_CFGS[0]; ci++) {
+            const adam_cfg *cfg = &ADAM_CFGS[ci];
+            const bool ams = cfg->flags & TORC_ADAM_AMSGRAD;
             const int nbuf = ams ? 5 : 4;  // param, exp_avg, exp_avg_sq, [max_exp_avg_sq,] grad
             char *mine[5], *ref_buf[5];
             for (int k = 0; k < nbuf; k++) {
                 mine[k] = malloc(N * es);
                 ref_buf[k] = malloc(N * es);
                 ck_assert(mine[k] && ref_buf[k]);
-                const bool square = k == 2 || (ams && k == 3);  // second moments are >= 0
-                for (int64_t i = 0; i < N; i++) {
-                    const double u = torc_philox_uniform(100 + (uint64_t)k, 0, (uint64_t)i);
-                    tcu_store_f64(mine[k], i, dt, square ? u * u * 1e-2 : (2 * u - 1) * exp(8 * u - 4));
-                }
+                for (int64_t i = 0; i < N; i++) tcu_store_f64(mine[k], i, dt, adam_value(k, ams, i));
                 memcpy(ref_buf[k], mine[k], N * es);
             }
             torc_op op, rop;
-            memset(&op, 0, sizeof op);
-            op.code = TORC_OP_ADAM_STEP;
-            op.n_in = 1;
-            op.n_out = nbuf - 1;
-            op.params.adam.lr = 1e-2;
-            op.params.adam.beta1 = 0.9;
-            op.params.adam.beta2 = 0.999;
-            op.params.adam.eps = 1e-8;
-            op.params.adam.weight_decay = cfg[ci].wd;
-            op.params.adam.flags = cfg[ci].flags;
             for (int step = 1; step <= 3; step++) {
-                op.params.adam.step_size = 1e-2 / (1.0 - pow(0.9, step));
-                op.params.adam.bc2_sqrt = pow(1.0 - pow(0.999, step), 0.5);
+                op = adam_op(cfg, nbuf - 1, step);
                 rop = op;
                 for (int k = 0; k < nbuf; k++) {
                     torc_operand *o = k < nbuf - 1 ? &op.out[k] : &op.in[0], *r = k < nbuf - 1 ? &rop.out[k] : &rop.in[0];
@@ -1093,7 +1072,7 @@ START_TEST(adam_step_matches_reference_bit_for_bit) {
                 for (int64_t i = 0; i < N; i++)
                     if (memcmp(mine[k] + (size_t)i * es, ref_buf[k] + (size_t)i * es, es)) {
                         fprintf(stderr, "adam_step %s flags %u: out[%d] element %lld is %.17g, the reference's %.17g\n",
-                                torc_abi_dtype_name(dt), cfg[ci].flags, k, (long long)i, tcu_load_f64(mine[k], i, dt),
+                                torc_abi_dtype_name(dt), cfg->flags, k, (long long)i, tcu_load_f64(mine[k], i, dt),
                                 tcu_load_f64(ref_buf[k], i, dt));
                         failures++;
                         break;
