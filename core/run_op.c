@@ -230,6 +230,9 @@ static torc_status build(torc_device *dev, const torc_op_call *call, const char 
             return torc__error(TORC_ERR_INVALID_ARG, "%s: Expected all tensors to be on the same device, but %s[%d] "
                                "is on %s and the op runs on %s", fn, side, i, torc_device_name(t->device),
                                torc_device_name(dev));
+        // an output whose elements share memory (expanded): PyTorch refuses the write, and the
+        // contract lets a backend write an output's elements in any order
+        if (k >= op->n_in && !torc__check_no_internal_overlap(t)) return torc_last_status();
         torc__operand(t, k < op->n_in ? &op->in[i] : &op->out[i]);
     }
     const int32_t rd = op->params.matmul.dtype;

@@ -144,6 +144,12 @@ START_TEST(malformed_calls_are_refused_before_the_backend) {
     assert_refused(d, &call, TORC_ERR_INVALID_ARG, "in[1] is NULL");
     call.in[1] = a, call.code = (torc_opcode)TORC_OP_COUNT;
     assert_refused(d, &call, TORC_ERR_INVALID_ARG, "unknown opcode");
+    // an expanded output: several results would land on one element
+    torc_tensor *one = torc_to_device(torc_zeros(TORC_SHAPE(1), TORC_DTYPE_F32), d);
+    torc_op_call x6 = {.code = TORC_OP_NEG, .n_in = 1, .n_out = 1, .in = {a}, .out = {torc_expand(one, 1, (int64_t[]){6})}};
+    ck_assert_msg(x6.out[0] != NULL, "%s", torc_last_error());
+    assert_refused(d, &x6, TORC_ERR_INVALID_ARG, "more than one element of the written-to tensor refers to a single "
+                   "memory location");
     // matmul (2, 3) @ (2, 3): K does not match
     torc_op_call mm = {.code = TORC_OP_MATMUL, .n_in = 2, .n_out = 1, .in = {m23, m23}, .out = {o22}};
     assert_refused(d, &mm, TORC_ERR_SHAPE, "op 'matmul': in[1] has shape [2, 3]; the op needs [3, 3]");

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # tools/gpu-check.sh — what a session lent a GPU runs, in one go, each step under a time limit and
 # logged to a file of its own:
-#   gpu.log       the GPU suite (tests/cuda_gpu_test.c) but its performance case, then --fault
+#   gpu.log       the GPU suite (tests/cuda_gpu_test.c) case by case but performance, then --fault
 #                 and --device1 in processes of their own
 #   xcheck.log    torc-xcheck --backend cuda: values, then gradients, against the reference
 #   train.log     torc-train on cuda: f32 and bf16 autocast, 50 steps each
-#   sanitize.log  tools/cuda-sanitize.sh (memcheck unless TORC_SANITIZE_TOOLS says otherwise)
+#   sanitize.log  tools/cuda-sanitize.sh: memcheck, racecheck, synccheck
 #   perf.log      the suite's performance case (the CUDA targets), then torc-bench --backend cuda
 #                 --quick, alone on the GPU
 # The correctness steps run side by side (one GPU, many CPUs); the timed ones after them, alone.
@@ -42,7 +42,9 @@ step() {  # step NAME LOG SECONDS COMMAND...: runs COMMAND, appends to LOG, reco
 }
 
 (
-    CK_EXCLUDE_CASE=performance step suite "$logs/gpu.log" 240 "$suite"
+    for case in device ops_vs_reference shared_memory_ops beyond_2_31; do
+        CK_RUN_CASE=$case step "$case" "$logs/gpu.log" 240 "$suite"
+    done
     step fault "$logs/gpu.log" 60 "$suite" --fault
     step device1 "$logs/gpu.log" 60 "$suite" --device1
 ) &
@@ -55,7 +57,7 @@ step() {  # step NAME LOG SECONDS COMMAND...: runs COMMAND, appends to LOG, reco
     step train_bf16 "$logs/train.log" 60 "$build/bin/torc-train" --backend cuda --steps 50 --autocast bf16 \
         --dim 256 --batch 256 --log-every 10
 ) &
-TORC_SANITIZE_TOOLS=${TORC_SANITIZE_TOOLS:-memcheck} step sanitize "$logs/sanitize.log" 300 \
+step sanitize "$logs/sanitize.log" 300 \
     bash "$here/tools/cuda-sanitize.sh" "$build" &
 wait
 
@@ -63,7 +65,7 @@ CK_RUN_CASE=performance step performance "$logs/perf.log" 120 "$suite"
 step bench "$logs/perf.log" 150 "$build/bin/torc-bench" --backend cuda --quick
 
 rc=0
-for name in suite fault device1 xcheck xcheck_grad train_f32 train_bf16 sanitize performance bench; do
+for name in device ops_vs_reference shared_memory_ops beyond_2_31 fault device1 xcheck xcheck_grad train_f32 train_bf16 sanitize performance bench; do
     s=$(cat "$logs/.rc.$name" 2>/dev/null || echo "not run")
     echo "$name: $s"
     [ "$s" = 0 ] || rc=1

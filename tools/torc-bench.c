@@ -943,19 +943,22 @@ static bool have_size(int64_t n) {
 // torc's figures into g_res.
 static void measure_round(const torc_device_info *info, const peak_loop *isa) {
     g_n_res = 0;
-    // ---- practical peak ----
-    const double peak = loop_peak(isa, g_opt.threads);
-    put("fma_peak_f32_gflops", peak * 1e-9);
-    say("practical peak: FMA loop in %s on %d thread(s): %.4g GFLOP/s f32 (best of 3)\n", isa->name, g_opt.threads,
-        peak * 1e-9);
-    // bf16 has a peak of its own where matmuls run on AMX tiles; elsewhere the FMA loop's.
-    double peak_bf16 = peak;
-    if (g_amx) {
+    // ---- practical peak: the CPU's, so only for a backend computing on it (a GPU has its
+    // promised peak, the MFU column) ----
+    const bool cpu = info->host_memory;
+    const double peak = cpu ? loop_peak(isa, g_opt.threads) : 0;
+    double peak_bf16 = peak;  // bf16's own where matmuls run on AMX tiles; elsewhere the FMA loop's
+    if (cpu) {
+        put("fma_peak_f32_gflops", peak * 1e-9);
+        say("practical peak: FMA loop in %s on %d thread(s): %.4g GFLOP/s f32 (best of 3)\n", isa->name,
+            g_opt.threads, peak * 1e-9);
+    }
+    if (cpu && g_amx) {
         peak_bf16 = loop_peak(&amx_peak_loop, g_opt.threads);
         put("amx_peak_bf16_gflops", peak_bf16 * 1e-9);
         say("practical peak: AMX tile-multiply loop on %d thread(s): %.4g GFLOP/s bf16 (best of 3), %.3gx the FMA "
             "loop's\n", g_opt.threads, peak_bf16 * 1e-9, peak_bf16 / peak);
-    } else if (__builtin_cpu_supports("avx512bf16")) {
+    } else if (cpu && __builtin_cpu_supports("avx512bf16")) {
         const double dot = loop_peak(&dpbf16_peak_loop, g_opt.threads);
         put("dpbf16_peak_bf16_gflops", dot * 1e-9);
         say("bf16 dot-product loop (AVX512-BF16, no AMX) on %d thread(s): %.4g GFLOP/s (best of 3), %.3gx the FMA "
@@ -967,7 +970,7 @@ static void measure_round(const torc_device_info *info, const peak_loop *isa) {
     // ---- matmul ----
     say("\nmatmul C = A @ B (n x n; median of timed runs after 2 warm-ups, each synchronized):\n");
     say("%-6s %6s %6s %12s %12s %14s %16s\n", "dtype", "n", "runs", "median ms", "GFLOP/s", "MFU promised",
-        g_amx ? "of loop peak (*)" : "of FMA peak");
+        !cpu ? "" : g_amx ? "of loop peak (*)" : "of FMA peak");
     for (int di = 0; di < g_opt.n_dtypes; di++) {
         const torc_dtype dt = g_opt.dtypes[di];
         const char *dn = torc_dtype_short_name(dt);
@@ -988,12 +991,13 @@ static void measure_round(const torc_device_info *info, const peak_loop *isa) {
             snprintf(key, sizeof key, "matmul_%s_%lld_gflops", dn, (long long)n);
             put(key, gf * 1e-9);
             if (info->peak_flops[dt] > 0) snprintf(mfu, sizeof mfu, "%.1f%%", 100 * gf / info->peak_flops[dt]);
-            snprintf(ofpeak, sizeof ofpeak, "%.1f%%", 100 * gf / (dt == TORC_DTYPE_BF16 ? peak_bf16 : peak));
+            if (cpu) snprintf(ofpeak, sizeof ofpeak, "%.1f%%", 100 * gf / (dt == TORC_DTYPE_BF16 ? peak_bf16 : peak));
+            else ofpeak[0] = '\0';
             say("%-6s %6lld %6d %12.4g %12.4g %14s %16s\n", dn, (long long)n, reps, t * 1e3, gf * 1e-9, mfu, ofpeak);
         }
     }
 
-    if (g_amx) say("  (*) bf16 against the AMX loop, the other dtypes against the FMA loop\n");
+    if (cpu && g_amx) say("  (*) bf16 against the AMX loop, the other dtypes against the FMA loop\n");
 
     // ---- dispatch overhead ----
     say("\ndispatch overhead (median per call over 5 batches):\n");

@@ -45,7 +45,8 @@ extern "C" {
 //    out identical to an input (same data, dtype and strides), which is how in-place ops such as
 //    add_ run; reading element i before writing element i makes that safe. Shapes are already
 //    broadcast by the frontend: every input of an elementwise op has out's ndim and shape,
-//    broadcast dims having stride 0.
+//    broadcast dims having stride 0. No two elements of an output share memory (the frontend
+//    refuses such writes, as PyTorch does): a backend may write an output's elements in any order.
 //  - Elementwise ops compute in the output dtype's natural precision or better (the reference
 //    uses double for floating and int64 for integer dtypes) and round once to out's dtype,
 //    except where an op states PyTorch's own rounding steps (the fused pointwise ops).
@@ -53,6 +54,11 @@ extern "C" {
 //    converts on load.
 //  - Reductions: out has in[0]'s ndim with each reduced dim of size 1 (params.reduce.mask has
 //    bit d set for every reduced dim d).
+// SCALED_MM's allowance for fp8 tensor cores: |r - exact r| <= TORC_FP8_MMA_SUM_TOL * scale_a *
+// scale_b * sum_k |a*b|. Hopper's fp8 MMA truncates its running sum to 13 mantissa bits (e8m13),
+// each k-step of 32 losing up to 2^-13 of it, and cuBLASLt (fast accumulation off) promotes it to
+// f32 every few k-steps: 2^-11 covers four. Measured on an H200: up to 2^-12.8 (K = 64).
+#define TORC_FP8_MMA_SUM_TOL 0x1p-11
 // X(ID, name, minor): every opcode in enum order, its name (torc_op_name) and the backend ABI minor
 // (of TORC_BACKEND_ABI_MAJOR) it appeared in: the core never sends an opcode to a plugin built for
 // an older minor. Append only.
@@ -136,7 +142,9 @@ extern "C" {
     X(SCALED_MM, "scaled_mm", 0)        /* cuBLASLt's fp8 matmul: in0 (M, K) @ in1 (K, N) -> out (M, N), all 2-D. */     \
                                         /* in0/in1 f8_e4m3fn or f8_e5m2 (not both e5m2); in2, in3: one-element */        \
                                         /* f32 scales (scale_a, scale_b). r = scale_a * scale_b * sum_k a*b, */          \
-                                        /* accumulated in f32 or better (the reference: exactly, in double). */          \
+                                        /* accumulated in f32 or better (the reference: exactly, in double), or */       \
+                                        /* within TORC_FP8_MMA_SUM_TOL * scale_a * scale_b * sum_k |a*b| of the */       \
+                                        /* exact r (fp8 tensor cores keep a 13-bit running sum: Hopper's e8m13). */      \
                                         /* out f32/bf16/f16: r rounded once; out fp8: r * scale_out cast with */         \
                                         /* saturation to the finite range, scale_out = in4 (n_in 5, a one-element */     \
                                         /* f32) or 1 (n_in 4). With n_out 2, out[1] (one-element f32) receives */        \

@@ -523,7 +523,8 @@ TORC_API torc_tensor *torc_autocast_fp8_amax_history(const torc_tensor *param);
 // torch._scaled_mm with cuBLASLt's semantics (the reference backend computes it exactly):
 // a (M, K) and b (K, N) in f8_e4m3fn or f8_e5m2 (one may be e5m2, not both, as cuBLASLt),
 // any strides; scale_a, scale_b: one-element f32 tensors (the inverse of the scales the
-// operands were cast with). r = scale_a * scale_b * (a @ b), accumulated in f32 or better.
+// operands were cast with). r = scale_a * scale_b * (a @ b), accumulated in f32 or better, or
+// on fp8 tensor cores within TORC_FP8_MMA_SUM_TOL (backend.h) of scale_a * scale_b * (|a| @ |b|).
 // out_dtype f32 / bf16 / f16: r rounded once. out_dtype fp8: r * scale_out (NULL: 1) cast with
 // saturation to the finite range (cuBLASLt's D scale multiplies; PyTorch's CPU path divides by
 // scale_result instead, see pytorch#190449). amax_out (NULL: skipped) is a one-element f32
