@@ -39,15 +39,40 @@
 #define FMA_NR_MAX 32
 
 // ---- micro-kernels ----
+// How a kernel leaves its sums: as they are, or rounded to f16 or bf16 (MATMUL_ROUNDED's last
+// run of k into an f32 C: the sums' rounding done in registers, not in a pass over C).
+typedef enum fma_round { ROUND_NONE, ROUND_F16, ROUND_BF16 } fma_round;
+
+// f32 values rounded to bf16 and back: torc_f32_to_bf16's rounding (to nearest even, NaN 0x7FC0).
+__attribute__((target("avx2"))) static inline __m256 round_bf16_8(__m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))),
+                                       _mm256_set1_epi32((int)0xFFFF0000u));
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), nan);
+}
+
+#define TGT512 "avx512f,avx512bw,avx512vl,avx2,f16c"
+__attribute__((target(TGT512))) static inline __m512 round_bf16_16(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_and_si512(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))),
+                                       _mm512_set1_epi32((int)0xFFFF0000u));
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(r), _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+}
+
 // c (MR x NR, row stride ldc) = (add ? c : 0) + the kc-long dot products of the packed A
-// micro-panel a (MR floats per k) and B micro-panel b (NR floats per k, 64-byte aligned).
-typedef void (*fma_kernel)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, bool add);
+// micro-panel a (MR floats per k) and B micro-panel b (NR floats per k, 64-byte aligned), rounded
+// as rnd says.
+typedef void (*fma_kernel)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, bool add, fma_round rnd);
 
 // One micro-kernel: MR rows x 2 vectors of W floats (NR = 2W), in the vector type V with the
-// intrinsics prefix P (_mm512 / _mm256), compiled for TGT.
-#define FMA_KERNEL(NAME, TGT, V, P, W, MR)                                                                 \
+// intrinsics prefix P (_mm512 / _mm256), compiled for TGT; RB rounds a V to bf16.
+#define FMA_KERNEL(NAME, TGT, V, P, W, MR, RB)                                                             \
     __attribute__((target(TGT))) static void NAME(int64_t kc, const float *restrict a, const float *restrict b, \
-                                                  float *restrict c, int64_t ldc, bool add) {              \
+                                                  float *restrict c, int64_t ldc, bool add, fma_round rnd) { \
         V acc[MR][2];                                                                                     \
         _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = P##_setzero_ps();    \
         for (int64_t k = 0; k < kc; k++) {                                                                \
@@ -66,6 +91,13 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, const float *b, float *c,
                 acc[i][0] = P##_add_ps(acc[i][0], P##_loadu_ps(r));                                       \
                 acc[i][1] = P##_add_ps(acc[i][1], P##_loadu_ps(r + W));                                   \
             }                                                                                             \
+            if (rnd == ROUND_F16) {                                                                       \
+                acc[i][0] = P##_cvtph_ps(P##_cvtps_ph(acc[i][0], _MM_FROUND_TO_NEAREST_INT));             \
+                acc[i][1] = P##_cvtph_ps(P##_cvtps_ph(acc[i][1], _MM_FROUND_TO_NEAREST_INT));             \
+            } else if (rnd == ROUND_BF16) {                                                               \
+                acc[i][0] = RB(acc[i][0]);                                                                \
+                acc[i][1] = RB(acc[i][1]);                                                                \
+            }                                                                                             \
             P##_storeu_ps(r, acc[i][0]);                                                                  \
             P##_storeu_ps(r + W, acc[i][1]);                                                              \
         }                                                                                                 \
@@ -74,15 +106,15 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, const float *b, float *c,
 // AVX-512: 12 rows x 32 columns; also 8 and 4 rows for the last rows of a block (64 rows as
 // 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM).
 #define FMA_MR512 12
-FMA_KERNEL(kernel_avx512_12, "avx512f,avx2,fma", __m512, _mm512, 16, 12)
-FMA_KERNEL(kernel_avx512_8, "avx512f,avx2,fma", __m512, _mm512, 16, 8)
-FMA_KERNEL(kernel_avx512_4, "avx512f,avx2,fma", __m512, _mm512, 16, 4)
+FMA_KERNEL(kernel_avx512_12, TGT512 ",fma", __m512, _mm512, 16, 12, round_bf16_16)
+FMA_KERNEL(kernel_avx512_8, TGT512 ",fma", __m512, _mm512, 16, 8, round_bf16_16)
+FMA_KERNEL(kernel_avx512_4, TGT512 ",fma", __m512, _mm512, 16, 4, round_bf16_16)
 
 // AVX2: 6 rows x 16 columns; also 4 and 2 rows for a block's last rows (64 rows as 10 x 6 + 4).
 #define FMA_MR256 6
-FMA_KERNEL(kernel_avx2_6, "avx2,fma", __m256, _mm256, 8, 6)
-FMA_KERNEL(kernel_avx2_4, "avx2,fma", __m256, _mm256, 8, 4)
-FMA_KERNEL(kernel_avx2_2, "avx2,fma", __m256, _mm256, 8, 2)
+FMA_KERNEL(kernel_avx2_6, "avx2,fma,f16c", __m256, _mm256, 8, 6, round_bf16_8)
+FMA_KERNEL(kernel_avx2_4, "avx2,fma,f16c", __m256, _mm256, 8, 4, round_bf16_8)
+FMA_KERNEL(kernel_avx2_2, "avx2,fma,f16c", __m256, _mm256, 8, 2, round_bf16_8)
 
 typedef struct fma_isa {
     int mr, nr;
@@ -167,16 +199,6 @@ static src_kind src_of(dnnl_data_type_t dt, dnnl_data_type_t round) {
 
 static int64_t src_size(src_kind k) { return k == SRC_F16 || k == SRC_BF16 ? 2 : 4; }
 
-// f32 values rounded to bf16 and back: torc_f32_to_bf16's rounding (to nearest even, NaN 0x7FC0).
-__attribute__((target("avx2"))) static inline __m256 round_bf16_8(__m256 v) {
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))),
-                                       _mm256_set1_epi32((int)0xFFFF0000u));
-    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), nan);
-}
-
 __attribute__((target("avx2"))) static inline __m128 round_bf16_4(__m128 v) {
     const __m128i u = _mm_castps_si128(v);
     const __m128i lsb = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
@@ -249,21 +271,13 @@ load_lines_k(src_kind k, const char *s, int64_t sb, int64_t count, int n, int R,
 }
 
 // 16 contiguous elements of kind k at p as f32 (AVX-512: half the instructions of two load8).
-#define TGT512 "avx512f,avx512bw,avx512vl,avx2,f16c"
 __attribute__((target(TGT512))) static inline __m512 load16(src_kind k, const char *p) {
     if (k == SRC_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
     if (k == SRC_BF16)
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
     const __m512 v = _mm512_loadu_ps((const float *)p);
     if (k == SRC_F32_AS_F16) return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    if (k == SRC_F32) return v;
-    // round_bf16_8's rounding, 16 at a time
-    const __m512i u = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_and_si512(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))),
-                                       _mm512_set1_epi32((int)0xFFFF0000u));
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    return _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(r), _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+    return k == SRC_F32_AS_BF16 ? round_bf16_16(v) : v;
 }
 
 // load_lines_k with AVX-512 for each run's first multiple of 16 elements (n >= 16). In isolation on
@@ -436,13 +450,12 @@ typedef struct fma_run {
     float *bp;
     float *threads;        // per-thread regions of d.thread_floats
     bool direct;           // C is f32 with unit column stride: runs add into C itself
+    fma_round round_last;  // direct: how the last run of k leaves its sums in C
 } fma_run;
 
-// n sums rounded to MATMUL_ROUNDED's c and back, into dst (an f32 C of it).
-__attribute__((target("avx2,f16c"))) static void round_row(float *dst, const float *src, int64_t n, src_kind k) {
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, load8(k, (const char *)(src + j)));
-    for (; j < n; j++) dst[j] = load_one(k, src, j);
+static float round_one(fma_round rnd, float v) {
+    if (rnd == ROUND_F16) return torc_f16_to_f32(torc_f32_to_f16(v));
+    return rnd == ROUND_BF16 ? torc_bf16_to_f32(torc_f32_to_bf16(v)) : v;
 }
 
 // Rows [0, m) x columns [0, n) of the f32 block acc (row stride ld) into C at (i0, j0), rounded
@@ -450,20 +463,17 @@ __attribute__((target("avx2,f16c"))) static void round_row(float *dst, const flo
 static void write_out(const onednn_fma_gemm *g, const float *acc, int64_t ld, int64_t i0, int64_t j0, int64_t m,
                       int64_t n) {
     const size_t es = dt_size(g->c_dt);
-    const bool round = g->round_dt != dnnl_data_type_undef;
-    const src_kind rk = g->round_dt == dnnl_f16 ? SRC_F32_AS_F16 : SRC_F32_AS_BF16;
+    const fma_round rnd = g->round_dt == dnnl_f16 ? ROUND_F16 : g->round_dt == dnnl_bf16 ? ROUND_BF16 : ROUND_NONE;
     for (int64_t i = 0; i < m; i++) {
         const float *src = acc + i * ld;
         char *dst = (char *)g->c + ((i0 + i) * g->c_rs + j0 * g->c_cs) * (int64_t)es;
-        if (g->c_cs == 1) {
-            if (g->c_dt == dnnl_f32 && round) round_row((float *)dst, src, n, rk);
-            else if (g->c_dt == dnnl_f32) memcpy(dst, src, (size_t)n * sizeof(float));
-            else if (g->c_dt == dnnl_f16) onednn__f32_to_f16((uint16_t *)dst, src, n);
+        if (g->c_cs == 1) {  // f16 or bf16 (an f32 C with unit stride is written by the kernels)
+            if (g->c_dt == dnnl_f16) onednn__f32_to_f16((uint16_t *)dst, src, n);
             else onednn__f32_to_bf16((uint16_t *)dst, src, n);
             continue;
         }
         for (int64_t j = 0; j < n; j++) {
-            if (g->c_dt == dnnl_f32) ((float *)dst)[j * g->c_cs] = round ? load_one(rk, src, j) : src[j];
+            if (g->c_dt == dnnl_f32) ((float *)dst)[j * g->c_cs] = round_one(rnd, src[j]);
             else if (g->c_dt == dnnl_f16) ((uint16_t *)dst)[j * g->c_cs] = torc_f32_to_f16(src[j]);
             else ((uint16_t *)dst)[j * g->c_cs] = torc_f32_to_bf16(src[j]);
         }
@@ -553,6 +563,7 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
     for (int64_t pc = 0; pc < g->K; pc += FMA_KC) {
         const int64_t kc = g->K - pc < FMA_KC ? g->K - pc : FMA_KC;
         const bool add = pc > 0;
+        const fma_round rnd = pc + kc == g->K ? r->round_last : ROUND_NONE;  // the sums are whole after the last run
         pack_a(g, isa, i0, m, pc, kc, ap, line);
         // A micro-panel by A micro-panel, each against every B micro-panel of the task's columns
         // (B streams, A stays in L1 / L2): measured 6-8% faster than the other way round.
@@ -564,17 +575,18 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                 const int64_t nn = n - jr < nr ? n - jr : nr;
                 const float *bp = r->bp + ((c0 + jr) / nr) * g->K * nr + pc * nr;
                 if (!r->direct) {  // the accumulator block is padded to whole tiles
-                    kern(kc, ap + ir * kc, bp, acc + ir * r->d.acc_ld + jr, r->d.acc_ld, add);
+                    kern(kc, ap + ir * kc, bp, acc + ir * r->d.acc_ld + jr, r->d.acc_ld, add, ROUND_NONE);
                     continue;
                 }
                 float *c = (float *)g->c + (i0 + ir) * g->c_rs + r->jc + c0 + jr;
                 if (mm == R && nn == nr) {
-                    kern(kc, ap + ir * kc, bp, c, g->c_rs, add);
+                    kern(kc, ap + ir * kc, bp, c, g->c_rs, add, rnd);
                     continue;
                 }
-                kern(kc, ap + ir * kc, bp, tile, nr, false);
+                kern(kc, ap + ir * kc, bp, tile, nr, false, ROUND_NONE);
                 for (int64_t i = 0; i < mm; i++)
-                    for (int64_t j = 0; j < nn; j++) c[i * g->c_rs + j] = (add ? c[i * g->c_rs + j] : 0.0f) + tile[i * nr + j];
+                    for (int64_t j = 0; j < nn; j++)
+                        c[i * g->c_rs + j] = round_one(rnd, (add ? c[i * g->c_rs + j] : 0.0f) + tile[i * nr + j]);
             }
             ir += R;
         }
@@ -614,7 +626,8 @@ void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
     }
     fma_run r = {.g = g, .d = dims_of(g->N, g->K), .bp = scratch};
     r.threads = r.bp + r.d.bp_floats;
-    r.direct = g->c_dt == dnnl_f32 && g->c_cs == 1 && g->round_dt == dnnl_data_type_undef;
+    r.direct = g->c_dt == dnnl_f32 && g->c_cs == 1;
+    r.round_last = !r.direct ? ROUND_NONE : g->round_dt == dnnl_f16 ? ROUND_F16 : g->round_dt == dnnl_bf16 ? ROUND_BF16 : ROUND_NONE;
     const int nr = r.d.isa.nr;
     r.n_ic = (g->M + FMA_MC - 1) / FMA_MC;
     for (r.jc = 0; r.jc < g->N; r.jc += r.d.nc) {
