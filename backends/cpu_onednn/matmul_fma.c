@@ -317,6 +317,13 @@ __attribute__((target("avx2,f16c"))) static void load_lines(src_kind k, const ch
 #undef LOAD_LINES
 }
 
+// The k in [k, kc) a transposing pack's blocks left, one element at a time, for lines [0, lines).
+static inline void pack_t_tail(src_kind sk, const char *s, int64_t lb, int64_t k, int64_t kc, int lines, int R,
+                               float *restrict dst) {
+    for (; k < kc; k++)
+        for (int t = 0; t < lines; t++) dst[k * R + t] = load_one(sk, s + t * lb, k);
+}
+
 // Lines [0, 8) of a source whose lines are contiguous in k (line t at s + t * lb bytes), k in
 // [0, kc), into dst[k * R + t]: 8 x 8 blocks converted in registers and transposed there.
 // (Through a converted line buffer and 4 x 4 transposes, packing took 13% of a Cruncher D=256
@@ -348,8 +355,7 @@ pack_t8_k(src_kind sk, const char *s, int64_t lb, int64_t kc, int R, float *rest
         _mm256_storeu_ps(d + 6 * R, _mm256_permute2f128_ps(u2, u6, 0x31));
         _mm256_storeu_ps(d + 7 * R, _mm256_permute2f128_ps(u3, u7, 0x31));
     }
-    for (; k < kc; k++)
-        for (int t = 0; t < 8; t++) dst[k * R + t] = load_one(sk, s + t * lb, k);
+    pack_t_tail(sk, s, lb, k, kc, 8, R, dst);
 }
 
 // The same for lines [0, 4): 4 x 4 blocks.
@@ -366,8 +372,7 @@ pack_t4_k(src_kind sk, const char *s, int64_t lb, int64_t kc, int R, float *rest
         _mm_storeu_ps(dst + (k + 2) * R, r2);
         _mm_storeu_ps(dst + (k + 3) * R, r3);
     }
-    for (; k < kc; k++)
-        for (int t = 0; t < 4; t++) dst[k * R + t] = load_one(sk, s + t * lb, k);
+    pack_t_tail(sk, s, lb, k, kc, 4, R, dst);
 }
 
 // The same for lines [0, 2): 2 x 8 blocks interleaved (AVX2's 6-row panels are 4 + 2 lines; one
@@ -392,29 +397,27 @@ pack_t2_k(src_kind sk, const char *s, int64_t lb, int64_t kc, int R, float *rest
         _mm_storel_pi((__m64 *)(d + 6 * R), h1);
         _mm_storeh_pi((__m64 *)(d + 7 * R), h1);
     }
-    for (; k < kc; k++)
-        for (int t = 0; t < 2; t++) dst[k * R + t] = load_one(sk, s + t * lb, k);
+    pack_t_tail(sk, s, lb, k, kc, 2, R, dst);
 }
 
-__attribute__((target("avx2,f16c"))) static void pack_t2(src_kind k, const char *s, int64_t lb, int64_t kc,
-                                                         int R, float *restrict dst) {
-#define PACK_T2(kk) pack_t2_k(kk, s, lb, kc, R, dst)
-    FOR_EACH_KIND(k, PACK_T2);
-#undef PACK_T2
+// Lines [0, nl) of a source whose lines are contiguous in k: 8, then 4, then 2 at a time. Returns
+// the lines done (nl rounded down to even).
+__attribute__((target("avx2,f16c"), always_inline)) static inline int64_t
+pack_t_k(src_kind sk, const char *s, int64_t lb, int64_t nl, int64_t kc, int R, float *restrict dst) {
+    int64_t l = 0;
+    for (; l + 8 <= nl; l += 8) pack_t8_k(sk, s + l * lb, lb, kc, R, dst + l);
+    for (; l + 4 <= nl; l += 4) pack_t4_k(sk, s + l * lb, lb, kc, R, dst + l);
+    for (; l + 2 <= nl; l += 2) pack_t2_k(sk, s + l * lb, lb, kc, R, dst + l);
+    return l;
 }
 
-__attribute__((target("avx2,f16c"))) static void pack_t8(src_kind k, const char *s, int64_t lb, int64_t kc,
-                                                         int R, float *restrict dst) {
-#define PACK_T8(kk) pack_t8_k(kk, s, lb, kc, R, dst)
-    FOR_EACH_KIND(k, PACK_T8);
-#undef PACK_T8
-}
-
-__attribute__((target("avx2,f16c"))) static void pack_t4(src_kind k, const char *s, int64_t lb, int64_t kc,
-                                                         int R, float *restrict dst) {
-#define PACK_T4(kk) pack_t4_k(kk, s, lb, kc, R, dst)
-    FOR_EACH_KIND(k, PACK_T4);
-#undef PACK_T4
+__attribute__((target("avx2,f16c"))) static int64_t pack_t(src_kind k, const char *s, int64_t lb, int64_t nl,
+                                                           int64_t kc, int R, float *restrict dst) {
+    int64_t done = 0;
+#define PACK_T(kk) done = pack_t_k(kk, s, lb, nl, kc, R, dst)
+    FOR_EACH_KIND(k, PACK_T);
+#undef PACK_T
+    return done;
 }
 
 static size_t dt_size(dnnl_data_type_t dt) { return dt == dnnl_f32 ? 4 : 2; }
@@ -431,11 +434,7 @@ static void pack_panel(src_kind sk, const void *src, int64_t ls, int64_t ks, int
     }
     if (ks == 1) {  // each line's k contiguous: 8 (4, 2) lines at a time, transposed in registers
         const int64_t lb = ls * es;
-        int64_t l = 0;
-        for (; l + 8 <= nl; l += 8) pack_t8(sk, s + l * lb, lb, kc, R, dst + l);
-        for (; l + 4 <= nl; l += 4) pack_t4(sk, s + l * lb, lb, kc, R, dst + l);
-        for (; l + 2 <= nl; l += 2) pack_t2(sk, s + l * lb, lb, kc, R, dst + l);
-        for (; l < nl; l++) {
+        for (int64_t l = pack_t(sk, s, lb, nl, kc, R, dst); l < nl; l++) {
             load_lines(sk, s + l * lb, 0, 1, (int)kc, (int)kc, line);
             for (int64_t k = 0; k < kc; k++) dst[k * R + l] = line[k];
         }
