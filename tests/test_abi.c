@@ -39,6 +39,14 @@ static void assert_never_sent_newer(const char *name) {
 
 static void use_abi_plugins(void) { setenv("TORC_PLUGIN_PATH", getenv("TORC_ABI_PLUGIN_DIR"), 1); }
 
+// The test plugin called name, found through TORC_ABI_PLUGIN_DIR.
+static torc_device *abi_device(const char *name) {
+    use_abi_plugins();
+    torc_device *d = torc_device_get(name);
+    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    return d;
+}
+
 // a + 2 * b on dev, checked on the host; the add (dense f32 operands) must run in the plugin
 // called name.
 static void add_on(torc_device *dev, const char *name) {
@@ -61,9 +69,7 @@ static void add_on(torc_device *dev, const char *name) {
 }
 
 START_TEST(backend_built_against_the_frozen_2_0_headers_loads_and_runs) {
-    use_abi_plugins();
-    torc_device *d = torc_device_get("abiold");
-    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    torc_device *d = abi_device("abiold");
     add_on(d, "abiold");
     assert_never_sent_newer("abiold");
 }
@@ -72,9 +78,7 @@ END_TEST
 // An op of minor 2.1 on a 2.0 plugin: layer_norm and its backward are never sent to it; the
 // reference runs them on the same memory, with the right values.
 START_TEST(older_minor_backend_is_never_sent_layer_norm) {
-    use_abi_plugins();
-    torc_device *d = torc_device_get("abiold");
-    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    torc_device *d = abi_device("abiold");
     ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
     torc_scope_push();
     const float xv[8] = {1, 2, 3, 4, 2, 2, 2, 6}, gv[8] = {1, 0, 0, 0, 0, 0, 0, 1};
@@ -97,9 +101,7 @@ END_TEST
 // MATMUL_ROUNDED appeared in ABI 2.2: autocast never sends it to the 2.0 plugin, but casts and
 // sends MATMUL, with the explicit casts' values and gradient.
 START_TEST(older_minor_backend_gets_autocast_matmuls_as_casts) {
-    use_abi_plugins();
-    torc_device *d = torc_device_get("abiold");
-    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    torc_device *d = abi_device("abiold");
     ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
     torc_scope_push();
     const float xv[6] = {0.5f, -1.25f, 2, 3.1f, 0.7f, -0.3f}, wv[6] = {1.1f, 0.2f, -0.9f, 0.33f, 4, 1};
@@ -128,9 +130,7 @@ END_TEST
 
 // max_dim appeared in ABI 2.1: the 2.0 plugin never sees it; the reference runs it on its memory.
 START_TEST(backend_of_2_0_is_never_sent_max_dim) {
-    use_abi_plugins();
-    torc_device *d = torc_device_get("abiold");
-    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    torc_device *d = abi_device("abiold");
     ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
     torc_tensor *x = torc_tensor_from((const float[]){1, 7, 3, 7}, TORC_SHAPE(2, 2), TORC_DTYPE_F32), *v, *i;
     ck_assert_msg(x != NULL, "%s", torc_last_error());
@@ -145,9 +145,7 @@ START_TEST(backend_of_2_0_is_never_sent_max_dim) {
 END_TEST
 
 START_TEST(backend_claiming_a_newer_minor_loads_and_runs) {
-    use_abi_plugins();
-    torc_device *d = torc_device_get("abifuture");
-    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    torc_device *d = abi_device("abifuture");
     ck_assert_uint_eq(torc_device_backend_abi(d), (uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | 99));
     add_on(d, "abifuture");  // its unknown members are never called (one would abort)
     assert_never_sent_newer("abifuture");
@@ -211,9 +209,7 @@ END_TEST
 TORC_API torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src);  // core/dispatch.c
 
 START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
-    use_abi_plugins();
-    torc_device *d = torc_device_get("abiold");
-    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    torc_device *d = abi_device("abiold");
     add_on(d, "abiold");  // what it knows it runs
     ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
     // a dtype of minor 2.3: fill and the cast back run on the reference, on the same memory
@@ -233,9 +229,7 @@ START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
 END_TEST
 
 START_TEST(device_backend_of_an_older_minor_refuses_newer_ops_clearly) {
-    use_abi_plugins();
-    torc_device *d = torc_device_get("abiolddev");
-    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    torc_device *d = abi_device("abiolddev");
     ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
     ck_assert_ptr_null(torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA));
     tu_assert_error(TORC_ERR_NOT_SUPPORTED, "backend 'abiolddev' cannot run op 'fill' for dtype test_extra and has no "
@@ -254,9 +248,7 @@ END_TEST
 
 // The public single-op API goes through the same gate: a 2.0 plugin is not sent a 2.1 opcode.
 START_TEST(single_op_api_keeps_the_minor_gate) {
-    use_abi_plugins();
-    torc_device *d = torc_device_get("abiold");
-    ck_assert_msg(d != NULL, "%s", torc_last_error());
+    torc_device *d = abi_device("abiold");
     torc_scope_push();
     torc_tensor *x = torc_to_device(torc_ones(TORC_SHAPE(2, 3), TORC_DTYPE_F32), d);
     torc_tensor *v = torc_to_device(torc_zeros(TORC_SHAPE(2, 1), TORC_DTYPE_F32), d);
@@ -273,8 +265,7 @@ START_TEST(single_op_api_keeps_the_minor_gate) {
 END_TEST
 
 START_TEST(shutdown_reaches_every_backend) {
-    use_abi_plugins();
-    ck_assert_ptr_nonnull(torc_device_get("abiold"));
+    abi_device("abiold");
     torc_shutdown();  // each loaded backend's shutdown(ctx), once; the atexit handler is then a no-op
     torc_shutdown();
 }
