@@ -21,12 +21,8 @@ static torc_dtype dt(torc_tensor *t) {
 // Asserts a and b hold bit-identical values of the same dtype and shape.
 static void assert_same(torc_tensor *a, torc_tensor *b) {
     ck_assert_int_eq(dt(a), dt(b));
-    ck_assert_int_eq(torc_numel(a), torc_numel(b));
-    double *va = tu_values(a), *vb = tu_values(b);
-    for (int64_t i = 0; i < torc_numel(a); i++)
-        ck_assert_msg(va[i] == vb[i] || (isnan(va[i]) && isnan(vb[i])), "element %lld: %.9g != %.9g", (long long)i,
-                      va[i], vb[i]);
-    free(va);
+    double *vb = tu_values(b);
+    tu_assert_values(a, vb, torc_numel(b), 0);  // numel, then each value (NaN matches NaN)
     free(vb);
 }
 
