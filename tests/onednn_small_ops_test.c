@@ -1,5 +1,6 @@
 // tests/onednn_small_ops_test.c — oneDNN hands small ops to the reference backend (its
-// primitive overhead exceeds a plain loop), with a reason, and results are unchanged.
+// primitive overhead exceeds a plain loop), with a reason, and results are unchanged; small ops
+// of torc's own host loops (casts) it keeps.
 #include "testutil.h"
 
 // Whether onednn itself takes an add of n float32 elements (the last error says why not).
@@ -31,10 +32,32 @@ START_TEST(small_ops_are_declined_large_ones_run) {
 }
 END_TEST
 
+// The casts autocast makes at a model's edges (a [64] loss input, a [256, 1] weight) are small:
+// the backend's cast loops take them at any size (the reference's generic loop cost ~7 ns an
+// element), with the same bits.
+START_TEST(small_casts_stay_on_onednn) {
+    torc_device *dev = torc_device_get("onednn");
+    ck_assert_msg(dev != NULL, "%s", torc_last_error());
+    torc_scope_push();
+    const float v[4] = {1.0f, -2.5f, 65504.0f, 1e-7f};
+    torc_tensor *x = torc_to_device(torc_tensor_from(v, TORC_SHAPE(4), TORC_DTYPE_F32), dev);
+    torc_tensor *h = torc_to_device(torc_zeros(TORC_SHAPE(4), TORC_DTYPE_F16), dev);
+    ck_assert_msg(x && h, "%s", torc_last_error());
+    torc_op_call call = {.code = TORC_OP_COPY, .n_in = 1, .n_out = 1, .in = {x}, .out = {h}};
+    ck_assert_msg(torc_op_supported(dev, &call) == TORC_OK, "%s", torc_last_error());
+    torc_tensor *y = torc_to_dtype(torc_to_dtype(x, TORC_DTYPE_F16), TORC_DTYPE_F32);
+    ck_assert_ptr_eq(torc_get_device(y), dev);
+    // 1e-7 is an f16 subnormal: 2^-24 * round(1e-7 / 2^-24) = 2^-24 * 2
+    tu_assert_values(y, TU_ARR(1.0, -2.5, 65504.0, 0x1p-23), 0);
+    torc_scope_pop();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("onednn_small_ops");
     TCase *tc = tcase_create("onednn_small_ops");
     tcase_add_test(tc, small_ops_are_declined_large_ones_run);
+    tcase_add_test(tc, small_casts_stay_on_onednn);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
