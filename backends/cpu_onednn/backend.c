@@ -280,10 +280,10 @@ static int onednn_empty_cache(void *ctx, int device) {
 // Ops smaller than this run faster in the reference backend's plain loops than through a
 // oneDNN primitive (whose execute alone costs about a microsecond), so supports() declines them
 // and the core runs them on the reference with the same pointers. TORC_ONEDNN_MIN_WORK
-// overrides it (0 sends every op to oneDNN; its tests use that to cover small shapes). Ops of
-// torc's own host loops (host_families below) have no primitive to amortize and are taken at
-// every size: the reference's generic per-element casts cost ~7 ns an element, and an f16
-// autocast Cruncher step's four small casts ran there.
+// overrides it (0 sends every op to oneDNN; its tests use that to cover small shapes). Dense
+// casts (cast.c's loops, no primitive) are taken at every size: the reference's generic
+// per-element cast cost ~7 ns an element, and an f16 autocast Cruncher step's four small casts
+// ran there. (Asking every host family instead cost every tiny op ~25 ns: a 4x4 add 0.18 -> 0.21 us.)
 #define ONEDNN_MIN_WORK_DEFAULT 4096
 
 static int64_t min_work(void) {
@@ -338,13 +338,13 @@ static const host_family *host_family_of(const torc_op *op) {
 
 static bool onednn_supports(void *ctx, int device, const torc_op *op) {
     if (device != 0 || !op) return false;
-    const host_family *h = host_family_of(op);
-    if (h) return !h->check || h->check(op) == 0;  // plain loops: no primitive to amortize, any size
     const int64_t work = onednn__work(op), min = min_work();
-    if (work < min) {
+    if (work < min && !onednn__cast_takes(op)) {
         t_decline.code = op->code, t_decline.work = work, t_decline.min = min, t_decline.pending = true;
         return false;
     }
+    const host_family *h = host_family_of(op);
+    if (h) return !h->check || h->check(op) == 0;
     bool ok = false;
     pthread_mutex_lock(&g.lock);
     if (g.refs > 0) {

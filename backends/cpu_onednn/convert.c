@@ -27,13 +27,19 @@ static void convert_line(dnnl_data_type_t from, const void *src, int64_t si, dnn
     }
 }
 
-// Lines [l0, l1) of the conversion: `in` is the dim converted along (n elements, strides si, di).
-static void convert_lines(const onednn_view *from, const void *src, const onednn_view *to, void *dst, int in,
-                          int64_t l0, int64_t l1) {
+void onednn__convert(const onednn_view *from, const void *src, const onednn_view *to, void *dst) {
     const int nd = from->ndim;
+    // The inner loop runs along the dim `from` steps through most finely (memory order), so a
+    // transposed operand converts line by line of its memory, not with a gather.
+    int in = nd - 1;
+    for (int d = 0; d < nd; d++)
+        if (from->dims[d] > 1 && (from->dims[in] == 1 || from->strides[d] < from->strides[in])) in = d;
     const int64_t n = from->dims[in], si = from->strides[in], di = to->strides[in];
     const size_t sz_from = from->dt == dnnl_f32 ? 4 : 2, sz_to = to->dt == dnnl_f32 ? 4 : 2;
-    for (int64_t l = l0; l < l1; l++) {
+    int64_t lines = 1;
+    for (int d = 0; d < nd; d++)
+        if (d != in) lines *= from->dims[d];
+    ONEDNN_FOR(lines * n >= ONEDNN_SMALL_STREAM, l, lines, {
         int64_t so = 0, dof = 0, rest = l;
         for (int d = nd - 1; d >= 0; d--) {
             if (d == in) continue;
@@ -44,28 +50,5 @@ static void convert_lines(const onednn_view *from, const void *src, const onednn
         }
         convert_line(from->dt, (const char *)src + so * (int64_t)sz_from, si, to->dt,
                      (char *)dst + dof * (int64_t)sz_to, di, n);
-    }
-}
-
-void onednn__convert(const onednn_view *from, const void *src, const onednn_view *to, void *dst) {
-    const int nd = from->ndim;
-    // The inner loop runs along the dim `from` steps through most finely (memory order), so a
-    // transposed operand converts line by line of its memory, not with a gather.
-    int in = nd - 1;
-    for (int d = 0; d < nd; d++)
-        if (from->dims[d] > 1 && (from->dims[in] == 1 || from->strides[d] < from->strides[in])) in = d;
-    int64_t lines = 1;
-    for (int d = 0; d < nd; d++)
-        if (d != in) lines *= from->dims[d];
-    // Small: on this thread, outside any parallel region (an `omp parallel if (0)` still cost
-    // GOMP's team setup and a futex wake, a fifth of an f16 Cruncher step's final layer).
-    if (lines * from->dims[in] < ONEDNN_SMALL_STREAM) {
-        convert_lines(from, src, to, dst, in, 0, lines);
-        return;
-    }
-#pragma omp parallel
-    {
-        const int64_t t = omp_get_thread_num(), per = (lines + omp_get_num_threads() - 1) / omp_get_num_threads();
-        convert_lines(from, src, to, dst, in, t * per < lines ? t * per : lines, (t + 1) * per < lines ? (t + 1) * per : lines);
-    }
+    });
 }

@@ -105,8 +105,7 @@ int onednn__move_run(const torc_op *op) {
     int64_t items = 1;
     for (int d = 0; d < no; d++) items *= outer[d];
     const bool par = !onednn__single_thread(TORC_OP_COPY, total);
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t it = 0; it < items; it++) {
+    ONEDNN_FOR(par, it, items, {
         int64_t r = it, oi = 0, oo = 0, j0 = 0;
         for (int d = no - 1; d >= 0; d--) {
             const int64_t idx = r % outer[d];
@@ -133,7 +132,7 @@ int onednn__move_run(const torc_op *op) {
                 move_row(d0 + (j * m.so[tj] + k0 * m.so[in]) * (int64_t)esz,
                          s0 + (j * m.si[tj] + k0 * m.si[in]) * (int64_t)esz, nk, m.so[in], m.si[in], esz);
         }
-    }
+    });
     return 0;
 }
 

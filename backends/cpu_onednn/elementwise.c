@@ -263,7 +263,6 @@ int onednn__log_run(const torc_op *op) {
     if (n == 0) return 0;
     const float *x = op->in[0].data;
     float *y = op->out[0].data;
-#pragma omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)
-    for (int64_t i = 0; i < n; i++) y[i] = (float)log((double)x[i]);
+    ONEDNN_FOR(n >= ONEDNN_SMALL_STREAM, i, n, y[i] = (float)log((double)x[i]););
     return 0;
 }

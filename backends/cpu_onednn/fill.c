@@ -57,8 +57,7 @@ int onednn__fill_check(const torc_op *op) {
         T x;                                                                     \
         memcpy(&x, b, sizeof x);                                                 \
         T *o = op->out[0].data;                                                     \
-        _Pragma("omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)") \
-        for (int64_t i = 0; i < n; i++) o[i] = x;                                \
+        ONEDNN_FOR(n >= ONEDNN_SMALL_STREAM, i, n, o[i] = x;);                  \
     } while (0)
 
 int onednn__fill_run(const torc_op *op) {

@@ -122,13 +122,12 @@ static void forward(const torc_op *op, int64_t M, int64_t N) {
     const bool f32 = xd == TORC_DTYPE_F32;  // then every operand is f32
     const size_t xs = torc_abi_dtype_size(xd);
     const double eps = op->params.norm.eps;
-#pragma omp parallel for schedule(static) if (M * N >= ONEDNN_SMALL_STREAM)
-    for (int64_t r = 0; r < M; r++) {
+    ONEDNN_FOR(M * N >= ONEDNN_SMALL_STREAM, r, M, {
         const char *xr = x + (size_t)(r * N) * xs;
         char *yr = y + (size_t)(r * N) * xs;
         if (f32) fwd_row(xr, yr, mean, rstd, r, w, b, N, eps, TORC_DTYPE_F32, TORC_DTYPE_F32, TORC_DTYPE_F32);
         else fwd_row(xr, yr, mean, rstd, r, w, b, N, eps, xd, pd, sd);
-    }
+    });
 }
 
 // ---- backward ----
@@ -167,14 +166,13 @@ static int backward(const torc_op *op, int64_t M, int64_t N) {
     const bool f32 = xd == TORC_DTYPE_F32;
     const size_t xs = torc_abi_dtype_size(xd);
     const bool par = M * N >= ONEDNN_SMALL_STREAM;
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t r = 0; r < M; r++) {
+    ONEDNN_FOR(par, r, M, {
         const char *dyr = dy + (size_t)(r * N) * xs, *xr = x + (size_t)(r * N) * xs;
         char *dxr = dx + (size_t)(r * N) * xs;
         const double mu = ld(mean, r, sd), rs = ld(rstd, r, sd);
         if (f32) bwd_row(dyr, xr, dxr, mu, rs, w, N, TORC_DTYPE_F32, TORC_DTYPE_F32);
         else bwd_row(dyr, xr, dxr, mu, rs, w, N, xd, pd);
-    }
+    });
     if (!dw && !db) return 0;
     // dweight, dbias: each thread owns a range of columns and sums the rows in order, as the
     // reference, so the sums do not depend on the thread count.

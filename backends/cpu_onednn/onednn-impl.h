@@ -303,6 +303,19 @@ static inline bool onednn__is_matmul(torc_opcode code) {
 static inline bool onednn__single_thread(torc_opcode code, int64_t work) {
     return work < (onednn__is_matmul(code) ? ONEDNN_SMALL_WORK : ONEDNN_SMALL_STREAM);
 }
+// for (int64_t i = 0; i < n; i++) { body... } on OpenMP's team where par, else on the calling
+// thread outside any parallel region: an `omp parallel for if (0)` still costs libgomp a team of
+// one, ~0.4 us a call on a Zen 4 core (twice a whole 4x4 add), which small ops must not pay.
+#define ONEDNN_FOR(par, i, n, ...)                                                   \
+    do {                                                                             \
+        const int64_t onednn_for_n_ = (n);                                           \
+        if (par) {                                                                   \
+            _Pragma("omp parallel for schedule(static)")                             \
+            for (int64_t i = 0; i < onednn_for_n_; i++) { __VA_ARGS__ }             \
+        } else {                                                                     \
+            for (int64_t i = 0; i < onednn_for_n_; i++) { __VA_ARGS__ }             \
+        }                                                                            \
+    } while (0)
 // This OpenMP thread's share [*i0, *i1) of n elements in a parallel loop of torc's own: one
 // contiguous chunk per thread, boundaries on 32 elements (64 bytes or more, so no two threads
 // write one cache line).

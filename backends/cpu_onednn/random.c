@@ -34,8 +34,7 @@ int onednn__random_run(const torc_op *op) {
     const double a = op->params.rng.a, b = op->params.rng.b;
     const torc_dtype d = op->out[0].dtype;
     char *out = op->out[0].data;
-#pragma omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)
-    for (int64_t i = 0; i < n; i++) {
+    ONEDNN_FOR(n >= ONEDNN_SMALL_STREAM, i, n, {
         const double v = normal ? a + b * torc_philox_normal(seed, offset, (uint64_t)i)
                                 : a + (b - a) * torc_philox_uniform(seed, offset, (uint64_t)i);
         switch (d) {  // ref_store_f's conversions
@@ -44,6 +43,6 @@ int onednn__random_run(const torc_op *op) {
         case TORC_DTYPE_BF16: ((uint16_t *)out)[i] = torc_f32_to_bf16((float)v); break;
         default: ((uint16_t *)out)[i] = torc_f32_to_f16((float)v); break;
         }
-    }
+    });
     return 0;
 }

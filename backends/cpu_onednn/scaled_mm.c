@@ -55,9 +55,8 @@ static void decode(const torc_operand *x, float *dst, char *trans, int64_t *ld) 
     for (int v = 0; v < 256; v++)
         lut[v] = x->dtype == TORC_DTYPE_F8_E4M3FN ? torc_f8e4m3fn_to_f32((uint8_t)v) : torc_f8e5m2_to_f32((uint8_t)v);
     const uint8_t *src = x->data;
-#pragma omp parallel for schedule(static) if (R * C >= ONEDNN_SMALL_STREAM)
-    for (int64_t l = 0; l < lines; l++)
-        for (int64_t i = 0; i < n; i++) dst[l * n + i] = lut[src[l * sl + i * si]];
+    ONEDNN_FOR(R * C >= ONEDNN_SMALL_STREAM, l, lines,
+               for (int64_t i = 0; i < n; i++) dst[l * n + i] = lut[src[l * sl + i * si]];);
     *trans = col ? 'T' : 'N';
     *ld = n > 1 ? n : 1;
 }

@@ -96,8 +96,7 @@ int onednn__log_softmax_run(const torc_op *op) {
     const float *in = op->in[0].data;
     float *out = op->out[0].data;
     const int64_t rows = n / len;
-#pragma omp parallel for schedule(static) if (n >= ONEDNN_SMALL_STREAM)
-    for (int64_t r = 0; r < rows; r++) {
+    ONEDNN_FOR(n >= ONEDNN_SMALL_STREAM, r, rows, {
         const float *x = in + r * len;
         float *y = out + r * len;
         double m = -INFINITY;  // NaN propagates to every result
@@ -109,6 +108,6 @@ int onednn__log_softmax_run(const torc_op *op) {
         for (int64_t i = 0; i < len; i++) sum += exp((double)x[i] - m);
         const double log_sum = log(sum);
         for (int64_t i = 0; i < len; i++) y[i] = (float)((double)x[i] - m - log_sum);
-    }
+    });
     return 0;
 }
