@@ -11,8 +11,11 @@
 // runs the MR x NR register-blocked micro-kernel on each A micro-panel against every B micro-panel
 // of its columns: A broadcast, B loaded as vectors, MR x NR accumulators in registers for a run of
 // KC k. The packing reads f16 / bf16 with F16C and AVX2, which every AVX2 CPU has (F16C is checked
-// all the same), and runs of 16 with AVX-512 where torc's ISA has it. C gets each run's sum added: directly where C is f32 with unit column stride,
-// else in the task's f32 accumulator block, written out (rounded once) after the last run of K.
+// all the same), and runs of 16 with AVX-512 where torc's ISA has it. With AVX-512 a small
+// row-major B is not packed: the kernels read its micro-panels where they are and convert them in
+// the loop (b_in_place). C gets each run's sum added: directly where C is f32 with unit column
+// stride, else in the task's f32 accumulator block, written out (rounded once) after the last run
+// of K.
 // Two micro-kernels, compiled with per-function target attributes and chosen at run time by
 // torc's ISA (isa.c; TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it): AVX-512 (MR 12 x NR 32, and
 // 8 and 4 rows for a block's last rows) and AVX2 + FMA (6 x 16). Nothing here runs below AVX2
@@ -38,7 +41,7 @@
 #define FMA_MR_MAX 12
 #define FMA_NR_MAX 32
 
-// ---- micro-kernels ----
+// ---- rounding to f16 / bf16 ----
 // How a kernel leaves its sums: as they are, or rounded to f16 or bf16 (MATMUL_ROUNDED's last
 // run of k into an f32 C: the sums' rounding done in registers, not in a pass over C).
 typedef enum fma_round { ROUND_NONE, ROUND_F16, ROUND_BF16 } fma_round;
@@ -125,6 +128,7 @@ __attribute__((target(TGT512))) static inline __m512 load16(src_kind k, const ch
     return k == SRC_F32_AS_BF16 ? round_bf16_16(v) : v;
 }
 
+// ---- micro-kernels ----
 // c (MR x NR, row stride ldc) = (add ? c : 0) + the kc-long dot products of the packed A
 // micro-panel a (MR floats for each k, ak floats apart) and B's NR columns at b (k's row bk bytes
 // after k - 1's: a packed micro-panel of f32, or B itself read in place), rounded as rnd says.
