@@ -721,9 +721,9 @@ static void check_matmul_k0(torc_dtype dt, int nd, const int64_t *a, const int64
 // AVX2 + FMA (+ F16C) up, converting while it packs: sizes around its register tiles (12 x 32 with
 // AVX-512, 6 x 16 with AVX2) and blocks (96 rows, runs of 2048 k, a B block of 1.5M floats: K = 2100
 // takes two runs, N = 1500 with K = 1100 and N = 800 with K = 2100 two B blocks), transposed,
-// row-sliced and broadcast operands, column-major and row-sliced outs, batches, K = 0. With AVX-512
-// a row-major B under 512 KiB is read in place (whole panels; a partial last one packed): the
-// contiguous and row-sliced B of most sizes. Against the
+// row-sliced and broadcast operands, column-major and row-sliced outs, batches, K = 0. On Zen 4
+// (uncapped) a row-major B under 512 KiB is read in place (whole panels; a partial last one
+// packed): the contiguous and row-sliced B of most sizes; capped, the generic AVX-512 kernels. Against the
 // reference on every ISA level the isa suites cap it to (below AVX2 the conversions and sgemm run
 // the same cases).
 static void check_fma_case(torc_dtype dt, torc_dtype odt, int64_t M, int64_t K, int64_t N, enum layout la,
@@ -788,7 +788,7 @@ START_TEST(test_matmul_fma) {
     static const int64_t sizes[][3] = {  // M, K, N
         {1, 1, 1}, {1, 7, 17}, {7, 1, 33}, {17, 33, 7}, {33, 17, 255}, {255, 33, 17}, {13, 255, 33},
         {1000, 17, 33}, {33, 1000, 7}, {7, 33, 1000}, {97, 1025, 65}, {7, 1100, 1500}, {5, 2100, 800},
-        {13, 2100, 70},  // B read in place (AVX-512) over two runs of k, its last partial panel packed
+        {13, 2100, 70},  // B read in place (Zen 4) over two runs of k, its last partial panel packed
     };
     const enum layout ls[][3] = {{L_CONTIG, L_CONTIG, L_CONTIG}, {L_T2, L_CONTIG, L_CONTIG},
                                  {L_CONTIG, L_T2, L_CONTIG}, {L_T2, L_T2, L_T2},

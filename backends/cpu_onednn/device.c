@@ -101,7 +101,7 @@ int onednn__device_info(torc_device_info *info) {
     // Zen 4 (AMD family 19h; Zen 3 there has no AVX-512) runs a 512-bit FMA or dot product as two
     // halves on its two 256-bit units: an AVX-512 FMA loop and an AVX2 one both measured 117
     // GFLOP/s on one EPYC Zen 4 core (32 FLOP/cycle at 3.65 GHz), VDPBF16PS 2.0x that.
-    const bool half512 = avx512 && !onednn__cpu_is_intel() && onednn__cpu_family() == 0x19;
+    const bool half512 = avx512 && onednn__cpu_half512();
     const char *f32_isa = half512 ? "AVX-512 on 256-bit units" : avx512 ? "AVX-512 FMA" : avx2 ? "AVX2 FMA" : avx ? "AVX" : "SSE";
     const int f32 = avx512 && !half512 ? 64 : avx2 ? 32 : avx ? 16 : 8;
     const int f64 = f32 / 2;

@@ -112,4 +112,5 @@ onednn_isa onednn__cpu_isa(void) { return g_isa.ready ? g_isa.cpu : ONEDNN_ISA_N
 onednn_isa onednn__dnnl_isa(void) { return g_isa.ready ? g_isa.dnnl : ONEDNN_ISA_NONE; }
 bool onednn__cpu_is_intel(void) { return g_isa.intel; }
 int onednn__cpu_family(void) { return g_isa.family; }
+bool onednn__cpu_half512(void) { return g_isa.cpu >= ONEDNN_ISA_AVX512_CORE && !g_isa.intel && g_isa.family == 0x19; }
 bool onednn__cpu_has_f16c(void) { return g_isa.f16c; }

@@ -11,7 +11,7 @@
 // runs the MR x NR register-blocked micro-kernel on each A micro-panel against every B micro-panel
 // of its columns: A broadcast, B loaded as vectors, MR x NR accumulators in registers for a run of
 // KC k. The packing reads f16 / bf16 with F16C and AVX2, which every AVX2 CPU has (F16C is checked
-// all the same), and runs of 16 with AVX-512 where torc's ISA has it. With AVX-512 a small
+// all the same), and runs of 16 with AVX-512 where torc's ISA has it. On Zen 4 a small
 // row-major B is not packed: the kernels read its micro-panels where they are and convert them in
 // the loop (b_in_place). C gets each run's sum added: directly where C is f32 with unit column
 // stride, else in the task's f32 accumulator block, written out (rounded once) after the last run
@@ -66,7 +66,7 @@ __attribute__((target(TGT512))) static inline __m512 round_bf16_16(__m512 v) {
     return _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(r), _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
 }
 
-// ---- element loads: f32, f16 or bf16 read as f32 (packing, and the AVX-512 kernels' B) ----
+// ---- element loads: f32, f16 or bf16 read as f32 (packing, and Zen 4's kernels' B) ----
 // How packing reads an operand: its dtype, and for an f32 one of MATMUL_ROUNDED the dtype its
 // values are rounded to first (as the cast autocast would otherwise make).
 typedef enum src_kind { SRC_F32, SRC_F16, SRC_BF16, SRC_F32_AS_F16, SRC_F32_AS_BF16 } src_kind;
@@ -135,12 +135,15 @@ __attribute__((target(TGT512))) static inline __m512 load16(src_kind k, const ch
 typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ak, const void *b, int64_t bk, float *c, int64_t ldc,
                            bool add, fma_round rnd);
 
-// acc += a[0] broadcast x bv. AVX-512: the broadcast inside the FMA (an EVEX memory operand,
-// {1to16}) instead of a vbroadcastss beside it: on a Zen 4 core the separate broadcasts take the
-// vector pipes that converting B needs, and a 12 x 32 kernel reading f16 B in place ran at 109
-// GFLOP/s with them (f32 rounded to f16: 98) against 118 with the broadcasts in the FMAs, as fast
-// as from a packed f32 panel. (GCC keeps one broadcast register for both FMAs of a row.)
-#define FMA_BCAST512(acc, a, bv) __asm__("vfmadd231ps %[x]%{1to16%}, %[y], %[z]" : [z] "+v"(acc) : [y] "v"(bv), [x] "m"(*(a)))
+// acc += a[0] broadcast x bv. Zen 4 (FMA_BCAST512_MEM): the broadcast inside the FMA (an EVEX
+// memory operand, {1to16}) instead of a vbroadcastss beside it: there the separate broadcasts take
+// the vector pipes that converting B needs, and a 12 x 32 kernel reading f16 B in place ran at
+// 109 GFLOP/s with them (f32 rounded to f16: 98) against 118 with the broadcasts in the FMAs, as
+// fast as from a packed f32 panel. Elsewhere (FMA_BCAST512: one vbroadcastss a row, its register
+// feeding both FMAs): an Intel core with two 512-bit FMA units would need 26 loads a k for 24
+// FMAs in 12 cycles, more than its two load ports give, and converts on its FMA ports anyway.
+#define FMA_BCAST512_MEM(acc, a, bv) __asm__("vfmadd231ps %[x]%{1to16%}, %[y], %[z]" : [z] "+v"(acc) : [y] "v"(bv), [x] "m"(*(a)))
+#define FMA_BCAST512(acc, a, bv) (acc) = _mm512_fmadd_ps(_mm512_set1_ps(*(a)), (bv), (acc))
 #define FMA_BCAST256(acc, a, bv) (acc) = _mm256_fmadd_ps(_mm256_set1_ps(*(a)), (bv), (acc))
 
 // One micro-kernel: MR rows x 2 vectors of W floats (NR = 2W), in the vector type V with the
@@ -183,17 +186,16 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ak, const void *b
     }
 
 // AVX-512: 12 rows x 32 columns; also 8 and 4 rows for the last rows of a block (64 rows as
-// 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM). Each for a packed f32
-// panel or B read in place as f32, f16, bf16 or f32 rounded to f16 (what B in place may be:
-// b_in_place below).
-#define FMA_KERNELS512(MR)                                                                                       \
-    FMA_KERNEL(kernel_avx512_##MR, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, SRC_F32, FMA_BCAST512) \
-    FMA_KERNEL(kernel_avx512_##MR##_f16, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, SRC_F16,      \
-               FMA_BCAST512)                                                                                      \
-    FMA_KERNEL(kernel_avx512_##MR##_bf16, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, SRC_BF16,    \
-               FMA_BCAST512)                                                                                      \
-    FMA_KERNEL(kernel_avx512_##MR##_f32h, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16,             \
-               SRC_F32_AS_F16, FMA_BCAST512)
+// 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM). For packed f32 panels;
+// on Zen 4 also for B read in place as f32, f16, bf16 or f32 rounded to f16 (b_in_place).
+#define FMA_K512(NAME, MR, KIND, FMA) \
+    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, KIND, FMA)
+#define FMA_KERNELS512(MR)                                                  \
+    FMA_K512(kernel_avx512_##MR, MR, SRC_F32, FMA_BCAST512)                 \
+    FMA_K512(kernel_zen4_##MR, MR, SRC_F32, FMA_BCAST512_MEM)               \
+    FMA_K512(kernel_zen4_##MR##_f16, MR, SRC_F16, FMA_BCAST512_MEM)         \
+    FMA_K512(kernel_zen4_##MR##_bf16, MR, SRC_BF16, FMA_BCAST512_MEM)       \
+    FMA_K512(kernel_zen4_##MR##_f32h, MR, SRC_F32_AS_F16, FMA_BCAST512_MEM)
 #define FMA_MR512 12
 FMA_KERNELS512(12)
 FMA_KERNELS512(8)
@@ -213,13 +215,17 @@ typedef struct fma_isa {
     fma_kernel kern[SRC_KINDS][3]; // by B's kind and tile; [SRC_F32] also packed panels; NULL: pack B
 } fma_isa;
 
+// Zen 4's kernels where torc runs at the CPU's own ISA level; a TORC_MAX_CPU_ISA cap below it
+// stands for another CPU of the capped level (the isa suites' emulation), which gets the others.
 static fma_isa pick_isa(void) {
-    if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
+    if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE && onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa())
         return (fma_isa){FMA_MR512, 32, {12, 4, 8},
-                         {[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8},
-                          [SRC_F16] = {kernel_avx512_12_f16, kernel_avx512_4_f16, kernel_avx512_8_f16},
-                          [SRC_BF16] = {kernel_avx512_12_bf16, kernel_avx512_4_bf16, kernel_avx512_8_bf16},
-                          [SRC_F32_AS_F16] = {kernel_avx512_12_f32h, kernel_avx512_4_f32h, kernel_avx512_8_f32h}}};
+                         {[SRC_F32] = {kernel_zen4_12, kernel_zen4_4, kernel_zen4_8},
+                          [SRC_F16] = {kernel_zen4_12_f16, kernel_zen4_4_f16, kernel_zen4_8_f16},
+                          [SRC_BF16] = {kernel_zen4_12_bf16, kernel_zen4_4_bf16, kernel_zen4_8_bf16},
+                          [SRC_F32_AS_F16] = {kernel_zen4_12_f32h, kernel_zen4_4_f32h, kernel_zen4_8_f32h}}};
+    if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
+        return (fma_isa){FMA_MR512, 32, {12, 4, 8}, {[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}}};
     return (fma_isa){FMA_MR256, 16, {6, 2, 4}, {[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}}};
 }
 
@@ -656,7 +662,7 @@ static void zero_out(const onednn_fma_gemm *g) {
 }
 
 // Whether the kernels read B's whole micro-panels where B is instead of packing them: B row-major
-// (n contiguous), of a kind the ISA has in-place kernels for (AVX-512: f32, f16, bf16, f32 rounded
+// (n contiguous), of a kind the ISA has in-place kernels for (Zen 4: f32, f16, bf16, f32 rounded
 // to f16), and small enough to stay in L2 while every row block reads it. Packing such a B was
 // 0.27-0.30 cycles an element (a Zen 4 core), 4% of a D=256 f16 linear layer's input-gradient GEMM.
 #define FMA_B_IN_PLACE_BYTES (INT64_C(512) << 10)

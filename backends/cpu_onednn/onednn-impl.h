@@ -426,6 +426,9 @@ onednn_isa onednn__cpu_isa(void);
 const char *onednn__isa_name(onednn_isa i);
 bool onednn__cpu_is_intel(void);
 int onednn__cpu_family(void);  // cpuid's display family (isa.c)
+// Zen 4 (AMD family 19h; Zen 3 there has no AVX-512): runs each 512-bit FMA as two halves on its
+// 256-bit units (device.c's peak, matmul_fma.c's kernels).
+bool onednn__cpu_half512(void);
 bool onednn__cpu_has_f16c(void);  // F16C (vcvtph2ps / vcvtps2ph), its own cpuid bit
 
 // ---- device description (device.c) ----
