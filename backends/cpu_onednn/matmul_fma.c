@@ -141,7 +141,7 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ak, const void *b
 // 109 GFLOP/s with them (f32 rounded to f16: 98) against 118 with the broadcasts in the FMAs, as
 // fast as from a packed f32 panel. Elsewhere (FMA_BCAST512: one vbroadcastss a row, its register
 // feeding both FMAs): an Intel core with two 512-bit FMA units would need 26 loads a k for 24
-// FMAs in 12 cycles, more than its two load ports give, and converts on its FMA ports anyway.
+// FMAs in 12 cycles, more than two load ports give (by the count; no such CPU was at hand).
 #define FMA_BCAST512_MEM(acc, a, bv) __asm__("vfmadd231ps %[x]%{1to16%}, %[y], %[z]" : [z] "+v"(acc) : [y] "v"(bv), [x] "m"(*(a)))
 #define FMA_BCAST512(acc, a, bv) (acc) = _mm512_fmadd_ps(_mm512_set1_ps(*(a)), (bv), (acc))
 #define FMA_BCAST256(acc, a, bv) (acc) = _mm256_fmadd_ps(_mm256_set1_ps(*(a)), (bv), (acc))
