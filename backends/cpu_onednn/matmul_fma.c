@@ -210,23 +210,23 @@ FMA_KERNEL(kernel_avx2_4, "avx2,fma,f16c", __m256, _mm256, 8, 4, round_bf16_8, l
 FMA_KERNEL(kernel_avx2_2, "avx2,fma,f16c", __m256, _mm256, 8, 2, round_bf16_8, load8, SRC_F32, FMA_BCAST256)
 
 typedef struct fma_isa {
-    int mr, nr;
-    int rows[3];                   // tile heights: mr, then smaller ones for a block's last rows (0: none)
+    int nr;
+    int rows[3];                   // tile heights: MR, then smaller ones for a block's last rows (0: none)
     fma_kernel kern[SRC_KINDS][3]; // by B's kind and tile; [SRC_F32] also packed panels; NULL: pack B
 } fma_isa;
 
 // Zen 4's kernels where torc runs at the CPU's own ISA level; a TORC_MAX_CPU_ISA cap below it
 // stands for another CPU of the capped level (the isa suites' emulation), which gets the others.
 static fma_isa pick_isa(void) {
-    if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE && onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa())
-        return (fma_isa){FMA_MR512, 32, {12, 4, 8},
+    if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa())
+        return (fma_isa){32, {FMA_MR512, 4, 8},
                          {[SRC_F32] = {kernel_zen4_12, kernel_zen4_4, kernel_zen4_8},
                           [SRC_F16] = {kernel_zen4_12_f16, kernel_zen4_4_f16, kernel_zen4_8_f16},
                           [SRC_BF16] = {kernel_zen4_12_bf16, kernel_zen4_4_bf16, kernel_zen4_8_bf16},
                           [SRC_F32_AS_F16] = {kernel_zen4_12_f32h, kernel_zen4_4_f32h, kernel_zen4_8_f32h}}};
     if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
-        return (fma_isa){FMA_MR512, 32, {12, 4, 8}, {[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}}};
-    return (fma_isa){FMA_MR256, 16, {6, 2, 4}, {[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}}};
+        return (fma_isa){32, {FMA_MR512, 4, 8}, {[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}}};
+    return (fma_isa){16, {FMA_MR256, 2, 4}, {[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}}};
 }
 
 // The tile for the rows [ir, m) of a block: MR, or the smallest smaller tile that holds them.
@@ -238,7 +238,7 @@ static int tile_rows(const fma_isa *isa, int64_t left, int *t) {
             return isa->rows[i];
         }
     *t = 0;
-    return isa->mr;
+    return isa->rows[0];
 }
 
 bool onednn__fma_usable(void) {
@@ -500,6 +500,11 @@ typedef struct fma_run {
     src_kind b_kind;
 } fma_run;
 
+// How MATMUL_ROUNDED's c (round_dt; undef: plain MATMUL) rounds sums.
+static fma_round round_of(dnnl_data_type_t round_dt) {
+    return round_dt == dnnl_f16 ? ROUND_F16 : round_dt == dnnl_bf16 ? ROUND_BF16 : ROUND_NONE;
+}
+
 static float round_one(fma_round rnd, float v) {
     if (rnd == ROUND_F16) return torc_f16_to_f32(torc_f32_to_f16(v));
     return rnd == ROUND_BF16 ? torc_bf16_to_f32(torc_f32_to_bf16(v)) : v;
@@ -510,7 +515,7 @@ static float round_one(fma_round rnd, float v) {
 static void write_out(const onednn_fma_gemm *g, const float *acc, int64_t ld, int64_t i0, int64_t j0, int64_t m,
                       int64_t n) {
     const size_t es = dt_size(g->c_dt);
-    const fma_round rnd = g->round_dt == dnnl_f16 ? ROUND_F16 : g->round_dt == dnnl_bf16 ? ROUND_BF16 : ROUND_NONE;
+    const fma_round rnd = round_of(g->round_dt);
     for (int64_t i = 0; i < m; i++) {
         const float *src = acc + i * ld;
         char *dst = (char *)g->c + ((i0 + i) * g->c_rs + j0 * g->c_cs) * (int64_t)es;
@@ -531,7 +536,7 @@ static void write_out(const onednn_fma_gemm *g, const float *acc, int64_t ld, in
 static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     const onednn_fma_gemm *g = r->g;
     const int nr = r->d.isa.nr;
-    const src_kind sk = src_of(g->b_dt, g->round_dt);
+    const src_kind sk = r->b_kind;
     const int64_t es = src_size(sk);
     float *line = r->threads + tid * r->d.thread_floats + FMA_MC * FMA_KC + FMA_MC * r->d.nc;
     // B read in place: the kernels take its whole panels where it is; only a partial one is packed.
@@ -679,7 +684,7 @@ void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
     fma_run r = {.g = g, .d = dims_of(g->N, g->K), .bp = scratch};
     r.threads = r.bp + r.d.bp_floats;
     r.direct = g->c_dt == dnnl_f32 && g->c_cs == 1;
-    r.round_last = !r.direct ? ROUND_NONE : g->round_dt == dnnl_f16 ? ROUND_F16 : g->round_dt == dnnl_bf16 ? ROUND_BF16 : ROUND_NONE;
+    r.round_last = r.direct ? round_of(g->round_dt) : ROUND_NONE;
     r.b_kind = src_of(g->b_dt, g->round_dt);
     r.b_in_place = b_in_place(g, &r.d.isa, r.b_kind);
     const int nr = r.d.isa.nr;
