@@ -209,6 +209,18 @@ static torc_status finish(torc_work *w, double *finished_at) {
 }
 
 static torc_status launch(torc_work *w, torc_work **out) {
+    // A device backend runs its kernels on its own stream and the plugin its collectives on
+    // another, unordered with it: the buffers (and the copies as_buffer just enqueued) are ready
+    // only once the device has done what came before. Found on an H200 with nccl: an all-gather
+    // into a fresh torc_zeros tensor was zeroed after NCCL had written it. The host then waits for
+    // the collective (finish) before anything reads its result, which orders the way back.
+    if (!w->recv->device->host_memory) {
+        const torc_status st = torc_device_synchronize(w->recv->device);
+        if (st) {
+            work_free(w);
+            return st;
+        }
+    }
     int rc;
     const size_t n = (size_t)torc_numel(w->recv);
     const void *send = w->send ? data_of(w->send) : data_of(w->recv);

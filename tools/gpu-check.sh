@@ -5,7 +5,10 @@
 #                 and --device1 in processes of their own
 #   xcheck.log    torc-xcheck --backend cuda: values, then gradients, against the reference
 #   train.log     torc-train on cuda: f32 and bf16 autocast, 50 steps each
-#   sanitize.log  tools/cuda-sanitize.sh: memcheck, racecheck, synccheck
+#   sanitize.log  tools/cuda-sanitize.sh: memcheck, racecheck and synccheck, each in a process of its own
+#   nccl.log      the NCCL comm plugin under mpirun, one rank a GPU (two at most): mpi_test's collectives on
+#                 cuda tensors, 20 DDP steps (SGD, Adam, deterministic Adam) against one rank on the reference with the mpi
+#                 plugin, torc-train --dist nccl (skipped, exit 77, without mpirun or the plugin)
 #   perf.log      the suite's performance case (the CUDA targets), then torc-bench --backend cuda
 #                 --quick, alone on the GPU
 # The correctness steps run side by side (one GPU, many CPUs); the timed ones after them, alone.
@@ -17,7 +20,7 @@
 # The build needs -DTORC_WITH_CUDA=ON; it need not be made where it runs: bin/{cuda_gpu_test,
 # torc-xcheck,torc-train,torc-bench} and lib/ (libtorc, lib/torc/ with cuda, reference, sgd and adam)
 # of a Debian 12 build ran on an Ubuntu 24.04 GPU machine with LD_LIBRARY_PATH naming that lib/,
-# a copy of libsubunit.so.0 and the directory of the machine's libcublas.so.13. Exit status: 0 every step passed, 1 one failed (each
+# a copy of libsubunit.so.0 and the directory of the machine's libcublas.so.13. Exit status: 0 every step passed or skipped (77: one GPU for --device1, no mpirun), 1 one failed (each
 # step's status is printed at the end), 77 no CUDA device.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +48,39 @@ step() {  # step NAME LOG SECONDS COMMAND...: runs COMMAND, appends to LOG, reco
     echo "$rc" >"$logs/.rc.$name"
 }
 
+# The NCCL plugin: NCCL takes one rank a GPU, so a one-GPU machine runs one rank (its collectives are
+# copies, but the rendezvous, the stream and the device buffers are NCCL's own).
+nccl_check() {
+    [ -x "$build/bin/mpi_test" ] && [ -e "$build/lib/torc/libtorc_comm_nccl.so" ] && command -v mpirun >/dev/null ||
+        { echo "SKIP: needs mpirun and a build with MPI and NCCL (mpi_test, libtorc_comm_nccl.so)"; return 77; }
+    local np
+    np=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    [ "$np" -ge 1 ] || np=1
+    [ "$np" -le 2 ] || np=2
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader,tcp \
+        OMPI_MCA_btl_base_warn_component_unused=0 TORC_NUM_THREADS=1
+    local run="timeout 60 mpirun --oversubscribe --bind-to none"
+    echo "$np rank(s), one a GPU"
+    TORC_BACKEND=cuda TORC_COMM=nccl $run -np "$np" "$build/bin/mpi_test" collectives || return 1
+    echo "collectives on cuda tensors over nccl: passed"
+    local opt
+    for opt in sgd adam "adam --deterministic"; do
+        TORC_BACKEND=reference TORC_COMM=mpi $run -np 1 "$build/bin/mpi_test" train --optim $opt --steps 20 \
+            --batch 32 --out "$logs/nccl.ref" || return 1
+        TORC_BACKEND=cuda TORC_COMM=nccl $run -np "$np" "$build/bin/mpi_test" train --optim $opt --steps 20 \
+            --batch 32 --out "$logs/nccl.cuda" || return 1
+        python3 - "$logs/nccl.ref" "$logs/nccl.cuda" "$opt" <<'PY' || return 1
+import sys
+a = [l.split() for l in open(sys.argv[1])]; b = [l.split() for l in open(sys.argv[2])]
+assert len(a) == len(b) and len(a) > 0, (len(a), len(b))
+d = max(abs(float.fromhex(x[-1]) - float.fromhex(y[-1])) / (1 + abs(float.fromhex(y[-1]))) for x, y in zip(a, b))
+print(f"{sys.argv[3]}: cuda over nccl against the reference's one rank, 20 steps, max relative difference {d:.3g}")
+sys.exit(0 if d <= 1e-4 else 1)
+PY
+    done
+    TORC_COMM=nccl $run -np "$np" "$build/bin/torc-train" --backend cuda --dist nccl --steps 50 --log-every 10
+}
+
 (
     for case in device ops_vs_reference shared_memory_ops beyond_2_31; do
         CK_RUN_CASE=$case step "$case" "$logs/gpu.log" 240 "$suite"
@@ -61,18 +97,23 @@ step() {  # step NAME LOG SECONDS COMMAND...: runs COMMAND, appends to LOG, reco
     step train_bf16 "$logs/train.log" 60 "$build/bin/torc-train" --backend cuda --steps 50 --autocast bf16 \
         --dim 256 --batch 256 --log-every 10
 ) &
-step sanitize "$logs/sanitize.log" 420 \
-    bash "$here/tools/cuda-sanitize.sh" "$build" &
+for tool in memcheck racecheck synccheck; do
+    step "sanitize_$tool" "$logs/sanitize.$tool.log" 420 \
+        env TORC_SANITIZE_TOOLS=$tool bash "$here/tools/cuda-sanitize.sh" "$build" &
+done
+export -f nccl_check
+export build logs
+step nccl "$logs/nccl.log" 240 bash -c nccl_check &
 wait
 
 CK_RUN_CASE=performance step performance "$logs/perf.log" 120 "$suite"
 step bench "$logs/perf.log" 150 "$build/bin/torc-bench" --backend cuda --quick
 
 rc=0
-for name in device ops_vs_reference shared_memory_ops beyond_2_31 fault device1 xcheck xcheck_grad train_f32 train_bf16 sanitize performance bench; do
+for name in device ops_vs_reference shared_memory_ops beyond_2_31 fault device1 xcheck xcheck_grad train_f32 train_bf16 \
+        sanitize_memcheck sanitize_racecheck sanitize_synccheck nccl performance bench; do
     s=$(cat "$logs/.rc.$name" 2>/dev/null || echo "not run")
-    echo "$name: $s"
-    [ "$s" = 0 ] || rc=1
+    case $s in 0) echo "$name: passed" ;; 77) echo "$name: skipped (its log says why)" ;; *) echo "$name: exit $s"; rc=1 ;; esac
 done
 rm -f "$logs"/.rc.*
 exit $rc

@@ -4,7 +4,10 @@
 // A comm plugin only moves and reduces bytes: it knows nothing of tensors, autograd, buckets,
 // averaging or determinism (the core owns those, core/comm.c and core/ddp.c). Buffers are
 // contiguous arrays of `count` elements of a torc_comm_dtype in the memory the plugin declares
-// (host memory for mpi, CUDA device memory for nccl).
+// (host memory for mpi, CUDA device memory for nccl). Device buffers are ready when a collective
+// is called (the core has synchronized their device, whose backend runs on a stream of its own),
+// and the core reads a result only after wait() (or a blocking call) returned: a plugin orders its
+// own stream, nothing else.
 //
 // Rules:
 //   - init() joins the job (MPI_Init_thread if MPI is not initialised yet) and returns a context
