@@ -364,10 +364,18 @@ torc_status torc_ddp_finish(torc_ddp *d) {
     if (!st) st = launch_ready(d);
     // Which parameters any rank used (find_unused only): a parameter no rank used keeps no .grad.
     torc_tensor *used = NULL;
+    int32_t *used_host = NULL;
     torc_work *used_work = NULL;
     if (!st && d->o.find_unused_parameters) {
-        if (!(used = torc__new(d->params[0]->device, TORC_DTYPE_I32, 1, (int64_t[]){d->n}))) st = torc_last_status();
-        for (int i = 0; !st && i < d->n; i++) ((int32_t *)used->storage->data)[i] = d->used[i];
+        // Built on the host and moved to the parameters' device (device memory for nccl).
+        if (!(used_host = malloc(sizeof(int32_t) * (size_t)d->n))) st = torc__error(TORC_ERR_OOM, "out of host memory");
+        for (int i = 0; !st && i < d->n; i++) used_host[i] = d->used[i];
+        if (!st) {
+            torc_scope_push();
+            torc_tensor *u = torc_to_device(torc_tensor_from(used_host, 1, (int64_t[]){d->n}, TORC_DTYPE_I32), d->params[0]->device);
+            if (!(used = u ? torc_retain(u) : NULL)) st = torc_last_status();
+            torc_scope_pop();
+        }
         if (!st) st = torc_dist_all_reduce(used, TORC_REDUCE_MAX, &used_work);
     }
     // Wait every started bucket (also after an error, so no collective outlives its buffers).
@@ -381,6 +389,7 @@ torc_status torc_ddp_finish(torc_ddp *d) {
     if (used_work) {
         torc_status s = torc_dist_wait(used_work);
         if (!st) st = s;
+        if (!st) st = torc_copy_to_host(used, used_host, sizeof(int32_t) * (size_t)d->n);
     }
     // Deterministic mode: the top of the tree, the ranks' sums (in rank order) folded pairwise,
     // divided by the micro-batch count, into each bucket's flat.
@@ -405,7 +414,7 @@ torc_status torc_ddp_finish(torc_ddp *d) {
         const int i = d->order[k];
         bucket *b = &d->b[d->bucket_of[i]];
         torc_tensor *p = d->params[i];
-        if (used && !((int32_t *)used->storage->data)[i]) {
+        if (used && !used_host[i]) {
             torc_set_grad(p, NULL);
             continue;
         }
@@ -427,6 +436,7 @@ torc_status torc_ddp_finish(torc_ddp *d) {
     }
     torc_no_grad_end();
     torc_release(used);
+    free(used_host);
     if (!st) {
         double busy, hidden;
         busy_time(d, d->backward_end, &busy, &hidden);
@@ -447,14 +457,17 @@ torc_status torc_ddp_reduce_loss(torc_ddp *d, const double *local, int count, do
             return torc__error(TORC_ERR_INVALID_ARG, "torc_ddp_reduce_loss: expected this rank's %d micro-batch losses, got %d",
                                d->micro_count, count);
         }
-        // The same tree as the gradients, in double, on host values.
+        // The same tree as the gradients, in double, on host values; the ranks' sums travel in
+        // tensors on the parameters' device (device memory for nccl), copied in and out.
         double stack[MAX_LEVELS];
         int level[MAX_LEVELS], n = 0;
-        torc_tensor *mine = torc_empty(TORC_SHAPE(1), TORC_DTYPE_F64), *all = torc_empty(TORC_SHAPE(d->world), TORC_DTYPE_F64);
-        if (!mine || !all) st = torc_last_status();
+        double *gathered = malloc(sizeof(double) * (size_t)d->world);
+        torc_tensor *all = torc__register(torc__new(d->params[0]->device, TORC_DTYPE_F64, 1, (int64_t[]){d->world}));
+        if (!gathered) st = torc__error(TORC_ERR_OOM, "torc_ddp_reduce_loss: out of host memory");
+        else if (!all) st = torc_last_status();
         for (int pass = 0; !st && pass < 2; pass++) {
             const int m = pass ? d->world : count;
-            double *vals = pass ? (double *)all->storage->data : (double *)local;
+            const double *vals = pass ? gathered : local;
             n = 0;
             for (int k = 0; k < m; k++) {
                 stack[n] = vals[k];
@@ -462,10 +475,14 @@ torc_status torc_ddp_reduce_loss(torc_ddp *d, const double *local, int count, do
                 while (n >= 2 && level[n - 1] == level[n - 2]) stack[n - 2] += stack[n - 1], level[n - 2]++, n--;
             }
             if (!pass) {
-                ((double *)mine->storage->data)[0] = stack[0];
-                st = torc_dist_all_gather(all, mine, NULL);
+                const int64_t one = 1;
+                torc_tensor *mine = torc_to_device(torc_tensor_from(&stack[0], 1, &one, TORC_DTYPE_F64), d->params[0]->device);
+                if (!mine) st = torc_last_status();
+                if (!st) st = torc_dist_all_gather(all, mine, NULL);
+                if (!st) st = torc_copy_to_host(all, gathered, sizeof(double) * (size_t)d->world);
             }
         }
+        free(gathered);
         if (!st) *global = stack[0] / (double)d->o.micro_batches;
     } else {
         double s = 0;

@@ -8,7 +8,7 @@
 #   sanitize.log  tools/cuda-sanitize.sh: memcheck, racecheck and synccheck, each in a process of its own
 #   nccl.log      the NCCL comm plugin under mpirun, one rank a GPU (two at most): mpi_test's collectives on
 #                 cuda tensors, 20 DDP steps (SGD, Adam, deterministic Adam) against one rank on the reference with the mpi
-#                 plugin, torc-train --dist nccl (skipped, exit 77, without mpirun or the plugin)
+#                 plugin, an unused parameter, torc-train --dist nccl (skipped, exit 77, without mpirun or the plugin)
 #   perf.log      the suite's performance case (the CUDA targets), then torc-bench --backend cuda
 #                 --quick, alone on the GPU
 # The correctness steps run side by side (one GPU, many CPUs); the timed ones after them, alone.
@@ -78,6 +78,9 @@ print(f"{sys.argv[3]}: cuda over nccl against the reference's one rank, 20 steps
 sys.exit(0 if d <= 1e-4 else 1)
 PY
     done
+    TORC_BACKEND=cuda TORC_COMM=nccl $run -np "$np" "$build/bin/mpi_test" train --optim sgd --steps 3 --batch 32 \
+        --unused || return 1
+    echo "find_unused_parameters on cuda over nccl: passed"
     TORC_COMM=nccl $run -np "$np" "$build/bin/torc-train" --backend cuda --dist nccl --steps 50 --log-every 10
 }
 
