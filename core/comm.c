@@ -20,6 +20,7 @@ static struct {
     void *ctx;
     char name[32];
     int rank, size, local_rank;
+    int device;  // the plugin's device index (v1.1 device()), -1 when not told
     double timeout_s;
     bool timed_out;  // a collective timed out: the job is broken, later waits only look
 } g;
@@ -83,6 +84,8 @@ torc_status torc_dist_init(const char *name) {
         g.rank = g.vt->rank(g.ctx);
         g.size = g.vt->world_size(g.ctx);
         g.local_rank = g.vt->local_rank(g.ctx);
+        const bool has_device = vt->struct_size >= offsetof(torc_comm_vtable, device) + sizeof vt->device && vt->device;
+        g.device = vt->memory == TORC_COMM_MEMORY_HOST || !has_device ? -1 : vt->device(g.ctx);
         const char *t = getenv("TORC_COMM_TIMEOUT");
         g.timeout_s = t && *t ? atof(t) : 60.0;
     }
@@ -94,6 +97,7 @@ bool torc_dist_is_initialized(void) { return g.vt != NULL; }
 int torc_dist_rank(void) { return g.vt ? g.rank : 0; }
 int torc_dist_world_size(void) { return g.vt ? g.size : 1; }
 int torc_dist_local_rank(void) { return g.vt ? g.local_rank : 0; }
+int torc_dist_device_index(void) { return g.vt ? g.device : -1; }
 
 torc_status torc_dist_shutdown(void) {
     pthread_mutex_lock(&g_lock);
@@ -138,6 +142,11 @@ static torc_status check_device(const torc_tensor *t, const char *what) {
     if (host != (g.vt->memory == TORC_COMM_MEMORY_HOST))
         return torc__error(TORC_ERR_INVALID_ARG, "%s: tensor on %s but comm plugin '%s' works on %s memory", what,
                            t->device->name, g.name, g.vt->memory == TORC_COMM_MEMORY_HOST ? "host" : "CUDA device");
+    if (g.device >= 0 && t->device->index != g.device)
+        return torc__error(TORC_ERR_INVALID_ARG,
+                           "%s: tensor on %s but comm plugin '%s' runs this process's collectives on device %d (local "
+                           "rank %d): put its tensors there (torc_dist_device_index)",
+                           what, t->device->name, g.name, g.device, g.local_rank);
     return TORC_OK;
 }
 

@@ -272,6 +272,14 @@ int main(int argc, char **argv) {
         return 1;
     }
     g_rank = torc_dist_rank();
+    // A device-memory plugin (nccl) runs this process's collectives on one device: tensors go
+    // there (the default backend's device of that index, as torch.cuda.set_device(local_rank)).
+    if (torc_dist_device_index() >= 0) {
+        const char *cur = torc_device_name(torc_default_device());
+        char name[64];
+        snprintf(name, sizeof name, "%.*s:%d", (int)strcspn(cur, ":"), cur, torc_dist_device_index());
+        CHECK(torc_set_default_device(torc_device_get(name)));
+    }
     if (!strcmp(argv[1], "collectives")) {
         test_collectives();
     } else if (!strcmp(argv[1], "train")) {

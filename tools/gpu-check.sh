@@ -12,16 +12,18 @@
 #   perf.log      the suite's performance case (the CUDA targets), then torc-bench --backend cuda
 #                 --quick, alone on the GPU
 # The correctness steps run side by side (one GPU, many CPUs); the timed ones after them, alone.
-# On an H200 the whole took about 5 minutes, the sanitizers longest (a lent GPU's session has 15
-# minutes of device time: give the call a timeout that leaves some to spare).
+# On an H200 the whole took 2.6 minutes, the sanitizers longest (a lent GPU's session has 15 minutes
+# of device time: give the call a timeout that leaves some to spare).
 #
 #   tools/gpu-check.sh [build-dir] [log-dir]      (defaults: build, gpu-logs)
 #
 # The build needs -DTORC_WITH_CUDA=ON; it need not be made where it runs: bin/{cuda_gpu_test,
-# torc-xcheck,torc-train,torc-bench} and lib/ (libtorc, lib/torc/ with cuda, reference, sgd and adam)
-# of a Debian 12 build ran on an Ubuntu 24.04 GPU machine with LD_LIBRARY_PATH naming that lib/,
-# a copy of libsubunit.so.0 and the directory of the machine's libcublas.so.13. Exit status: 0 every step passed or skipped (77: one GPU for --device1, no mpirun), 1 one failed (each
-# step's status is printed at the end), 77 no CUDA device.
+# torc-xcheck,torc-train,torc-bench,mpi_test} and lib/ (libtorc, lib/torc/ with cuda, reference,
+# sgd, adam, mpi and nccl) of a Debian 12 build ran on an Ubuntu 24.04 GPU machine with
+# LD_LIBRARY_PATH naming that lib/, a copy of libsubunit.so.0 and the directories of the machine's
+# libcublas.so.13 and libnccl.so.2 (its Open MPI 4.1 mpirun ran Debian's libmpi build).
+# Exit status: 0 every step passed or skipped (77: one GPU for --device1, no mpirun), 1 one failed
+# (each step's status is printed at the end), 77 no CUDA device.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}

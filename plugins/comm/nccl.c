@@ -69,9 +69,22 @@ static int nccl_init(void **out) {
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node);
+    int local_size = 0;
     MPI_Comm_rank(node, &c->local_rank);
+    MPI_Comm_size(node, &local_size);
     MPI_Comm_free(&node);
     c->device = c->local_rank % n_dev;
+    // NCCL takes one process a GPU (two on one device: ncclInvalidUsage). Every rank learns
+    // whether any host has more processes than GPUs before anyone waits for NCCL.
+    int fits = local_size <= n_dev, all_fit = 0;
+    MPI_Allreduce(&fits, &all_fit, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_fit) {
+        char why[160];
+        if (fits) snprintf(why, sizeof why, "another host runs more processes than it has GPUs");
+        else snprintf(why, sizeof why, "%d processes on this host share %d GPU(s)", local_size, n_dev);
+        free(c);
+        return init_fail("%s: NCCL takes one process a GPU (start fewer processes a host, or TORC_COMM=mpi)", why);
+    }
     ncclUniqueId id;
     ncclResult_t nr = ncclSuccess;
     if (c->rank == 0) nr = ncclGetUniqueId(&id);
@@ -112,6 +125,7 @@ static void nccl_shutdown(void *vc) {
 static int nccl_rank(void *c) { return ((ctx *)c)->rank; }
 static int nccl_world_size(void *c) { return ((ctx *)c)->size; }
 static int nccl_local_rank(void *c) { return ((ctx *)c)->local_rank; }
+static int nccl_device(void *c) { return ((ctx *)c)->device; }
 
 static int nccl_wait(void *vc, torc_comm_request *r, double timeout_s, double *finished_at);
 
@@ -228,6 +242,7 @@ static const torc_comm_vtable vtable = {
     .wait = nccl_wait,
     .abort = nccl_abort,
     .last_error = nccl_last_error,
+    .device = nccl_device,
 };
 
 TORC_API const torc_comm_vtable *torc_comm_entry(uint32_t host_abi_version) {

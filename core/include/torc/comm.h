@@ -42,7 +42,7 @@ extern "C" {
 // abi_version = major << 16 | minor. The loader refuses a plugin whose major differs or whose
 // vtable is smaller than the v1.0 vtable; a minor version only appends members.
 #define TORC_COMM_ABI_MAJOR 1
-#define TORC_COMM_ABI_MINOR 0
+#define TORC_COMM_ABI_MINOR 1  // 1.1: device()
 #define TORC_COMM_ABI_VERSION ((uint32_t)(TORC_COMM_ABI_MAJOR << 16 | TORC_COMM_ABI_MINOR))
 
 // Element types a plugin reduces natively (append-only).
@@ -102,6 +102,12 @@ typedef struct torc_comm_vtable {
     int (*wait)(void *ctx, torc_comm_request *req, double timeout_s, double *finished_at);
     void (*abort)(void *ctx, int code);
     const char *(*last_error)(void *ctx);
+
+    // v1.1, optional (a 1.0 plugin's vtable ends above; NULL: not told).
+    // The device index a TORC_COMM_MEMORY_CUDA plugin runs this process's collectives on (nccl:
+    // local rank % devices on the host); the core refuses tensors on another device of that
+    // backend and tells the user which one (torc_dist_device_index). Host plugins leave it NULL.
+    int (*device)(void *ctx);
 } torc_comm_vtable;
 
 // Offsets pinned (LP64): a change that moves a member breaks every built plugin, so it must
@@ -124,9 +130,10 @@ _Static_assert(offsetof(torc_comm_vtable, barrier) == 96, "comm ABI: barrier");
 _Static_assert(offsetof(torc_comm_vtable, wait) == 104, "comm ABI: wait");
 _Static_assert(offsetof(torc_comm_vtable, abort) == 112, "comm ABI: abort");
 _Static_assert(offsetof(torc_comm_vtable, last_error) == 120, "comm ABI: last_error");
-_Static_assert(sizeof(torc_comm_vtable) == 128, "comm ABI v1.0 size");
+_Static_assert(offsetof(torc_comm_vtable, device) == 128, "comm ABI: device");
+_Static_assert(sizeof(torc_comm_vtable) == 136, "comm ABI v1.1 size");
 #endif
-#define TORC_COMM_VTABLE_V1_SIZE 128u
+#define TORC_COMM_VTABLE_V1_SIZE 128u  // the v1.0 vtable, the smallest the core takes
 
 // The one symbol a plugin exports; it may return NULL if it cannot speak to that host.
 typedef const torc_comm_vtable *(*torc_comm_entry_fn)(uint32_t host_abi_version);

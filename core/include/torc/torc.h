@@ -983,6 +983,11 @@ TORC_API bool torc_dist_is_initialized(void);
 TORC_API int torc_dist_rank(void);
 TORC_API int torc_dist_world_size(void);
 TORC_API int torc_dist_local_rank(void);
+// The index of the device this process's collectives run on, for a plugin on device memory that
+// says (nccl: local rank % GPUs on the host, as torch.cuda.set_device(local_rank)); -1 for a
+// host-memory plugin (mpi) or before torc_dist_init. Tensors handed to a collective must be on
+// that device (e.g. "cuda:1"): others are refused with a message naming it.
+TORC_API int torc_dist_device_index(void);
 // Leaves the job (MPI_Finalize when the plugin started MPI). Outstanding works must be waited.
 TORC_API torc_status torc_dist_shutdown(void);
 // Ends every process of the job with exit code `code` (MPI_Abort); exit(code) when not initialised.
