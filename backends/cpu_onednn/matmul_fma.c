@@ -43,10 +43,12 @@
 
 // ---- rounding to f16 / bf16 ----
 // How a kernel leaves its sums: as they are, or rounded to f16 or bf16 (MATMUL_ROUNDED's last
-// run of k into an f32 C: the sums' rounding done in registers, not in a pass over C).
-typedef enum fma_round { ROUND_NONE, ROUND_F16, ROUND_BF16 } fma_round;
+// run of k into an f32 C: the sums' rounding done in registers, not in a pass over C), or stored
+// as f16 or bf16 (an f16 / bf16 C whose K is one run: c is that C, ldc counted in its elements).
+typedef enum fma_round { ROUND_NONE, ROUND_F16, ROUND_BF16, STORE_F16, STORE_BF16 } fma_round;
 
 // f32 values rounded to bf16 and back: torc_f32_to_bf16's rounding (to nearest even, NaN 0x7FC0).
+// (round_bf16_8 / _16 below; store16_8 / _16 write them as 16-bit values.)
 __attribute__((target("avx2"))) static inline __m256 round_bf16_8(__m256 v) {
     const __m256i u = _mm256_castps_si256(v);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
@@ -128,6 +130,24 @@ __attribute__((target(TGT512))) static inline __m512 load16(src_kind k, const ch
     return k == SRC_F32_AS_BF16 ? round_bf16_16(v) : v;
 }
 
+// A kernel's row of W sums as the 16-bit values of STORE_F16 / STORE_BF16 (what write_out's
+// onednn__f32_to_f16 / _bf16 give).
+__attribute__((target("avx2,f16c"))) static inline void store16_8(uint16_t *p, __m256 v, fma_round rnd) {
+    if (rnd == STORE_F16) {
+        _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        return;
+    }
+    const __m256i h = _mm256_srli_epi32(_mm256_castps_si256(round_bf16_8(v)), 16);
+    _mm_storeu_si128((__m128i *)p, _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+}
+__attribute__((target(TGT512))) static inline void store16_16(uint16_t *p, __m512 v, fma_round rnd) {
+    if (rnd == STORE_F16) {
+        _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        return;
+    }
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(round_bf16_16(v)), 16)));
+}
+
 // ---- micro-kernels ----
 // c (MR x NR, row stride ldc) = (add ? c : 0) + the kc-long dot products of the packed A
 // micro-panel a (MR floats for each k, ak floats apart) and B's NR columns at b (k's row bk bytes
@@ -149,8 +169,8 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ak, const void *b
 // One micro-kernel: MR rows x 2 vectors of W floats (NR = 2W), in the vector type V with the
 // intrinsics prefix P (_mm512 / _mm256), compiled for TGT; B's elements of kind KIND read with
 // LOAD (load16 / load8: a packed panel is SRC_F32), FMA one row's multiply-add, RB rounds a V to
-// bf16.
-#define FMA_KERNEL(NAME, TGT, V, P, W, MR, RB, LOAD, KIND, FMA)                                           \
+// bf16, ST16 stores a V as 16-bit values.
+#define FMA_KERNEL(NAME, TGT, V, P, W, MR, RB, LOAD, KIND, FMA, ST16)                                     \
     __attribute__((target(TGT))) static void NAME(int64_t kc, const float *restrict a, int64_t ak,             \
                                                   const void *restrict b, int64_t bk, float *restrict c,      \
                                                   int64_t ldc, bool add, fma_round rnd) {                     \
@@ -168,6 +188,11 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ak, const void *b
             bp += bk;                                                                                     \
         }                                                                                                 \
         _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                           \
+            if (rnd >= STORE_F16) {                                                                       \
+                ST16((uint16_t *)(void *)c + i * ldc, acc[i][0], rnd);                                    \
+                ST16((uint16_t *)(void *)c + i * ldc + W, acc[i][1], rnd);                                \
+                continue;                                                                                 \
+            }                                                                                             \
             float *r = c + i * ldc;                                                                       \
             if (add) {                                                                                    \
                 acc[i][0] = P##_add_ps(acc[i][0], P##_loadu_ps(r));                                       \
@@ -189,7 +214,7 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ak, const void *b
 // 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM). For packed f32 panels;
 // on Zen 4 also for B read in place as f32, f16, bf16 or f32 rounded to f16 (b_in_place).
 #define FMA_K512(NAME, MR, KIND, FMA) \
-    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, KIND, FMA)
+    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, KIND, FMA, store16_16)
 #define FMA_KERNELS512(MR)                                                  \
     FMA_K512(kernel_avx512_##MR, MR, SRC_F32, FMA_BCAST512)                 \
     FMA_K512(kernel_zen4_##MR, MR, SRC_F32, FMA_BCAST512_MEM)               \
@@ -205,9 +230,9 @@ FMA_KERNELS512(4)
 // Packed panels only: AVX2 has no broadcast inside an FMA, and beside vbroadcastss converting B
 // in the loop costs more than packing it once.
 #define FMA_MR256 6
-FMA_KERNEL(kernel_avx2_6, "avx2,fma,f16c", __m256, _mm256, 8, 6, round_bf16_8, load8, SRC_F32, FMA_BCAST256)
-FMA_KERNEL(kernel_avx2_4, "avx2,fma,f16c", __m256, _mm256, 8, 4, round_bf16_8, load8, SRC_F32, FMA_BCAST256)
-FMA_KERNEL(kernel_avx2_2, "avx2,fma,f16c", __m256, _mm256, 8, 2, round_bf16_8, load8, SRC_F32, FMA_BCAST256)
+FMA_KERNEL(kernel_avx2_6, "avx2,fma,f16c", __m256, _mm256, 8, 6, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8)
+FMA_KERNEL(kernel_avx2_4, "avx2,fma,f16c", __m256, _mm256, 8, 4, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8)
+FMA_KERNEL(kernel_avx2_2, "avx2,fma,f16c", __m256, _mm256, 8, 2, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8)
 
 typedef struct fma_isa {
     int nr;
@@ -496,6 +521,8 @@ typedef struct fma_run {
     float *threads;        // per-thread regions of d.thread_floats
     bool direct;           // C is f32 with unit column stride: runs add into C itself
     fma_round round_last;  // direct: how the last run of k leaves its sums in C
+    fma_round store16;     // an f16 / bf16 C, unit column stride, K one run: the kernels store
+                           // into it (STORE_F16 / _BF16; else ROUND_NONE: through acc, write_out)
     bool b_in_place;       // the kernels read B's whole micro-panels where B is (b_in_place)
     src_kind b_kind;
 } fma_run;
@@ -519,7 +546,7 @@ static void write_out(const onednn_fma_gemm *g, const float *acc, int64_t ld, in
     for (int64_t i = 0; i < m; i++) {
         const float *src = acc + i * ld;
         char *dst = (char *)g->c + ((i0 + i) * g->c_rs + j0 * g->c_cs) * (int64_t)es;
-        if (g->c_cs == 1) {  // f16 or bf16 (an f32 C with unit stride is written by the kernels)
+        if (g->c_cs == 1) {  // f16 or bf16 of K past one run (else the kernels store C, as an f32 C)
             if (g->c_dt == dnnl_f16) onednn__f32_to_f16((uint16_t *)dst, src, n);
             else onednn__f32_to_bf16((uint16_t *)dst, src, n);
             continue;
@@ -622,6 +649,19 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                                                                                     src_size(r->b_kind))
                                           : (const void *)(r->bp + ((c0 + jr) / nr) * g->K * nr + pc * nr);
                 const int64_t bk = in_place ? g->b_rs * src_size(r->b_kind) : nr * (int64_t)sizeof(float);
+                if (r->store16 != ROUND_NONE) {  // K one run: straight into the 16-bit C
+                    uint16_t *c16 = (uint16_t *)g->c + (i0 + ir) * g->c_rs + r->jc + c0 + jr;
+                    if (mm == R && nn == nr) {
+                        kern(kc, at, ak, bp, bk, (float *)(void *)c16, g->c_rs, false, r->store16);
+                        continue;
+                    }
+                    kern(kc, at, ak, bp, bk, tile, nr, false, ROUND_NONE);
+                    for (int64_t i = 0; i < mm; i++)
+                        for (int64_t j = 0; j < nn; j++)
+                            c16[i * g->c_rs + j] = r->store16 == STORE_F16 ? torc_f32_to_f16(tile[i * nr + j])
+                                                                           : torc_f32_to_bf16(tile[i * nr + j]);
+                    continue;
+                }
                 if (!r->direct) {  // the accumulator block is padded to whole tiles
                     kern(kc, at, ak, bp, bk, acc + ir * r->d.acc_ld + jr, r->d.acc_ld, add, ROUND_NONE);
                     continue;
@@ -639,7 +679,7 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
             ir += R;
         }
     }
-    if (!r->direct) write_out(g, acc, r->d.acc_ld, i0, r->jc + c0, m, n);
+    if (!r->direct && r->store16 == ROUND_NONE) write_out(g, acc, r->d.acc_ld, i0, r->jc + c0, m, n);
 }
 
 static void one_task(const fma_run *r, int tid, int64_t t) {
@@ -685,6 +725,7 @@ void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
     r.threads = r.bp + r.d.bp_floats;
     r.direct = g->c_dt == dnnl_f32 && g->c_cs == 1;
     r.round_last = r.direct ? round_of(g->round_dt) : ROUND_NONE;
+    r.store16 = r.direct || g->c_cs != 1 || g->K > FMA_KC ? ROUND_NONE : g->c_dt == dnnl_f16 ? STORE_F16 : STORE_BF16;
     r.b_kind = src_of(g->b_dt, g->round_dt);
     r.b_in_place = b_in_place(g, &r.d.isa, r.b_kind);
     const int nr = r.d.isa.nr;
