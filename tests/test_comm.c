@@ -124,7 +124,7 @@ START_TEST(device_plugin_gets_synchronized_buffers) {
     expect(big, a, 4);
     expect(small, a, 4);
     // A host tensor is refused, and nothing reaches the plugin.
-    torc_tensor *h = torc_zeros(TORC_SHAPE(4), TORC_DTYPE_F32);
+    torc_tensor *h = on(torc_device_get("reference"), zero, 4);
     ck_assert_int_eq(torc_dist_all_reduce(h, TORC_REDUCE_SUM, NULL), TORC_ERR_INVALID_ARG);
     tu_assert_error(TORC_ERR_INVALID_ARG, "but comm plugin 'self' works on CUDA device memory");
     ck_assert_int_eq(calls(), 4);

@@ -25,8 +25,10 @@ TORC_HD static inline TCU_T TCU_F(tcu_unary)(int op, TCU_T x, const tcu_ew_args 
         }
         return (TCU_T)0.5 * x * ((TCU_T)1 + TCU_M(erf)(x * (TCU_T)0.70710678118654752440));
     case TORC_OP_POW_SCALAR: {
-        // PyTorch's special exponents (not pow() on signed zeros: pow(-0.0, 0.5) is +0).
+        // PyTorch's special exponents (not pow() on signed zeros: pow(-0.0, 0.5) is +0). 1 gives x
+        // itself (PyTorch's pow_out copies): CUDA's pow(3.0, 1.0) is 2.9999999999999996 (an H200).
         const TCU_T e = (TCU_T)a->s0;
+        if (e == (TCU_T)1) return x;
         if (e == (TCU_T)2) return x * x;
         if (e == (TCU_T)3) return x * x * x;
         if (e == (TCU_T)0.5) return TCU_M(sqrt)(x);

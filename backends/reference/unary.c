@@ -65,8 +65,10 @@ static double gelu_d(double x, int approximate) {
 }
 
 // x ^ e with PyTorch's special exponents (pow_tensor_scalar_optimized_kernel): they are not
-// pow() on signed zeros (pow(-0.0, 0.5) is +0, sqrt(-0.0) is -0).
+// pow() on signed zeros (pow(-0.0, 0.5) is +0, sqrt(-0.0) is -0); 1 gives x itself (pow_out
+// copies), which a math library's pow need not (CUDA's gives 3^1 = 2.9999999999999996).
 static double pow_scalar_d(double x, double e) {
+    if (e == 1.0) return x;
     if (e == 2.0) return x * x;
     if (e == 3.0) return x * x * x;
     if (e == 0.5) return sqrt(x);

@@ -88,7 +88,7 @@ extern "C" {
     X(SIGMOID, "sigmoid", 0)                                                                                             \
     X(RELU, "relu", 0)                                                                                                   \
     X(GELU, "gelu", 0)                  /* params.gelu.approximate: 0 exact (erf), 1 tanh approximation */               \
-    X(POW_SCALAR, "pow_scalar", 0)      /* out = in0 ^ params.scalar.value */                                            \
+    X(POW_SCALAR, "pow_scalar", 0)      /* out = in0 ^ params.scalar.value (^1: in0 exactly) */                          \
     X(ERF, "erf", 0)                                                                                                     \
     X(ERFINV, "erfinv", 0)                                                                                               \
     X(LOGICAL_NOT, "logical_not", 0)    /* out (bool) = !in0 */                                                          \
