@@ -332,13 +332,13 @@ static torc_operand host_operand(torc_dtype dt, int ndim, const int64_t *shape, 
 START_TEST(layer_norm_matches_reference) {
     typedef struct { int ndim, axis; int64_t shape[3]; } ln_shape;
     const ln_shape shapes[] = {{2, 1, {4, 5}}, {3, 1, {3, 2, 700}}, {2, 1, {0, 5}}, {2, 1, {3, 0}}, {3, 2, {64, 3, 1000}}};
-    const torc_dtype dts[] = {TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_BF16};
-    const double tols[] = {2e-5, 4e-3, 3e-2};
+    const torc_dtype dts[] = {TORC_DTYPE_F32, TORC_DTYPE_F16, TORC_DTYPE_BF16, TORC_DTYPE_F64};
+    const double tols[] = {2e-5, 4e-3, 3e-2, 1e-12};
     int failures = 0;
-    for (int di = 0; di < 3; di++)
+    for (int di = 0; di < 4; di++)
         for (int si = 0; si < 5; si++)
             for (unsigned affine = 0; affine < 4; affine++)
-                for (int mixed = 0; mixed < (dts[di] == TORC_DTYPE_F32 ? 1 : 2); mixed++) {
+                for (int mixed = 0; mixed < (dts[di] == TORC_DTYPE_F16 || dts[di] == TORC_DTYPE_BF16 ? 2 : 1); mixed++) {
                     const ln_shape *sh = &shapes[si];
                     const torc_dtype xd = dts[di], pd = mixed ? TORC_DTYPE_F32 : xd;
                     int64_t sshape[3];

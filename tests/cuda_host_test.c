@@ -340,61 +340,72 @@ static double emu_group_reduce(double *v, int group, bool is_max, bool f32) {
     return v[0];
 }
 
-// layer_norm.cu's kernels, row by row in the same float math (sums in thread order differ).
+// layer_norm.cu's kernels, row by row in the same math (float, double for f64; sums in thread
+// order differ), one function for each.
+#define LN_EMU(NAME, T, LOAD, STORE, RSQRT)                                                    \
+    static void NAME(const tcu_ln_args *a) {                                                   \
+        const int64_t N = a->n;                                                                \
+        for (int64_t r = 0; r < a->rows; r++) {                                                \
+            const int64_t base = r * N;                                                        \
+            if (!a->backward) {                                                                \
+                T sum = 0, ss = 0;                                                             \
+                for (int64_t j = 0; j < N; j++) sum += LOAD(a->x, base + j, a->x_dt);          \
+                const T mu = N ? sum / (T)N : (T)0;                                            \
+                for (int64_t j = 0; j < N; j++) {                                              \
+                    const T c = LOAD(a->x, base + j, a->x_dt) - mu;                            \
+                    ss += c * c;                                                               \
+                }                                                                              \
+                const T rs = RSQRT((N ? ss / (T)N : (T)NAN) + (T)a->eps);                      \
+                STORE(a->mean, r, a->s_dt, mu);                                                \
+                STORE(a->rstd, r, a->s_dt, rs);                                                \
+                for (int64_t j = 0; j < N; j++) {                                              \
+                    T v = (LOAD(a->x, base + j, a->x_dt) - mu) * rs;                           \
+                    if (a->w) v *= LOAD(a->w, j, a->p_dt);                                     \
+                    if (a->b) v += LOAD(a->b, j, a->p_dt);                                     \
+                    STORE(a->y, base + j, a->x_dt, v);                                         \
+                }                                                                              \
+                continue;                                                                      \
+            }                                                                                  \
+            if (N == 0) continue;                                                              \
+            const T mu = LOAD(a->mean, r, a->s_dt), rs = LOAD(a->rstd, r, a->s_dt);            \
+            T sg = 0, sgx = 0;                                                                 \
+            for (int64_t j = 0; j < N; j++) {                                                  \
+                T g = LOAD(a->dy, base + j, a->x_dt);                                          \
+                if (a->w) g *= LOAD(a->w, j, a->p_dt);                                         \
+                sg += g;                                                                       \
+                sgx += g * ((LOAD(a->x, base + j, a->x_dt) - mu) * rs);                        \
+            }                                                                                  \
+            const T m1 = sg / (T)N, m2 = sgx / (T)N;                                           \
+            for (int64_t j = 0; j < N; j++) {                                                  \
+                T g = LOAD(a->dy, base + j, a->x_dt);                                          \
+                if (a->w) g *= LOAD(a->w, j, a->p_dt);                                         \
+                const T xh = (LOAD(a->x, base + j, a->x_dt) - mu) * rs;                        \
+                STORE(a->dx, base + j, a->x_dt, rs * (g - m1 - xh * m2));                      \
+            }                                                                                  \
+        }                                                                                      \
+        if (a->backward && (a->dw || a->db))                                                   \
+            for (int64_t j = 0; j < N; j++) {                                                  \
+                T sw = 0, sb = 0;                                                              \
+                for (int64_t r = 0; r < a->rows; r++) {                                        \
+                    const T d = LOAD(a->dy, r * N + j, a->x_dt);                               \
+                    sw += d * ((LOAD(a->x, r * N + j, a->x_dt) - LOAD(a->mean, r, a->s_dt)) *  \
+                               LOAD(a->rstd, r, a->s_dt));                                     \
+                    sb += d;                                                                   \
+                }                                                                              \
+                if (a->dw) STORE(a->dw, j, a->p_dt, sw);                                       \
+                if (a->db) STORE(a->db, j, a->p_dt, sb);                                       \
+            }                                                                                  \
+    }
+static double rsqrt_d(double v) { return 1.0 / sqrt(v); }
+static float rsqrt_f(float v) { return 1.0f / sqrtf(v); }
+LN_EMU(ln_emu_f32, float, tcu_load_f32, tcu_store_f32, rsqrt_f)
+LN_EMU(ln_emu_f64, double, tcu_load_f64, tcu_store_f64, rsqrt_d)
+
 int tcu_launch_layer_norm(const tcu_ln_args *a, int sm_count, cudaStream_t s) {
     (void)sm_count;
     (void)s;
-    const int64_t N = a->n;
-    for (int64_t r = 0; r < a->rows; r++) {
-        const int64_t base = r * N;
-        if (!a->backward) {
-            float sum = 0, ss = 0;
-            for (int64_t j = 0; j < N; j++) sum += tcu_load_f32(a->x, base + j, a->x_dt);
-            const float mu = N ? sum / (float)N : 0.f;
-            for (int64_t j = 0; j < N; j++) {
-                const float c = tcu_load_f32(a->x, base + j, a->x_dt) - mu;
-                ss += c * c;
-            }
-            const float rs = 1.0f / sqrtf((N ? ss / (float)N : NAN) + a->eps);
-            tcu_store_f32(a->mean, r, a->s_dt, mu);
-            tcu_store_f32(a->rstd, r, a->s_dt, rs);
-            for (int64_t j = 0; j < N; j++) {
-                float v = (tcu_load_f32(a->x, base + j, a->x_dt) - mu) * rs;
-                if (a->w) v *= tcu_load_f32(a->w, j, a->p_dt);
-                if (a->b) v += tcu_load_f32(a->b, j, a->p_dt);
-                tcu_store_f32(a->y, base + j, a->x_dt, v);
-            }
-            continue;
-        }
-        if (N == 0) continue;
-        const float mu = tcu_load_f32(a->mean, r, a->s_dt), rs = tcu_load_f32(a->rstd, r, a->s_dt);
-        float sg = 0, sgx = 0;
-        for (int64_t j = 0; j < N; j++) {
-            float g = tcu_load_f32(a->dy, base + j, a->x_dt);
-            if (a->w) g *= tcu_load_f32(a->w, j, a->p_dt);
-            sg += g;
-            sgx += g * ((tcu_load_f32(a->x, base + j, a->x_dt) - mu) * rs);
-        }
-        const float m1 = sg / (float)N, m2 = sgx / (float)N;
-        for (int64_t j = 0; j < N; j++) {
-            float g = tcu_load_f32(a->dy, base + j, a->x_dt);
-            if (a->w) g *= tcu_load_f32(a->w, j, a->p_dt);
-            const float xh = (tcu_load_f32(a->x, base + j, a->x_dt) - mu) * rs;
-            tcu_store_f32(a->dx, base + j, a->x_dt, rs * (g - m1 - xh * m2));
-        }
-    }
-    if (a->backward && (a->dw || a->db))
-        for (int64_t j = 0; j < N; j++) {
-            float sw = 0, sb = 0;
-            for (int64_t r = 0; r < a->rows; r++) {
-                const float d = tcu_load_f32(a->dy, r * N + j, a->x_dt);
-                sw += d * ((tcu_load_f32(a->x, r * N + j, a->x_dt) - tcu_load_f32(a->mean, r, a->s_dt)) *
-                           tcu_load_f32(a->rstd, r, a->s_dt));
-                sb += d;
-            }
-            if (a->dw) tcu_store_f32(a->dw, j, a->p_dt, sw);
-            if (a->db) tcu_store_f32(a->db, j, a->p_dt, sb);
-        }
+    if (a->x_dt == TORC_DTYPE_F64) ln_emu_f64(a);
+    else ln_emu_f32(a);
     return 0;
 }
 
@@ -857,9 +868,9 @@ static bool check_emulated(torc_op *op, tview *const *ins, tview *out, double rs
 // kernels, against the reference: forward, then backward from the reference's mean and rstd;
 // a strided x is refused (the core hands the device contiguous copies).
 enum { LN_M = 5, LN_N = 300 };
-typedef struct ln_mem {
-    float x[LN_M * LN_N], w[LN_N], b[LN_N], y[LN_M * LN_N], m[LN_M], r[LN_M];
-    float dy[LN_M * LN_N], dx[LN_M * LN_N], dw[LN_N], db[LN_N];
+typedef struct ln_mem {  // room for f64 (any dtype's elements at the start)
+    double x[LN_M * LN_N], w[LN_N], b[LN_N], y[LN_M * LN_N], m[LN_M], r[LN_M];
+    double dy[LN_M * LN_N], dx[LN_M * LN_N], dw[LN_N], db[LN_N];
 } ln_mem;
 
 // Runs forward (side 0: the reference, 1: run.c) and then backward from ref_mr's mean and rstd
@@ -900,7 +911,7 @@ static void ln_side(int side, torc_dtype xd, torc_dtype pd, int64_t M, int64_t N
     ck_assert_int_eq(side ? tcu_run_op(&g_dev, &bw) : ref->run(ref_ctx, 0, &bw), TORC_OK);
 }
 
-static void ln_match(const char *what, const float *got, const float *want, torc_dtype dt, int64_t n, double tol) {
+static void ln_match(const char *what, const void *got, const void *want, torc_dtype dt, int64_t n, double tol) {
     for (int64_t i = 0; i < n; i++) {
         const double g = tcu_load_f64(got, i, dt), w = tcu_load_f64(want, i, dt);
         ck_assert_msg(isnan(w) ? isnan(g) : fabs(g - w) <= tol * (1 + fabs(w)), "%s: %s[%lld] %g, reference %g",
@@ -909,15 +920,16 @@ static void ln_match(const char *what, const float *got, const float *want, torc
 }
 
 START_TEST(layer_norm_runs_through_run_c) {
-    const torc_dtype dts[3][2] = {{TORC_DTYPE_F32, TORC_DTYPE_F32}, {TORC_DTYPE_BF16, TORC_DTYPE_BF16},
-                                  {TORC_DTYPE_F16, TORC_DTYPE_F32}};  // x, params (mixed: f32 stats too)
+    const torc_dtype dts[4][2] = {{TORC_DTYPE_F32, TORC_DTYPE_F32}, {TORC_DTYPE_BF16, TORC_DTYPE_BF16},
+                                  {TORC_DTYPE_F16, TORC_DTYPE_F32},  // x, params (mixed: f32 stats too)
+                                  {TORC_DTYPE_F64, TORC_DTYPE_F64}};
     const int64_t shapes[3][2] = {{3, 37}, {0, 4}, {LN_M, LN_N}};
     static ln_mem want, got;
-    for (int di = 0; di < 3; di++)
+    for (int di = 0; di < 4; di++)
         for (int si = 0; si < 3; si++) {
             const torc_dtype xd = dts[di][0], pd = dts[di][1];
             const int64_t M = shapes[si][0], N = shapes[si][1];
-            const double tol = xd == TORC_DTYPE_F32 ? 1e-4 : 3e-2;
+            const double tol = xd == TORC_DTYPE_F64 ? 1e-12 : xd == TORC_DTYPE_F32 ? 1e-4 : 3e-2;
             snprintf(g_case, sizeof g_case, "layer_norm dtype %d params %d shape %d", xd, pd, si);
             memset(&want, 0, sizeof want);
             memset(&got, 0, sizeof got);

@@ -146,7 +146,7 @@ static int64_t numel_of(const torc_operand *o) {
     return n;
 }
 
-// The contract's counts and dtypes (x f32/f16/bf16 here; weight, bias and their gradients x's
+// The contract's counts and dtypes (x f64/f32/f16/bf16 here; weight, bias and their gradients x's
 // dtype or f32 for a narrow x; mean, rstd likewise), contiguous operands (the core hands the
 // kernels contiguous tensors), and the shapes: x-shaped ones equal, mean/rstd one per row,
 // parameters one per normalized element.
@@ -163,8 +163,9 @@ static bool ln_supported(const torc_op *op, char *why, size_t n) {
     const torc_operand *x = &op->in[bw ? 1 : 0];
     const torc_dtype xd = x->dtype;
     const bool narrow = xd == TORC_DTYPE_F16 || xd == TORC_DTYPE_BF16;
-    if (op->params.norm.axis < 0 || op->params.norm.axis >= x->ndim || !(narrow || xd == TORC_DTYPE_F32)) {
-        snprintf(why, n, "%s takes float32, float16 or bfloat16 x with 0 <= axis < ndim", op_name(op->code));
+    if (op->params.norm.axis < 0 || op->params.norm.axis >= x->ndim ||
+        !(narrow || xd == TORC_DTYPE_F32 || xd == TORC_DTYPE_F64)) {
+        snprintf(why, n, "%s takes float64, float32, float16 or bfloat16 x with 0 <= axis < ndim", op_name(op->code));
         return false;
     }
     int64_t M, N;
