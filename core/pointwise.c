@@ -32,10 +32,11 @@ static bool check_args(torc_opcode code, int n, const torc_tensor *const *ts, to
     return torc_result_type(n, ts, 0, NULL, common) == TORC_OK;
 }
 
-// The dtypes the kernels compute in (PyTorch's: floating but fp8, and integers for addcmul).
+// The dtypes the kernels compute in (PyTorch's: floating but fp8, and integers but bool for
+// addcmul), refused here with PyTorch's CPU message whatever the backend.
 static bool check_kernel_dtype(torc_opcode code, torc_dtype dt) {
     const bool ok = dt == TORC_DTYPE_F64 || dt == TORC_DTYPE_F32 || dt == TORC_DTYPE_F16 || dt == TORC_DTYPE_BF16 ||
-                    (code == TORC_OP_ADDCMUL && torc_dtype_is_integral(dt));
+                    (code == TORC_OP_ADDCMUL && torc_dtype_is_integral(dt) && dt != TORC_DTYPE_BOOL);
     if (!ok) torc__error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s'", kernel_name(code), torc__dtype_c10_name(dt));
     return ok;
 }
