@@ -20,7 +20,7 @@
 # The build needs -DTORC_WITH_CUDA=ON; it need not be made where it runs: bin/{cuda_gpu_test,
 # torc-xcheck,torc-train,torc-bench,mpi_test} and lib/ (libtorc, lib/torc/ with cuda, reference,
 # sgd, adam, mpi and nccl) of a Debian 12 build ran on an Ubuntu 24.04 GPU machine with
-# LD_LIBRARY_PATH naming that lib/, a copy of libsubunit.so.0 and the directories of the machine's
+# LD_LIBRARY_PATH naming a copy of libsubunit.so.0 and the directories of the machine's
 # libcublas.so.13 and libnccl.so.2 (its Open MPI 4.1 mpirun ran Debian's libmpi build).
 # Exit status: 0 every step passed or skipped (77: one GPU for --device1, no mpirun), 1 one failed
 # (each step's status is printed at the end), 77 no CUDA device.
@@ -31,6 +31,8 @@ logs=${2:-gpu-logs}
 case $build in /*) ;; *) build=$here/$build ;; esac
 mkdir -p "$logs"
 export TORC_BUILD_DIR=$build TORC_SOURCE_DIR=$here TORC_TEST_DATA=$here/tests/golden
+# The build's own lib/ first: a build copied elsewhere keeps the RPATH of where it was made.
+export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 suite=$build/bin/cuda_gpu_test
 probe=$(CK_RUN_CASE=none "$suite" 2>&1)
 if [ $? -eq 77 ]; then
