@@ -229,7 +229,7 @@ torc_ddp *torc_ddp_new(int n, torc_tensor *const *params, const torc_ddp_options
     // Every rank must hold the same model: compare (n, total elements) by MAX and MIN.
     if (!st) {
         torc_scope_push();
-        torc_tensor *mx = torc_tensor_from((int64_t[]){n, total}, TORC_SHAPE(2), TORC_DTYPE_I64);
+        torc_tensor *mx = torc_to_device(torc_tensor_from((int64_t[]){n, total}, TORC_SHAPE(2), TORC_DTYPE_I64), params[0]->device);
         torc_tensor *mn = mx ? torc_clone(mx) : NULL;
         if (!mn || (st = torc_dist_all_reduce(mx, TORC_REDUCE_MAX, NULL)) || (st = torc_dist_all_reduce(mn, TORC_REDUCE_MIN, NULL))) {
             if (!st) st = torc_last_status();
@@ -487,7 +487,7 @@ torc_status torc_ddp_reduce_loss(torc_ddp *d, const double *local, int count, do
     } else {
         double s = 0;
         for (int k = 0; k < count; k++) s += local[k];
-        torc_tensor *t = torc_scalar_tensor(count ? s / count : 0.0, TORC_DTYPE_F64);
+        torc_tensor *t = torc_to_device(torc_scalar_tensor(count ? s / count : 0.0, TORC_DTYPE_F64), d->params[0]->device);
         if (!t) st = torc_last_status();
         else if (!(st = torc_dist_all_reduce(t, TORC_REDUCE_AVG, NULL))) st = torc_item(t, global);
     }
