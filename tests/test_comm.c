@@ -22,6 +22,7 @@ START_TEST(defaults_before_init) {
     ck_assert_int_eq(torc_dist_rank(), 0);
     ck_assert_int_eq(torc_dist_world_size(), 1);
     ck_assert_int_eq(torc_dist_local_rank(), 0);
+    ck_assert_int_eq(torc_dist_device_index(), -1);
     torc_tensor *t = torc_zeros(TORC_SHAPE(2), TORC_DTYPE_F32);
     ck_assert_int_eq(torc_dist_all_reduce(t, TORC_REDUCE_SUM, NULL), TORC_ERR_RUNTIME);
     tu_assert_error(TORC_ERR_RUNTIME, "not initialized (call torc_dist_init first)");
