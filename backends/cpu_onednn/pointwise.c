@@ -96,6 +96,10 @@ int onednn__pointwise_run(const torc_op *op) {
     if (scaled_add(op)) {
         const double alpha = op->code == TORC_OP_SUB ? -op->params.scalar.value : op->params.scalar.value;
         void (*axpy)(float *, const float *, const float *, double, int64_t, int64_t) = use_fma() ? axpy_fma : axpy_any;
+        if (nthr <= 1) {  // no OpenMP region: a team of one still costs libgomp ~0.4 us
+            axpy(out, s, a, alpha, 0, n);
+            return 0;
+        }
 #pragma omp parallel num_threads(nthr)
         {
             int64_t i0, i1;
