@@ -13,9 +13,9 @@
 // KC k. The packing reads f16 / bf16 with F16C and AVX2, which every AVX2 CPU has (F16C is checked
 // all the same), and runs of 16 with AVX-512 where torc's ISA has it. On Zen 4 a small
 // row-major B is not packed: the kernels read its micro-panels where they are and convert them in
-// the loop (b_in_place). C gets each run's sum added: directly where C is f32 with unit column
-// stride, else in the task's f32 accumulator block, written out (rounded once) after the last run
-// of K.
+// the loop (b_in_place). The kernels write C itself where its column stride is 1 and it is f32
+// (each run of k adds its sums) or f16 / bf16 of K one run (stored from registers); else each run
+// adds into the task's f32 accumulator block, written out (rounded once) after the last run.
 // Two micro-kernels, compiled with per-function target attributes and chosen at run time by
 // torc's ISA (isa.c; TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it): AVX-512 (MR 12 x NR 32, and
 // 8 and 4 rows for a block's last rows) and AVX2 + FMA (6 x 16). Nothing here runs below AVX2
@@ -519,10 +519,8 @@ typedef struct fma_run {
     int64_t n_ic, nsub, sub_cols;  // tasks: n_ic row blocks x nsub column slices of sub_cols
     float *bp;
     float *threads;        // per-thread regions of d.thread_floats
-    bool direct;           // C is f32 with unit column stride: runs add into C itself
-    fma_round round_last;  // direct: how the last run of k leaves its sums in C
-    fma_round store16;     // an f16 / bf16 C, unit column stride, K one run: the kernels store
-                           // into it (STORE_F16 / _BF16; else ROUND_NONE: through acc, write_out)
+    bool direct;           // the kernels write C itself (see the file's head); else acc, write_out
+    fma_round round_last;  // direct: how the last run of k leaves its sums in C (STORE_*: 16-bit C)
     bool b_in_place;       // the kernels read B's whole micro-panels where B is (b_in_place)
     src_kind b_kind;
 } fma_run;
@@ -535,6 +533,13 @@ static fma_round round_of(dnnl_data_type_t round_dt) {
 static float round_one(fma_round rnd, float v) {
     if (rnd == ROUND_F16) return torc_f16_to_f32(torc_f32_to_f16(v));
     return rnd == ROUND_BF16 ? torc_bf16_to_f32(torc_f32_to_bf16(v)) : v;
+}
+
+// Element i of C (direct) from an edge tile's sum v, left as a kernel leaves it (rnd; add: onto C's).
+static void put_one(void *c, int64_t i, fma_round rnd, bool add, float v) {
+    if (rnd == STORE_F16) ((uint16_t *)c)[i] = torc_f32_to_f16(v);
+    else if (rnd == STORE_BF16) ((uint16_t *)c)[i] = torc_f32_to_bf16(v);
+    else ((float *)c)[i] = round_one(rnd, (add ? ((float *)c)[i] : 0.0f) + v);
 }
 
 // Rows [0, m) x columns [0, n) of the f32 block acc (row stride ld) into C at (i0, j0), rounded
@@ -654,37 +659,23 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                 const fma_kernel kern = in_place ? kern_placed : kern_packed;
                 const void *bp = in_place ? (const void *)placed : (const void *)packed;
                 const int64_t bk = in_place ? b_k_bytes : nr * (int64_t)sizeof(float);
-                if (r->store16 != ROUND_NONE) {  // K one run: straight into the 16-bit C
-                    uint16_t *c16 = (uint16_t *)g->c + (i0 + ir) * g->c_rs + r->jc + c0 + jr;
-                    if (mm == R && nn == nr) {
-                        kern(kc, at, ak, bp, bk, (float *)(void *)c16, g->c_rs, false, r->store16);
-                        continue;
-                    }
-                    kern(kc, at, ak, bp, bk, tile, nr, false, ROUND_NONE);
-                    for (int64_t i = 0; i < mm; i++)
-                        for (int64_t j = 0; j < nn; j++)
-                            c16[i * g->c_rs + j] = r->store16 == STORE_F16 ? torc_f32_to_f16(tile[i * nr + j])
-                                                                           : torc_f32_to_bf16(tile[i * nr + j]);
-                    continue;
-                }
                 if (!r->direct) {  // the accumulator block is padded to whole tiles
                     kern(kc, at, ak, bp, bk, acc + ir * r->d.acc_ld + jr, r->d.acc_ld, add, ROUND_NONE);
                     continue;
                 }
-                float *c = (float *)g->c + (i0 + ir) * g->c_rs + r->jc + c0 + jr;
+                void *c = (char *)g->c + ((i0 + ir) * g->c_rs + r->jc + c0 + jr) * (int64_t)dt_size(g->c_dt);
                 if (mm == R && nn == nr) {
                     kern(kc, at, ak, bp, bk, c, g->c_rs, add, rnd);
                     continue;
                 }
                 kern(kc, at, ak, bp, bk, tile, nr, false, ROUND_NONE);
                 for (int64_t i = 0; i < mm; i++)
-                    for (int64_t j = 0; j < nn; j++)
-                        c[i * g->c_rs + j] = round_one(rnd, (add ? c[i * g->c_rs + j] : 0.0f) + tile[i * nr + j]);
+                    for (int64_t j = 0; j < nn; j++) put_one(c, i * g->c_rs + j, rnd, add, tile[i * nr + j]);
             }
             ir += R;
         }
     }
-    if (!r->direct && r->store16 == ROUND_NONE) write_out(g, acc, r->d.acc_ld, i0, r->jc + c0, m, n);
+    if (!r->direct) write_out(g, acc, r->d.acc_ld, i0, r->jc + c0, m, n);
 }
 
 static void one_task(const fma_run *r, int tid, int64_t t) {
@@ -728,9 +719,8 @@ void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
     }
     fma_run r = {.g = g, .d = dims_of(g->N, g->K), .bp = scratch};
     r.threads = r.bp + r.d.bp_floats;
-    r.direct = g->c_dt == dnnl_f32 && g->c_cs == 1;
-    r.round_last = r.direct ? round_of(g->round_dt) : ROUND_NONE;
-    r.store16 = r.direct || g->c_cs != 1 || g->K > FMA_KC ? ROUND_NONE : g->c_dt == dnnl_f16 ? STORE_F16 : STORE_BF16;
+    r.direct = g->c_cs == 1 && (g->c_dt == dnnl_f32 || g->K <= FMA_KC);
+    r.round_last = g->c_dt == dnnl_f32 ? round_of(g->round_dt) : g->c_dt == dnnl_f16 ? STORE_F16 : STORE_BF16;
     r.b_kind = src_of(g->b_dt, g->round_dt);
     r.b_in_place = b_in_place(g, &r.d.isa, r.b_kind);
     const int nr = r.d.isa.nr;
