@@ -84,7 +84,7 @@ torc_status torc_dist_init(const char *name) {
         g.rank = g.vt->rank(g.ctx);
         g.size = g.vt->world_size(g.ctx);
         g.local_rank = g.vt->local_rank(g.ctx);
-        const bool has_device = vt->struct_size >= offsetof(torc_comm_vtable, device) + sizeof vt->device && vt->device;
+        const bool has_device = TORC_STRUCT_HAS(vt, torc_comm_vtable, device) && vt->device;
         g.device = vt->memory == TORC_COMM_MEMORY_HOST || !has_device ? -1 : vt->device(g.ctx);
         const char *t = getenv("TORC_COMM_TIMEOUT");
         g.timeout_s = t && *t ? atof(t) : 60.0;
