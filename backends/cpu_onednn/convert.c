@@ -1,14 +1,41 @@
 // backends/cpu_onednn/convert.c — f16 / bf16 <-> f32 conversions on the host for the matmuls
-// computed in f32 by sgemm (matmul.c) where torc's FMA GEMM does not run (below AVX2, or
-// TORC_ONEDNN_FMA_GEMM=0): f16 (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders run at
-// ~60 ns/element), bf16 on CPUs without a fast bf16 dot product; and bf16 outs of primitives. Bit-exact
+// computed in f32 by sgemm (matmul.c) where torc's FMA GEMM does not run (small GEMMs, below AVX2,
+// or TORC_ONEDNN_FMA_GEMM=0): f16 (oneDNN 2.6 has no f16 matmul on CPU and its f16 reorders run at
+// ~60 ns/element), bf16 on CPUs without a fast bf16 dot product; and bf16 outs of primitives. And
+// f32 -> f32 rounded to f16 or bf16 (MATMUL_ROUNDED's f32 operands and f32 out there). Bit-exact
 // with PyTorch (torc/convert.h: round to nearest even, subnormals kept, bf16 NaN -> 0x7FC0).
 #include "onednn-impl.h"
 #include "torc/convert.h"
 
+// n f32 values rounded to f16 or bf16 (round) and back, in chunks through a 16-bit buffer.
+static void round_line(dnnl_data_type_t round, const float *src, int64_t si, float *dst, int64_t di, int64_t n) {
+    if (si != 1 || di != 1) {
+        for (int64_t i = 0; i < n; i++) {
+            const float v = src[i * si];
+            dst[i * di] = round == dnnl_bf16 ? torc_bf16_to_f32(torc_f32_to_bf16(v)) : torc_f16_to_f32(torc_f32_to_f16(v));
+        }
+        return;
+    }
+    uint16_t h[256];
+    for (int64_t i = 0; i < n; i += 256) {
+        const int64_t c = n - i < 256 ? n - i : 256;
+        if (round == dnnl_bf16) {
+            onednn__f32_to_bf16(h, src + i, c);
+            onednn__bf16_to_f32(dst + i, h, c);
+        } else {
+            onednn__f32_to_f16(h, src + i, c);
+            onednn__f16_to_f32(dst + i, h, c);
+        }
+    }
+}
+
 // n elements of one line: from a source with stride si to a destination with stride di.
 static void convert_line(dnnl_data_type_t from, const void *src, int64_t si, dnnl_data_type_t to,
-                         void *dst, int64_t di, int64_t n) {
+                         void *dst, int64_t di, int64_t n, dnnl_data_type_t round) {
+    if (from == dnnl_f32 && to == dnnl_f32) {
+        round_line(round, src, si, dst, di, n);
+        return;
+    }
     if (si == 1 && di == 1) {  // cast.c's vectorized loops
         if (from == dnnl_bf16) onednn__bf16_to_f32(dst, src, n);
         else if (from == dnnl_f16) onednn__f16_to_f32(dst, src, n);
@@ -27,7 +54,7 @@ static void convert_line(dnnl_data_type_t from, const void *src, int64_t si, dnn
     }
 }
 
-void onednn__convert(const onednn_view *from, const void *src, const onednn_view *to, void *dst) {
+void onednn__convert(const onednn_view *from, const void *src, const onednn_view *to, void *dst, dnnl_data_type_t round) {
     const int nd = from->ndim;
     // The inner loop runs along the dim `from` steps through most finely (memory order), so a
     // transposed operand converts line by line of its memory, not with a gather.
@@ -49,6 +76,6 @@ void onednn__convert(const onednn_view *from, const void *src, const onednn_view
             dof += i * to->strides[d];
         }
         convert_line(from->dt, (const char *)src + so * (int64_t)sz_from, si, to->dt,
-                     (char *)dst + dof * (int64_t)sz_to, di, n);
+                     (char *)dst + dof * (int64_t)sz_to, di, n, round);
     });
 }

@@ -172,7 +172,7 @@ int onednn__build_copy(const torc_op *op, onednn_plan *p) {
     // flushes subnormals); dense ones do not come here (cast.c).
     if ((x->dtype == TORC_DTYPE_F32 && y->dtype == TORC_DTYPE_BF16) ||
         (x->dtype == TORC_DTYPE_BF16 && y->dtype == TORC_DTYPE_F32))
-        return onednn__plan_convert(p, &vs, ONEDNN_BUF_IN0, &vd, ONEDNN_BUF_OUT);
+        return onednn__plan_convert(p, &vs, ONEDNN_BUF_IN0, &vd, ONEDNN_BUF_OUT, dnnl_data_type_undef);
     onednn__view_normalize(&vs);
     onednn__view_normalize(&vd);
     return onednn__plan_reorder(p, &vs, ONEDNN_BUF_IN0, &vd, ONEDNN_BUF_OUT);

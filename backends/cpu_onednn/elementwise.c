@@ -167,7 +167,7 @@ int onednn__build_unary(const torc_op *op, onednn_plan *p) {
     if (v0.dt == dnnl_bf16) {
         onednn_view t;
         if ((st = onednn__plan_dst(p, &v0, &t, &src_buf)) ||
-            (st = onednn__plan_convert(p, &v0, ONEDNN_BUF_IN0, &t, src_buf)))
+            (st = onednn__plan_convert(p, &v0, ONEDNN_BUF_IN0, &t, src_buf, dnnl_data_type_undef)))
             return st;
         v0 = t;
     }

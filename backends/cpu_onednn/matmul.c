@@ -240,10 +240,41 @@ static void matmul_views(const torc_op *op, onednn_view *a, int *a_buf, onednn_v
     }
 }
 
-// MATMUL_ROUNDED on the FMA GEMM, which rounds f32 operands to c while it packs and the sums to c
-// as it writes them out. Only where build_matmul would use it for c: on the other paths (bf16 dot
-// products, AMX, GEMMs under ONEDNN_SMALL_WORK, below AVX2) the fusion would be a cast into a
-// temporary, which autocast's own cast is, so it is declined and autocast casts (backend.h).
+// Through f32: both operands converted to dense f32 temporaries (f32 ones of MATMUL_ROUNDED rounded
+// to round on the way), multiplied in f32 by sgemm (the products of two f16 or bf16 values are
+// exact in f32), the sums rounded once into out (an f32 out of MATMUL_ROUNDED: rounded in place).
+static int plan_via_f32(onednn_plan *p, const onednn_view *a, int a_buf, const onednn_view *b, int b_buf,
+                        const onednn_view *c, dnnl_data_type_t round) {
+    onednn_view ta, tb, tc;
+    onednn_gemm g;
+    int ta_buf, tb_buf, tc_buf = ONEDNN_BUF_OUT, st;
+    dense_f32(&ta, a);
+    dense_f32(&tb, b);
+    if ((st = onednn__plan_tmp(p, view_bytes(&ta), &ta_buf)) ||
+        (st = onednn__plan_tmp(p, view_bytes(&tb), &tb_buf)) ||
+        (st = onednn__plan_convert(p, a, a_buf, &ta, ta_buf, round)) ||
+        (st = onednn__plan_convert(p, b, b_buf, &tb, tb_buf, round)))
+        return st;
+    if (c->dt == dnnl_f32) {
+        st = gemm_plan(&ta, &tb, c, &g) ? onednn__plan_gemm(p, &g, ta_buf, tb_buf, ONEDNN_BUF_OUT)
+                                        : add_matmul(p, &ta, ta_buf, &tb, tb_buf, c, ONEDNN_BUF_OUT);
+        if (st || round == dnnl_data_type_undef) return st;
+        return onednn__plan_convert(p, c, ONEDNN_BUF_OUT, c, ONEDNN_BUF_OUT, round);
+    }
+    dense_f32(&tc, c);
+    if ((st = onednn__plan_tmp(p, view_bytes(&tc), &tc_buf))) return st;
+    if (!gemm_plan(&ta, &tb, &tc, &g))  // dense temporaries always fit
+        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: matmul temporaries do not fit sgemm");
+    if ((st = onednn__plan_gemm(p, &g, ta_buf, tb_buf, tc_buf))) return st;
+    return onednn__plan_convert(p, &tc, tc_buf, c, ONEDNN_BUF_OUT, dnnl_data_type_undef);
+}
+
+// MATMUL_ROUNDED: where build_matmul would run the matmul of c on f32 FMAs, the same path with the
+// casts fused: on the FMA GEMM, which rounds f32 operands to c while it packs and the sums to c as
+// it writes them out; through f32 (small GEMMs, below AVX2), whose conversions round. Without it
+// autocast cast a small layer's f32 weight to c every forward and the c gradient back (two ops, two
+// temporaries). bf16 on AMX or the CPU's bf16 dot products is declined: there the cast feeds the
+// bf16 kernels, and autocast casts (backend.h).
 static int build_rounded(const torc_op *op, onednn_plan *p) {
     const torc_dtype c = (torc_dtype)op->params.matmul.dtype, dts[3] = {op->in[0].dtype, op->in[1].dtype, op->out[0].dtype};
     if (c != TORC_DTYPE_F16 && c != TORC_DTYPE_BF16)
@@ -255,17 +286,19 @@ static int build_rounded(const torc_op *op, onednn_plan *p) {
                                  torc_abi_dtype_name(c), torc_abi_dtype_name(c), torc_abi_dtype_name(dts[i]));
     const int nd = op->out[0].ndim;
     const int64_t K = op->in[0].shape[nd - 1];
-    // bf16 runs where build_matmul would run a bf16 GEMM of this size on the FMA GEMM.
-    const bool fma_path = c == TORC_DTYPE_F16 || (!onednn__bf16_matmul_native() && (!onednn__bf16_dot() ||
-                                                                                 onednn__work(op) >= ONEDNN_BF16_VIA_F32_WORK));
-    if (!onednn__fma_usable() || !fma_path || K == 0 || onednn__work(op) < onednn__fma_min_work())
-        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul_rounded runs on the FMA GEMM only (from AVX2, "
-                             "GEMMs of 1M multiply-adds, bf16 where it runs on f32 FMAs)");
+    // bf16 on f32 FMAs exactly where build_matmul would put a bf16 GEMM of this size there.
+    const bool on_fmas = c == TORC_DTYPE_F16 || (!onednn__bf16_matmul_native() && (!onednn__bf16_dot() ||
+                                                                                onednn__work(op) >= ONEDNN_BF16_VIA_F32_WORK));
+    if (!on_fmas || K == 0)
+        return onednn__error(TORC_ERR_NOT_SUPPORTED, "onednn: matmul_rounded runs where %s GEMMs run on f32 FMAs (and K > 0); "
+                             "bf16 on AMX or bf16 dot products takes autocast's casts", torc_abi_dtype_name(c));
     if (onednn__numel(&op->out[0]) == 0) return 0;
     onednn_view a, b, cv;
     int a_buf, b_buf;
     matmul_views(op, &a, &a_buf, &b, &b_buf, &cv);
-    return plan_fma(p, &a, a_buf, &b, b_buf, &cv, onednn__dt(c));
+    if (onednn__fma_usable() && onednn__work(op) >= onednn__fma_min_work())
+        return plan_fma(p, &a, a_buf, &b, b_buf, &cv, onednn__dt(c));
+    return plan_via_f32(p, &a, a_buf, &b, b_buf, &cv, onednn__dt(c));
 }
 
 // ---- the primitive (bf16, and f32 layouts sgemm cannot express) ----
@@ -333,26 +366,6 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
     }
 
-    // f16 and bf16 below AVX2 (or TORC_ONEDNN_FMA_GEMM=0): convert both operands to f32
-    // temporaries, multiply in f32 (the products of two f16 or bf16 values are exact in f32),
-    // round once into out.
-    onednn_view ta, tb, tc;
-    int ta_buf, tb_buf, tc_buf = ONEDNN_BUF_OUT, st;
-    dense_f32(&ta, &a);
-    dense_f32(&tb, &b);
-    if ((st = onednn__plan_tmp(p, view_bytes(&ta), &ta_buf)) ||
-        (st = onednn__plan_tmp(p, view_bytes(&tb), &tb_buf)) ||
-        (st = onednn__plan_convert(p, &a, a_buf, &ta, ta_buf)) ||
-        (st = onednn__plan_convert(p, &b, b_buf, &tb, tb_buf)))
-        return st;
-    if (c.dt == dnnl_f32) {
-        if (gemm_plan(&ta, &tb, &c, &g)) return onednn__plan_gemm(p, &g, ta_buf, tb_buf, ONEDNN_BUF_OUT);
-        return add_matmul(p, &ta, ta_buf, &tb, tb_buf, &c, ONEDNN_BUF_OUT);
-    }
-    dense_f32(&tc, &c);
-    if ((st = onednn__plan_tmp(p, view_bytes(&tc), &tc_buf))) return st;
-    if (!gemm_plan(&ta, &tb, &tc, &g))  // dense temporaries always fit
-        return onednn__error(TORC_ERR_BACKEND, "onednn: internal: matmul temporaries do not fit sgemm");
-    if ((st = onednn__plan_gemm(p, &g, ta_buf, tb_buf, tc_buf))) return st;
-    return onednn__plan_convert(p, &tc, tc_buf, &c, ONEDNN_BUF_OUT);
+    // f16 and bf16 below AVX2 (or TORC_ONEDNN_FMA_GEMM=0) and small GEMMs: through f32 (below).
+    return plan_via_f32(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 }

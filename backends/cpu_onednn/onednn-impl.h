@@ -126,6 +126,7 @@ typedef struct onednn_step {
     int n_args;
     onednn_arg args[ONEDNN_MAX_ARGS + 1];  // + the scratchpad
     onednn_view from, to;   // a conversion step: strided views of args[0] (from), args[1] (to)
+    dnnl_data_type_t round; // an f32 -> f32 one: the dtype (f16 / bf16) its values are rounded to
     onednn_gemm gemm;       // a GEMM step: args[0] is A, args[1] B, args[2] C
     // An AMX bf16 matmul step: args[2] = args[0] x args[1], args[3] its packing scratch
     // (matmul_amx.c). The views keep stride-0 batch dims (broadcast).
@@ -181,9 +182,10 @@ int onednn__plan_add_pd(onednn_plan *p, dnnl_primitive_desc_t pd, int n, const o
 // Adds a reorder (strided copy with conversion) from one view to another.
 int onednn__plan_reorder(onednn_plan *p, const onednn_view *from, int from_buf,
                          const onednn_view *to, int to_buf);
-// Adds an f16 / bf16 <-> f32 conversion run on the host (convert.c).
+// Adds an f16 / bf16 <-> f32 conversion run on the host (convert.c); f32 -> f32 rounds the values to
+// round (f16 or bf16; ignored otherwise), in place where the buffers are one.
 int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
-                         const onednn_view *to, int to_buf);
+                         const onednn_view *to, int to_buf, dnnl_data_type_t round);
 // A bf16 out is written through an f32 temporary (oneDNN's conversion flushes subnormals): before
 // the primitive, onednn__plan_dst gives the view and buffer it writes (vd itself unless bf16);
 // after it, onednn__plan_dst_done adds the conversion into out.
@@ -224,9 +226,10 @@ int onednn__build_softmax(const torc_op *op, onednn_plan *p);    // softmax.c
 int onednn__build_copy(const torc_op *op, onednn_plan *p);       // copy.c
 
 // ---- f16 / bf16 <-> f32 conversion for matmuls computed in f32 (convert.c) ----
-// Converts every element of `from` into `to` (f16 or bf16 -> f32, or f32 -> f16 or bf16), same
-// dims, any strides; parallel from ONEDNN_SMALL_STREAM elements.
-void onednn__convert(const onednn_view *from, const void *src, const onednn_view *to, void *dst);
+// Converts every element of `from` into `to` (f16 or bf16 -> f32, f32 -> f16 or bf16, or f32 ->
+// f32 rounded to round), same dims, any strides; parallel from ONEDNN_SMALL_STREAM elements.
+void onednn__convert(const onednn_view *from, const void *src, const onednn_view *to, void *dst,
+                     dnnl_data_type_t round);
 
 // ---- bf16 GEMM on AMX tiles (matmul_amx.c) ----
 // C = A x B for one matrix: bf16 A (M x K) and B (K x N) of any (non-negative) strides, C (M x N)

@@ -136,7 +136,7 @@ static onednn_step *host_step(onednn_plan *p, onednn_step_kind kind) {
 }
 
 int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
-                         const onednn_view *to, int to_buf) {
+                         const onednn_view *to, int to_buf, dnnl_data_type_t round) {
     onednn_step *s = host_step(p, ONEDNN_STEP_CONVERT);
     if (!s) return TORC_ERR_BACKEND;
     s->n_args = 2;
@@ -144,6 +144,7 @@ int onednn__plan_convert(onednn_plan *p, const onednn_view *from, int from_buf,
     s->args[1].buf = to_buf;
     s->from = *from;
     s->to = *to;
+    s->round = round;
     return 0;
 }
 
@@ -255,7 +256,7 @@ int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
             if (i > 0) ONEDNN_CHECK(dnnl_stream_wait(stream));
             if (s->kind == ONEDNN_STEP_CONVERT) {
                 onednn__convert(&s->from, buf_ptr(p, &s->args[0], op, work), &s->to,
-                                    buf_ptr(p, &s->args[1], op, work));
+                                buf_ptr(p, &s->args[1], op, work), s->round);
                 continue;
             }
             if (s->kind == ONEDNN_STEP_FMA_MATMUL) {
@@ -309,5 +310,5 @@ int onednn__plan_dst(onednn_plan *p, const onednn_view *vd, onednn_view *vt, int
 }
 
 int onednn__plan_dst_done(onednn_plan *p, const onednn_view *vd, const onednn_view *vt, int buf) {
-    return buf == ONEDNN_BUF_OUT ? 0 : onednn__plan_convert(p, vt, buf, vd, ONEDNN_BUF_OUT);
+    return buf == ONEDNN_BUF_OUT ? 0 : onednn__plan_convert(p, vt, buf, vd, ONEDNN_BUF_OUT, dnnl_data_type_undef);
 }
