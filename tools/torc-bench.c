@@ -220,10 +220,23 @@ __attribute__((target("amx-tile,amx-bf16"))) static float amx_loop(int64_t iters
     return c[0];
 }
 
+// The ISA cap the backends run under (TORC_MAX_CPU_ISA, else ONEDNN_MAX_CPU_ISA; isa.c's names) as
+// a level: a capped run stands for a CPU of that level, so its peaks are that CPU's loops (on a
+// CPU with two 512-bit FMA units the AVX2 loop's peak is half the AVX-512 one's).
+enum { CAP_SSE41, CAP_AVX, CAP_AVX2, CAP_AVX512_CORE, CAP_AVX512_CORE_BF16, CAP_AMX, CAP_ALL };
+static int isa_cap(void) {
+    static const char *names[] = {"SSE41", "AVX", "AVX2", "AVX512_CORE", "AVX512_CORE_BF16", "AVX512_CORE_AMX", "ALL"};
+    const char *cap = getenv("TORC_MAX_CPU_ISA");
+    if (!cap || !*cap) cap = getenv("ONEDNN_MAX_CPU_ISA");
+    for (int i = 0; cap && i <= CAP_ALL; i++)
+        if (!strcasecmp(cap, names[i])) return i;
+    return CAP_ALL;  // none, or a name the backend itself refuses
+}
+
 // Whether this CPU has AMX-BF16 and Linux lets this process use the tile data (asked once).
 static bool amx_available(void) {
     unsigned a, b, c, d;
-    if (__get_cpuid_max(0, NULL) < 7) return false;
+    if (isa_cap() < CAP_AMX || __get_cpuid_max(0, NULL) < 7) return false;
     __cpuid_count(7, 0, a, b, c, d);
     if (!((d >> 22) & 1) || !((d >> 24) & 1)) return false;  // AMX-BF16, AMX-TILE
     enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
@@ -238,8 +251,10 @@ typedef struct peak_loop {
 
 static peak_loop pick_isa(void) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return (peak_loop){"AVX-512", fma_loop_avx512, FMA_ACC * 16 * 2};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    const int cap = isa_cap();
+    if (cap >= CAP_AVX512_CORE && __builtin_cpu_supports("avx512f"))
+        return (peak_loop){"AVX-512", fma_loop_avx512, FMA_ACC * 16 * 2};
+    if (cap >= CAP_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return (peak_loop){"AVX2+FMA", fma_loop_avx2, FMA_ACC * 8 * 2};
     return (peak_loop){"scalar", fma_loop_scalar, FMA_ACC * 2};
 }
@@ -974,7 +989,7 @@ static void measure_round(const torc_device_info *info, const peak_loop *isa) {
         put("amx_peak_bf16_gflops", peak_bf16 * 1e-9);
         say("practical peak: AMX tile-multiply loop on %d thread(s): %.4g GFLOP/s bf16 (best of 3), %.3gx the FMA "
             "loop's\n", g_opt.threads, peak_bf16 * 1e-9, peak_bf16 / peak);
-    } else if (cpu && __builtin_cpu_supports("avx512bf16")) {
+    } else if (cpu && isa_cap() >= CAP_AVX512_CORE_BF16 && __builtin_cpu_supports("avx512bf16")) {
         const double dot = loop_peak(&dpbf16_peak_loop, g_opt.threads);
         put("dpbf16_peak_bf16_gflops", dot * 1e-9);
         say("bf16 dot-product loop (AVX512-BF16, no AMX) on %d thread(s): %.4g GFLOP/s (best of 3), %.3gx the FMA "
