@@ -2,8 +2,9 @@
 // looped over the batch; OpenBLAS's for the AVX2 family, blas.c); bf16 on torc's AMX tile GEMM
 // (matmul_amx.c) where the CPU has AMX, on oneDNN's matmul primitive where bf16 dot products pay
 // (device.c), else on f32 FMAs like f16 (oneDNN 2.6 has no f16 matmul on CPU): torc's FMA GEMM
-// (matmul_fma.c), which converts while it packs, from AVX2 up; below AVX2 the host converts both
-// operands to f32 temporaries (convert.c) and sgemm runs.
+// (matmul_fma.c), which converts while it packs, from AVX2 up; below AVX2 and for GEMMs under 1M
+// multiply-adds the host converts both operands to f32 temporaries (convert.c) and sgemm runs.
+// MATMUL_ROUNDED (autocast's matmul with its casts fused) takes the same two paths.
 // Operands keep their strides: transposed and row-sliced views become sgemm's trans flags and
 // leading dims, stride-0 batch dims a zero batch stride (oneDNN's size-1 broadcast dims for the
 // primitive). An f32 layout sgemm cannot express goes to the primitive; one only oneDNN's
@@ -366,6 +367,6 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
     }
 
-    // f16 and bf16 below AVX2 (or TORC_ONEDNN_FMA_GEMM=0) and small GEMMs: through f32 (below).
+    // f16 and bf16 below AVX2 (or TORC_ONEDNN_FMA_GEMM=0) and small GEMMs: through f32.
     return plan_via_f32(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 }
