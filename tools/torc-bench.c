@@ -432,48 +432,80 @@ static double matmul_flops(void) {
     return f;
 }
 
-// The median time of a step; *flops (if not NULL): the matmul FLOPs of one step as torc counted
-// them (the first layer's input gradient is never computed: a formula of 3 x the forward counts
-// one GEMM too many, 9% of a D=1024 L=4 step).
-static double time_cruncher(int64_t D, int L, int64_t B, const char *opt_name, torc_dtype autocast, double *flops) {
-    torc_generator *gen = torc_generator_new(0);
-    cruncher_ctx c = {0};
-    c.autocast = autocast;
-    c.m = torc_cruncher_new(D, L, TORC_DTYPE_F32, gen);
-    check(c.m != NULL, "torc_cruncher_new");
-    const int np = torc_module_param_count(c.m);
+static void cruncher_setup(cruncher_ctx *c, int64_t D, int L, int64_t B, const char *opt_name, torc_dtype autocast) {
+    torc_generator *gen = torc_generator_new(0);  // every model starts from the same weights
+    check(gen != NULL, "torc_generator_new");
+    memset(c, 0, sizeof *c);
+    c->autocast = autocast;
+    c->m = torc_cruncher_new(D, L, TORC_DTYPE_F32, gen);
+    check(c->m != NULL, "torc_cruncher_new");
+    const int np = torc_module_param_count(c->m);
     torc_tensor *params[64];
-    for (int i = 0; i < np && i < 64; i++) params[i] = torc_module_param(c.m, i);
-    c.opt = torc_optimizer_new(opt_name, np, params, "lr=0.001");
-    check(c.opt != NULL, "torc_optimizer_new");
-    c.x = torc_randn(TORC_SHAPE(B, D), TORC_DTYPE_F32, gen);
-    c.target = torc_randn(TORC_SHAPE(B), TORC_DTYPE_F32, gen);
-    check(c.x && c.target, "randn");
-    for (int i = 0; i < 3; i++) cruncher_step(&c);  // warm-up: optimizer state, primitive caches
-    sync_dev();
-    if (flops) {  // one more step, counted
-        torc_flops_reset();
-        cruncher_step(&c);
-        *flops = matmul_flops();
-    }
-    const double t0 = now_s();
-    cruncher_step(&c);
-    sync_dev();
-    const double t_one = now_s() - t0;
-    const int reps = g_opt.tiny ? 3 : reps_for(t_one, g_opt.quick ? 1.0 : 3.0, 5, 50);
-    double t[64];
-    for (int r = 0; r < reps; r++) {
-        const double s0 = now_s();
-        cruncher_step(&c);
-        sync_dev();
-        t[r] = now_s() - s0;
-    }
-    torc_release(c.x);
-    torc_release(c.target);
-    torc_optimizer_free(c.opt);
-    torc_module_free(c.m);
+    for (int i = 0; i < np && i < 64; i++) params[i] = torc_module_param(c->m, i);
+    c->opt = torc_optimizer_new(opt_name, np, params, "lr=0.001");
+    check(c->opt != NULL, "torc_optimizer_new");
+    c->x = torc_randn(TORC_SHAPE(B, D), TORC_DTYPE_F32, gen);
+    c->target = torc_randn(TORC_SHAPE(B), TORC_DTYPE_F32, gen);
+    check(c->x && c->target, "randn");
     torc_generator_free(gen);
-    return median(t, reps);
+}
+
+static void cruncher_teardown(cruncher_ctx *c) {
+    torc_release(c->x);
+    torc_release(c->target);
+    torc_optimizer_free(c->opt);
+    torc_module_free(c->m);
+}
+
+static double cruncher_timed_step(cruncher_ctx *c) {
+    const double s0 = now_s();
+    cruncher_step(c);
+    sync_dev();
+    return now_s() - s0;
+}
+
+#define CRUNCHER_MAX_SET 3
+#define CRUNCHER_MAX_REPS 1000
+
+// The median step time of an optimizer's Cruncher in each of n autocast dtypes (TORC_DTYPE_F32:
+// none) into t[i], timed side by side: one model each, their timed steps taking turns (f32, bf16,
+// f16, f32, ...), each synchronized. The ratios between them are the targets, and taking
+// turns keeps a drift in the machine's speed (other tenants, clocks) out of the ratios: timed one
+// after the other, the D=256 f16 / f32 ratio swung 0.87-1.03 on a shared 2-vCPU Zen 4. flops[i]
+// (if not NULL): the matmul FLOPs of one step as torc counted them (the first layer's input
+// gradient is never computed: a formula of 3 x the forward counts one GEMM too many, 9% of a
+// D=1024 L=4 step).
+static void time_cruncher_set(int64_t D, int L, int64_t B, const char *opt_name, int n, const torc_dtype *autocast,
+                              double *t, double *flops) {
+    cruncher_ctx c[CRUNCHER_MAX_SET];
+    double t_one = 0;
+    for (int i = 0; i < n; i++) {
+        cruncher_setup(&c[i], D, L, B, opt_name, autocast[i]);
+        for (int w = 0; w < 3; w++) cruncher_step(&c[i]);  // warm-up: optimizer state, primitive caches
+        sync_dev();
+        if (flops) {  // one more step, counted
+            torc_flops_reset();
+            cruncher_step(&c[i]);
+            flops[i] = matmul_flops();
+        }
+        t_one += cruncher_timed_step(&c[i]);
+    }
+    const int reps = g_opt.tiny ? 3 : reps_for(t_one, g_opt.quick ? 1.0 : 3.0, 5, CRUNCHER_MAX_REPS);
+    double *times = malloc(sizeof(double) * (size_t)(n * reps));
+    check(times != NULL, "malloc");
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < n; i++) times[i * reps + r] = cruncher_timed_step(&c[i]);
+    for (int i = 0; i < n; i++) {
+        t[i] = median(times + i * reps, reps);
+        cruncher_teardown(&c[i]);
+    }
+    free(times);
+}
+
+static double time_cruncher(int64_t D, int L, int64_t B, const char *opt_name, torc_dtype autocast, double *flops) {
+    double t;
+    time_cruncher_set(D, L, B, opt_name, 1, &autocast, &t, flops);
+    return t;
 }
 
 // ---- --optim-step: the optimizer step alone ----
@@ -1049,21 +1081,25 @@ static void measure_round(const torc_device_info *info, const peak_loop *isa) {
 
     // ---- training steps ----
     if (g_opt.train) {
-        say("\nCruncher training step (zero_grad, forward, MSE loss, backward, step; median after 3 warm-ups):\n");
+        say("\nCruncher training step (zero_grad, forward, MSE loss, backward, step; median after 3 warm-ups; each\n"
+            "optimizer's dtypes timed side by side, their steps taking turns):\n");
         static const struct { int64_t D; int L; int64_t B; } cfg[] = {{1024, 4, 512}, {256, 2, 64}};
         static const struct { int64_t D; int L; int64_t B; } tiny_cfg[] = {{64, 2, 16}, {32, 1, 8}};
         for (int ci = 0; ci < 2; ci++) {
             const int64_t D = g_opt.tiny ? tiny_cfg[ci].D : cfg[ci].D, B = g_opt.tiny ? tiny_cfg[ci].B : cfg[ci].B;
             const int L = g_opt.tiny ? tiny_cfg[ci].L : cfg[ci].L;
-            double t_sgd_f32 = 0;
-            // sgd and adam in f32 and bf16 autocast, then sgd in f16 autocast
+            // sgd in f32, bf16 and f16 autocast side by side, then adam in f32 and bf16 side by side;
+            // printed sgd f32, adam f32, sgd bf16, adam bf16, sgd f16.
+            static const torc_dtype dts[3] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F16};
+            double t_sgd[3], f_sgd[3], t_adam[2], f_adam[2];
+            time_cruncher_set(D, L, B, "sgd", 3, dts, t_sgd, f_sgd);
+            time_cruncher_set(D, L, B, "adam", 2, dts, t_adam, f_adam);
+            const double t_sgd_f32 = t_sgd[0];
             for (int k = 0; k < 5; k++) {
                 const char *opt = k % 2 ? "adam" : "sgd";
                 const torc_dtype ac = k < 2 ? TORC_DTYPE_F32 : k < 4 ? TORC_DTYPE_BF16 : TORC_DTYPE_F16;
                 const char *dn = torc_dtype_short_name(ac);
-                double flops = 0;
-                const double t = time_cruncher(D, L, B, opt, ac, &flops);
-                if (k == 0) t_sgd_f32 = t;
+                const double t = k % 2 ? t_adam[k / 2] : t_sgd[k / 2], flops = k % 2 ? f_adam[k / 2] : f_sgd[k / 2];
                 char key[64], label[24];
                 snprintf(key, sizeof key, "cruncher_%lld_%d_%lld_%s_%s_ms", (long long)D, L, (long long)B, opt, dn);
                 put(key, t * 1e3);
