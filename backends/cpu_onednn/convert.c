@@ -54,20 +54,10 @@ static void convert_line(dnnl_data_type_t from, const void *src, int64_t si, dnn
     }
 }
 
-// Whether v is dense row-major (size-1 dims' strides aside).
-static bool dense(const onednn_view *v) {
-    int64_t s = 1;
-    for (int d = v->ndim - 1; d >= 0; d--) {
-        if (v->dims[d] != 1 && v->strides[d] != s) return false;
-        s *= v->dims[d];
-    }
-    return true;
-}
-
 void onednn__convert(const onednn_view *from, const void *src, const onednn_view *to, void *dst, dnnl_data_type_t round) {
     const int nd = from->ndim;
     const size_t sz_from = from->dt == dnnl_f32 ? 4 : 2, sz_to = to->dt == dnnl_f32 ? 4 : 2;
-    if (dense(from) && dense(to)) {  // one run, in chunks for the threads (not a line's offsets a row)
+    if (onednn__view_dense(from) && onednn__view_dense(to)) {  // one run, in chunks for the threads (not a line's offsets a row)
         int64_t total = 1;
         for (int d = 0; d < nd; d++) total *= from->dims[d];
         const int64_t chunk = 16384;

@@ -59,6 +59,7 @@ void onednn__view_bcast_to_one(onednn_view *v, int upto);
 // inside it), so oneDNN recognises plain layouts; a size-1 dim's stride has no meaning.
 void onednn__view_normalize(onednn_view *v);
 void onednn__view_transpose_last2(onednn_view *v);
+bool onednn__view_dense(const onednn_view *v);  // row-major contiguous, as onednn__dense
 int onednn__view_md(const onednn_view *v, dnnl_memory_desc_t *md);
 
 // ---- plans (plan.c) ----

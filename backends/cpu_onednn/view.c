@@ -42,6 +42,15 @@ bool onednn__dense(const torc_operand *x) {
     return true;
 }
 
+bool onednn__view_dense(const onednn_view *v) {
+    int64_t want = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->dims[d] != 1 && v->strides[d] != want) return false;
+        want *= v->dims[d];
+    }
+    return true;
+}
+
 bool onednn__has_bcast(const torc_operand *x) {
     for (int d = 0; d < x->ndim; d++)
         if (x->stride[d] == 0 && x->shape[d] > 1) return true;
