@@ -732,6 +732,29 @@ static void check_fma_case(torc_dtype dt, torc_dtype odt, int64_t M, int64_t K, 
     check_matmul(dt, odt, &c, la, lb, lc);
 }
 
+START_TEST(test_matmul_small) {
+    // GEMMs under 1M multiply-adds on the FMA GEMM's small path (matmul_fma.c): a final layer's
+    // GEMV (4 rows at a time; M and K past a multiple of 4 and 8), its K = 1 and M = 1 gradients
+    // (C^T = B^T A^T where A is transposed), N past whole vectors (row part and dot part), N under
+    // one vector, and near the 1M floor; every layout. Against the reference.
+    static const struct { torc_dtype in, out; } dts[] = {
+        {TORC_DTYPE_F16, TORC_DTYPE_F16}, {TORC_DTYPE_F16, TORC_DTYPE_F32},
+        {TORC_DTYPE_BF16, TORC_DTYPE_BF16}, {TORC_DTYPE_BF16, TORC_DTYPE_F32},
+    };
+    const torc_dtype dt = dts[_i].in, odt = dts[_i].out;
+    static const int64_t sizes[][3] = {  // M, K, N
+        {64, 256, 1}, {7, 13, 1}, {64, 1, 256}, {1, 64, 256}, {33, 17, 20}, {5, 300, 37}, {6, 7, 72},
+        {1000, 17, 33}, {1, 1000, 999},
+    };
+    const enum layout ls[][3] = {{L_CONTIG, L_CONTIG, L_CONTIG}, {L_T2, L_CONTIG, L_CONTIG},
+                                 {L_CONTIG, L_T2, L_CONTIG}, {L_T2, L_T2, L_T2},
+                                 {L_ROWSLICE, L_ROWSLICE, L_ROWSLICE}};
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++)
+        for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++)
+            check_fma_case(dt, odt, sizes[c][0], sizes[c][1], sizes[c][2], ls[l][0], ls[l][1], ls[l][2]);
+}
+END_TEST
+
 // MATMUL_ROUNDED in c (on the FMA GEMM: f32 operands rounded while packed, the sums as written out;
 // through f32: rounded as converted): bit for bit the same backend's MATMUL in c on the operands
 // cast to c, widened where out is f32. Declined (with its reason) only where bf16 runs on AMX or
@@ -2032,6 +2055,7 @@ static Suite *onednn_suite(void) {
     tcase_add_loop_test(tc, test_matmul, 0, (int)(sizeof mm_dtypes / sizeof mm_dtypes[0]));
     tcase_add_test(tc, test_matmul_edges);
     tcase_add_loop_test(tc, test_matmul_fma, 0, 4);
+    tcase_add_loop_test(tc, test_matmul_small, 0, 4);
     tcase_add_loop_test(tc, test_matmul_rounded, 0, 4);
     tcase_add_loop_test(tc, test_matmul_large, 0, (int)(sizeof mm_dtypes / sizeof mm_dtypes[0]));
     tcase_add_loop_test(tc, test_unary, 0, (int)(sizeof unary_cases / sizeof unary_cases[0]));

@@ -7,8 +7,11 @@
 #include "onednn-impl.h"
 #include "torc/convert.h"
 
-// n f32 values rounded to f16 or bf16 (round) and back, in chunks through a 16-bit buffer.
-static void round_line(dnnl_data_type_t round, const float *src, int64_t si, float *dst, int64_t di, int64_t n) {
+void onednn__round_line(dnnl_data_type_t round, const float *src, int64_t si, float *dst, int64_t di, int64_t n) {
+    if (round == dnnl_data_type_undef) {
+        for (int64_t i = 0; i < n; i++) dst[i * di] = src[i * si];
+        return;
+    }
     if (si != 1 || di != 1) {
         for (int64_t i = 0; i < n; i++) {
             const float v = src[i * si];
@@ -33,7 +36,7 @@ static void round_line(dnnl_data_type_t round, const float *src, int64_t si, flo
 static void convert_line(dnnl_data_type_t from, const void *src, int64_t si, dnnl_data_type_t to,
                          void *dst, int64_t di, int64_t n, dnnl_data_type_t round) {
     if (from == dnnl_f32 && to == dnnl_f32) {
-        round_line(round, src, si, dst, di, n);
+        onednn__round_line(round, src, si, dst, di, n);
         return;
     }
     if (si == 1 && di == 1) {  // cast.c's vectorized loops

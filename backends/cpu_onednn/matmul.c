@@ -135,18 +135,33 @@ static void gemm_batch(const onednn_view *a, const onednn_view *b, const onednn_
 
 // C = A B on torc's FMA GEMM (matmul_fma.c): any strides, f32 / f16 / bf16 in, out f32 or the
 // inputs' dtype, converted while packing.
+static onednn_fma_gemm fma_of(const onednn_view *a, const onednn_view *b, const onednn_view *c,
+                              dnnl_data_type_t round_dt, onednn_gemm *bt) {
+    const int nd = c->ndim, r = nd - 2, k = nd - 1;
+    memset(bt, 0, sizeof *bt);
+    gemm_batch(a, b, c, bt);
+    return (onednn_fma_gemm){.M = bt->M, .N = bt->N, .K = bt->K,
+                             .a_rs = a->strides[r], .a_cs = a->strides[k],
+                             .b_rs = b->strides[r], .b_cs = b->strides[k],
+                             .c_rs = c->strides[r], .c_cs = c->strides[k],
+                             .a_dt = a->dt, .b_dt = b->dt, .c_dt = c->dt, .round_dt = round_dt};
+}
+
 static int plan_fma(onednn_plan *p, const onednn_view *a, int a_buf, const onednn_view *b, int b_buf,
                     const onednn_view *c, dnnl_data_type_t round_dt) {
-    const int nd = c->ndim, r = nd - 2, k = nd - 1;
     onednn_gemm bt;
-    memset(&bt, 0, sizeof bt);
-    gemm_batch(a, b, c, &bt);
-    const onednn_fma_gemm g = {.M = bt.M, .N = bt.N, .K = bt.K,
-                               .a_rs = a->strides[r], .a_cs = a->strides[k],
-                               .b_rs = b->strides[r], .b_cs = b->strides[k],
-                               .c_rs = c->strides[r], .c_cs = c->strides[k],
-                               .a_dt = a->dt, .b_dt = b->dt, .c_dt = c->dt, .round_dt = round_dt};
+    const onednn_fma_gemm g = fma_of(a, b, c, round_dt, &bt);
     return onednn__plan_fma_matmul(p, &g, &bt, a_buf, b_buf, ONEDNN_BUF_OUT);
+}
+
+// Whether the FMA GEMM runs this matmul: from onednn__fma_min_work() multiply-adds, and smaller
+// ones where its small-GEMM path takes the layout (matmul_fma.c).
+static bool on_fma_gemm(const torc_op *op, const onednn_view *a, const onednn_view *b, const onednn_view *c) {
+    if (!onednn__fma_usable()) return false;
+    if (onednn__work(op) >= onednn__fma_min_work()) return true;
+    onednn_gemm bt;
+    const onednn_fma_gemm g = fma_of(a, b, c, dnnl_data_type_undef, &bt);
+    return onednn__fma_small_takes(&g);
 }
 
 // Fills g for C = A B on views a (.., M, K), b (.., K, N), c (.., M, N) whose batch dims are
@@ -297,8 +312,7 @@ static int build_rounded(const torc_op *op, onednn_plan *p) {
     onednn_view a, b, cv;
     int a_buf, b_buf;
     matmul_views(op, &a, &a_buf, &b, &b_buf, &cv);
-    if (onednn__fma_usable() && onednn__work(op) >= onednn__fma_min_work())
-        return plan_fma(p, &a, a_buf, &b, b_buf, &cv, onednn__dt(c));
+    if (on_fma_gemm(op, &a, &b, &cv)) return plan_fma(p, &a, a_buf, &b, b_buf, &cv, onednn__dt(c));
     return plan_via_f32(p, &a, a_buf, &b, b_buf, &cv, onednn__dt(c));
 }
 
@@ -356,8 +370,7 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     // for small and skinny shapes beat the FMA GEMM's 12 x 32 tiles and packing there (Cruncher
     // D=256 f16 step, one Zen 4 core: 0.55 ms through f32, 0.57-0.59 all on the FMA GEMM, 0.55
     // with this floor; under 8M even).
-    if (onednn__fma_usable() && (dt != TORC_DTYPE_F32 || onednn__fma_f32()) &&
-        (K == 0 || onednn__work(op) >= onednn__fma_min_work()))
+    if ((dt != TORC_DTYPE_F32 || onednn__fma_f32()) && (on_fma_gemm(op, &a, &b, &c) || (K == 0 && onednn__fma_usable())))
         return plan_fma(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 
     onednn_gemm g;

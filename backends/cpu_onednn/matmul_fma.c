@@ -22,6 +22,7 @@
 // (onednn__fma_usable). Packed B takes at most max(FMA_B_FLOATS, NR x K) floats, less than the
 // f32 copy of B the conversions made.
 #include <immintrin.h>
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,10 +307,18 @@ static fma_dims dims_of(int64_t N, int64_t K) {
     return d;
 }
 
+// A small GEMM's lines (small_gemm): A's row and C's row, and up to N of B's columns, each padded
+// to 16 floats, and B as f32 (K x N); M and N swapped where it runs C^T = B^T A^T.
+static int64_t small_floats(int64_t M, int64_t N, int64_t K) {
+    const int64_t n = M > N ? M : N, kp = round_up(K > 0 ? K : 1, 16);
+    return kp + round_up(n, 16) + n * kp + K * n;
+}
+
 size_t onednn__fma_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads) {
-    (void)M;
     const fma_dims d = dims_of(N, K);
-    return (size_t)(d.bp_floats + (int64_t)nthreads * d.thread_floats) * sizeof(float);
+    const int64_t tiles = d.bp_floats + (int64_t)nthreads * d.thread_floats;
+    const int64_t small = M * N * K < ONEDNN_SMALL_WORK ? small_floats(M, N, K) : 0;
+    return (size_t)(tiles > small ? tiles : small) * sizeof(float);
 }
 
 // ---- packing: read f32, f16 or bf16, write f32 ----
@@ -547,19 +556,17 @@ static void put_one(void *c, int64_t i, fma_round rnd, bool add, float v) {
 static void write_out(const onednn_fma_gemm *g, const float *acc, int64_t ld, int64_t i0, int64_t j0, int64_t m,
                       int64_t n) {
     const size_t es = dt_size(g->c_dt);
-    const fma_round rnd = round_of(g->round_dt);
     for (int64_t i = 0; i < m; i++) {
         const float *src = acc + i * ld;
         char *dst = (char *)g->c + ((i0 + i) * g->c_rs + j0 * g->c_cs) * (int64_t)es;
-        if (g->c_cs == 1) {  // f16 or bf16 of K past one run (else the kernels store C, as an f32 C)
+        if (g->c_dt == dnnl_f32) {
+            onednn__round_line(g->round_dt, src, 1, (float *)dst, g->c_cs, n);
+        } else if (g->c_cs == 1) {
             if (g->c_dt == dnnl_f16) onednn__f32_to_f16((uint16_t *)dst, src, n);
             else onednn__f32_to_bf16((uint16_t *)dst, src, n);
-            continue;
-        }
-        for (int64_t j = 0; j < n; j++) {
-            if (g->c_dt == dnnl_f32) ((float *)dst)[j * g->c_cs] = round_one(rnd, src[j]);
-            else if (g->c_dt == dnnl_f16) ((uint16_t *)dst)[j * g->c_cs] = torc_f32_to_f16(src[j]);
-            else ((uint16_t *)dst)[j * g->c_cs] = torc_f32_to_bf16(src[j]);
+        } else {
+            for (int64_t j = 0; j < n; j++)
+                ((uint16_t *)dst)[j * g->c_cs] = g->c_dt == dnnl_f16 ? torc_f32_to_f16(src[j]) : torc_f32_to_bf16(src[j]);
         }
     }
 }
@@ -711,10 +718,192 @@ static bool b_in_place(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k)
     return isa->kern[k][0] && g->b_cs == 1 && g->K * g->N * src_size(k) <= FMA_B_IN_PLACE_BYTES;
 }
 
+// ---- small GEMMs ----
+// Under onednn__fma_min_work() multiply-adds (ONEDNN_SMALL_WORK: a final layer's N = 1 GEMV, its
+// K = 1 and M = 1 gradients) one thread computes C without packing, from registers into C:
+//  - where B's rows are contiguous, C's columns 4 (1) vectors at a time: A's row i converted to
+//    an f32 line, B read where it lies and converted as read (each element M times, beside the
+//    M x N x K / vector FMAs);
+//  - the columns past the last whole vector (all of them where B's rows are not contiguous) as
+//    dot products along k: B's column converted once to an f32 line; for one column, 4 rows of A
+//    read where they lie, converted as read.
+// The row part sums over k in order, the dot part in vector lanes: both f32 accumulation, as
+// sgemm's. Through f32 temporaries and sgemm (convert.c) such GEMMs paid oneDNN's per-call cost
+// and three passes: a Cruncher D=256 f16 step's three final-layer GEMMs took 8.6 us there, one
+// Zen 4 core.
+
+// One vector of sums into C at c (elements), left as rnd says (a kernel's epilogue).
+#define SMALL_PUT(NAME, TGT, V, P, RB, ST16)                                                                   \
+    __attribute__((target(TGT), always_inline)) static inline void NAME(void *c, V v, fma_round rnd) {         \
+        if (rnd >= STORE_F16) {                                                                                \
+            ST16((uint16_t *)c, v, rnd);                                                                       \
+            return;                                                                                            \
+        }                                                                                                      \
+        if (rnd == ROUND_F16) v = P##_cvtph_ps(P##_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));                    \
+        else if (rnd == ROUND_BF16) v = RB(v);                                                                 \
+        P##_storeu_ps((float *)c, v);                                                                          \
+    }
+SMALL_PUT(small_put512, TGT512, __m512, _mm512, round_bf16_16, store16_16)
+SMALL_PUT(small_put256, "avx2,f16c", __m256, _mm256, round_bf16_8, store16_8)
+
+// Columns [0, n / W * W) of C's row at c (elements es bytes, contiguous) = a (K floats) x B's rows
+// (row k at b + k * bk bytes, of kind kb). Returns the columns done.
+#define SMALL_ROWS(NAME, TGT, V, P, W, LOAD, PUT)                                                              \
+    __attribute__((target(TGT), always_inline)) static inline int64_t NAME##_k(                                \
+        src_kind kb, const float *restrict a, int64_t K, const char *b, int64_t bk, int64_t n, char *c,        \
+        int64_t es, fma_round rnd) {                                                                           \
+        const int64_t eb = src_size(kb);                                                                       \
+        int64_t j = 0;                                                                                         \
+        for (; j + 4 * W <= n; j += 4 * W) {                                                                   \
+            V c0 = P##_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;                                                \
+            const char *p = b + j * eb;                                                                        \
+            for (int64_t k = 0; k < K; k++, p += bk) {                                                         \
+                const V av = P##_set1_ps(a[k]);                                                                \
+                c0 = P##_fmadd_ps(av, LOAD(kb, p), c0);                                                        \
+                c1 = P##_fmadd_ps(av, LOAD(kb, p + W * eb), c1);                                               \
+                c2 = P##_fmadd_ps(av, LOAD(kb, p + 2 * W * eb), c2);                                           \
+                c3 = P##_fmadd_ps(av, LOAD(kb, p + 3 * W * eb), c3);                                           \
+            }                                                                                                  \
+            PUT(c + j * es, c0, rnd);                                                                          \
+            PUT(c + (j + W) * es, c1, rnd);                                                                    \
+            PUT(c + (j + 2 * W) * es, c2, rnd);                                                                \
+            PUT(c + (j + 3 * W) * es, c3, rnd);                                                                \
+        }                                                                                                      \
+        for (; j + W <= n; j += W) {                                                                           \
+            V c0 = P##_setzero_ps();                                                                           \
+            const char *p = b + j * eb;                                                                        \
+            for (int64_t k = 0; k < K; k++, p += bk) c0 = P##_fmadd_ps(P##_set1_ps(a[k]), LOAD(kb, p), c0);    \
+            PUT(c + j * es, c0, rnd);                                                                          \
+        }                                                                                                      \
+        return j;                                                                                              \
+    }                                                                                                          \
+    __attribute__((target(TGT))) static int64_t NAME(src_kind kb, const float *restrict a, int64_t K,          \
+                                                     const char *b, int64_t bk, int64_t n, char *c, int64_t es, \
+                                                     fma_round rnd) {                                          \
+        switch (kb) {                                                                                          \
+        case SRC_F16: return NAME##_k(SRC_F16, a, K, b, bk, n, c, es, rnd);                                    \
+        case SRC_BF16: return NAME##_k(SRC_BF16, a, K, b, bk, n, c, es, rnd);                                  \
+        case SRC_F32_AS_F16: return NAME##_k(SRC_F32_AS_F16, a, K, b, bk, n, c, es, rnd);                      \
+        case SRC_F32_AS_BF16: return NAME##_k(SRC_F32_AS_BF16, a, K, b, bk, n, c, es, rnd);                    \
+        default: return NAME##_k(SRC_F32, a, K, b, bk, n, c, es, rnd);                                         \
+        }                                                                                                      \
+    }
+SMALL_ROWS(small_rows512, TGT512 ",fma", __m512, _mm512, 16, load16, small_put512)
+SMALL_ROWS(small_rows256, "avx2,fma,f16c", __m256, _mm256, 8, load8, small_put256)
+
+__attribute__((target("avx2"))) static inline float hsum8(__m256 s) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
+// out[r] = the dot product of rows r < 4 of A (row r at a[r], elements of kind ka, contiguous)
+// with the f32 line bl, over K: 8 k at a time in vector lanes, the last K % 8 in order.
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+small_dot4_k(src_kind ka, const char *const a[4], int64_t K, const float *bl, float out[4]) {
+    const int64_t ea = src_size(ka);
+    const char *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;  // (an array of four stayed in memory)
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        const __m256 bv = _mm256_loadu_ps(bl + k);
+        s0 = _mm256_fmadd_ps(load8(ka, a0 + k * ea), bv, s0);
+        s1 = _mm256_fmadd_ps(load8(ka, a1 + k * ea), bv, s1);
+        s2 = _mm256_fmadd_ps(load8(ka, a2 + k * ea), bv, s2);
+        s3 = _mm256_fmadd_ps(load8(ka, a3 + k * ea), bv, s3);
+    }
+    const __m256 s[4] = {s0, s1, s2, s3};
+    for (int r = 0; r < 4; r++) {
+        float v = hsum8(s[r]);
+        for (int64_t t = k; t < K; t++) v = fmaf(load_one(ka, a[r], t), bl[t], v);
+        out[r] = v;
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void small_dot4(src_kind ka, const char *const a[4], int64_t K,
+                                                                const float *bl, float out[4]) {
+#define SMALL_DOT4(kk) small_dot4_k(kk, a, K, bl, out)
+    FOR_EACH_KIND(ka, SMALL_DOT4);
+#undef SMALL_DOT4
+}
+
+// n elements of kind k, e apart (in elements), as f32 into dst, zeros up to kp.
+static void small_line(src_kind k, const char *s, int64_t e, int64_t n, int64_t kp, float *dst) {
+    if ((e == 1 || n == 1) && n >= 8) {
+        load_lines(k, s, 0, 1, (int)n, (int)kp, dst);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) dst[i] = load_one(k, s, i * e);
+    for (int64_t i = n; i < kp; i++) dst[i] = 0;
+}
+
+// Whether small_gemm takes g's layout: A's rows contiguous, or B's columns (it runs C^T = B^T A^T),
+// or one row of A.
+bool onednn__fma_small_takes(const onednn_fma_gemm *g) {
+    return g->a_cs == 1 || g->b_rs == 1 || g->K == 1 || g->M == 1;
+}
+
+static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
+    onednn_fma_gemm t = *g0;
+    const onednn_fma_gemm *g = &t;
+    if (t.a_cs != 1 && t.K > 1 && t.b_rs == 1)  // C^T = B^T A^T: its A's rows are B's columns
+        t = (onednn_fma_gemm){.M = g0->N, .N = g0->M, .K = g0->K, .a = g0->b, .a_rs = g0->b_cs, .a_cs = g0->b_rs,
+                              .b = g0->a, .b_rs = g0->a_cs, .b_cs = g0->a_rs, .c = g0->c, .c_rs = g0->c_cs,
+                              .c_cs = g0->c_rs, .a_dt = g0->b_dt, .b_dt = g0->a_dt, .c_dt = g0->c_dt,
+                              .round_dt = g0->round_dt};
+    const src_kind ka = src_of(g->a_dt, g->round_dt), kb = src_of(g->b_dt, g->round_dt);
+    const int64_t kp = round_up(g->K, 16), ea = src_size(ka), eb = src_size(kb), ec = (int64_t)dt_size(g->c_dt);
+    const fma_round rnd = g->c_dt == dnnl_f32 ? round_of(g->round_dt) : g->c_dt == dnnl_f16 ? STORE_F16 : STORE_BF16;
+    float *aline = scratch, *crow = aline + kp, *bcols = crow + round_up(g->N, 16), *bf = bcols + g->N * kp;
+    const char *a = g->a, *b = g->b;
+    char *c = g->c;
+    // The columns the row part takes: whole vectors where B's rows and C's are contiguous.
+    const bool wide = onednn__isa() >= ONEDNN_ISA_AVX512_CORE;
+    const int64_t w = wide ? 16 : 8, j0 = (g->b_cs == 1 || g->K == 1) && g->c_cs == 1 ? g->N / w * w : 0;
+    for (int64_t j = j0; j < g->N; j++)
+        small_line(kb, b + j * g->b_cs * eb, g->b_rs, g->K, kp, bcols + (j - j0) * kp);
+    if (j0 == 0 && g->N == 1 && g->a_cs == 1) {  // a GEMV: 4 rows of A at a time where they lie
+        for (int64_t i = 0; i < g->M; i += 4) {
+            const char *rows[4];
+            float v[4];
+            for (int r = 0; r < 4; r++) rows[r] = a + (i + r < g->M ? i + r : i) * g->a_rs * ea;
+            small_dot4(ka, rows, g->K, bcols, v);
+            for (int r = 0; r < 4 && i + r < g->M; r++) put_one(c, (i + r) * g->c_rs, rnd, false, v[r]);
+        }
+        return;
+    }
+    // The row part's B: where it lies, or converted once to f32 where rows of A would convert it again.
+    src_kind kr = kb;
+    const char *br = b;
+    int64_t brk = g->b_rs * eb;
+    if (j0 > 0 && kb != SRC_F32 && g->M > 1) {
+        for (int64_t k = 0; k < g->K; k++) load_lines(kb, b + k * g->b_rs * eb, 0, 1, (int)j0, (int)j0, bf + k * j0);
+        kr = SRC_F32, br = (const char *)bf, brk = j0 * (int64_t)sizeof(float);
+    }
+    for (int64_t i = 0; i < g->M; i++) {
+        small_line(ka, a + i * g->a_rs * ea, g->a_cs, g->K, kp, aline);
+        char *crow_c = c + i * g->c_rs * ec;
+        if (j0 > 0) {
+            if (wide) small_rows512(kr, aline, g->K, br, brk, j0, crow_c, ec, rnd);
+            else small_rows256(kr, aline, g->K, br, brk, j0, crow_c, ec, rnd);
+        }
+        for (int64_t j = j0; j < g->N; j++) {
+            const char *one[4] = {(const char *)aline, (const char *)aline, (const char *)aline, (const char *)aline};
+            float v[4];
+            small_dot4(SRC_F32, one, kp, bcols + (j - j0) * kp, v);
+            put_one(c, i * g->c_rs + j * g->c_cs, rnd, false, v[0]);
+        }
+    }
+}
+
 void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
     if (g->M == 0 || g->N == 0) return;
     if (g->K == 0) {  // the sum over no k
         zero_out(g);
+        return;
+    }
+    if (g->M * g->N * g->K < onednn__fma_min_work() && onednn__fma_small_takes(g)) {
+        small_gemm(g, scratch);
         return;
     }
     fma_run r = {.g = g, .d = dims_of(g->N, g->K), .bp = scratch};

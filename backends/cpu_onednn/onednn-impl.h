@@ -264,6 +264,9 @@ bool onednn__fma_f32(void);
 // The fewest multiply-adds a matmul needs to run on it: ONEDNN_SMALL_WORK, or 0 with
 // TORC_ONEDNN_FMA_GEMM=1 or all (every size: the tests' setting).
 int64_t onednn__fma_min_work(void);
+// Whether onednn__fma_gemm runs g on its small-GEMM path where g has under onednn__fma_min_work()
+// multiply-adds (its layout: A's rows or B's columns contiguous, or K = 1 or M = 1); else tiles.
+bool onednn__fma_small_takes(const onednn_fma_gemm *g);
 // Workspace onednn__fma_gemm needs for these sizes and up to nthreads threads.
 size_t onednn__fma_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
 // Runs g on up to nthreads OpenMP threads (1: no parallel region, so it may run inside one);
@@ -400,6 +403,9 @@ int onednn__cast_run(const torc_op *op);
 void onednn__f32_to_bf16(uint16_t *out, const float *in, int64_t n);
 void onednn__bf16_to_f32(float *out, const uint16_t *in, int64_t n);
 void onednn__f32_to_f16(uint16_t *out, const float *in, int64_t n);
+// n f32 values (stride si) rounded to round (f16 or bf16; undef: as they are) and back into dst
+// (stride di), in chunks through a 16-bit buffer where both are contiguous (convert.c).
+void onednn__round_line(dnnl_data_type_t round, const float *src, int64_t si, float *dst, int64_t di, int64_t n);
 void onednn__f16_to_f32(float *out, const uint16_t *in, int64_t n);
 
 // ---- tensor memory (memory.c): 64-byte aligned, freed large blocks kept for reuse ----
