@@ -40,6 +40,12 @@
 #define FMA_MC 96        // rows of A per task (a multiple of both MRs)
 #define FMA_B_FLOATS (INT64_C(3) << 19)  // packed B column block: at most this many floats (6 MiB)
 #define FMA_MR_MAX 12
+// A block of A converted as rows of k (pack_a) has rows kc + FMA_A_PAD floats apart: a tile's rows
+// then start 16 bytes further into a cache line each. With rows 1 KiB apart (kc 256) the f32-to-f16
+// kernel's D=256 forward GEMM ran 1.5 us slower than from panels; pads of 4 or 20 floats were the
+// fastest of 0, 4, 16, 17, 20, 24, 36 (one Zen 4 core).
+#define FMA_A_PAD 4
+#define FMA_A_LD (FMA_KC + FMA_A_PAD)
 #define FMA_NR_MAX 32
 
 // ---- rounding to f16 / bf16 ----
@@ -150,42 +156,82 @@ __attribute__((target(TGT512))) static inline void store16_16(uint16_t *p, __m51
 }
 
 // ---- micro-kernels ----
-// c (MR x NR, row stride ldc) = (add ? c : 0) + the kc-long dot products of the packed A
-// micro-panel a (MR floats for each k, ak floats apart) and B's NR columns at b (k's row bk bytes
-// after k - 1's: a packed micro-panel of f32, or B itself read in place), rounded as rnd says.
-typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ak, const void *b, int64_t bk, float *c, int64_t ldc,
-                           bool add, fma_round rnd);
+// c (MR x NR, row stride ldc) = (add ? c : 0) + the kc-long dot products of A's MR rows at a and
+// B's NR columns at b (k's row bk bytes after k - 1's: a packed micro-panel of f32, or B itself read
+// in place), rounded as rnd says. A: a packed micro-panel (MR floats for each k, ak floats apart),
+// or, for the _rows kernels, MR rows of k (row i at a + i * ar floats, its k contiguous).
+typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, const void *b, int64_t bk, float *c,
+                           int64_t ldc, bool add, fma_round rnd);
 
-// acc += a[0] broadcast x bv. Zen 4 (FMA_BCAST512_MEM): the broadcast inside the FMA (an EVEX
-// memory operand, {1to16}) instead of a vbroadcastss beside it: there the separate broadcasts take
-// the vector pipes that converting B needs, and a 12 x 32 kernel reading f16 B in place ran at
-// 109 GFLOP/s with them (f32 rounded to f16: 98) against 118 with the broadcasts in the FMAs, as
-// fast as from a packed f32 panel. Elsewhere (FMA_BCAST512: one vbroadcastss a row, its register
-// feeding both FMAs): an Intel core with two 512-bit FMA units would need 26 loads a k for 24
-// FMAs in 12 cycles, more than two load ports give (by the count; no such CPU was at hand).
-#define FMA_BCAST512_MEM(acc, a, bv) __asm__("vfmadd231ps %[x]%{1to16%}, %[y], %[z]" : [z] "+v"(acc) : [y] "v"(bv), [x] "m"(*(a)))
-#define FMA_BCAST512(acc, a, bv) (acc) = _mm512_fmadd_ps(_mm512_set1_ps(*(a)), (bv), (acc))
-#define FMA_BCAST256(acc, a, bv) (acc) = _mm256_fmadd_ps(_mm256_set1_ps(*(a)), (bv), (acc))
+// acc += A's row i at this k broadcast x bv. Zen 4 (FMA_BCAST512_MEM): the broadcast inside the
+// FMA (an EVEX memory operand, {1to16}) instead of a vbroadcastss beside it: there the separate
+// broadcasts take the vector pipes that converting B needs, and a 12 x 32 kernel reading f16 B in
+// place ran at 109 GFLOP/s with them (f32 rounded to f16: 98) against 118 with the broadcasts in
+// the FMAs, as fast as from a packed f32 panel. Elsewhere (FMA_BCAST512: one vbroadcastss a row,
+// its register feeding both FMAs): an Intel core with two 512-bit FMA units would need 26 loads a
+// k for 24 FMAs in 12 cycles, more than two load ports give (by the count; no such CPU was at hand).
+// Panels: row i at a + i. Rows (the _ROW forms): row i at q[i / 3] + (i % 3) * x bytes, a base
+// and index register each (a + i * ar as compiled took an lea, and spills, for each FMA: a
+// Cruncher D=256 forward GEMM 5% slower than from panels).
+#define FMA_BCAST512_MEM(acc, i, bv) __asm__("vfmadd231ps %[x]%{1to16%}, %[y], %[z]" : [z] "+v"(acc) : [y] "v"(bv), [x] "m"(a[i]))
+#define FMA_BCAST512(acc, i, bv) (acc) = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), (bv), (acc))
+#define FMA_BCAST256(acc, i, bv) (acc) = _mm256_fmadd_ps(_mm256_set1_ps(a[i]), (bv), (acc))
+// (The row forms read A without naming it to the compiler: nothing in a kernel writes A.)
+#define ROW_Q(i) [q] "r"(q[(i) / 3]), [x] "r"(x)
+#define ROW_MEM0 "(%[q])"
+#define ROW_MEM1 "(%[q],%[x],1)"
+#define ROW_MEM2 "(%[q],%[x],2)"
+#define FMA_ROW512_MEM(acc, i, bv)                                                                                   \
+    do {                                                                                                             \
+        if ((i) % 3 == 0) __asm__("vfmadd231ps " ROW_MEM0 "%{1to16%}, %[y], %[z]" : [z] "+v"(acc) : [y] "v"(bv), ROW_Q(i)); \
+        else if ((i) % 3 == 1) __asm__("vfmadd231ps " ROW_MEM1 "%{1to16%}, %[y], %[z]" : [z] "+v"(acc) : [y] "v"(bv), ROW_Q(i)); \
+        else __asm__("vfmadd231ps " ROW_MEM2 "%{1to16%}, %[y], %[z]" : [z] "+v"(acc) : [y] "v"(bv), ROW_Q(i));       \
+    } while (0)
+#define ROW_BCAST(dst, i)                                                                                  \
+    do {                                                                                                 \
+        if ((i) % 3 == 0) __asm__("vbroadcastss " ROW_MEM0 ", %[t]" : [t] "=v"(dst) : ROW_Q(i));           \
+        else if ((i) % 3 == 1) __asm__("vbroadcastss " ROW_MEM1 ", %[t]" : [t] "=v"(dst) : ROW_Q(i));      \
+        else __asm__("vbroadcastss " ROW_MEM2 ", %[t]" : [t] "=v"(dst) : ROW_Q(i));                        \
+    } while (0)
+#define FMA_ROW512(acc, i, bv)                    \
+    do {                                          \
+        __m512 t_;                                \
+        ROW_BCAST(t_, i);                         \
+        (acc) = _mm512_fmadd_ps(t_, (bv), (acc)); \
+    } while (0)
+#define FMA_ROW256(acc, i, bv)                    \
+    do {                                          \
+        __m256 t_;                                \
+        ROW_BCAST(t_, i);                         \
+        (acc) = _mm256_fmadd_ps(t_, (bv), (acc)); \
+    } while (0)
 
 // One micro-kernel: MR rows x 2 vectors of W floats (NR = 2W), in the vector type V with the
 // intrinsics prefix P (_mm512 / _mm256), compiled for TGT; B's elements of kind KIND read with
-// LOAD (load16 / load8: a packed panel is SRC_F32), FMA one row's multiply-add, RB rounds a V to
-// bf16, ST16 stores a V as 16-bit values.
-#define FMA_KERNEL(NAME, TGT, V, P, W, MR, RB, LOAD, KIND, FMA, ST16)                                     \
-    __attribute__((target(TGT))) static void NAME(int64_t kc, const float *restrict a, int64_t ak,             \
+// LOAD (load16 / load8: a packed panel is SRC_F32), FMA one row's multiply-add (ROWS: A as rows,
+// FMA a _ROW form), RB rounds a V to bf16, ST16 stores a V as 16-bit values.
+#define FMA_KERNEL(NAME, TGT, V, P, W, MR, RB, LOAD, KIND, FMA, ST16, ROWS)                                 \
+    __attribute__((target(TGT))) static void NAME(int64_t kc, const float *restrict a, int64_t ar, int64_t ak, \
                                                   const void *restrict b, int64_t bk, float *restrict c,      \
                                                   int64_t ldc, bool add, fma_round rnd) {                     \
         V acc[MR][2];                                                                                     \
         const char *bp = b;                                                                               \
-        const int64_t half = W * src_size(KIND);                                                         \
+        const int64_t half = W * src_size(KIND), x = ar * (int64_t)sizeof(float);                        \
+        const char *q[4] = {(const char *)a, (const char *)a + 3 * x, (const char *)a + 6 * x,            \
+                            (const char *)a + 9 * x};                                                     \
+        (void)q;                                                                                          \
         _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = P##_setzero_ps();    \
         for (int64_t k = 0; k < kc; k++) {                                                                \
             const V b0 = LOAD(KIND, bp), b1 = LOAD(KIND, bp + half);                                      \
             _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                       \
-                FMA(acc[i][0], a + i, b0);                                                                \
-                FMA(acc[i][1], a + i, b1);                                                                \
+                FMA(acc[i][0], i, b0);                                                                    \
+                FMA(acc[i][1], i, b1);                                                                    \
             }                                                                                             \
-            a += ak;                                                                                      \
+            if (ROWS) {                                                                                   \
+                _Pragma("GCC unroll 4") for (int j = 0; j < (MR + 2) / 3; j++) q[j] += sizeof(float);     \
+            } else {                                                                                      \
+                a += ak;                                                                                  \
+            }                                                                                             \
             bp += bk;                                                                                     \
         }                                                                                                 \
         _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                           \
@@ -214,14 +260,15 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ak, const void *b
 // AVX-512: 12 rows x 32 columns; also 8 and 4 rows for the last rows of a block (64 rows as
 // 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM). For packed f32 panels;
 // on Zen 4 also for B read in place as f32, f16, bf16 or f32 rounded to f16 (b_in_place).
-#define FMA_K512(NAME, MR, KIND, FMA) \
-    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, KIND, FMA, store16_16)
+#define FMA_K512(NAME, MR, KIND, FMA, FMA_ROW)                                                                   \
+    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, KIND, FMA, store16_16, 0)        \
+    FMA_KERNEL(NAME##_rows, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, KIND, FMA_ROW, store16_16, 1)
 #define FMA_KERNELS512(MR)                                                  \
-    FMA_K512(kernel_avx512_##MR, MR, SRC_F32, FMA_BCAST512)                 \
-    FMA_K512(kernel_zen4_##MR, MR, SRC_F32, FMA_BCAST512_MEM)               \
-    FMA_K512(kernel_zen4_##MR##_f16, MR, SRC_F16, FMA_BCAST512_MEM)         \
-    FMA_K512(kernel_zen4_##MR##_bf16, MR, SRC_BF16, FMA_BCAST512_MEM)       \
-    FMA_K512(kernel_zen4_##MR##_f32h, MR, SRC_F32_AS_F16, FMA_BCAST512_MEM)
+    FMA_K512(kernel_avx512_##MR, MR, SRC_F32, FMA_BCAST512, FMA_ROW512)                     \
+    FMA_K512(kernel_zen4_##MR, MR, SRC_F32, FMA_BCAST512_MEM, FMA_ROW512_MEM)               \
+    FMA_K512(kernel_zen4_##MR##_f16, MR, SRC_F16, FMA_BCAST512_MEM, FMA_ROW512_MEM)         \
+    FMA_K512(kernel_zen4_##MR##_bf16, MR, SRC_BF16, FMA_BCAST512_MEM, FMA_ROW512_MEM)       \
+    FMA_K512(kernel_zen4_##MR##_f32h, MR, SRC_F32_AS_F16, FMA_BCAST512_MEM, FMA_ROW512_MEM)
 #define FMA_MR512 12
 FMA_KERNELS512(12)
 FMA_KERNELS512(8)
@@ -231,14 +278,18 @@ FMA_KERNELS512(4)
 // Packed panels only: AVX2 has no broadcast inside an FMA, and beside vbroadcastss converting B
 // in the loop costs more than packing it once.
 #define FMA_MR256 6
-FMA_KERNEL(kernel_avx2_6, "avx2,fma,f16c", __m256, _mm256, 8, 6, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8)
-FMA_KERNEL(kernel_avx2_4, "avx2,fma,f16c", __m256, _mm256, 8, 4, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8)
-FMA_KERNEL(kernel_avx2_2, "avx2,fma,f16c", __m256, _mm256, 8, 2, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8)
+#define FMA_K256(NAME, MR)                                                                                       \
+    FMA_KERNEL(NAME, "avx2,fma,f16c", __m256, _mm256, 8, MR, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8, 0) \
+    FMA_KERNEL(NAME##_rows, "avx2,fma,f16c", __m256, _mm256, 8, MR, round_bf16_8, load8, SRC_F32, FMA_ROW256, store16_8, 1)
+FMA_K256(kernel_avx2_6, 6)
+FMA_K256(kernel_avx2_4, 4)
+FMA_K256(kernel_avx2_2, 2)
 
 typedef struct fma_isa {
     int nr;
     int rows[3];                   // tile heights: MR, then smaller ones for a block's last rows (0: none)
-    fma_kernel kern[SRC_KINDS][3]; // by B's kind and tile; [SRC_F32] also packed panels; NULL: pack B
+    // by A's layout (0: panels, 1: rows of k), B's kind and tile; [SRC_F32] also packed panels; NULL: pack B
+    fma_kernel kern[2][SRC_KINDS][3];
 } fma_isa;
 
 // Zen 4's kernels where torc runs at the CPU's own ISA level; a TORC_MAX_CPU_ISA cap below it
@@ -246,13 +297,19 @@ typedef struct fma_isa {
 static fma_isa pick_isa(void) {
     if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa())
         return (fma_isa){32, {FMA_MR512, 4, 8},
-                         {[SRC_F32] = {kernel_zen4_12, kernel_zen4_4, kernel_zen4_8},
-                          [SRC_F16] = {kernel_zen4_12_f16, kernel_zen4_4_f16, kernel_zen4_8_f16},
-                          [SRC_BF16] = {kernel_zen4_12_bf16, kernel_zen4_4_bf16, kernel_zen4_8_bf16},
-                          [SRC_F32_AS_F16] = {kernel_zen4_12_f32h, kernel_zen4_4_f32h, kernel_zen4_8_f32h}}};
+                         {{[SRC_F32] = {kernel_zen4_12, kernel_zen4_4, kernel_zen4_8},
+                           [SRC_F16] = {kernel_zen4_12_f16, kernel_zen4_4_f16, kernel_zen4_8_f16},
+                           [SRC_BF16] = {kernel_zen4_12_bf16, kernel_zen4_4_bf16, kernel_zen4_8_bf16},
+                           [SRC_F32_AS_F16] = {kernel_zen4_12_f32h, kernel_zen4_4_f32h, kernel_zen4_8_f32h}},
+                          {[SRC_F32] = {kernel_zen4_12_rows, kernel_zen4_4_rows, kernel_zen4_8_rows},
+                           [SRC_F16] = {kernel_zen4_12_f16_rows, kernel_zen4_4_f16_rows, kernel_zen4_8_f16_rows},
+                           [SRC_BF16] = {kernel_zen4_12_bf16_rows, kernel_zen4_4_bf16_rows, kernel_zen4_8_bf16_rows},
+                           [SRC_F32_AS_F16] = {kernel_zen4_12_f32h_rows, kernel_zen4_4_f32h_rows, kernel_zen4_8_f32h_rows}}}};
     if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
-        return (fma_isa){32, {FMA_MR512, 4, 8}, {[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}}};
-    return (fma_isa){16, {FMA_MR256, 2, 4}, {[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}}};
+        return (fma_isa){32, {FMA_MR512, 4, 8}, {{[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}},
+                                                 {[SRC_F32] = {kernel_avx512_12_rows, kernel_avx512_4_rows, kernel_avx512_8_rows}}}};
+    return (fma_isa){16, {FMA_MR256, 2, 4}, {{[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}},
+                                             {[SRC_F32] = {kernel_avx2_6_rows, kernel_avx2_2_rows, kernel_avx2_4_rows}}}};
 }
 
 // The tile for the rows [ir, m) of a block: MR, or the smallest smaller tile that holds them.
@@ -303,7 +360,7 @@ static fma_dims dims_of(int64_t N, int64_t K) {
     d.bp_floats = nc * kk;
     d.acc_ld = nc;
     // One line of up to KC converted values; every region a multiple of 16 floats (64 bytes).
-    d.thread_floats = FMA_MC * FMA_KC + FMA_MC * nc + FMA_KC;
+    d.thread_floats = FMA_MC * FMA_A_LD + FMA_MC * nc + FMA_KC;
     return d;
 }
 
@@ -577,7 +634,7 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     const int nr = r->d.isa.nr;
     const src_kind sk = r->b_kind;
     const int64_t es = src_size(sk);
-    float *line = r->threads + tid * r->d.thread_floats + FMA_MC * FMA_KC + FMA_MC * r->d.nc;
+    float *line = r->threads + tid * r->d.thread_floats + FMA_MC * FMA_A_LD + FMA_MC * r->d.nc;
     // B read in place: the kernels take its whole panels where it is; only a partial one is packed.
     if (r->b_in_place)
         while (p0 < p1 && r->jc + (p0 + 1) * nr <= g->N) p0++;
@@ -601,12 +658,29 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     }
 }
 
-// Rows [i0, i0 + m) of A, k in [pc, pc + kc), for the kernels at ap. Returns 0 where A is packed
-// into micro-panels (the panel of rows ir at ap + ir * kc, R floats per k), or the k stride of a
-// k-major block (rows ir at ap + ir): column-major A (each k's rows contiguous, as A^T of a row-major
-// matrix) is converted a k-run of all m rows at a time, and the kernels read it where it lands
-// (dealing each run out to the panels took 3% of an AVX2-capped D=256 bf16 step).
-static int64_t pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, int64_t m, int64_t pc, int64_t kc,
+// Where the kernels read a block of A (pack_a): tile rows ir at p + ir * ar (ar 1 where panels) ...
+typedef struct a_block {
+    const float *p;
+    int64_t ar, ak;  // row and k strides (floats); ak 0: micro-panels, tile ir's at p + ir * kc, R floats a k
+} a_block;
+
+// The tiles' rows: how many rows [i0, i0 + m) take as tiles (past m where the last tile is partial).
+static int64_t tiled_rows(const fma_isa *isa, int64_t m) {
+    int64_t ir = 0;
+    for (int t; ir < m;) ir += tile_rows(isa, m - ir, &t);
+    return ir;
+}
+
+// Rows [i0, i0 + m) of A, k in [pc, pc + kc), for the kernels (in ap where converted):
+//  - column-major A (each k's rows contiguous, as A^T of a row-major matrix) is converted a k-run
+//    of all m rows at a time, and the kernels read it where it lands (dealing each run out to the
+//    panels took 3% of an AVX2-capped D=256 bf16 step);
+//  - row-major A (each row's k contiguous) is read where it lies, f32 whose rows fill whole tiles,
+//    else converted row by row (zero rows up to the last tile's end): the kernels broadcast from
+//    rows as from panels. Packing it into panels transposed it, 0.5-0.6 cycles an element against
+//    0.2 for a row's conversion (one Zen 4 core), 3% of a Cruncher D=256 f16 forward GEMM;
+//  - other layouts are packed into MR-row micro-panels.
+static a_block pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, int64_t m, int64_t pc, int64_t kc,
                       float *restrict ap, float *restrict line) {
     const src_kind sk = src_of(g->a_dt, g->round_dt);
     const int64_t es = src_size(sk);
@@ -619,7 +693,13 @@ static int64_t pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, 
                 for (int64_t b = 0; b < run; b += 64) _mm_prefetch(a + (k + 8) * lb + b, _MM_HINT_T0);
             load_lines(sk, a + k * lb, 0, 1, (int)m, (int)padded, ap + k * padded);
         }
-        return padded;
+        return (a_block){ap, 1, padded};
+    }
+    if (g->a_cs == 1 && m > 1) {
+        const int64_t ld = kc + FMA_A_PAD;
+        load_lines(sk, a, g->a_rs * es, m, (int)kc, (int)ld, ap);
+        memset(ap + m * ld, 0, (size_t)((tiled_rows(isa, m) - m) * ld) * sizeof(float));
+        return (a_block){ap, ld, 1};
     }
     for (int64_t ir = 0; ir < m;) {
         int t;
@@ -628,7 +708,7 @@ static int64_t pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, 
         pack_panel(sk, a + ir * g->a_rs * es, g->a_rs, g->a_cs, nl, R, kc, ap + ir * kc, line);
         ir += R;
     }
-    return 0;
+    return (a_block){ap, 1, 0};
 }
 
 // One task: rows [i0, i0 + m) x this block's columns [c0, c0 + n) (c0 a multiple of NR).
@@ -637,28 +717,29 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
     const fma_isa *isa = &r->d.isa;
     const int nr = isa->nr;
     float *mine = r->threads + tid * r->d.thread_floats;
-    float *ap = mine, *acc = ap + FMA_MC * FMA_KC, *line = acc + FMA_MC * r->d.nc;
+    float *ap = mine, *acc = ap + FMA_MC * FMA_A_LD, *line = acc + FMA_MC * r->d.nc;
     float tile[FMA_MR_MAX * FMA_NR_MAX] __attribute__((aligned(64)));
 
     for (int64_t pc = 0; pc < g->K; pc += FMA_KC) {
         const int64_t kc = g->K - pc < FMA_KC ? g->K - pc : FMA_KC;
         const bool add = pc > 0;
         const fma_round rnd = pc + kc == g->K ? r->round_last : ROUND_NONE;  // the sums are whole after the last run
-        const int64_t blk = pack_a(g, isa, i0, m, pc, kc, ap, line);
+        const a_block blk = pack_a(g, isa, i0, m, pc, kc, ap, line);
         // A micro-panel by A micro-panel, each against every B micro-panel of the task's columns
         // (B streams, A stays in L1 / L2): measured 6-8% faster than the other way round.
         for (int64_t ir = 0; ir < m;) {
             int t;
             const int R = tile_rows(isa, m - ir, &t);
-            const int64_t mm = m - ir < R ? m - ir : R, ak = blk ? blk : R;
-            const float *at = blk ? ap + ir : ap + ir * kc;
+            const int64_t mm = m - ir < R ? m - ir : R, ak = blk.ak ? blk.ak : R;
+            const float *at = blk.p + ir * (blk.ak ? blk.ar : kc);
             // B's micro-panels from the task's first: packed ones K * NR floats apart, in place NR
             // elements (the pointers stepped, not recomputed: a division a kernel call was 2% of an
             // AVX2-capped D=256 f16 step)
             const int64_t bsz = src_size(r->b_kind), b_k_bytes = g->b_rs * bsz;
             const float *packed = r->bp + (c0 / nr) * g->K * nr + pc * nr;
             const char *placed = (const char *)g->b + (pc * g->b_rs + r->jc + c0) * bsz;
-            const fma_kernel kern_packed = isa->kern[SRC_F32][t], kern_placed = isa->kern[r->b_kind][t];
+            const int rows = blk.ak == 1;
+            const fma_kernel kern_packed = isa->kern[rows][SRC_F32][t], kern_placed = isa->kern[rows][r->b_kind][t];
             for (int64_t jr = 0; jr < n; jr += nr, packed += g->K * nr, placed += nr * bsz) {
                 const int64_t nn = n - jr < nr ? n - jr : nr;
                 // B's micro-panel: where B is (a whole one, b_in_place), else packed
@@ -667,15 +748,15 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                 const void *bp = in_place ? (const void *)placed : (const void *)packed;
                 const int64_t bk = in_place ? b_k_bytes : nr * (int64_t)sizeof(float);
                 if (!r->direct) {  // the accumulator block is padded to whole tiles
-                    kern(kc, at, ak, bp, bk, acc + ir * r->d.acc_ld + jr, r->d.acc_ld, add, ROUND_NONE);
+                    kern(kc, at, blk.ar, ak, bp, bk, acc + ir * r->d.acc_ld + jr, r->d.acc_ld, add, ROUND_NONE);
                     continue;
                 }
                 void *c = (char *)g->c + ((i0 + ir) * g->c_rs + r->jc + c0 + jr) * (int64_t)dt_size(g->c_dt);
                 if (mm == R && nn == nr) {
-                    kern(kc, at, ak, bp, bk, c, g->c_rs, add, rnd);
+                    kern(kc, at, blk.ar, ak, bp, bk, c, g->c_rs, add, rnd);
                     continue;
                 }
-                kern(kc, at, ak, bp, bk, tile, nr, false, ROUND_NONE);
+                kern(kc, at, blk.ar, ak, bp, bk, tile, nr, false, ROUND_NONE);
                 for (int64_t i = 0; i < mm; i++)
                     for (int64_t j = 0; j < nn; j++) put_one(c, i * g->c_rs + j, rnd, add, tile[i * nr + j]);
             }
@@ -715,7 +796,7 @@ static void zero_out(const onednn_fma_gemm *g) {
 // 0.27-0.30 cycles an element (a Zen 4 core), 4% of a D=256 f16 linear layer's input-gradient GEMM.
 #define FMA_B_IN_PLACE_BYTES (INT64_C(512) << 10)
 static bool b_in_place(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k) {
-    return isa->kern[k][0] && g->b_cs == 1 && g->K * g->N * src_size(k) <= FMA_B_IN_PLACE_BYTES;
+    return isa->kern[0][k][0] && g->b_cs == 1 && g->K * g->N * src_size(k) <= FMA_B_IN_PLACE_BYTES;
 }
 
 // ---- small GEMMs ----
