@@ -39,7 +39,7 @@
 #define FMA_KC 2048      // k per micro-kernel run (and per packed A block)
 #define FMA_MC 96        // rows of A per task (a multiple of both MRs)
 #define FMA_B_FLOATS (INT64_C(3) << 19)  // packed B column block: at most this many floats (6 MiB)
-#define FMA_MR_MAX 12
+#define FMA_MR_MAX 16
 // A block of A converted as rows of k (pack_a) has rows kc + FMA_A_PAD floats apart: a tile's rows
 // then start 16 bytes further into a cache line each. With rows 1 KiB apart (kc 256) the f32-to-f16
 // kernel's D=256 forward GEMM ran 1.5 us slower than from panels; pads of 4 or 20 floats were the
@@ -206,116 +206,109 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
         (acc) = _mm256_fmadd_ps(t_, (bv), (acc)); \
     } while (0)
 
-// One micro-kernel: MR rows x 2 vectors of W floats (NR = 2W), in the vector type V with the
+// One micro-kernel: MR rows x NV vectors of W floats (NR = NV x W), in the vector type V with the
 // intrinsics prefix P (_mm512 / _mm256), compiled for TGT; B's elements of kind KIND read with
 // LOAD (load16 / load8: a packed panel is SRC_F32), FMA one row's multiply-add (ROWS: A as rows,
 // FMA a _ROW form), RB rounds a V to bf16, ST16 stores a V as 16-bit values.
-#define FMA_KERNEL(NAME, TGT, V, P, W, MR, RB, LOAD, KIND, FMA, ST16, ROWS)                                 \
+#define FMA_KERNEL(NAME, TGT, V, P, W, MR, NV, RB, LOAD, KIND, FMA, ST16, ROWS)                              \
     __attribute__((target(TGT))) static void NAME(int64_t kc, const float *restrict a, int64_t ar, int64_t ak, \
                                                   const void *restrict b, int64_t bk, float *restrict c,      \
                                                   int64_t ldc, bool add, fma_round rnd) {                     \
-        V acc[MR][2];                                                                                     \
+        V acc[MR][NV], bv[NV];                                                                            \
         const char *bp = b;                                                                               \
         const int64_t half = W * src_size(KIND), x = ar * (int64_t)sizeof(float);                        \
-        const char *q[4] = {(const char *)a, (const char *)a + 3 * x, (const char *)a + 6 * x,            \
-                            (const char *)a + 9 * x};                                                     \
-        (void)q;                                                                                          \
-        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = P##_setzero_ps();    \
+        const char *q[6];                                                                                 \
+        _Pragma("GCC unroll 6") for (int j = 0; j < 6; j++) q[j] = (const char *)a + 3 * j * x;           \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                             \
+            _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) acc[i][v] = P##_setzero_ps();            \
         for (int64_t k = 0; k < kc; k++) {                                                                \
-            const V b0 = LOAD(KIND, bp), b1 = LOAD(KIND, bp + half);                                      \
-            _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                       \
-                FMA(acc[i][0], i, b0);                                                                    \
-                FMA(acc[i][1], i, b1);                                                                    \
-            }                                                                                             \
+            _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) bv[v] = LOAD(KIND, bp + v * half);       \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
+                _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) FMA(acc[i][v], i, bv[v]);            \
             if (ROWS) {                                                                                   \
-                _Pragma("GCC unroll 4") for (int j = 0; j < (MR + 2) / 3; j++) q[j] += sizeof(float);     \
+                _Pragma("GCC unroll 6") for (int j = 0; j < (MR + 2) / 3; j++) q[j] += sizeof(float);     \
             } else {                                                                                      \
                 a += ak;                                                                                  \
             }                                                                                             \
             bp += bk;                                                                                     \
         }                                                                                                 \
-        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                           \
-            if (rnd >= STORE_F16) {                                                                       \
-                ST16((uint16_t *)(void *)c + i * ldc, acc[i][0], rnd);                                    \
-                ST16((uint16_t *)(void *)c + i * ldc + W, acc[i][1], rnd);                                \
-                continue;                                                                                 \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                           \
+            _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) {                                        \
+                if (rnd >= STORE_F16) {                                                                   \
+                    ST16((uint16_t *)(void *)c + i * ldc + v * W, acc[i][v], rnd);                        \
+                    continue;                                                                             \
+                }                                                                                         \
+                float *r = c + i * ldc + v * W;                                                           \
+                if (add) acc[i][v] = P##_add_ps(acc[i][v], P##_loadu_ps(r));                              \
+                if (rnd == ROUND_F16) acc[i][v] = P##_cvtph_ps(P##_cvtps_ph(acc[i][v], _MM_FROUND_TO_NEAREST_INT)); \
+                else if (rnd == ROUND_BF16) acc[i][v] = RB(acc[i][v]);                                    \
+                P##_storeu_ps(r, acc[i][v]);                                                              \
             }                                                                                             \
-            float *r = c + i * ldc;                                                                       \
-            if (add) {                                                                                    \
-                acc[i][0] = P##_add_ps(acc[i][0], P##_loadu_ps(r));                                       \
-                acc[i][1] = P##_add_ps(acc[i][1], P##_loadu_ps(r + W));                                   \
-            }                                                                                             \
-            if (rnd == ROUND_F16) {                                                                       \
-                acc[i][0] = P##_cvtph_ps(P##_cvtps_ph(acc[i][0], _MM_FROUND_TO_NEAREST_INT));             \
-                acc[i][1] = P##_cvtph_ps(P##_cvtps_ph(acc[i][1], _MM_FROUND_TO_NEAREST_INT));             \
-            } else if (rnd == ROUND_BF16) {                                                               \
-                acc[i][0] = RB(acc[i][0]);                                                                \
-                acc[i][1] = RB(acc[i][1]);                                                                \
-            }                                                                                             \
-            P##_storeu_ps(r, acc[i][0]);                                                                  \
-            P##_storeu_ps(r + W, acc[i][1]);                                                              \
         }                                                                                                 \
     }
 
 // AVX-512: 12 rows x 32 columns; also 8 and 4 rows for the last rows of a block (64 rows as
-// 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM). For packed f32 panels;
-// on Zen 4 also for B read in place as f32, f16, bf16 or f32 rounded to f16 (b_in_place).
-#define FMA_K512(NAME, MR, KIND, FMA, FMA_ROW)                                                                   \
-    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, KIND, FMA, store16_16, 0)        \
-    FMA_KERNEL(NAME##_rows, TGT512 ",fma", __m512, _mm512, 16, MR, round_bf16_16, load16, KIND, FMA_ROW, store16_16, 1)
-#define FMA_KERNELS512(MR)                                                  \
-    FMA_K512(kernel_avx512_##MR, MR, SRC_F32, FMA_BCAST512, FMA_ROW512)                     \
-    FMA_K512(kernel_zen4_##MR, MR, SRC_F32, FMA_BCAST512_MEM, FMA_ROW512_MEM)               \
-    FMA_K512(kernel_zen4_##MR##_f16, MR, SRC_F16, FMA_BCAST512_MEM, FMA_ROW512_MEM)         \
-    FMA_K512(kernel_zen4_##MR##_bf16, MR, SRC_BF16, FMA_BCAST512_MEM, FMA_ROW512_MEM)       \
-    FMA_K512(kernel_zen4_##MR##_f32h, MR, SRC_F32_AS_F16, FMA_BCAST512_MEM, FMA_ROW512_MEM)
-#define FMA_MR512 12
-FMA_KERNELS512(12)
-FMA_KERNELS512(8)
-FMA_KERNELS512(4)
+// 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM). For packed f32 panels.
+// Zen 4: 16 rows x 16 columns (a 32-column micro-panel in two halves), then 12, 8 and 4 rows x 32
+// for a block's last rows; also for B read in place as f32, f16, bf16 or f32 rounded to f16
+// (b_in_place). One B vector feeds 16 FMAs there against 12, and 64 rows are 4 whole tiles: a
+// Cruncher D=256 f16 forward GEMM (B f32 rounded as read) 75.7 -> 74.4 us (f32 sgemm 74.4), its
+// D=1024 layers 10.55 -> 10.46 ms.
+#define FMA_K512(NAME, MR, NV, KIND, FMA, FMA_ROW)                                                                    \
+    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA, store16_16, 0)        \
+    FMA_KERNEL(NAME##_rows, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA_ROW, store16_16, 1)
+#define FMA_KERNELS_ZEN4(MR, NV)                                                               \
+    FMA_K512(kernel_zen4_##MR, MR, NV, SRC_F32, FMA_BCAST512_MEM, FMA_ROW512_MEM)               \
+    FMA_K512(kernel_zen4_##MR##_f16, MR, NV, SRC_F16, FMA_BCAST512_MEM, FMA_ROW512_MEM)         \
+    FMA_K512(kernel_zen4_##MR##_bf16, MR, NV, SRC_BF16, FMA_BCAST512_MEM, FMA_ROW512_MEM)       \
+    FMA_K512(kernel_zen4_##MR##_f32h, MR, NV, SRC_F32_AS_F16, FMA_BCAST512_MEM, FMA_ROW512_MEM)
+FMA_KERNELS_ZEN4(16, 1)
+FMA_KERNELS_ZEN4(12, 2)
+FMA_KERNELS_ZEN4(8, 2)
+FMA_KERNELS_ZEN4(4, 2)
+FMA_K512(kernel_avx512_12, 12, 2, SRC_F32, FMA_BCAST512, FMA_ROW512)
+FMA_K512(kernel_avx512_8, 8, 2, SRC_F32, FMA_BCAST512, FMA_ROW512)
+FMA_K512(kernel_avx512_4, 4, 2, SRC_F32, FMA_BCAST512, FMA_ROW512)
 
 // AVX2: 6 rows x 16 columns; also 4 and 2 rows for a block's last rows (64 rows as 10 x 6 + 4).
 // Packed panels only: AVX2 has no broadcast inside an FMA, and beside vbroadcastss converting B
 // in the loop costs more than packing it once.
-#define FMA_MR256 6
-#define FMA_K256(NAME, MR)                                                                                       \
-    FMA_KERNEL(NAME, "avx2,fma,f16c", __m256, _mm256, 8, MR, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8, 0) \
-    FMA_KERNEL(NAME##_rows, "avx2,fma,f16c", __m256, _mm256, 8, MR, round_bf16_8, load8, SRC_F32, FMA_ROW256, store16_8, 1)
+#define FMA_K256(NAME, MR)                                                                                          \
+    FMA_KERNEL(NAME, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8, 0) \
+    FMA_KERNEL(NAME##_rows, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, load8, SRC_F32, FMA_ROW256, store16_8, 1)
 FMA_K256(kernel_avx2_6, 6)
 FMA_K256(kernel_avx2_4, 4)
 FMA_K256(kernel_avx2_2, 2)
 
+#define FMA_TILES 4
 typedef struct fma_isa {
     int nr;
-    int rows[3];                   // tile heights: MR, then smaller ones for a block's last rows (0: none)
+    int rows[FMA_TILES];   // tile heights: MR, then smaller ones for a block's last rows (0: none), ascending
+    bool halves[FMA_TILES];  // the tile's kernels take NR / 2 columns: two calls a micro-panel
     // by A's layout (0: panels, 1: rows of k), B's kind and tile; [SRC_F32] also packed panels; NULL: pack B
-    fma_kernel kern[2][SRC_KINDS][3];
+    fma_kernel kern[2][SRC_KINDS][FMA_TILES];
 } fma_isa;
 
 // Zen 4's kernels where torc runs at the CPU's own ISA level; a TORC_MAX_CPU_ISA cap below it
 // stands for another CPU of the capped level (the isa suites' emulation), which gets the others.
+#define ZEN4_TILES(rows, S) {kernel_zen4_16##S##rows, kernel_zen4_4##S##rows, kernel_zen4_8##S##rows, kernel_zen4_12##S##rows}
+#define ZEN4_KINDS(rows)                                                                                 \
+    {[SRC_F32] = ZEN4_TILES(rows, ), [SRC_F16] = ZEN4_TILES(rows, _f16), [SRC_BF16] = ZEN4_TILES(rows, _bf16), \
+     [SRC_F32_AS_F16] = ZEN4_TILES(rows, _f32h)}
 static fma_isa pick_isa(void) {
     if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa())
-        return (fma_isa){32, {FMA_MR512, 4, 8},
-                         {{[SRC_F32] = {kernel_zen4_12, kernel_zen4_4, kernel_zen4_8},
-                           [SRC_F16] = {kernel_zen4_12_f16, kernel_zen4_4_f16, kernel_zen4_8_f16},
-                           [SRC_BF16] = {kernel_zen4_12_bf16, kernel_zen4_4_bf16, kernel_zen4_8_bf16},
-                           [SRC_F32_AS_F16] = {kernel_zen4_12_f32h, kernel_zen4_4_f32h, kernel_zen4_8_f32h}},
-                          {[SRC_F32] = {kernel_zen4_12_rows, kernel_zen4_4_rows, kernel_zen4_8_rows},
-                           [SRC_F16] = {kernel_zen4_12_f16_rows, kernel_zen4_4_f16_rows, kernel_zen4_8_f16_rows},
-                           [SRC_BF16] = {kernel_zen4_12_bf16_rows, kernel_zen4_4_bf16_rows, kernel_zen4_8_bf16_rows},
-                           [SRC_F32_AS_F16] = {kernel_zen4_12_f32h_rows, kernel_zen4_4_f32h_rows, kernel_zen4_8_f32h_rows}}}};
+        return (fma_isa){32, {16, 4, 8, 12}, {true}, {ZEN4_KINDS(), ZEN4_KINDS(_rows)}};
     if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
-        return (fma_isa){32, {FMA_MR512, 4, 8}, {{[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}},
-                                                 {[SRC_F32] = {kernel_avx512_12_rows, kernel_avx512_4_rows, kernel_avx512_8_rows}}}};
-    return (fma_isa){16, {FMA_MR256, 2, 4}, {{[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}},
+        return (fma_isa){32, {12, 4, 8}, {false}, {{[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}},
+                                                  {[SRC_F32] = {kernel_avx512_12_rows, kernel_avx512_4_rows, kernel_avx512_8_rows}}}};
+    return (fma_isa){16, {6, 2, 4}, {false}, {{[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}},
                                              {[SRC_F32] = {kernel_avx2_6_rows, kernel_avx2_2_rows, kernel_avx2_4_rows}}}};
 }
 
 // The tile for the rows [ir, m) of a block: MR, or the smallest smaller tile that holds them.
 // Returns its height; *t: its index in rows / kern.
 static int tile_rows(const fma_isa *isa, int64_t left, int *t) {
-    for (int i = 1; i < 3; i++)
+    for (int i = 1; i < FMA_TILES; i++)
         if (isa->rows[i] && left <= isa->rows[i]) {
             *t = i;
             return isa->rows[i];
@@ -747,16 +740,25 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                 const fma_kernel kern = in_place ? kern_placed : kern_packed;
                 const void *bp = in_place ? (const void *)placed : (const void *)packed;
                 const int64_t bk = in_place ? b_k_bytes : nr * (int64_t)sizeof(float);
+                // a tile of NR / 2 columns: twice, B's and C's columns nr / 2 further the second time
+                const int64_t hb = (nr / 2) * (in_place ? bsz : (int64_t)sizeof(float)), hc = nr / 2;
+                const int nh = isa->halves[t] ? 2 : 1;
                 if (!r->direct) {  // the accumulator block is padded to whole tiles
-                    kern(kc, at, blk.ar, ak, bp, bk, acc + ir * r->d.acc_ld + jr, r->d.acc_ld, add, ROUND_NONE);
+                    for (int h = 0; h < nh; h++)
+                        kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, acc + ir * r->d.acc_ld + jr + h * hc,
+                             r->d.acc_ld, add, ROUND_NONE);
                     continue;
                 }
-                void *c = (char *)g->c + ((i0 + ir) * g->c_rs + r->jc + c0 + jr) * (int64_t)dt_size(g->c_dt);
+                const int64_t ec = (int64_t)dt_size(g->c_dt);
+                char *c = (char *)g->c + ((i0 + ir) * g->c_rs + r->jc + c0 + jr) * ec;
                 if (mm == R && nn == nr) {
-                    kern(kc, at, blk.ar, ak, bp, bk, c, g->c_rs, add, rnd);
+                    for (int h = 0; h < nh; h++)
+                        kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, (float *)(void *)(c + h * hc * ec),
+                             g->c_rs, add, rnd);
                     continue;
                 }
-                kern(kc, at, blk.ar, ak, bp, bk, tile, nr, false, ROUND_NONE);
+                for (int h = 0; h < nh; h++)
+                    kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, tile + h * hc, nr, false, ROUND_NONE);
                 for (int64_t i = 0; i < mm; i++)
                     for (int64_t j = 0; j < nn; j++) put_one(c, i * g->c_rs + j, rnd, add, tile[i * nr + j]);
             }
