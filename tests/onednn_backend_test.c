@@ -844,9 +844,10 @@ START_TEST(test_matmul_fma) {
 END_TEST
 
 START_TEST(test_matmul_rounded) {
-    // MATMUL_ROUNDED where GEMMs go through f32 and sgemm: under 1M multiply-adds (a model's final
-    // layer of one output, its K = 1 input gradient, M = 1), then every size with
-    // TORC_ONEDNN_FMA_GEMM=0 (as below AVX2). Each test runs in a process of its own.
+    // MATMUL_ROUNDED under 1M multiply-adds (a model's final layer of one output, its K = 1 input
+    // gradient, M = 1: the FMA GEMM's small path, or through f32 and sgemm below AVX2), then every
+    // size with TORC_ONEDNN_FMA_GEMM=0 (through f32, as below AVX2). Each test runs in a process of
+    // its own.
     const torc_dtype c = _i & 1 ? TORC_DTYPE_BF16 : TORC_DTYPE_F16, to = _i & 2 ? TORC_DTYPE_F32 : c;
     static const int64_t sizes[][3] = {  // M, K, N
         {1, 1, 1}, {64, 256, 1}, {64, 1, 256}, {1, 64, 256}, {17, 33, 7}, {33, 17, 255}, {13, 255, 33},

@@ -2,8 +2,9 @@
 // looped over the batch; OpenBLAS's for the AVX2 family, blas.c); bf16 on torc's AMX tile GEMM
 // (matmul_amx.c) where the CPU has AMX, on oneDNN's matmul primitive where bf16 dot products pay
 // (device.c), else on f32 FMAs like f16 (oneDNN 2.6 has no f16 matmul on CPU): torc's FMA GEMM
-// (matmul_fma.c), which converts while it packs, from AVX2 up; below AVX2 and for GEMMs under 1M
-// multiply-adds the host converts both operands to f32 temporaries (convert.c) and sgemm runs.
+// (matmul_fma.c), which converts while it packs, from AVX2 up, GEMMs under 1M multiply-adds on its
+// small-GEMM path; below AVX2 (and small GEMMs of layouts that path does not take) the host
+// converts both operands to f32 temporaries (convert.c) and sgemm runs.
 // MATMUL_ROUNDED (autocast's matmul with its casts fused) takes the same two paths.
 // Operands keep their strides: transposed and row-sliced views become sgemm's trans flags and
 // leading dims, stride-0 batch dims a zero batch stride (oneDNN's size-1 broadcast dims for the
@@ -287,7 +288,8 @@ static int plan_via_f32(onednn_plan *p, const onednn_view *a, int a_buf, const o
 
 // MATMUL_ROUNDED: where build_matmul would run the matmul of c on f32 FMAs, the same path with the
 // casts fused: on the FMA GEMM, which rounds f32 operands to c while it packs and the sums to c as
-// it writes them out; through f32 (small GEMMs, below AVX2), whose conversions round. Without it
+// it writes them out (small GEMMs on its small path, which rounds as it reads); through f32 (below
+// AVX2, small GEMMs of other layouts), whose conversions round. Without it
 // autocast cast a small layer's f32 weight to c every forward and the c gradient back (two ops, two
 // temporaries). bf16 on AMX or the CPU's bf16 dot products is declined: there the cast feeds the
 // bf16 kernels, and autocast casts (backend.h).
@@ -366,10 +368,10 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     // f16 (no CPU here has f16 FMAs that oneDNN 2.6 uses), and bf16 where it runs on f32 FMAs:
     // torc's FMA GEMM, converting while it packs, from AVX2 + FMA up. (f32 with
     // TORC_ONEDNN_FMA_GEMM=all, for measuring it against sgemm.)
-    // GEMMs under ONEDNN_SMALL_WORK multiply-adds stay on the conversions and sgemm: its kernels
-    // for small and skinny shapes beat the FMA GEMM's 12 x 32 tiles and packing there (Cruncher
-    // D=256 f16 step, one Zen 4 core: 0.55 ms through f32, 0.57-0.59 all on the FMA GEMM, 0.55
-    // with this floor; under 8M even).
+    // GEMMs under ONEDNN_SMALL_WORK multiply-adds take its small-GEMM path (no packing, no tiles:
+    // on the tiles and packing they ran slower than through f32 and sgemm, a Cruncher D=256 f16
+    // step 0.57-0.59 against 0.55 ms on one Zen 4 core), or, where it does not take the layout,
+    // the conversions and sgemm.
     if ((dt != TORC_DTYPE_F32 || onednn__fma_f32()) && (on_fma_gemm(op, &a, &b, &c) || (K == 0 && onednn__fma_usable())))
         return plan_fma(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 
@@ -380,6 +382,7 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
         return add_matmul(p, &a, a_buf, &b, b_buf, &c, ONEDNN_BUF_OUT);
     }
 
-    // f16 and bf16 below AVX2 (or TORC_ONEDNN_FMA_GEMM=0) and small GEMMs: through f32.
+    // f16 and bf16 below AVX2 (or TORC_ONEDNN_FMA_GEMM=0) and small GEMMs the FMA GEMM's small path
+    // does not take: through f32.
     return plan_via_f32(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 }

@@ -7,20 +7,22 @@
 //
 // BLIS-style blocking. B is packed a column block (NC wide) at a time over all of K: micro-panels
 // of NR columns, k-major (NR floats per k). Each task (a block of MC rows, and of the block's
-// columns) packs its rows of A, KC k at a time, into MR-row micro-panels (MR floats per k), and
-// runs the MR x NR register-blocked micro-kernel on each A micro-panel against every B micro-panel
-// of its columns: A broadcast, B loaded as vectors, MR x NR accumulators in registers for a run of
-// KC k. The packing reads f16 / bf16 with F16C and AVX2, which every AVX2 CPU has (F16C is checked
-// all the same), and runs of 16 with AVX-512 where torc's ISA has it. On Zen 4 a small
-// row-major B is not packed: the kernels read its micro-panels where they are and convert them in
-// the loop (b_in_place). The kernels write C itself where its column stride is 1 and it is f32
-// (each run of k adds its sums) or f16 / bf16 of K one run (stored from registers); else each run
-// adds into the task's f32 accumulator block, written out (rounded once) after the last run.
-// Two micro-kernels, compiled with per-function target attributes and chosen at run time by
-// torc's ISA (isa.c; TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it): AVX-512 (MR 12 x NR 32, and
-// 8 and 4 rows for a block's last rows) and AVX2 + FMA (6 x 16). Nothing here runs below AVX2
-// (onednn__fma_usable). Packed B takes at most max(FMA_B_FLOATS, NR x K) floats, less than the
-// f32 copy of B the conversions made.
+// columns) converts its rows of A, KC k at a time, and runs the MR x NR register-blocked
+// micro-kernel on each MR rows of A against every B micro-panel of its columns: A broadcast, B
+// loaded as vectors, MR x NR accumulators in registers for a run of KC k. A is converted as it lies
+// (pack_a): row-major A into rows of k, column-major A into k-runs of rows, others packed into
+// MR-row micro-panels. The conversions read f16 / bf16 with F16C and AVX2, which every AVX2 CPU has
+// (F16C is checked all the same), and runs of 16 with AVX-512 where torc's ISA has it. On Zen 4 a
+// small row-major B is not packed: the kernels read its micro-panels where they are and convert
+// them in the loop (b_in_place). The kernels write C itself where its column stride is 1 and it is
+// f32 (each run of k adds its sums) or f16 / bf16 of K one run (stored from registers); else each
+// run adds into the task's f32 accumulator block, written out (rounded once) after the last run.
+// The micro-kernels are compiled with per-function target attributes and chosen at run time by
+// torc's ISA (isa.c; TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it): Zen 4 (16 x 16, and 12, 8 and
+// 4 rows x 32 for a block's last rows), other AVX-512 (12 x 32, 8 and 4 x 32) and AVX2 + FMA
+// (6 x 16, 4 and 2 x 16). Nothing here runs below AVX2 (onednn__fma_usable). Packed B takes at
+// most max(FMA_B_FLOATS, NR x K) floats, less than the f32 copy of B the conversions made. GEMMs
+// under ONEDNN_SMALL_WORK multiply-adds take a path of their own (small_gemm).
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
@@ -37,7 +39,7 @@
 // tile's C goes through memory once per run, and the packed A micro-panel and B stream from L1 /
 // L2 fast enough at 24 FMAs per k (the kernel alone: 116 GFLOP/s from L1, 110 streaming B from L3).
 #define FMA_KC 2048      // k per micro-kernel run (and per packed A block)
-#define FMA_MC 96        // rows of A per task (a multiple of both MRs)
+#define FMA_MC 96        // rows of A per task (a multiple of every MR)
 #define FMA_B_FLOATS (INT64_C(3) << 19)  // packed B column block: at most this many floats (6 MiB)
 #define FMA_MR_MAX 16
 // A block of A converted as rows of k (pack_a) has rows kc + FMA_A_PAD floats apart: a tile's rows
@@ -653,10 +655,12 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     }
 }
 
-// Where the kernels read a block of A (pack_a): tile rows ir at p + ir * ar (ar 1 where panels) ...
+// Where the kernels read a block of A (pack_a): as rows of k (ak 1: row i at p + i * ar, the _rows
+// kernels), as k-runs of rows (ar 1: row i at p + i, k-run ak floats apart), or as micro-panels
+// (ak 0: the panel of rows ir at p + ir * kc, R floats a k).
 typedef struct a_block {
     const float *p;
-    int64_t ar, ak;  // row and k strides (floats); ak 0: micro-panels, tile ir's at p + ir * kc, R floats a k
+    int64_t ar, ak;
 } a_block;
 
 // The tiles' rows: how many rows [i0, i0 + m) take as tiles (past m where the last tile is partial).
@@ -972,11 +976,12 @@ static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
             if (wide) small_rows512(kr, aline, g->K, br, brk, j0, crow_c, ec, rnd);
             else small_rows256(kr, aline, g->K, br, brk, j0, crow_c, ec, rnd);
         }
-        for (int64_t j = j0; j < g->N; j++) {
-            const char *one[4] = {(const char *)aline, (const char *)aline, (const char *)aline, (const char *)aline};
+        for (int64_t j = j0; j < g->N; j += 4) {  // 4 columns at a time: their lines against A's row
+            const char *cols[4];
             float v[4];
-            small_dot4(SRC_F32, one, kp, bcols + (j - j0) * kp, v);
-            put_one(c, i * g->c_rs + j * g->c_cs, rnd, false, v[0]);
+            for (int r = 0; r < 4; r++) cols[r] = (const char *)(bcols + ((j + r < g->N ? j + r : j) - j0) * kp);
+            small_dot4(SRC_F32, cols, kp, aline, v);
+            for (int r = 0; r < 4 && j + r < g->N; r++) put_one(c, i * g->c_rs + (j + r) * g->c_cs, rnd, false, v[r]);
         }
     }
 }
