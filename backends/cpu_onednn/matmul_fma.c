@@ -42,12 +42,12 @@
 #define FMA_MC 96        // rows of A per task (a multiple of every MR)
 #define FMA_B_FLOATS (INT64_C(3) << 19)  // packed B column block: at most this many floats (6 MiB)
 #define FMA_MR_MAX 16
-// A block of A converted as rows of k (pack_a) has rows kc + FMA_A_PAD floats apart: a tile's rows
-// then start 16 bytes further into a cache line each. With rows 1 KiB apart (kc 256) the f32-to-f16
-// kernel's D=256 forward GEMM ran 1.5 us slower than from panels; pads of 4 or 20 floats were the
-// fastest of 0, 4, 16, 17, 20, 24, 36 (one Zen 4 core).
-#define FMA_A_PAD 4
-#define FMA_A_LD (FMA_KC + FMA_A_PAD)
+// A block of A converted as rows of k (pack_a) has rows a_ld(kc) floats apart: an odd number of
+// cache lines and 16 bytes, so that a tile's rows fall in different sets of the L1 cache and start
+// at different offsets of a line. Rows 4 KiB + 16 bytes apart (kc 1024: every row in one set) ran
+// an AVX2 512 x 1024 x 1024 f16 GEMM 3% slower than from panels; rows 1 KiB apart (kc 256, one
+// offset for all) the D=256 f16 forward GEMM 1.5 us slower.
+#define FMA_A_LD (FMA_KC + 20)  // the most a_ld gives
 #define FMA_NR_MAX 32
 
 // ---- rounding to f16 / bf16 ----
@@ -663,6 +663,13 @@ typedef struct a_block {
     int64_t ar, ak;
 } a_block;
 
+// The row stride of A converted as rows of k (FMA_A_LD).
+static int64_t a_ld(int64_t kc) {
+    int64_t ld = round_up(kc, 16);
+    if (ld / 16 % 2 == 0) ld += 16;
+    return ld + 4;
+}
+
 // The tiles' rows: how many rows [i0, i0 + m) take as tiles (past m where the last tile is partial).
 static int64_t tiled_rows(const fma_isa *isa, int64_t m) {
     int64_t ir = 0;
@@ -695,7 +702,7 @@ static a_block pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, 
         return (a_block){ap, 1, padded};
     }
     if (g->a_cs == 1 && m > 1) {
-        const int64_t ld = kc + FMA_A_PAD;
+        const int64_t ld = a_ld(kc);
         load_lines(sk, a, g->a_rs * es, m, (int)kc, (int)ld, ap);
         memset(ap + m * ld, 0, (size_t)((tiled_rows(isa, m) - m) * ld) * sizeof(float));
         return (a_block){ap, ld, 1};
