@@ -732,26 +732,30 @@ static void check_fma_case(torc_dtype dt, torc_dtype odt, int64_t M, int64_t K, 
     check_matmul(dt, odt, &c, la, lb, lc);
 }
 
+// The FMA GEMM's tests: dtypes (one per loop iteration) and layouts of A, B and C.
+static const struct { torc_dtype in, out; } fma_dts[] = {
+    {TORC_DTYPE_F16, TORC_DTYPE_F16}, {TORC_DTYPE_F16, TORC_DTYPE_F32},
+    {TORC_DTYPE_BF16, TORC_DTYPE_BF16}, {TORC_DTYPE_BF16, TORC_DTYPE_F32},
+};
+static const enum layout fma_layouts[][3] = {{L_CONTIG, L_CONTIG, L_CONTIG}, {L_T2, L_CONTIG, L_CONTIG},
+                                             {L_CONTIG, L_T2, L_CONTIG}, {L_T2, L_T2, L_T2},
+                                             {L_ROWSLICE, L_ROWSLICE, L_ROWSLICE}};
+#define N_FMA_LAYOUTS (sizeof fma_layouts / sizeof fma_layouts[0])
+
 START_TEST(test_matmul_small) {
     // GEMMs under 1M multiply-adds on the FMA GEMM's small path (matmul_fma.c): a final layer's
     // GEMV (4 rows at a time; M and K past a multiple of 4 and 8), its K = 1 and M = 1 gradients
     // (C^T = B^T A^T where A is transposed), N past whole vectors (row part and dot part), N under
     // one vector, and near the 1M floor; every layout. Against the reference.
-    static const struct { torc_dtype in, out; } dts[] = {
-        {TORC_DTYPE_F16, TORC_DTYPE_F16}, {TORC_DTYPE_F16, TORC_DTYPE_F32},
-        {TORC_DTYPE_BF16, TORC_DTYPE_BF16}, {TORC_DTYPE_BF16, TORC_DTYPE_F32},
-    };
-    const torc_dtype dt = dts[_i].in, odt = dts[_i].out;
+    const torc_dtype dt = fma_dts[_i].in, odt = fma_dts[_i].out;
     static const int64_t sizes[][3] = {  // M, K, N
         {64, 256, 1}, {7, 13, 1}, {64, 1, 256}, {1, 64, 256}, {33, 17, 20}, {5, 300, 37}, {6, 7, 72},
         {1000, 17, 33}, {1, 1000, 999},
     };
-    const enum layout ls[][3] = {{L_CONTIG, L_CONTIG, L_CONTIG}, {L_T2, L_CONTIG, L_CONTIG},
-                                 {L_CONTIG, L_T2, L_CONTIG}, {L_T2, L_T2, L_T2},
-                                 {L_ROWSLICE, L_ROWSLICE, L_ROWSLICE}};
     for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++)
-        for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++)
-            check_fma_case(dt, odt, sizes[c][0], sizes[c][1], sizes[c][2], ls[l][0], ls[l][1], ls[l][2]);
+        for (size_t l = 0; l < N_FMA_LAYOUTS; l++)
+            check_fma_case(dt, odt, sizes[c][0], sizes[c][1], sizes[c][2], fma_layouts[l][0], fma_layouts[l][1],
+                           fma_layouts[l][2]);
 }
 END_TEST
 
@@ -801,28 +805,22 @@ static void check_rounded_case(torc_dtype c, torc_dtype ta, torc_dtype tb, torc_
 }
 
 START_TEST(test_matmul_fma) {
-    // Every size on the FMA GEMM (by default GEMMs under 1M multiply-adds go through f32 and
-    // sgemm); each test runs in a process of its own (check's fork mode), so this stays here.
+    // Every size on the tiles (by default GEMMs under 1M multiply-adds take the small path); each
+    // test runs in a process of its own (check's fork mode), so this stays here.
     setenv("TORC_ONEDNN_FMA_GEMM", "1", 1);
-    static const struct { torc_dtype in, out; } dts[] = {
-        {TORC_DTYPE_F16, TORC_DTYPE_F16}, {TORC_DTYPE_F16, TORC_DTYPE_F32},
-        {TORC_DTYPE_BF16, TORC_DTYPE_BF16}, {TORC_DTYPE_BF16, TORC_DTYPE_F32},
-    };
-    const torc_dtype dt = dts[_i].in, odt = dts[_i].out;
+    const torc_dtype dt = fma_dts[_i].in, odt = fma_dts[_i].out;
     static const int64_t sizes[][3] = {  // M, K, N
         {1, 1, 1}, {1, 7, 17}, {7, 1, 33}, {17, 33, 7}, {33, 17, 255}, {255, 33, 17}, {13, 255, 33},
         {1000, 17, 33}, {33, 1000, 7}, {7, 33, 1000}, {97, 1025, 65}, {7, 1100, 1500}, {5, 2100, 800},
         {13, 2100, 70},  // B read in place (Zen 4) over two runs of k, its last partial panel packed
     };
-    const enum layout ls[][3] = {{L_CONTIG, L_CONTIG, L_CONTIG}, {L_T2, L_CONTIG, L_CONTIG},
-                                 {L_CONTIG, L_T2, L_CONTIG}, {L_T2, L_T2, L_T2},
-                                 {L_ROWSLICE, L_ROWSLICE, L_ROWSLICE}};
     for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++)
-        for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++) {
-            check_fma_case(dt, odt, sizes[c][0], sizes[c][1], sizes[c][2], ls[l][0], ls[l][1], ls[l][2]);
+        for (size_t l = 0; l < N_FMA_LAYOUTS; l++) {
+            check_fma_case(dt, odt, sizes[c][0], sizes[c][1], sizes[c][2], fma_layouts[l][0], fma_layouts[l][1],
+                           fma_layouts[l][2]);
             // autocast's shapes of MATMUL_ROUNDED: f32 operands to c, and c operands to an f32 out
             check_rounded_case(dt, TORC_DTYPE_F32, odt == dt ? TORC_DTYPE_F32 : dt, odt, sizes[c][0], sizes[c][1],
-                               sizes[c][2], ls[l][0], ls[l][1], ls[l][2]);
+                               sizes[c][2], fma_layouts[l][0], fma_layouts[l][1], fma_layouts[l][2]);
         }
     // Batches: small matrices (one per thread), a broadcast operand, and large ones.
     static const mm_case batched[] = {
@@ -852,18 +850,15 @@ START_TEST(test_matmul_rounded) {
     static const int64_t sizes[][3] = {  // M, K, N
         {1, 1, 1}, {64, 256, 1}, {64, 1, 256}, {1, 64, 256}, {17, 33, 7}, {33, 17, 255}, {13, 255, 33},
     };
-    const enum layout ls[][3] = {{L_CONTIG, L_CONTIG, L_CONTIG}, {L_T2, L_CONTIG, L_CONTIG},
-                                 {L_CONTIG, L_T2, L_CONTIG}, {L_T2, L_T2, L_T2},
-                                 {L_ROWSLICE, L_ROWSLICE, L_ROWSLICE}};
-    for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++) {
+    for (size_t l = 0; l < N_FMA_LAYOUTS; l++) {
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)  // f32 operands, and c ones into an f32 out
             check_rounded_case(c, TORC_DTYPE_F32, to == c ? TORC_DTYPE_F32 : c, to, sizes[i][0], sizes[i][1],
-                               sizes[i][2], ls[l][0], ls[l][1], ls[l][2]);
+                               sizes[i][2], fma_layouts[l][0], fma_layouts[l][1], fma_layouts[l][2]);
     }
     setenv("TORC_ONEDNN_FMA_GEMM", "0", 1);
-    for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++)
-        check_rounded_case(c, TORC_DTYPE_F32, to == c ? TORC_DTYPE_F32 : c, to, 97, 1025, 65, ls[l][0], ls[l][1],
-                           ls[l][2]);
+    for (size_t l = 0; l < N_FMA_LAYOUTS; l++)
+        check_rounded_case(c, TORC_DTYPE_F32, to == c ? TORC_DTYPE_F32 : c, to, 97, 1025, 65, fma_layouts[l][0],
+                           fma_layouts[l][1], fma_layouts[l][2]);
 }
 END_TEST
 

@@ -195,18 +195,14 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
         else if ((i) % 3 == 1) __asm__("vbroadcastss " ROW_MEM1 ", %[t]" : [t] "=v"(dst) : ROW_Q(i));      \
         else __asm__("vbroadcastss " ROW_MEM2 ", %[t]" : [t] "=v"(dst) : ROW_Q(i));                        \
     } while (0)
-#define FMA_ROW512(acc, i, bv)                    \
-    do {                                          \
-        __m512 t_;                                \
-        ROW_BCAST(t_, i);                         \
-        (acc) = _mm512_fmadd_ps(t_, (bv), (acc)); \
+#define FMA_ROW_BCAST(V, P, acc, i, bv)       \
+    do {                                       \
+        V t_;                                  \
+        ROW_BCAST(t_, i);                      \
+        (acc) = P##_fmadd_ps(t_, (bv), (acc)); \
     } while (0)
-#define FMA_ROW256(acc, i, bv)                    \
-    do {                                          \
-        __m256 t_;                                \
-        ROW_BCAST(t_, i);                         \
-        (acc) = _mm256_fmadd_ps(t_, (bv), (acc)); \
-    } while (0)
+#define FMA_ROW512(acc, i, bv) FMA_ROW_BCAST(__m512, _mm512, acc, i, bv)
+#define FMA_ROW256(acc, i, bv) FMA_ROW_BCAST(__m256, _mm256, acc, i, bv)
 
 // stmt for each accumulator (i, v) of an MR x NV tile.
 #define FMA_EACH(MR, NV, stmt) \
