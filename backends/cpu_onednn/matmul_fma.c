@@ -357,11 +357,11 @@ static fma_dims dims_of(int64_t N, int64_t K) {
     return d;
 }
 
-// A small GEMM's lines (small_gemm): A's row and C's row, and up to N of B's columns, each padded
-// to 16 floats, and B as f32 (K x N); M and N swapped where it runs C^T = B^T A^T.
+// A small GEMM's f32 lines (small_gemm): A's row, up to N of B's columns, and B (K x N); M and N
+// swapped where it runs C^T = B^T A^T.
 static int64_t small_floats(int64_t M, int64_t N, int64_t K) {
-    const int64_t n = M > N ? M : N, kp = round_up(K > 0 ? K : 1, 16);
-    return kp + round_up(n, 16) + n * kp + K * n;
+    const int64_t n = M > N ? M : N;
+    return K + 2 * n * K;  // under 2 x ONEDNN_SMALL_WORK + K: n x K is at most M x N x K
 }
 
 size_t onednn__fma_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads) {
@@ -919,14 +919,13 @@ __attribute__((target("avx2,fma,f16c"))) static void small_dot4(src_kind ka, con
 #undef SMALL_DOT4
 }
 
-// n elements of kind k, e apart (in elements), as f32 into dst, zeros up to kp.
-static void small_line(src_kind k, const char *s, int64_t e, int64_t n, int64_t kp, float *dst) {
+// n elements of kind k, e apart (in elements), as f32 into dst.
+static void small_line(src_kind k, const char *s, int64_t e, int64_t n, float *dst) {
     if ((e == 1 || n == 1) && n >= 8) {
-        load_lines(k, s, 0, 1, (int)n, (int)kp, dst);
+        load_lines(k, s, 0, 1, (int)n, (int)n, dst);
         return;
     }
     for (int64_t i = 0; i < n; i++) dst[i] = load_one(k, s, i * e);
-    for (int64_t i = n; i < kp; i++) dst[i] = 0;
 }
 
 // Whether small_gemm takes g's layout: A's rows contiguous, or B's columns (it runs C^T = B^T A^T),
@@ -944,16 +943,16 @@ static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
                               .c_cs = g0->c_rs, .a_dt = g0->b_dt, .b_dt = g0->a_dt, .c_dt = g0->c_dt,
                               .round_dt = g0->round_dt};
     const src_kind ka = src_of(g->a_dt, g->round_dt), kb = src_of(g->b_dt, g->round_dt);
-    const int64_t kp = round_up(g->K, 16), ea = src_size(ka), eb = src_size(kb), ec = (int64_t)dt_size(g->c_dt);
+    const int64_t K = g->K, ea = src_size(ka), eb = src_size(kb), ec = (int64_t)dt_size(g->c_dt);
     const fma_round rnd = g->c_dt == dnnl_f32 ? round_of(g->round_dt) : g->c_dt == dnnl_f16 ? STORE_F16 : STORE_BF16;
-    float *aline = scratch, *crow = aline + kp, *bcols = crow + round_up(g->N, 16), *bf = bcols + g->N * kp;
+    float *aline = scratch, *bcols = aline + K, *bf = bcols + g->N * K;
     const char *a = g->a, *b = g->b;
     char *c = g->c;
     // The columns the row part takes: whole vectors where B's rows and C's are contiguous.
     const bool wide = onednn__isa() >= ONEDNN_ISA_AVX512_CORE;
     const int64_t w = wide ? 16 : 8, j0 = (g->b_cs == 1 || g->K == 1) && g->c_cs == 1 ? g->N / w * w : 0;
     for (int64_t j = j0; j < g->N; j++)
-        small_line(kb, b + j * g->b_cs * eb, g->b_rs, g->K, kp, bcols + (j - j0) * kp);
+        small_line(kb, b + j * g->b_cs * eb, g->b_rs, K, bcols + (j - j0) * K);
     if (j0 == 0 && g->N == 1 && g->a_cs == 1) {  // a GEMV: 4 rows of A at a time where they lie
         for (int64_t i = 0; i < g->M; i += 4) {
             const char *rows[4];
@@ -973,7 +972,7 @@ static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
         kr = SRC_F32, br = (const char *)bf, brk = j0 * (int64_t)sizeof(float);
     }
     for (int64_t i = 0; i < g->M; i++) {
-        small_line(ka, a + i * g->a_rs * ea, g->a_cs, g->K, kp, aline);
+        small_line(ka, a + i * g->a_rs * ea, g->a_cs, K, aline);
         char *crow_c = c + i * g->c_rs * ec;
         if (j0 > 0) {
             if (wide) small_rows512(kr, aline, g->K, br, brk, j0, crow_c, ec, rnd);
@@ -982,8 +981,8 @@ static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
         for (int64_t j = j0; j < g->N; j += 4) {  // 4 columns at a time: their lines against A's row
             const char *cols[4];
             float v[4];
-            for (int r = 0; r < 4; r++) cols[r] = (const char *)(bcols + ((j + r < g->N ? j + r : j) - j0) * kp);
-            small_dot4(SRC_F32, cols, kp, aline, v);
+            for (int r = 0; r < 4; r++) cols[r] = (const char *)(bcols + ((j + r < g->N ? j + r : j) - j0) * K);
+            small_dot4(SRC_F32, cols, K, aline, v);
             for (int r = 0; r < 4 && j + r < g->N; r++) put_one(c, i * g->c_rs + (j + r) * g->c_cs, rnd, false, v[r]);
         }
     }
