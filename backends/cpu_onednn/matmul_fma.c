@@ -291,13 +291,20 @@ typedef struct fma_isa {
 
 // Zen 4's kernels where torc runs at the CPU's own ISA level; a TORC_MAX_CPU_ISA cap below it
 // stands for another CPU of the capped level (the isa suites' emulation), which gets the others.
+// Zen 4's 16 x 16 tiles only for K up to FMA_SHORT_K, whose 16 rows of A (16 KiB of f32) stay in L1
+// while both halves of a panel read them: at K = 1024 (64 KiB, streamed from L2 twice a panel) the
+// Cruncher D=1024 f16 step ran ~1% slower with them, and with A as rows (16 streams).
+#define FMA_SHORT_K 256
 #define ZEN4_TILES(rows, S) {kernel_zen4_16##S##rows, kernel_zen4_4##S##rows, kernel_zen4_8##S##rows, kernel_zen4_12##S##rows}
-#define ZEN4_KINDS(rows)                                                                                 \
-    {[SRC_F32] = ZEN4_TILES(rows, ), [SRC_F16] = ZEN4_TILES(rows, _f16), [SRC_BF16] = ZEN4_TILES(rows, _bf16), \
-     [SRC_F32_AS_F16] = ZEN4_TILES(rows, _f32h)}
-static fma_isa pick_isa(void) {
+#define ZEN4_TILES_LONG(rows, S) {kernel_zen4_12##S##rows, kernel_zen4_4##S##rows, kernel_zen4_8##S##rows}
+#define ZEN4_KINDS(T, rows)                                                                           \
+    {[SRC_F32] = T(rows, ), [SRC_F16] = T(rows, _f16), [SRC_BF16] = T(rows, _bf16),                   \
+     [SRC_F32_AS_F16] = T(rows, _f32h)}
+static fma_isa pick_isa(int64_t K) {
+    if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa() && K <= FMA_SHORT_K)
+        return (fma_isa){32, {16, 4, 8, 12}, {true}, {ZEN4_KINDS(ZEN4_TILES, ), ZEN4_KINDS(ZEN4_TILES, _rows)}};
     if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa())
-        return (fma_isa){32, {16, 4, 8, 12}, {true}, {ZEN4_KINDS(), ZEN4_KINDS(_rows)}};
+        return (fma_isa){32, {12, 4, 8}, {false}, {ZEN4_KINDS(ZEN4_TILES_LONG, ), ZEN4_KINDS(ZEN4_TILES_LONG, _rows)}};
     if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
         return (fma_isa){32, {12, 4, 8}, {false}, {{[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}},
                                                   {[SRC_F32] = {kernel_avx512_12_rows, kernel_avx512_4_rows, kernel_avx512_8_rows}}}};
@@ -344,7 +351,7 @@ typedef struct fma_dims {
 static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 static fma_dims dims_of(int64_t N, int64_t K) {
-    fma_dims d = {.isa = pick_isa()};
+    fma_dims d = {.isa = pick_isa(K)};
     const int64_t nr = d.isa.nr, kk = K > 0 ? K : 1;
     int64_t nc = FMA_B_FLOATS / kk / nr * nr;
     if (nc < nr) nc = nr;
@@ -677,11 +684,12 @@ static int64_t tiled_rows(const fma_isa *isa, int64_t m) {
 //  - column-major A (each k's rows contiguous, as A^T of a row-major matrix) is converted a k-run
 //    of all m rows at a time, and the kernels read it where it lands (dealing each run out to the
 //    panels took 3% of an AVX2-capped D=256 bf16 step);
-//  - row-major A (each row's k contiguous) is read where it lies, f32 whose rows fill whole tiles,
-//    else converted row by row (zero rows up to the last tile's end): the kernels broadcast from
-//    rows as from panels. Packing it into panels transposed it, 0.5-0.6 cycles an element against
-//    0.2 for a row's conversion (one Zen 4 core), 3% of a Cruncher D=256 f16 forward GEMM;
-//  - other layouts are packed into MR-row micro-panels.
+//  - row-major A (each row's k contiguous) in runs of up to FMA_SHORT_K k is converted row by row
+//    (zero rows up to the last tile's end), and the _rows kernels broadcast from its rows as from
+//    panels. Packing it into panels transposed it, 0.5-0.6 cycles an element against 0.2 for a
+//    row's conversion (one Zen 4 core), 3% of a Cruncher D=256 f16 forward GEMM;
+//  - other layouts, and longer runs (whose tile rows, 4 KiB each at k 1024, stream from L2 as 16
+//    streams), are packed into MR-row micro-panels.
 static a_block pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, int64_t m, int64_t pc, int64_t kc,
                       float *restrict ap, float *restrict line) {
     const src_kind sk = src_of(g->a_dt, g->round_dt);
@@ -697,7 +705,7 @@ static a_block pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, 
         }
         return (a_block){ap, 1, padded};
     }
-    if (g->a_cs == 1 && m > 1) {
+    if (g->a_cs == 1 && m > 1 && kc <= FMA_SHORT_K) {
         const int64_t ld = a_ld(kc);
         load_lines(sk, a, g->a_rs * es, m, (int)kc, (int)ld, ap);
         memset(ap + m * ld, 0, (size_t)((tiled_rows(isa, m) - m) * ld) * sizeof(float));
