@@ -10,16 +10,16 @@
 // columns) converts its rows of A, KC k at a time, and runs the MR x NR register-blocked
 // micro-kernel on each MR rows of A against every B micro-panel of its columns: A broadcast, B
 // loaded as vectors, MR x NR accumulators in registers for a run of KC k. A is converted as it lies
-// (pack_a): row-major A into rows of k, column-major A into k-runs of rows, others packed into
-// MR-row micro-panels. The conversions read f16 / bf16 with F16C and AVX2, which every AVX2 CPU has
+// (pack_a): row-major A into rows of k (K up to 256), column-major A into k-runs of rows, others
+// packed into MR-row micro-panels. The conversions read f16 / bf16 with F16C and AVX2, which every AVX2 CPU has
 // (F16C is checked all the same), and runs of 16 with AVX-512 where torc's ISA has it. On Zen 4 a
 // small row-major B is not packed: the kernels read its micro-panels where they are and convert
 // them in the loop (b_in_place). The kernels write C itself where its column stride is 1 and it is
 // f32 (each run of k adds its sums) or f16 / bf16 of K one run (stored from registers); else each
 // run adds into the task's f32 accumulator block, written out (rounded once) after the last run.
 // The micro-kernels are compiled with per-function target attributes and chosen at run time by
-// torc's ISA (isa.c; TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it): Zen 4 (16 x 16, and 12, 8 and
-// 4 rows x 32 for a block's last rows), other AVX-512 (12 x 32, 8 and 4 x 32) and AVX2 + FMA
+// torc's ISA (isa.c; TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it): Zen 4 (16 x 16 with 12, 8 and
+// 4 rows x 32 for a block's last rows up to K = 256, then 12, 8 and 4 x 32), other AVX-512 (12 x 32, 8 and 4 x 32) and AVX2 + FMA
 // (6 x 16, 4 and 2 x 16). Nothing here runs below AVX2 (onednn__fma_usable). Packed B takes at
 // most max(FMA_B_FLOATS, NR x K) floats, less than the f32 copy of B the conversions made. GEMMs
 // under ONEDNN_SMALL_WORK multiply-adds take a path of their own (small_gemm).
@@ -249,11 +249,11 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
 
 // AVX-512: 12 rows x 32 columns; also 8 and 4 rows for the last rows of a block (64 rows as
 // 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM). For packed f32 panels.
-// Zen 4: 16 rows x 16 columns (a 32-column micro-panel in two halves), then 12, 8 and 4 rows x 32
-// for a block's last rows; also for B read in place as f32, f16, bf16 or f32 rounded to f16
-// (b_in_place). One B vector feeds 16 FMAs there against 12, and 64 rows are 4 whole tiles: a
-// Cruncher D=256 f16 forward GEMM (B f32 rounded as read) 75.7 -> 74.4 us (f32 sgemm 74.4), its
-// D=1024 layers 10.55 -> 10.46 ms.
+// Zen 4: up to K = FMA_SHORT_K 16 rows x 16 columns (a 32-column micro-panel in two halves), then
+// 12, 8 and 4 rows x 32 for a block's last rows; for longer K 12, 8 and 4 x 32. Also for B read in
+// place as f32, f16, bf16 or f32 rounded to f16 (b_in_place). One B vector feeds 16 FMAs in the
+// 16 x 16 tile against 12, and 64 rows are 4 whole tiles: a Cruncher D=256 f16 forward GEMM (B f32
+// rounded as read) 75.7 -> 74.4 us (f32 sgemm 74.4).
 #define FMA_K512(NAME, MR, NV, KIND, FMA, FMA_ROW)                                                                    \
     FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA, store16_16, 0)        \
     FMA_KERNEL(NAME##_rows, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA_ROW, store16_16, 1)
