@@ -134,8 +134,7 @@ static void gemm_batch(const onednn_view *a, const onednn_view *b, const onednn_
     g->batch_parallel = batch > 1 && g->M * g->N * g->K < (INT64_C(1) << 20);
 }
 
-// C = A B on torc's FMA GEMM (matmul_fma.c): any strides, f32 / f16 / bf16 in, out f32 or the
-// inputs' dtype, converted while packing.
+// The FMA GEMM's description of C = A B on views a, b, c (one matrix; bt: the batch).
 static onednn_fma_gemm fma_of(const onednn_view *a, const onednn_view *b, const onednn_view *c,
                               dnnl_data_type_t round_dt, onednn_gemm *bt) {
     const int nd = c->ndim, r = nd - 2, k = nd - 1;
@@ -148,6 +147,8 @@ static onednn_fma_gemm fma_of(const onednn_view *a, const onednn_view *b, const 
                              .a_dt = a->dt, .b_dt = b->dt, .c_dt = c->dt, .round_dt = round_dt};
 }
 
+// C = A B on torc's FMA GEMM (matmul_fma.c): any strides, f32 / f16 / bf16 in, out f32 or the
+// inputs' dtype, converted while packing.
 static int plan_fma(onednn_plan *p, const onednn_view *a, int a_buf, const onednn_view *b, int b_buf,
                     const onednn_view *c, dnnl_data_type_t round_dt) {
     onednn_gemm bt;
