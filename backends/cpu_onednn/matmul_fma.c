@@ -977,7 +977,7 @@ static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
     const char *br = b;
     int64_t brk = g->b_rs * eb;
     if (j0 > 0 && kb != SRC_F32 && g->M > 1) {
-        for (int64_t k = 0; k < g->K; k++) load_lines(kb, b + k * g->b_rs * eb, 0, 1, (int)j0, (int)j0, bf + k * j0);
+        load_lines(kb, b, g->b_rs * eb, K, (int)j0, (int)j0, bf);
         kr = SRC_F32, br = (const char *)bf, brk = j0 * (int64_t)sizeof(float);
     }
     for (int64_t i = 0; i < g->M; i++) {

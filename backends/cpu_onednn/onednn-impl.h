@@ -403,10 +403,10 @@ int onednn__cast_run(const torc_op *op);
 void onednn__f32_to_bf16(uint16_t *out, const float *in, int64_t n);
 void onednn__bf16_to_f32(float *out, const uint16_t *in, int64_t n);
 void onednn__f32_to_f16(uint16_t *out, const float *in, int64_t n);
+void onednn__f16_to_f32(float *out, const uint16_t *in, int64_t n);
 // n f32 values (stride si) rounded to round (f16 or bf16; undef: as they are) and back into dst
 // (stride di), in chunks through a 16-bit buffer where both are contiguous (convert.c).
 void onednn__round_line(dnnl_data_type_t round, const float *src, int64_t si, float *dst, int64_t di, int64_t n);
-void onednn__f16_to_f32(float *out, const uint16_t *in, int64_t n);
 
 // ---- tensor memory (memory.c): 64-byte aligned, freed large blocks kept for reuse ----
 void *onednn__mem_alloc(size_t nbytes);  // NULL when the system has no memory

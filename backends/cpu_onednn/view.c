@@ -33,23 +33,19 @@ bool onednn__same_shape(const torc_operand *a, const torc_operand *b) {
     return true;
 }
 
-bool onednn__dense(const torc_operand *x) {
+// Row-major contiguous (a size-1 dim's stride has no meaning).
+static bool dense(int ndim, const int64_t *shape, const int64_t *stride) {
     int64_t want = 1;
-    for (int d = x->ndim - 1; d >= 0; d--) {
-        if (x->shape[d] != 1 && x->stride[d] != want) return false;
-        want *= x->shape[d];
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] != 1 && stride[d] != want) return false;
+        want *= shape[d];
     }
     return true;
 }
 
-bool onednn__view_dense(const onednn_view *v) {
-    int64_t want = 1;
-    for (int d = v->ndim - 1; d >= 0; d--) {
-        if (v->dims[d] != 1 && v->strides[d] != want) return false;
-        want *= v->dims[d];
-    }
-    return true;
-}
+bool onednn__dense(const torc_operand *x) { return dense(x->ndim, x->shape, x->stride); }
+
+bool onednn__view_dense(const onednn_view *v) { return dense(v->ndim, v->dims, v->strides); }
 
 bool onednn__has_bcast(const torc_operand *x) {
     for (int d = 0; d < x->ndim; d++)
