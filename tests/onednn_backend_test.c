@@ -813,6 +813,7 @@ START_TEST(test_matmul_fma) {
         {1, 1, 1}, {1, 7, 17}, {7, 1, 33}, {17, 33, 7}, {33, 17, 255}, {255, 33, 17}, {13, 255, 33},
         {1000, 17, 33}, {33, 1000, 7}, {7, 33, 1000}, {97, 1025, 65}, {7, 1100, 1500}, {5, 2100, 800},
         {13, 2100, 70},  // B read in place (Zen 4) over two runs of k, its last partial panel packed
+        {100, 300, 1000}, {9, 2548, 1100},  // AVX2: B's micro-panels outside the rows of tiles (the 2nd: its 2nd run)
     };
     for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++)
         for (size_t l = 0; l < N_FMA_LAYOUTS; l++) {

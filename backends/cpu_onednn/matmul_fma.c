@@ -721,6 +721,20 @@ static a_block pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, 
     return (a_block){ap, 1, 0};
 }
 
+// Whether a task's B micro-panels go outside its rows of tiles: on AVX2 (6 x 16 tiles, one B
+// vector feeding 6 FMAs, 64 bytes of B every 6 cycles) where the task's packed B (K x n) outgrows
+// its share of L2 and a micro-panel's run of k fits in L1. Rows outside streamed all of B from L3
+// for each row of tiles: an AVX2-capped Cruncher D=1024 (B=512) weight-gradient GEMM, K = 512,
+// 10.4-10.6 ms against 10.1 with the panels outside (oneDNN's sgemm 9.8-10.0; a Zen 4 core). Not on
+// AVX-512 (24 FMAs a B vector: the same GEMM 9.7 ms, 10.0 with the panels outside), nor for smaller
+// B (D=512: B in L2) or longer runs (K = 1024: a micro-panel of 64 KiB, no faster either way).
+#define FMA_L1_BYTES (INT64_C(32) << 10)
+#define FMA_L2_SHARE_BYTES (INT64_C(512) << 10)
+static bool panel_outer(const fma_isa *isa, int64_t kc, int64_t n) {
+    const int64_t panel = kc * isa->nr * (int64_t)sizeof(float);
+    return isa->nr == 16 && panel <= FMA_L1_BYTES && kc * n * (int64_t)sizeof(float) > FMA_L2_SHARE_BYTES;
+}
+
 // One task: rows [i0, i0 + m) x this block's columns [c0, c0 + n) (c0 a multiple of NR).
 static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c0, int64_t n) {
     const onednn_fma_gemm *g = r->g;
@@ -736,50 +750,54 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
         const fma_round rnd = pc + kc == g->K ? r->round_last : ROUND_NONE;  // the sums are whole after the last run
         const a_block blk = pack_a(g, isa, i0, m, pc, kc, ap, line);
         // A micro-panel by A micro-panel, each against every B micro-panel of the task's columns
-        // (B streams, A stays in L1 / L2): measured 6-8% faster than the other way round.
-        for (int64_t ir = 0; ir < m;) {
-            int t;
-            const int R = tile_rows(isa, m - ir, &t);
-            const int64_t mm = m - ir < R ? m - ir : R, ak = blk.ak ? blk.ak : R;
-            const float *at = blk.p + ir * (blk.ak ? blk.ar : kc);
-            // B's micro-panels from the task's first: packed ones K * NR floats apart, in place NR
-            // elements (the pointers stepped, not recomputed: a division a kernel call was 2% of an
-            // AVX2-capped D=256 f16 step)
-            const int64_t bsz = src_size(r->b_kind), b_k_bytes = g->b_rs * bsz;
-            const float *packed = r->bp + (c0 / nr) * g->K * nr + pc * nr;
-            const char *placed = (const char *)g->b + (pc * g->b_rs + r->jc + c0) * bsz;
-            const int rows = blk.ak == 1;
-            const fma_kernel kern_packed = isa->kern[rows][SRC_F32][t], kern_placed = isa->kern[rows][r->b_kind][t];
-            for (int64_t jr = 0; jr < n; jr += nr, packed += g->K * nr, placed += nr * bsz) {
-                const int64_t nn = n - jr < nr ? n - jr : nr;
-                // B's micro-panel: where B is (a whole one, b_in_place), else packed
-                const bool in_place = r->b_in_place && nn == nr;
-                const fma_kernel kern = in_place ? kern_placed : kern_packed;
-                const void *bp = in_place ? (const void *)placed : (const void *)packed;
-                const int64_t bk = in_place ? b_k_bytes : nr * (int64_t)sizeof(float);
-                // a tile of NR / 2 columns: twice, B's and C's columns nr / 2 further the second time
-                const int64_t hb = (nr / 2) * (in_place ? bsz : (int64_t)sizeof(float)), hc = nr / 2;
-                const int nh = isa->halves[t] ? 2 : 1;
-                if (!r->direct) {  // the accumulator block is padded to whole tiles
+        // (B streams, A stays in L1 / L2): measured 6-8% faster than the other way round. Except
+        // on AVX2 (panel_outer): there B's micro-panels go outside, cols columns at a time.
+        const int64_t cols = panel_outer(isa, kc, n) ? nr : n;
+        for (int64_t j0 = 0, p0 = c0 / nr; j0 < n; j0 += cols, p0 += cols / nr) {
+            for (int64_t ir = 0; ir < m;) {
+                int t;
+                const int R = tile_rows(isa, m - ir, &t);
+                const int64_t mm = m - ir < R ? m - ir : R, ak = blk.ak ? blk.ak : R;
+                const float *at = blk.p + ir * (blk.ak ? blk.ar : kc);
+                // B's micro-panels from the task's first: packed ones K * NR floats apart, in place NR
+                // elements (the pointers stepped, not recomputed: a division a kernel call was 2% of an
+                // AVX2-capped D=256 f16 step)
+                const int64_t bsz = src_size(r->b_kind), b_k_bytes = g->b_rs * bsz;
+                const float *packed = r->bp + p0 * g->K * nr + pc * nr;
+                const char *placed = (const char *)g->b + (pc * g->b_rs + r->jc + c0 + j0) * bsz;
+                const int rows = blk.ak == 1;
+                const fma_kernel kern_packed = isa->kern[rows][SRC_F32][t], kern_placed = isa->kern[rows][r->b_kind][t];
+                for (int64_t jr = j0; jr < n && jr < j0 + cols; jr += nr, packed += g->K * nr, placed += nr * bsz) {
+                    const int64_t nn = n - jr < nr ? n - jr : nr;
+                    // B's micro-panel: where B is (a whole one, b_in_place), else packed
+                    const bool in_place = r->b_in_place && nn == nr;
+                    const fma_kernel kern = in_place ? kern_placed : kern_packed;
+                    const void *bp = in_place ? (const void *)placed : (const void *)packed;
+                    const int64_t bk = in_place ? b_k_bytes : nr * (int64_t)sizeof(float);
+                    // a tile of NR / 2 columns: twice, B's and C's columns nr / 2 further the second time
+                    const int64_t hb = (nr / 2) * (in_place ? bsz : (int64_t)sizeof(float)), hc = nr / 2;
+                    const int nh = isa->halves[t] ? 2 : 1;
+                    if (!r->direct) {  // the accumulator block is padded to whole tiles
+                        for (int h = 0; h < nh; h++)
+                            kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk,
+                                 acc + ir * r->d.acc_ld + jr + h * hc, r->d.acc_ld, add, ROUND_NONE);
+                        continue;
+                    }
+                    const int64_t ec = (int64_t)dt_size(g->c_dt);
+                    char *c = (char *)g->c + ((i0 + ir) * g->c_rs + r->jc + c0 + jr) * ec;
+                    if (mm == R && nn == nr) {
+                        for (int h = 0; h < nh; h++)
+                            kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, (float *)(void *)(c + h * hc * ec),
+                                 g->c_rs, add, rnd);
+                        continue;
+                    }
                     for (int h = 0; h < nh; h++)
-                        kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, acc + ir * r->d.acc_ld + jr + h * hc,
-                             r->d.acc_ld, add, ROUND_NONE);
-                    continue;
+                        kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, tile + h * hc, nr, false, ROUND_NONE);
+                    for (int64_t i = 0; i < mm; i++)
+                        for (int64_t j = 0; j < nn; j++) put_one(c, i * g->c_rs + j, rnd, add, tile[i * nr + j]);
                 }
-                const int64_t ec = (int64_t)dt_size(g->c_dt);
-                char *c = (char *)g->c + ((i0 + ir) * g->c_rs + r->jc + c0 + jr) * ec;
-                if (mm == R && nn == nr) {
-                    for (int h = 0; h < nh; h++)
-                        kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, (float *)(void *)(c + h * hc * ec),
-                             g->c_rs, add, rnd);
-                    continue;
-                }
-                for (int h = 0; h < nh; h++)
-                    kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, tile + h * hc, nr, false, ROUND_NONE);
-                for (int64_t i = 0; i < mm; i++)
-                    for (int64_t j = 0; j < nn; j++) put_one(c, i * g->c_rs + j, rnd, add, tile[i * nr + j]);
+                ir += R;
             }
-            ir += R;
         }
     }
     if (!r->direct) write_out(g, acc, r->d.acc_ld, i0, r->jc + c0, m, n);
