@@ -770,7 +770,7 @@ static a_block pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, 
 // vector feeding 6 FMAs, 64 bytes of B every 6 cycles) where the task's packed B (K x n) outgrows
 // its share of L2 and a micro-panel's run of k fits in L1. Rows outside streamed all of B from L3
 // for each row of tiles: an AVX2-capped Cruncher D=1024 (B=512) weight-gradient GEMM, K = 512,
-// 10.4-10.6 ms against 10.1 with the panels outside (oneDNN's sgemm 9.8-10.0; a Zen 4 core). Not on
+// 10.4-10.6 ms against 10.1 with the panels outside (f32 on OpenBLAS: 9.8-10.0; a Zen 4 core). Not on
 // AVX-512 (24 FMAs a B vector: the same GEMM 9.7 ms, 10.0 with the panels outside), nor for smaller
 // B (D=512: B in L2) or longer runs (K = 1024: a micro-panel of 64 KiB, no faster either way).
 #define FMA_L1_BYTES (INT64_C(32) << 10)
