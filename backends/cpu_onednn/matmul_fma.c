@@ -49,7 +49,7 @@
 // offset for all) the D=256 f16 forward GEMM 1.5 us slower.
 #define FMA_A_LD (FMA_KC + 20)  // the most a_ld gives
 #define FMA_NR_MAX 32
-#define FMA_B_GROUP 128  // columns of a row-major B packed a row at a time where its rows are far apart (pack_b)
+#define FMA_B_GROUP 128  // columns of a row-major B packed a row at a time (pack_b)
 
 // ---- rounding to f16 / bf16 ----
 // How a kernel leaves its sums: as they are, or rounded to f16 or bf16 (MATMUL_ROUNDED's last
@@ -675,17 +675,20 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     // B read in place: the kernels take its whole panels where it is; only a partial one is packed.
     if (r->b_in_place)
         while (p0 < p1 && r->jc + (p0 + 1) * nr <= g->N) p0++;
-    // Row-major B, whole panels: a few panels at a time, each a run of K rows (row by row across
-    // all the panels, their writes at one offset hit one cache set). Rows a page or more apart
-    // are each on a page of their own, where the hardware prefetchers stop: there 128 columns
-    // (FMA_B_GROUP) a row at a time, 8 AVX2 panels or 4 AVX-512 ones, against one. The Cruncher
-    // D=1024 (B=512) forward GEMM's 1024 x 1024 f32 B rounded to f16, on a Zen 4 core: packed in
-    // 0.73-1.15 ms one panel at a time, 0.44-0.60 four at a time (GEMM 10.2-11.2 -> 9.9-10.7 ms);
-    // AVX2-capped 0.55-0.69 -> 0.44-0.62 ms eight at a time.
+    // Row-major B, whole panels: FMA_B_GROUP columns (8 AVX2 panels, 4 AVX-512 ones) a row at a
+    // time, each group a run of K rows (row by row across all the panels, their writes at one
+    // offset hit one cache set). One panel at a time read 64 or 128 bytes of each row, and rows a
+    // page or more apart each on a page of its own, where the hardware prefetchers stop: on a Zen 4
+    // core the Cruncher D=1024 (B=512) forward GEMM's 1024 x 1024 f32 B rounded to f16 packed in
+    // 0.73-1.15 ms so, 0.44-0.60 four panels at a time (GEMM 10.2-11.2 -> 9.9-10.7 ms); AVX2-capped
+    // 0.55-0.69 -> 0.44-0.62 ms eight at a time. At D=256 (rows 1 KiB apart) no faster with the
+    // weights in cache, but with the bench's models taking turns (each step finds its weights out of
+    // L2) the AVX2-capped f16 step went from 0.994x to 1.007x the f32 step's speed, bf16 from 0.969x
+    // to 0.981x (means of 5 interleaved rounds).
     int64_t pf = p1;  // panels [p0, pf) done so
     if (g->b_cs == 1 && g->b_rs != 1) {
         while (pf > p0 && r->jc + pf * nr > g->N) pf--;
-        const int64_t lb = g->b_rs * es, group = lb >= 4096 && FMA_B_GROUP > nr ? FMA_B_GROUP / nr : 1;
+        const int64_t lb = g->b_rs * es, group = FMA_B_GROUP / nr;
         for (int64_t p = p0; p < pf; p += group) {
             const int np = (int)(pf - p < group ? pf - p : group);
             pack_rows(sk, (const char *)g->b + (r->jc + p * nr) * es, lb, g->K, np, nr, g->K * nr, r->bp + p * g->K * nr);
