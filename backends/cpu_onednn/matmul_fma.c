@@ -162,9 +162,10 @@ __attribute__((target(TGT512))) static inline void store16_16(uint16_t *p, __m51
 // c (MR x NR, row stride ldc) = (add ? c : 0) + the kc-long dot products of A's MR rows at a and
 // B's NR columns at b (k's row bk bytes after k - 1's: a packed micro-panel of f32, or B itself read
 // in place), rounded as rnd says. A: a packed micro-panel (MR floats for each k, ak floats apart),
-// or, for the _rows kernels, MR rows of k (row i at a + i * ar floats, its k contiguous).
+// or, for the _rows kernels, MR rows of k (row i at a + i * ar floats, its k contiguous). The _first
+// kernels also store B's micro-panel as they convert it, packed, at pk (NR floats a k; see b_first_row).
 typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, const void *b, int64_t bk, float *c,
-                           int64_t ldc, bool add, fma_round rnd);
+                           int64_t ldc, bool add, fma_round rnd, float *pk);
 
 // acc += A's row i at this k broadcast x bv. Zen 4 (FMA_BCAST512_MEM): the broadcast inside the
 // FMA (an EVEX memory operand, {1to16}) instead of a vbroadcastss beside it: there the separate
@@ -212,11 +213,12 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
 // One micro-kernel: MR rows x NV vectors of W floats (NR = NV x W), in the vector type V with the
 // intrinsics prefix P (_mm512 / _mm256), compiled for TGT; B's elements of kind KIND read with
 // LOAD (load16 / load8: a packed panel is SRC_F32), FMA one row's multiply-add (ROWS: A as rows,
-// FMA a _ROW form), RB rounds a V to bf16, ST16 stores a V as 16-bit values.
-#define FMA_KERNEL(NAME, TGT, V, P, W, MR, NV, RB, LOAD, KIND, FMA, ST16, ROWS)                              \
+// FMA a _ROW form), RB rounds a V to bf16, ST16 stores a V as 16-bit values, PK: B's vectors
+// stored at pk as they are read.
+#define FMA_KERNEL(NAME, TGT, V, P, W, MR, NV, RB, LOAD, KIND, FMA, ST16, ROWS, PK)                          \
     __attribute__((target(TGT))) static void NAME(int64_t kc, const float *restrict a, int64_t ar, int64_t ak, \
                                                   const void *restrict b, int64_t bk, float *restrict c,      \
-                                                  int64_t ldc, bool add, fma_round rnd) {                     \
+                                                  int64_t ldc, bool add, fma_round rnd, float *restrict pk) { \
         V acc[MR][NV], bv[NV];                                                                            \
         const char *bp = b;                                                                               \
         const int64_t half = W * src_size(KIND), x = ar * (int64_t)sizeof(float);                        \
@@ -226,6 +228,10 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
             _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) acc[i][v] = P##_setzero_ps();            \
         for (int64_t k = 0; k < kc; k++) {                                                                \
             _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) bv[v] = LOAD(KIND, bp + v * half);       \
+            if (PK) {                                                                                     \
+                _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) P##_storeu_ps(pk + v * W, bv[v]);    \
+                pk += NV * W;                                                                             \
+            }                                                                                             \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
                 _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) FMA(acc[i][v], i, bv[v]);            \
             if (ROWS) {                                                                                   \
@@ -256,8 +262,8 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
 // 16 x 16 tile against 12, and 64 rows are 4 whole tiles: a Cruncher D=256 f16 forward GEMM (B f32
 // rounded as read) 75.7 -> 74.4 us (f32 sgemm 74.4).
 #define FMA_K512(NAME, MR, NV, KIND, FMA, FMA_ROW)                                                                    \
-    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA, store16_16, 0)        \
-    FMA_KERNEL(NAME##_rows, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA_ROW, store16_16, 1)
+    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA, store16_16, 0, 0)        \
+    FMA_KERNEL(NAME##_rows, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA_ROW, store16_16, 1, 0)
 #define FMA_KERNELS_ZEN4(MR, NV)                                                               \
     FMA_K512(kernel_zen4_##MR, MR, NV, SRC_F32, FMA_BCAST512_MEM, FMA_ROW512_MEM)               \
     FMA_K512(kernel_zen4_##MR##_f16, MR, NV, SRC_F16, FMA_BCAST512_MEM, FMA_ROW512_MEM)         \
@@ -272,14 +278,19 @@ FMA_K512(kernel_avx512_8, 8, 2, SRC_F32, FMA_BCAST512, FMA_ROW512)
 FMA_K512(kernel_avx512_4, 4, 2, SRC_F32, FMA_BCAST512, FMA_ROW512)
 
 // AVX2: 6 rows x 16 columns; also 4 and 2 rows for a block's last rows (64 rows as 10 x 6 + 4).
-// Packed panels only: AVX2 has no broadcast inside an FMA, and beside vbroadcastss converting B
-// in the loop costs more than packing it once.
-#define FMA_K256(NAME, MR)                                                                                          \
-    FMA_KERNEL(NAME, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, load8, SRC_F32, FMA_BCAST256, store16_8, 0) \
-    FMA_KERNEL(NAME##_rows, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, load8, SRC_F32, FMA_ROW256, store16_8, 1)
-FMA_K256(kernel_avx2_6, 6)
-FMA_K256(kernel_avx2_4, 4)
-FMA_K256(kernel_avx2_2, 2)
+// Packed panels: AVX2 has no broadcast inside an FMA, and beside vbroadcastss converting B in the
+// loop of every row of tiles costs more than packing it once. The _first kernels convert f32 B
+// rounded to f16 where it is, for the first row of tiles only, and store the panel packed for the
+// others (b_first_row).
+#define FMA_K256(NAME, MR, KIND, PK)                                                                                   \
+    FMA_KERNEL(NAME, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, load8, KIND, FMA_BCAST256, store16_8, 0, PK) \
+    FMA_KERNEL(NAME##_rows, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, load8, KIND, FMA_ROW256, store16_8, 1, PK)
+FMA_K256(kernel_avx2_6, 6, SRC_F32, 0)
+FMA_K256(kernel_avx2_4, 4, SRC_F32, 0)
+FMA_K256(kernel_avx2_2, 2, SRC_F32, 0)
+FMA_K256(kernel_avx2_6_first, 6, SRC_F32_AS_F16, 1)
+FMA_K256(kernel_avx2_4_first, 4, SRC_F32_AS_F16, 1)
+FMA_K256(kernel_avx2_2_first, 2, SRC_F32_AS_F16, 1)
 
 #define FMA_TILES 4
 typedef struct fma_isa {
@@ -288,6 +299,8 @@ typedef struct fma_isa {
     bool halves[FMA_TILES];  // the tile's kernels take NR / 2 columns: two calls a micro-panel
     // by A's layout (0: panels, 1: rows of k), B's kind and tile; [SRC_F32] also packed panels; NULL: pack B
     fma_kernel kern[2][SRC_KINDS][FMA_TILES];
+    // by A's layout and tile: the first row of tiles' kernels for f32 B rounded to f16 (b_first_row), or NULL
+    fma_kernel first[2][FMA_TILES];
 } fma_isa;
 
 // Zen 4's kernels where torc runs at the CPU's own ISA level; a TORC_MAX_CPU_ISA cap below it
@@ -303,14 +316,18 @@ typedef struct fma_isa {
      [SRC_F32_AS_F16] = T(rows, _f32h)}
 static fma_isa pick_isa(int64_t K) {
     if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa() && K <= FMA_SHORT_K)
-        return (fma_isa){32, {16, 4, 8, 12}, {true}, {ZEN4_KINDS(ZEN4_TILES, ), ZEN4_KINDS(ZEN4_TILES, _rows)}};
+        return (fma_isa){32, {16, 4, 8, 12}, {true}, {ZEN4_KINDS(ZEN4_TILES, ), ZEN4_KINDS(ZEN4_TILES, _rows)}, {{NULL}}};
     if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa())
-        return (fma_isa){32, {12, 4, 8}, {false}, {ZEN4_KINDS(ZEN4_TILES_LONG, ), ZEN4_KINDS(ZEN4_TILES_LONG, _rows)}};
+        return (fma_isa){32, {12, 4, 8}, {false}, {ZEN4_KINDS(ZEN4_TILES_LONG, ), ZEN4_KINDS(ZEN4_TILES_LONG, _rows)},
+                         {{NULL}}};
     if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
         return (fma_isa){32, {12, 4, 8}, {false}, {{[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}},
-                                                  {[SRC_F32] = {kernel_avx512_12_rows, kernel_avx512_4_rows, kernel_avx512_8_rows}}}};
+                                                  {[SRC_F32] = {kernel_avx512_12_rows, kernel_avx512_4_rows, kernel_avx512_8_rows}}},
+                         {{NULL}}};
     return (fma_isa){16, {6, 2, 4}, {false}, {{[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}},
-                                             {[SRC_F32] = {kernel_avx2_6_rows, kernel_avx2_2_rows, kernel_avx2_4_rows}}}};
+                                             {[SRC_F32] = {kernel_avx2_6_rows, kernel_avx2_2_rows, kernel_avx2_4_rows}}},
+                     {{kernel_avx2_6_first, kernel_avx2_2_first, kernel_avx2_4_first},
+                      {kernel_avx2_6_first_rows, kernel_avx2_2_first_rows, kernel_avx2_4_first_rows}}};
 }
 
 // The tile for the rows [ir, m) of a block: MR, or the smallest smaller tile that holds them.
@@ -589,6 +606,7 @@ typedef struct fma_run {
     bool direct;           // the kernels write C itself (see the file's head); else acc, write_out
     fma_round round_last;  // direct: how the last run of k leaves its sums in C (STORE_*: 16-bit C)
     bool b_in_place;       // the kernels read B's whole micro-panels where B is (b_in_place)
+    bool b_first_row;      // the first row of tiles packs B's whole micro-panels as it reads them (b_first_row)
     src_kind b_kind;
 } fma_run;
 
@@ -673,7 +691,7 @@ static void pack_b(const fma_run *r, int tid, int64_t p0, int64_t p1) {
     const int64_t es = src_size(sk);
     float *line = r->threads + tid * r->d.thread_floats + FMA_MC * FMA_A_LD + FMA_MC * r->d.nc;
     // B read in place: the kernels take its whole panels where it is; only a partial one is packed.
-    if (r->b_in_place)
+    if (r->b_in_place || r->b_first_row)
         while (p0 < p1 && r->jc + (p0 + 1) * nr <= g->N) p0++;
     // Row-major B, whole panels: FMA_B_GROUP columns (8 AVX2 panels, 4 AVX-512 ones) a row at a
     // time, each group a run of K rows (row by row across all the panels, their writes at one
@@ -811,14 +829,17 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                 // elements (the pointers stepped, not recomputed: a division a kernel call was 2% of an
                 // AVX2-capped D=256 f16 step)
                 const int64_t bsz = src_size(r->b_kind), b_k_bytes = g->b_rs * bsz;
-                const float *packed = r->bp + p0 * g->K * nr + pc * nr;
+                float *packed = r->bp + p0 * g->K * nr + pc * nr;
                 const char *placed = (const char *)g->b + (pc * g->b_rs + r->jc + c0 + j0) * bsz;
                 const int rows = blk.ak == 1;
-                const fma_kernel kern_packed = isa->kern[rows][SRC_F32][t], kern_placed = isa->kern[rows][r->b_kind][t];
+                const bool first = r->b_first_row && ir == 0;  // (its kernels store the panels the other rows read)
+                const fma_kernel kern_packed = isa->kern[rows][SRC_F32][t],
+                                 kern_placed = first ? isa->first[rows][t] : isa->kern[rows][r->b_kind][t];
                 for (int64_t jr = j0; jr < n && jr < j0 + cols; jr += nr, packed += g->K * nr, placed += nr * bsz) {
                     const int64_t nn = n - jr < nr ? n - jr : nr;
-                    // B's micro-panel: where B is (a whole one, b_in_place), else packed
-                    const bool in_place = r->b_in_place && nn == nr;
+                    // B's micro-panel: where B is (a whole one, b_in_place or the first row), else packed
+                    const bool in_place = (r->b_in_place || first) && nn == nr;
+                    float *pk = first && in_place ? packed : NULL;
                     const fma_kernel kern = in_place ? kern_placed : kern_packed;
                     const void *bp = in_place ? (const void *)placed : (const void *)packed;
                     const int64_t bk = in_place ? b_k_bytes : nr * (int64_t)sizeof(float);
@@ -828,7 +849,7 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                     if (!r->direct) {  // the accumulator block is padded to whole tiles
                         for (int h = 0; h < nh; h++)
                             kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk,
-                                 acc + ir * r->d.acc_ld + jr + h * hc, r->d.acc_ld, add, ROUND_NONE);
+                                 acc + ir * r->d.acc_ld + jr + h * hc, r->d.acc_ld, add, ROUND_NONE, pk);
                         continue;
                     }
                     const int64_t ec = (int64_t)dt_size(g->c_dt);
@@ -836,11 +857,11 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                     if (mm == R && nn == nr) {
                         for (int h = 0; h < nh; h++)
                             kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, (float *)(void *)(c + h * hc * ec),
-                                 g->c_rs, add, rnd);
+                                 g->c_rs, add, rnd, pk);
                         continue;
                     }
                     for (int h = 0; h < nh; h++)
-                        kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, tile + h * hc, nr, false, ROUND_NONE);
+                        kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, tile + h * hc, nr, false, ROUND_NONE, pk);
                     for (int64_t i = 0; i < mm; i++)
                         for (int64_t j = 0; j < nn; j++) put_one(c, i * g->c_rs + j, rnd, add, tile[i * nr + j]);
                 }
@@ -882,6 +903,19 @@ static void zero_out(const onednn_fma_gemm *g) {
 #define FMA_B_IN_PLACE_BYTES (INT64_C(512) << 10)
 static bool b_in_place(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k) {
     return isa->kern[0][k][0] && g->b_cs == 1 && g->K * g->N * src_size(k) <= FMA_B_IN_PLACE_BYTES;
+}
+
+// Whether the first row of tiles packs B's whole micro-panels while it reads them where they are
+// (the _first kernels), the other rows reading them packed: AVX2, B row-major f32 rounded to f16,
+// one block of rows (M up to FMA_MC: a task is then the only reader of its columns) and one run of
+// k. The conversions run beside the first row's FMAs instead of in a pass of their own: the
+// Cruncher D=256 (B=64) forward GEMM, AVX2-capped, 82.1 -> 78.6-78.8 us, and the step with the
+// bench's models taking turns 0.996x -> 1.012x the f32 step's speed (means of 5 interleaved rounds;
+// a Zen 4 core). Not for bf16: its rounding, 7 operations a vector, beside the FMAs took that GEMM
+// from 84.3 to 86.5 us.
+static bool b_first_row(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k) {
+    return k == SRC_F32_AS_F16 && isa->first[0][0] && g->b_cs == 1 && g->b_rs != 1 && g->M <= FMA_MC &&
+           g->K <= FMA_KC;
 }
 
 // ---- small GEMMs ----
@@ -1079,6 +1113,7 @@ void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
     r.round_last = g->c_dt == dnnl_f32 ? round_of(g->round_dt) : g->c_dt == dnnl_f16 ? STORE_F16 : STORE_BF16;
     r.b_kind = src_of(g->b_dt, g->round_dt);
     r.b_in_place = b_in_place(g, &r.d.isa, r.b_kind);
+    r.b_first_row = !r.b_in_place && b_first_row(g, &r.d.isa, r.b_kind);
     const int nr = r.d.isa.nr;
     r.n_ic = (g->M + FMA_MC - 1) / FMA_MC;
     for (r.jc = 0; r.jc < g->N; r.jc += r.d.nc) {
