@@ -299,8 +299,8 @@ typedef struct fma_isa {
     bool halves[FMA_TILES];  // the tile's kernels take NR / 2 columns: two calls a micro-panel
     // by A's layout (0: panels, 1: rows of k), B's kind and tile; [SRC_F32] also packed panels; NULL: pack B
     fma_kernel kern[2][SRC_KINDS][FMA_TILES];
-    // by A's layout and tile: the first row of tiles' kernels for f32 B rounded to f16 (b_first_row), or NULL
-    fma_kernel first[2][FMA_TILES];
+    // by A's layout, B's kind and tile: the first row of tiles' kernels (b_first_row); NULL: none
+    fma_kernel first[2][SRC_KINDS][FMA_TILES];
 } fma_isa;
 
 // Zen 4's kernels where torc runs at the CPU's own ISA level; a TORC_MAX_CPU_ISA cap below it
@@ -316,18 +316,18 @@ typedef struct fma_isa {
      [SRC_F32_AS_F16] = T(rows, _f32h)}
 static fma_isa pick_isa(int64_t K) {
     if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa() && K <= FMA_SHORT_K)
-        return (fma_isa){32, {16, 4, 8, 12}, {true}, {ZEN4_KINDS(ZEN4_TILES, ), ZEN4_KINDS(ZEN4_TILES, _rows)}, {{NULL}}};
+        return (fma_isa){32, {16, 4, 8, 12}, {true}, {ZEN4_KINDS(ZEN4_TILES, ), ZEN4_KINDS(ZEN4_TILES, _rows)}, {{{NULL}}}};
     if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa())
         return (fma_isa){32, {12, 4, 8}, {false}, {ZEN4_KINDS(ZEN4_TILES_LONG, ), ZEN4_KINDS(ZEN4_TILES_LONG, _rows)},
-                         {{NULL}}};
+                         {{{NULL}}}};
     if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
         return (fma_isa){32, {12, 4, 8}, {false}, {{[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}},
                                                   {[SRC_F32] = {kernel_avx512_12_rows, kernel_avx512_4_rows, kernel_avx512_8_rows}}},
-                         {{NULL}}};
+                         {{{NULL}}}};
     return (fma_isa){16, {6, 2, 4}, {false}, {{[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}},
                                              {[SRC_F32] = {kernel_avx2_6_rows, kernel_avx2_2_rows, kernel_avx2_4_rows}}},
-                     {{kernel_avx2_6_first, kernel_avx2_2_first, kernel_avx2_4_first},
-                      {kernel_avx2_6_first_rows, kernel_avx2_2_first_rows, kernel_avx2_4_first_rows}}};
+                     {{[SRC_F32_AS_F16] = {kernel_avx2_6_first, kernel_avx2_2_first, kernel_avx2_4_first}},
+                      {[SRC_F32_AS_F16] = {kernel_avx2_6_first_rows, kernel_avx2_2_first_rows, kernel_avx2_4_first_rows}}}};
 }
 
 // The tile for the rows [ir, m) of a block: MR, or the smallest smaller tile that holds them.
@@ -819,6 +819,7 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
         // (B streams, A stays in L1 / L2): measured 6-8% faster than the other way round. Except
         // on AVX2 (panel_outer): there B's micro-panels go outside, cols columns at a time.
         const int64_t cols = panel_outer(isa, kc, n) ? nr : n;
+        const int64_t bsz = src_size(r->b_kind), b_k_bytes = g->b_rs * bsz;
         for (int64_t j0 = 0, p0 = c0 / nr; j0 < n; j0 += cols, p0 += cols / nr) {
             for (int64_t ir = 0; ir < m;) {
                 int t;
@@ -828,13 +829,12 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                 // B's micro-panels from the task's first: packed ones K * NR floats apart, in place NR
                 // elements (the pointers stepped, not recomputed: a division a kernel call was 2% of an
                 // AVX2-capped D=256 f16 step)
-                const int64_t bsz = src_size(r->b_kind), b_k_bytes = g->b_rs * bsz;
                 float *packed = r->bp + p0 * g->K * nr + pc * nr;
                 const char *placed = (const char *)g->b + (pc * g->b_rs + r->jc + c0 + j0) * bsz;
                 const int rows = blk.ak == 1;
                 const bool first = r->b_first_row && ir == 0;  // (its kernels store the panels the other rows read)
                 const fma_kernel kern_packed = isa->kern[rows][SRC_F32][t],
-                                 kern_placed = first ? isa->first[rows][t] : isa->kern[rows][r->b_kind][t];
+                                 kern_placed = (first ? isa->first : isa->kern)[rows][r->b_kind][t];
                 for (int64_t jr = j0; jr < n && jr < j0 + cols; jr += nr, packed += g->K * nr, placed += nr * bsz) {
                     const int64_t nn = n - jr < nr ? n - jr : nr;
                     // B's micro-panel: where B is (a whole one, b_in_place or the first row), else packed
@@ -906,16 +906,15 @@ static bool b_in_place(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k)
 }
 
 // Whether the first row of tiles packs B's whole micro-panels while it reads them where they are
-// (the _first kernels), the other rows reading them packed: AVX2, B row-major f32 rounded to f16,
-// one block of rows (M up to FMA_MC: a task is then the only reader of its columns) and one run of
-// k. The conversions run beside the first row's FMAs instead of in a pass of their own: the
+// (the _first kernels), the other rows reading them packed: B row-major of a kind the ISA has _first
+// kernels for (AVX2: f32 rounded to f16), one block of rows (M up to FMA_MC: a task is then the only
+// reader of its columns) and one run of k. The conversions run beside the first row's FMAs instead of in a pass of their own: the
 // Cruncher D=256 (B=64) forward GEMM, AVX2-capped, 82.1 -> 78.6-78.8 us, and the step with the
 // bench's models taking turns 0.996x -> 1.012x the f32 step's speed (means of 5 interleaved rounds;
 // a Zen 4 core). Not for bf16: its rounding, 7 operations a vector, beside the FMAs took that GEMM
 // from 84.3 to 86.5 us.
 static bool b_first_row(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k) {
-    return k == SRC_F32_AS_F16 && isa->first[0][0] && g->b_cs == 1 && g->b_rs != 1 && g->M <= FMA_MC &&
-           g->K <= FMA_KC;
+    return isa->first[0][k][0] && g->b_cs == 1 && g->b_rs != 1 && g->M <= FMA_MC && g->K <= FMA_KC;
 }
 
 // ---- small GEMMs ----
