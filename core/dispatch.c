@@ -80,6 +80,16 @@ torc_status torc__dispatch_native(torc_device *dev, torc_op *op) {
     return rc ? run_failed(dev, rc) : TORC_OK;
 }
 
+// The end of a dispatch: run()'s status rc from runner, and op's flops counted where it ran. FLOPs
+// are counted in the dtype the op computes from: its first input's (out's for fills);
+// MATMUL_ROUNDED's as the MATMUL in c it stands for.
+static torc_status counted(const torc_device *runner, const torc_op *op, int rc, uint64_t flops) {
+    if (rc != 0) return run_failed(runner, rc);
+    if (op->code == TORC_OP_MATMUL_ROUNDED) torc__flops_add(TORC_OP_MATMUL, (torc_dtype)op->params.matmul.dtype, flops);
+    else torc__flops_add(op->code, op->n_in > 0 ? op->in[0].dtype : op->out[0].dtype, flops);
+    return TORC_OK;
+}
+
 torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     torc_device *runner = dev;
     int rc;
@@ -106,12 +116,11 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     } else {
         rc = runner->vt->run(runner->ctx, runner->index, op);
     }
-    if (rc != 0) return run_failed(runner, rc);
-    // FLOPs are counted in the dtype the op computes from: its first input's (out's for fills);
-    // MATMUL_ROUNDED's as the MATMUL in c it stands for.
-    if (op->code == TORC_OP_MATMUL_ROUNDED) torc__flops_add(TORC_OP_MATMUL, (torc_dtype)op->params.matmul.dtype, flops);
-    else torc__flops_add(op->code, op->n_in > 0 ? op->in[0].dtype : op->out[0].dtype, flops);
-    return TORC_OK;
+    return counted(runner, op, rc, flops);
+}
+
+torc_status torc__dispatch_supported(torc_device *dev, torc_op *op, uint64_t flops) {
+    return counted(dev, op, dev->vt->run(dev->ctx, dev->index, op), flops);
 }
 
 void *torc__dev_alloc(torc_device *dev, size_t nbytes) {

@@ -92,13 +92,14 @@ static torc_tensor *matmul(const torc_tensor *a, const torc_tensor *b, torc_dtyp
     torc_tensor *out = torc__new(a->device, out_dtype, nd, oshape);
     if (!out) return NULL;
     torc__operand(out, &op.out[0]);
-    if (op.code == TORC_OP_MATMUL_ROUNDED && !torc__runs_natively(a->device, &op)) {
+    const bool rounded = op.code == TORC_OP_MATMUL_ROUNDED;
+    if (rounded && !torc__runs_natively(a->device, &op)) {
         torc_release(out);
         *declined = true;
         return NULL;
     }
     const uint64_t flops = 2 * (uint64_t)torc__numel(nb, batch) * (uint64_t)M * (uint64_t)N * (uint64_t)K;
-    if (torc__dispatch(a->device, &op, flops)) {
+    if (rounded ? torc__dispatch_supported(a->device, &op, flops) : torc__dispatch(a->device, &op, flops)) {
         torc_release(out);
         return NULL;
     }

@@ -190,6 +190,10 @@ torc_status torc__native_check(torc_device *dev, torc_op *op);
 // The same test as a yes or no, setting no error (for ops with a fallback of their own).
 bool torc__runs_natively(torc_device *dev, torc_op *op);
 torc_status torc__dispatch_native(torc_device *dev, torc_op *op);
+// Runs op on dev's backend, whose supports() the caller has just seen take it (torc__runs_natively),
+// counting flops as torc__dispatch does: a MATMUL_ROUNDED asked supports() once instead of twice
+// (each a primitive-cache lookup of the op's ~700-byte key in the oneDNN backend).
+torc_status torc__dispatch_supported(torc_device *dev, torc_op *op, uint64_t flops);
 // The one wrapper per vtable member (SQLite's pattern): version checks live here.
 void *torc__dev_alloc(torc_device *dev, size_t nbytes);
 void torc__dev_free(torc_device *dev, void *ptr);

@@ -844,9 +844,7 @@ END_TEST
 
 START_TEST(test_matmul_rounded) {
     // MATMUL_ROUNDED under 1M multiply-adds (a model's final layer of one output, its K = 1 input
-    // gradient, M = 1: the FMA GEMM's small path, or through f32 and sgemm below AVX2), then every
-    // size with TORC_ONEDNN_FMA_GEMM=0 (through f32, as below AVX2). Each test runs in a process of
-    // its own.
+    // gradient, M = 1: the FMA GEMM's small path, or through f32 and sgemm below AVX2).
     const torc_dtype c = _i & 1 ? TORC_DTYPE_BF16 : TORC_DTYPE_F16, to = _i & 2 ? TORC_DTYPE_F32 : c;
     static const int64_t sizes[][3] = {  // M, K, N
         {1, 1, 1}, {64, 256, 1}, {64, 1, 256}, {1, 64, 256}, {17, 33, 7}, {33, 17, 255}, {13, 255, 33},
@@ -856,7 +854,15 @@ START_TEST(test_matmul_rounded) {
             check_rounded_case(c, TORC_DTYPE_F32, to == c ? TORC_DTYPE_F32 : c, to, sizes[i][0], sizes[i][1],
                                sizes[i][2], fma_layouts[l][0], fma_layouts[l][1], fma_layouts[l][2]);
     }
+}
+END_TEST
+
+START_TEST(test_matmul_rounded_via_f32) {
+    // MATMUL_ROUNDED with TORC_ONEDNN_FMA_GEMM=0: through f32 and sgemm, as below AVX2. The backend
+    // reads the variable once, at its first matmul: this test runs in a process of its own (Check
+    // forks), set before it.
     setenv("TORC_ONEDNN_FMA_GEMM", "0", 1);
+    const torc_dtype c = _i & 1 ? TORC_DTYPE_BF16 : TORC_DTYPE_F16, to = _i & 2 ? TORC_DTYPE_F32 : c;
     for (size_t l = 0; l < N_FMA_LAYOUTS; l++)
         check_rounded_case(c, TORC_DTYPE_F32, to == c ? TORC_DTYPE_F32 : c, to, 97, 1025, 65, fma_layouts[l][0],
                            fma_layouts[l][1], fma_layouts[l][2]);
@@ -2054,6 +2060,7 @@ static Suite *onednn_suite(void) {
     tcase_add_loop_test(tc, test_matmul_fma, 0, 4);
     tcase_add_loop_test(tc, test_matmul_small, 0, 4);
     tcase_add_loop_test(tc, test_matmul_rounded, 0, 4);
+    tcase_add_loop_test(tc, test_matmul_rounded_via_f32, 0, 4);
     tcase_add_loop_test(tc, test_matmul_large, 0, (int)(sizeof mm_dtypes / sizeof mm_dtypes[0]));
     tcase_add_loop_test(tc, test_unary, 0, (int)(sizeof unary_cases / sizeof unary_cases[0]));
     tcase_add_test(tc, test_unary_int_input);

@@ -26,6 +26,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -342,20 +343,34 @@ static int tile_rows(const fma_isa *isa, int64_t left, int *t) {
     return isa->rows[0];
 }
 
+// TORC_ONEDNN_FMA_GEMM, read once a process, at the first matmul that asks (README): 0 off, 1
+// every f16 / bf16 size on the tiles, all f32 too, else the default. (Read at every GEMM, its
+// getenv was 0.4 us of a Cruncher D=256 f16 step on a Zen 4 core.)
+typedef enum fma_env { FMA_ENV_DEFAULT, FMA_ENV_OFF, FMA_ENV_TILES, FMA_ENV_ALL } fma_env;
+static fma_env fma_env_get(void) {
+    static _Atomic int cached = -1;
+    int v = atomic_load(&cached);
+    if (v < 0) {
+        const char *env = getenv("TORC_ONEDNN_FMA_GEMM");
+        v = !env ? FMA_ENV_DEFAULT
+            : strcmp(env, "0") == 0 ? FMA_ENV_OFF
+            : strcmp(env, "1") == 0 ? FMA_ENV_TILES
+            : strcmp(env, "all") == 0 ? FMA_ENV_ALL : FMA_ENV_DEFAULT;
+        atomic_store(&cached, v);
+    }
+    return (fma_env)v;
+}
+
 bool onednn__fma_usable(void) {
-    const char *env = getenv("TORC_ONEDNN_FMA_GEMM");
-    return !(env && strcmp(env, "0") == 0) && onednn__isa() >= ONEDNN_ISA_AVX2 && onednn__cpu_has_f16c();
+    return fma_env_get() != FMA_ENV_OFF && onednn__isa() >= ONEDNN_ISA_AVX2 && onednn__cpu_has_f16c();
 }
 
 int64_t onednn__fma_min_work(void) {
-    const char *env = getenv("TORC_ONEDNN_FMA_GEMM");
-    return env && (strcmp(env, "1") == 0 || strcmp(env, "all") == 0) ? 0 : ONEDNN_SMALL_WORK;
+    const fma_env e = fma_env_get();
+    return e == FMA_ENV_TILES || e == FMA_ENV_ALL ? 0 : ONEDNN_SMALL_WORK;
 }
 
-bool onednn__fma_f32(void) {
-    const char *env = getenv("TORC_ONEDNN_FMA_GEMM");
-    return env && strcmp(env, "all") == 0 && onednn__isa() >= ONEDNN_ISA_AVX2;
-}
+bool onednn__fma_f32(void) { return fma_env_get() == FMA_ENV_ALL && onednn__isa() >= ONEDNN_ISA_AVX2; }
 
 // ---- sizes ----
 typedef struct fma_dims {
