@@ -1133,9 +1133,9 @@ void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
     for (r.jc = 0; r.jc < g->N; r.jc += r.d.nc) {
         r.nc = g->N - r.jc < r.d.nc ? g->N - r.jc : r.d.nc;
         // Fewer row blocks than two per thread: the block's columns are split too (each slice
-        // packs its rows of A again).
+        // packs its rows of A again; so not on one thread).
         const int64_t panels = (r.nc + nr - 1) / nr;
-        r.nsub = r.n_ic >= 2 * nthreads ? 1 : (2 * nthreads + r.n_ic - 1) / r.n_ic;
+        r.nsub = nthreads <= 1 || r.n_ic >= 2 * nthreads ? 1 : (2 * nthreads + r.n_ic - 1) / r.n_ic;
         if (r.nsub > panels) r.nsub = panels;
         r.sub_cols = (panels + r.nsub - 1) / r.nsub * nr;
         if (nthreads <= 1) {  // no worksharing here: the caller may be one thread of a batch loop's team
