@@ -11,6 +11,15 @@ if(TORC_WITH_ONEDNN)
   set_tests_properties(onednn_backend PROPERTIES LABELS "unit"
     ENVIRONMENT "TORC_BUILD_DIR=${CMAKE_BINARY_DIR};TORC_SOURCE_DIR=${PROJECT_SOURCE_DIR};TORC_ONEDNN_MIN_WORK=0")
 
+  # The AVX2 kernels' bf16 rounding by Veltkamp's split against torc_f32_to_bf16 (its header only).
+  add_executable(onednn_bf16_split_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_bf16_split_test.c)
+  target_include_directories(onednn_bf16_split_test PRIVATE ${PROJECT_SOURCE_DIR}/core/include
+    ${PROJECT_SOURCE_DIR}/backends/cpu_onednn)
+  target_link_libraries(onednn_bf16_split_test PRIVATE PkgConfig::CHECK m)
+  target_compile_options(onednn_bf16_split_test PRIVATE ${TORC_WARNINGS} -ffp-contract=off)
+  add_test(NAME onednn_bf16_split COMMAND onednn_bf16_split_test)
+  set_tests_properties(onednn_bf16_split PROPERTIES LABELS "unit")
+
   # The default size threshold below which oneDNN leaves ops to the reference backend.
   add_executable(onednn_small_ops_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_small_ops_test.c)
   target_include_directories(onednn_small_ops_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

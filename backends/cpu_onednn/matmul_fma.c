@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16_split.h"
 #include "onednn-impl.h"
 #include "torc/convert.h"
 
@@ -131,6 +132,12 @@ __attribute__((target("avx2,f16c"))) static inline __m128 load4(src_kind k, cons
     return k == SRC_F32_AS_BF16 ? round_bf16_4(v) : v;
 }
 
+// 8 f32 at p rounded to bf16 by split_bf16_8 (the checked kernels' B; k is SRC_F32_AS_BF16).
+__attribute__((target("avx2"))) static inline __m256 load8_split(src_kind k, const char *p) {
+    (void)k;
+    return split_bf16_8(_mm256_loadu_ps((const float *)p));
+}
+
 // 16 contiguous elements of kind k at p as f32 (AVX-512: half the instructions of two load8).
 __attribute__((target(TGT512))) static inline __m512 load16(src_kind k, const char *p) {
     if (k == SRC_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
@@ -165,7 +172,8 @@ __attribute__((target(TGT512))) static inline void store16_16(uint16_t *p, __m51
 // in place), rounded as rnd says. A: a packed micro-panel (MR floats for each k, ak floats apart),
 // or, for the _rows kernels, MR rows of k (row i at a + i * ar floats, its k contiguous). The _first
 // kernels also store B's micro-panel as they convert it, packed, at pk (NR floats a k; see b_first_row).
-typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, const void *b, int64_t bk, float *c,
+// Returns false where a checked kernel (split_bf16_8) left C as it was: its B needs the exact rounding.
+typedef bool (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, const void *b, int64_t bk, float *c,
                            int64_t ldc, bool add, fma_round rnd, float *pk);
 
 // acc += A's row i at this k broadcast x bv. Zen 4 (FMA_BCAST512_MEM): the broadcast inside the
@@ -215,12 +223,13 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
 // intrinsics prefix P (_mm512 / _mm256), compiled for TGT; B's elements of kind KIND read with
 // LOAD (load16 / load8: a packed panel is SRC_F32), FMA one row's multiply-add (ROWS: A as rows,
 // FMA a _ROW form), RB rounds a V to bf16, ST16 stores a V as 16-bit values, PK: B's vectors
-// stored at pk as they are read.
-#define FMA_KERNEL(NAME, TGT, V, P, W, MR, NV, RB, LOAD, KIND, FMA, ST16, ROWS, PK)                          \
-    __attribute__((target(TGT))) static void NAME(int64_t kc, const float *restrict a, int64_t ar, int64_t ak, \
+// stored at pk as they are read, CHK: NOCHK, or SPLIT for B read by load8_split (CHK##_OR gathers
+// its bits, CHK##_OK tells whether the sums stand).
+#define FMA_KERNEL(NAME, TGT, V, P, W, MR, NV, RB, LOAD, KIND, FMA, ST16, ROWS, PK, CHK)                     \
+    __attribute__((target(TGT))) static bool NAME(int64_t kc, const float *restrict a, int64_t ar, int64_t ak, \
                                                   const void *restrict b, int64_t bk, float *restrict c,      \
                                                   int64_t ldc, bool add, fma_round rnd, float *restrict pk) { \
-        V acc[MR][NV], bv[NV];                                                                            \
+        V acc[MR][NV], bv[NV], bits = P##_setzero_ps();                                                   \
         const char *bp = b;                                                                               \
         const int64_t half = W * src_size(KIND), x = ar * (int64_t)sizeof(float);                        \
         const char *q[6];                                                                                 \
@@ -229,6 +238,7 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
             _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) acc[i][v] = P##_setzero_ps();            \
         for (int64_t k = 0; k < kc; k++) {                                                                \
             _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) bv[v] = LOAD(KIND, bp + v * half);       \
+            _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) CHK##_OR(bits, bv[v]);                   \
             if (PK) {                                                                                     \
                 _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) P##_storeu_ps(pk + v * W, bv[v]);    \
                 pk += NV * W;                                                                             \
@@ -242,10 +252,11 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
             }                                                                                             \
             bp += bk;                                                                                     \
         }                                                                                                 \
+        if (!CHK##_OK(acc, bits)) return false;                                                           \
         /* each case a loop of its own: tested inside, the tests doubled an AVX2 K = 64 tile's epilogue */ \
         if (rnd >= STORE_F16) {                                                                           \
             FMA_EACH(MR, NV, ST16((uint16_t *)(void *)c + i * ldc + v * W, acc[i][v], rnd));              \
-            return;                                                                                       \
+            return true;                                                                                  \
         }                                                                                                 \
         if (add) FMA_EACH(MR, NV, acc[i][v] = P##_add_ps(acc[i][v], P##_loadu_ps(c + i * ldc + v * W)));  \
         if (rnd == ROUND_F16)                                                                             \
@@ -253,7 +264,21 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
         else if (rnd == ROUND_BF16)                                                                       \
             FMA_EACH(MR, NV, acc[i][v] = RB(acc[i][v]));                                                  \
         FMA_EACH(MR, NV, P##_storeu_ps(c + i * ldc + v * W, acc[i][v]));                                  \
+        return true;                                                                                      \
     }
+#define NOCHK_OR(bits, b) ((void)0)
+#define NOCHK_OK(acc, bits) ((void)(bits), true)
+#define SPLIT_OR(bits, b) ((bits) = _mm256_or_ps((bits), (b)))
+#define SPLIT_OK(acc, bits) split_exact8(&(acc)[0][0], (int)(sizeof(acc) / sizeof((acc)[0][0])), (bits))
+
+// Whether a checked kernel's sums stand: none of the split's results (their bits ORed together in
+// bits) had low bits set, and no sum is NaN (a NaN of the split's makes its column's sums NaN, as
+// fma(a, NaN, s) is NaN for every a and s; a NaN from A or inf - inf is sent to the exact rounding too).
+__attribute__((target("avx2"), always_inline)) static inline bool split_exact8(const __m256 *acc, int n, __m256 bits) {
+    __m256 nan = _mm256_setzero_ps();
+    for (int i = 0; i < n; i++) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i], _CMP_UNORD_Q));
+    return split_low_bits_zero(bits) && _mm256_testz_ps(nan, nan);
+}
 
 // AVX-512: 12 rows x 32 columns; also 8 and 4 rows for the last rows of a block (64 rows as
 // 5 x 12 + 4: the full 12-row tile wasted 11% of a Cruncher D=256 GEMM). For packed f32 panels.
@@ -263,8 +288,8 @@ typedef void (*fma_kernel)(int64_t kc, const float *a, int64_t ar, int64_t ak, c
 // 16 x 16 tile against 12, and 64 rows are 4 whole tiles: a Cruncher D=256 f16 forward GEMM (B f32
 // rounded as read) 75.7 -> 74.4 us (f32 sgemm 74.4).
 #define FMA_K512(NAME, MR, NV, KIND, FMA, FMA_ROW)                                                                    \
-    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA, store16_16, 0, 0)        \
-    FMA_KERNEL(NAME##_rows, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA_ROW, store16_16, 1, 0)
+    FMA_KERNEL(NAME, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA, store16_16, 0, 0, NOCHK) \
+    FMA_KERNEL(NAME##_rows, TGT512 ",fma", __m512, _mm512, 16, MR, NV, round_bf16_16, load16, KIND, FMA_ROW, store16_16, 1, 0, NOCHK)
 #define FMA_KERNELS_ZEN4(MR, NV)                                                               \
     FMA_K512(kernel_zen4_##MR, MR, NV, SRC_F32, FMA_BCAST512_MEM, FMA_ROW512_MEM)               \
     FMA_K512(kernel_zen4_##MR##_f16, MR, NV, SRC_F16, FMA_BCAST512_MEM, FMA_ROW512_MEM)         \
@@ -283,15 +308,18 @@ FMA_K512(kernel_avx512_4, 4, 2, SRC_F32, FMA_BCAST512, FMA_ROW512)
 // loop of every row of tiles costs more than packing it once. The _first kernels convert f32 B
 // rounded to f16 where it is, for the first row of tiles only, and store the panel packed for the
 // others (b_first_row).
-#define FMA_K256(NAME, MR, KIND, PK)                                                                                   \
-    FMA_KERNEL(NAME, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, load8, KIND, FMA_BCAST256, store16_8, 0, PK) \
-    FMA_KERNEL(NAME##_rows, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, load8, KIND, FMA_ROW256, store16_8, 1, PK)
-FMA_K256(kernel_avx2_6, 6, SRC_F32, 0)
-FMA_K256(kernel_avx2_4, 4, SRC_F32, 0)
-FMA_K256(kernel_avx2_2, 2, SRC_F32, 0)
-FMA_K256(kernel_avx2_6_first, 6, SRC_F32_AS_F16, 1)
-FMA_K256(kernel_avx2_4_first, 4, SRC_F32_AS_F16, 1)
-FMA_K256(kernel_avx2_2_first, 2, SRC_F32_AS_F16, 1)
+#define FMA_K256(NAME, MR, KIND, LOAD, PK, CHK)                                                                            \
+    FMA_KERNEL(NAME, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, LOAD, KIND, FMA_BCAST256, store16_8, 0, PK, CHK) \
+    FMA_KERNEL(NAME##_rows, "avx2,fma,f16c", __m256, _mm256, 8, MR, 2, round_bf16_8, LOAD, KIND, FMA_ROW256, store16_8, 1, PK, CHK)
+FMA_K256(kernel_avx2_6, 6, SRC_F32, load8, 0, NOCHK)
+FMA_K256(kernel_avx2_4, 4, SRC_F32, load8, 0, NOCHK)
+FMA_K256(kernel_avx2_2, 2, SRC_F32, load8, 0, NOCHK)
+FMA_K256(kernel_avx2_6_first, 6, SRC_F32_AS_F16, load8, 1, NOCHK)
+FMA_K256(kernel_avx2_4_first, 4, SRC_F32_AS_F16, load8, 1, NOCHK)
+FMA_K256(kernel_avx2_2_first, 2, SRC_F32_AS_F16, load8, 1, NOCHK)
+FMA_K256(kernel_avx2_6_first_bf16, 6, SRC_F32_AS_BF16, load8_split, 1, SPLIT)
+FMA_K256(kernel_avx2_4_first_bf16, 4, SRC_F32_AS_BF16, load8_split, 1, SPLIT)
+FMA_K256(kernel_avx2_2_first_bf16, 2, SRC_F32_AS_BF16, load8_split, 1, SPLIT)
 
 #define FMA_TILES 4
 typedef struct fma_isa {
@@ -327,8 +355,11 @@ static fma_isa pick_isa(int64_t K) {
                          {{{NULL}}}};
     return (fma_isa){16, {6, 2, 4}, {false}, {{[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}},
                                              {[SRC_F32] = {kernel_avx2_6_rows, kernel_avx2_2_rows, kernel_avx2_4_rows}}},
-                     {{[SRC_F32_AS_F16] = {kernel_avx2_6_first, kernel_avx2_2_first, kernel_avx2_4_first}},
-                      {[SRC_F32_AS_F16] = {kernel_avx2_6_first_rows, kernel_avx2_2_first_rows, kernel_avx2_4_first_rows}}}};
+                     {{[SRC_F32_AS_F16] = {kernel_avx2_6_first, kernel_avx2_2_first, kernel_avx2_4_first},
+                       [SRC_F32_AS_BF16] = {kernel_avx2_6_first_bf16, kernel_avx2_2_first_bf16, kernel_avx2_4_first_bf16}},
+                      {[SRC_F32_AS_F16] = {kernel_avx2_6_first_rows, kernel_avx2_2_first_rows, kernel_avx2_4_first_rows},
+                       [SRC_F32_AS_BF16] = {kernel_avx2_6_first_bf16_rows, kernel_avx2_2_first_bf16_rows,
+                                            kernel_avx2_4_first_bf16_rows}}}};
 }
 
 // The tile for the rows [ir, m) of a block: MR, or the smallest smaller tile that holds them.
@@ -869,24 +900,28 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
                     // a tile of NR / 2 columns: twice, B's and C's columns nr / 2 further the second time
                     const int64_t hb = (nr / 2) * (in_place ? bsz : (int64_t)sizeof(float)), hc = nr / 2;
                     const int nh = isa->halves[t] ? 2 : 1;
-                    if (!r->direct) {  // the accumulator block is padded to whole tiles
-                        for (int h = 0; h < nh; h++)
-                            kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk,
-                                 acc + ir * r->d.acc_ld + jr + h * hc, r->d.acc_ld, add, ROUND_NONE, pk);
-                        continue;
-                    }
+                    // the tile into the accumulator block (padded to whole tiles), into C, or, an edge
+                    // tile of a direct run, into the tile buffer and from there into C
                     const int64_t ec = (int64_t)dt_size(g->c_dt);
                     char *c = (char *)g->c + ((i0 + ir) * g->c_rs + r->jc + c0 + jr) * ec;
-                    if (mm == R && nn == nr) {
-                        for (int h = 0; h < nh; h++)
-                            kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, (float *)(void *)(c + h * hc * ec),
-                                 g->c_rs, add, rnd, pk);
-                        continue;
-                    }
+                    const bool edge = r->direct && (mm < R || nn < nr), to_c = r->direct && !edge;
+                    float *ct = !r->direct ? acc + ir * r->d.acc_ld + jr : edge ? tile : (float *)(void *)c;
+                    const int64_t ldc = !r->direct ? r->d.acc_ld : edge ? nr : g->c_rs, hcb = hc * (to_c ? ec : 4);
+                    const bool kadd = add && !edge;
+                    const fma_round krnd = to_c ? rnd : ROUND_NONE;
+                    bool done = true;
                     for (int h = 0; h < nh; h++)
-                        kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, tile + h * hc, nr, false, ROUND_NONE, pk);
-                    for (int64_t i = 0; i < mm; i++)
-                        for (int64_t j = 0; j < nn; j++) put_one(c, i * g->c_rs + j, rnd, add, tile[i * nr + j]);
+                        done &= kern(kc, at, blk.ar, ak, (const char *)bp + h * hb, bk, (float *)(void *)((char *)ct + h * hcb),
+                                     ldc, kadd, krnd, pk);
+                    if (!done) {  // a checked kernel (first row: add is false) declined: B's micro-panel packed exactly
+                        pack_panel(r->b_kind, placed, g->b_cs, g->b_rs, nr, nr, kc, packed, line);
+                        for (int h = 0; h < nh; h++)
+                            kern_packed(kc, at, blk.ar, ak, (const char *)(packed + h * hc), nr * (int64_t)sizeof(float),
+                                        (float *)(void *)((char *)ct + h * hcb), ldc, kadd, krnd, NULL);
+                    }
+                    if (edge)
+                        for (int64_t i = 0; i < mm; i++)
+                            for (int64_t j = 0; j < nn; j++) put_one(c, i * g->c_rs + j, rnd, add, tile[i * nr + j]);
                 }
                 ir += R;
             }
@@ -930,12 +965,14 @@ static bool b_in_place(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k)
 
 // Whether the first row of tiles packs B's whole micro-panels while it reads them where they are
 // (the _first kernels), the other rows reading them packed: B row-major of a kind the ISA has _first
-// kernels for (AVX2: f32 rounded to f16), one block of rows (M up to FMA_MC: a task is then the only
+// kernels for (AVX2: f32 rounded to f16 or bf16), one block of rows (M up to FMA_MC: a task is then the only
 // reader of its columns) and one run of k. The conversions run beside the first row's FMAs instead of in a pass of their own: the
 // Cruncher D=256 (B=64) forward GEMM, AVX2-capped, 82.1 -> 78.6-78.8 us, and the step with the
 // bench's models taking turns 0.996x -> 1.012x the f32 step's speed (means of 5 interleaved rounds;
-// a Zen 4 core). Not for bf16: its rounding, 7 operations a vector, beside the FMAs took that GEMM
-// from 84.3 to 86.5 us.
+// a Zen 4 core). bf16 by the checked split (split_bf16_8: 3 operations a vector, 2 on the adders
+// the FMAs leave free, and an OR): that GEMM 82.8 -> 79.0-79.3 us (f32 sgemm 81.5-82.0), the D=256
+// step (its own models, best of 200) 1.013x -> 1.002x the f32 step's time. (The exact rounding, 7
+// operations on the FMAs' pipes, took it from 84.3 to 86.5 us.)
 static bool b_first_row(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k) {
     return isa->first[0][k][0] && g->b_cs == 1 && g->b_rs != 1 && g->M <= FMA_MC && g->K <= FMA_KC;
 }
