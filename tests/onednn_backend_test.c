@@ -872,7 +872,8 @@ START_TEST(test_matmul_rounded_special) {
     // -0; 32-47: huge values (2^111 up; NaN from the split); 48-63: inf, NaN, values rounding to inf
     // (a column with one is NaN: 0 x inf); the others and
     // the partial last panel uniform. A is one-hot rows (row i: B's row i % K), times 2^40 in rows
-    // under K (a subnormal rounded wrongly stays wrong through C's rounding) and 1 below.
+    // under K (a subnormal of B rounded wrongly stays wrong through C's rounding) and 1 + 2^-7 below
+    // (sums off bf16's grid, subnormal and huge ones among them, for C's rounding).
     setenv("TORC_ONEDNN_FMA_GEMM", "1", 1);
     const torc_dtype c = _i & 1 ? TORC_DTYPE_BF16 : TORC_DTYPE_F16, to = _i & 2 ? TORC_DTYPE_F32 : c;
     static const uint32_t small[] = {
@@ -891,7 +892,7 @@ START_TEST(test_matmul_rounded_special) {
         tensor_make(&out, to, 2, so, L_CONTIG, 0, -9, 9);
         for (int64_t i = 0; i < M; i++) {
             const int64_t idx[2] = {i, i % K};
-            put(&in[0].op, idx, i < K ? 0x1p40 : 1.0);
+            put(&in[0].op, idx, i < K ? 0x1p40 : 1.0 + 0x1p-7);
         }
         for (int64_t k = 0; k < K; k++)
             for (int64_t j = 16; j < 64; j++) {  // each group's values over its columns, some left uniform
