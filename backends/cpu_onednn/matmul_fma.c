@@ -995,7 +995,7 @@ static bool b_in_place(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k)
 // Cruncher D=256 (B=64) forward GEMM, AVX2-capped, 82.1 -> 78.6-78.8 us, and the step with the
 // bench's models taking turns 0.996x -> 1.012x the f32 step's speed (means of 5 interleaved rounds;
 // a Zen 4 core). bf16 by the checked split (split_bf16_8: 3 operations a vector, 2 on the adders
-// the FMAs leave free, and an OR): that GEMM 82.8 -> 79.0-79.3 us (f32 sgemm 81.5-82.0), the D=256
+// the FMAs leave free, and an OR): that GEMM 82.8 -> 79.0-79.3 us (f32 on OpenBLAS 81.5-82.0), the D=256
 // step (its own models, best of 200) 1.013x -> 1.002x the f32 step's time. (The exact rounding, 7
 // operations on the FMAs' pipes, took it from 84.3 to 86.5 us.)
 static bool b_first_row(const onednn_fma_gemm *g, const fma_isa *isa, src_kind k) {
