@@ -13,7 +13,7 @@ if(TORC_WITH_ONEDNN)
 
   # The AVX2 kernels' bf16 rounding by Veltkamp's split against torc_f32_to_bf16 (its header only).
   add_executable(onednn_bf16_split_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_bf16_split_test.c)
-  target_include_directories(onednn_bf16_split_test PRIVATE ${PROJECT_SOURCE_DIR}/core/include
+  target_include_directories(onednn_bf16_split_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/core/include
     ${PROJECT_SOURCE_DIR}/backends/cpu_onednn)
   target_link_libraries(onednn_bf16_split_test PRIVATE PkgConfig::CHECK m)
   target_compile_options(onednn_bf16_split_test PRIVATE ${TORC_WARNINGS} -ffp-contract=off)

@@ -3,13 +3,10 @@
 // NaN and has its low 16 bits zero it is the same bits, and it is never inf. Every float whose
 // exponent is where the split turns inexact (subnormals, the first normals, 2^109 up to inf and
 // NaN) and every 61st of the others; with TORC_BF16_SPLIT_ALL=1 all 2^32 (README).
-#include <check.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "bf16_split.h"
+#include "testutil.h"
 #include "torc/convert.h"
 
 // The 8 floats with bits u, u + 1, ..., u + 7 through the split: counts those it takes (exact by
@@ -71,9 +68,5 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_split_matches_rounding);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(s);
 }
