@@ -195,10 +195,21 @@ static bool shapes_ok(const checker *c) {
         reduced(x, UINT64_C(1) << dim, s);
         return want_shape(c, 1, x->ndim, s) && want_shape(c, 2, x->ndim, s);
     }
-    default:  // elementwise (COPY, unary, binary, WHERE, the fused pointwise ops, ADAM_STEP): one shape
-        for (int k = 0; k < op->n_in + op->n_out; k++)
-            if (!want_shape(c, k, out->ndim, out->shape)) return false;
+    default: {  // elementwise (COPY, unary, binary, WHERE, the fused pointwise ops, ADAM_STEP): one shape
+        // The shape every operand must have: out[0]'s where another operand agrees with it, else
+        // in[0]'s, so that an out of [5] with inputs of [4] is named as the odd one, not in[0].
+        const int n = op->n_in + op->n_out;
+        const torc_operand *want = out;
+        bool agreed = false;
+        for (int k = 0; k < n && !agreed; k++) {
+            const torc_operand *o = operand(c, k);
+            agreed = o != out && o->ndim == out->ndim && !memcmp(o->shape, out->shape, (size_t)o->ndim * sizeof *o->shape);
+        }
+        if (!agreed && op->n_in > 0) want = x;
+        for (int k = 0; k < n; k++)
+            if (!want_shape(c, k, want->ndim, want->shape)) return false;
         return true;
+    }
     }
 }
 

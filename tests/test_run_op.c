@@ -138,6 +138,15 @@ START_TEST(malformed_calls_are_refused_before_the_backend) {
     torc_op_call call = {.code = TORC_OP_ADD, .n_in = 2, .n_out = 1, .in = {a, b3}, .out = {out}};
     call.params.scalar.value = 1;
     assert_refused(d, &call, TORC_ERR_SHAPE, "torc_run_op: op 'add': in[1] has shape [3]; the op needs [6]");
+    // inputs that agree with each other and an out that does not: out is the operand named
+    torc_tensor *o3 = torc_to_device(torc_zeros(TORC_SHAPE(3), TORC_DTYPE_F32), d);
+    torc_op_call odd = {.code = TORC_OP_ADD, .n_in = 2, .n_out = 1, .in = {a, a}, .out = {o3}};
+    odd.params.scalar.value = 1;
+    assert_refused(d, &odd, TORC_ERR_SHAPE, "torc_run_op: op 'add': out[0] has shape [3]; the op needs [6]");
+    odd.code = TORC_OP_NEG, odd.n_in = 1;
+    assert_refused(d, &odd, TORC_ERR_SHAPE, "torc_run_op: op 'neg': out[0] has shape [3]; the op needs [6]");
+    odd.code = TORC_OP_ADD, odd.n_in = 2, odd.in[1] = b3, odd.out[0] = o22;  // nothing agrees: in[0]'s shape
+    assert_refused(d, &odd, TORC_ERR_SHAPE, "torc_run_op: op 'add': in[1] has shape [3]; the op needs [6]");
     call.in[1] = a, call.n_in = 1;
     assert_refused(d, &call, TORC_ERR_INVALID_ARG, "op 'add' takes 2 input(s) and 1 output(s) here, got 1 and 1");
     call.n_in = 2, call.in[1] = NULL;
