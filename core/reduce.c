@@ -272,6 +272,12 @@ static torc_tensor *softmax_op(const torc_tensor *t, int dim, torc_opcode code) 
     if (!t) return TORC_NULL_ARG_FAIL("tensor is NULL");
     TORC__AUTOCAST_F32(code, t, softmax_op(t, dim, code));  // autocast.c
     if (!torc__wrap_dim(&dim, t->ndim)) return NULL;
+    // PyTorch's softmax_cpu_out returns before its kernels for an empty input, so an empty integer
+    // or bool tensor gives an empty result of its own dtype; a non-empty one has no kernel.
+    if (!torc_dtype_is_floating(t->dtype) && torc_numel(t) == 0) {
+        torc_tensor *out = torc__new(t->device, t->dtype, t->ndim, t->shape);
+        return out ? torc__register(out) : NULL;
+    }
     if (!torc_dtype_is_floating(t->dtype))
         return TORC_FAIL_NULL(TORC_ERR_DTYPE, "\"%s_%skernel_impl\" not implemented for '%s'",
                               code == TORC_OP_SOFTMAX ? "softmax" : "log_softmax",

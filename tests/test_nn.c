@@ -223,6 +223,34 @@ START_TEST(losses_values_and_errors) {
 END_TEST
 
 // ---- accounting ----
+// softmax / log_softmax of an integer or bool tensor: PyTorch returns an empty input as an empty
+// tensor of its own dtype (after checking dim) and refuses a non-empty one, naming its kernel.
+START_TEST(softmax_of_integer_tensors_as_pytorch) {
+    torc_scope_push();
+    torc_tensor *e = torc_zeros(TORC_SHAPE(0, 3), TORC_DTYPE_I64);
+    for (int log = 0; log < 2; log++) {
+        torc_tensor *r = log ? torc_log_softmax(e, 0) : torc_softmax(e, 1);
+        ck_assert_msg(r != NULL, "%s", torc_last_error());
+        ck_assert_int_eq(torc_get_dtype(r), TORC_DTYPE_I64);
+        ck_assert_int_eq(torc_ndim(r), 2);
+        ck_assert_int_eq(torc_shape(r)[0], 0);
+        ck_assert_int_eq(torc_shape(r)[1], 3);
+    }
+    torc_tensor *eb = torc_zeros(TORC_SHAPE(2, 0), TORC_DTYPE_BOOL);
+    ck_assert_int_eq(torc_get_dtype(torc_softmax(eb, -1)), TORC_DTYPE_BOOL);
+    ck_assert_ptr_null(torc_softmax(torc_zeros(TORC_SHAPE(0), TORC_DTYPE_U8), 5));
+    tu_assert_error(TORC_ERR_INDEX, "Dimension out of range (expected to be in range of [-1, 0], but got 5)");
+    torc_tensor *x = torc_ones(TORC_SHAPE(2, 3), TORC_DTYPE_I64);
+    ck_assert_ptr_null(torc_softmax(x, 1));
+    tu_assert_error(TORC_ERR_DTYPE, "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'");
+    ck_assert_ptr_null(torc_softmax(x, 0));
+    tu_assert_error(TORC_ERR_DTYPE, "\"softmax_kernel_impl\" not implemented for 'Long'");
+    ck_assert_ptr_null(torc_log_softmax(torc_scalar_tensor(3, TORC_DTYPE_I32), 0));
+    tu_assert_error(TORC_ERR_DTYPE, "\"log_softmax_lastdim_kernel_impl\" not implemented for 'Int'");
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(flops_backward_is_twice_forward) {
     // x (B, D) -> w1 (D, D) -> w2 (D, K) -> loss: forward matmuls 2BDD + 2BDK, backward twice
     // that (a gradient for each operand of each matmul): the "6 x tokens x params" rule.
@@ -417,6 +445,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, sequential_and_custom_modules);
     tcase_add_test(tc, zero_grad_clears_or_zeroes);
     tcase_add_test(tc, losses_values_and_errors);
+    tcase_add_test(tc, softmax_of_integer_tensors_as_pytorch);
     tcase_add_test(tc, flops_backward_is_twice_forward);
     tcase_add_test(tc, cruncher_memory_after_forward_and_backward);
     tcase_add_test(tc, mlp_gradients_match_pytorch);
