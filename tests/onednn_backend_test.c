@@ -18,6 +18,7 @@
 
 #include "torc/backend.h"
 #include "torc/convert.h"
+#include "torc/torc.h"
 
 // Under AddressSanitizer (TORC_SANITIZE): GCC 12's LeakSanitizer crashes at exit scanning the
 // dynamic TLS of OpenMP worker threads (libdnnl is dlopen'ed) on glibc 2.36; it must not track
@@ -917,6 +918,123 @@ START_TEST(test_matmul_rounded_via_f32) {
     for (size_t l = 0; l < N_FMA_LAYOUTS; l++)
         check_rounded_case(c, TORC_DTYPE_F32, to == c ? TORC_DTYPE_F32 : c, to, 97, 1025, 65, fma_layouts[l][0],
                            fma_layouts[l][1], fma_layouts[l][2]);
+}
+END_TEST
+
+// ---- K = 1 with a strided B (issue 34) ----
+// An operand in a buffer of exactly the elements its view reaches (under AddressSanitizer a read
+// past it is an error, where tensor_make's spare elements would hide it): shape (R, C), strides
+// (rs, cs), values v(i, j) exact in every dtype here (multiples of 1/4 up to 64); v NULL: the
+// buffer holds arange (each element its offset), as torc_arange(...).view(...)[:, ::cs].
+static void exact_operand(tensor *t, torc_dtype dt, int64_t R, int64_t C, int64_t rs, int64_t cs, double (*v)(int64_t, int64_t)) {
+    memset(t, 0, sizeof *t);
+    const int64_t reach = (R > 0 && C > 0) ? (R - 1) * rs + (C - 1) * cs + 1 : 0;
+    t->total = reach;
+    t->base = malloc((size_t)(reach > 0 ? reach : 1) * dsize(dt));
+    ck_assert_ptr_nonnull(t->base);
+    t->op = (torc_operand){.data = t->base, .dtype = dt, .ndim = 2, .shape = {R, C}, .stride = {rs, cs}};
+    for (int64_t e = 0; e < reach && !v; e++) store((char *)t->base + e * (int64_t)dsize(dt), dt, (double)e);
+    for (int64_t i = 0; i < R && v; i++)
+        for (int64_t j = 0; j < C; j++) put(&t->op, (int64_t[]){i, j}, v(i, j));
+}
+static double k1_a(int64_t i, int64_t j) { return (double)((i * 7 + j * 3) % 9 - 4) * 0.5; }
+static double k1_b(int64_t i, int64_t j) { return (double)((i * 5 + j * 11) % 13 - 6) * 0.25; }
+static double k1_ones(int64_t i, int64_t j) { (void)i, (void)j; return 1; }
+static double k1_three(int64_t i, int64_t j) { (void)i, (void)j; return 3; }
+
+// C (M, N) = A (M, 1) B (1, N), A with strides (a_rs, a_cs), B with (b_rs, b_cs), C row-major or
+// (c_t) column-major: each element one exact product, so the backend must give the reference's
+// bits (and, where want is given, want(i, j)).
+static void check_k1(torc_dtype dt, torc_dtype odt, int64_t M, int64_t N, int64_t a_rs, int64_t a_cs, int64_t b_rs,
+                     int64_t b_cs, bool c_t, double (*av)(int64_t, int64_t), double (*bv)(int64_t, int64_t),
+                     double (*want_fn)(int64_t, int64_t)) {
+    tensor in[2], out;
+    exact_operand(&in[0], dt, M, 1, a_rs, a_cs, av);
+    exact_operand(&in[1], dt, 1, N, b_rs, b_cs, bv);
+    exact_operand(&out, odt, M, N, c_t ? 1 : N, c_t ? M : 1, k1_three);
+    torc_op op = make_op(TORC_OP_MATMUL, 2, in, &out);
+    char what[200];
+    snprintf(what, sizeof what, "matmul K = 1 dt %d->%d (%lld, 1) strides (%lld, %lld) x (1, %lld) strides (%lld, %lld)%s",
+             dt, odt, (long long)M, (long long)a_rs, (long long)a_cs, (long long)N, (long long)b_rs, (long long)b_cs,
+             c_t ? " -> column-major" : "");
+    double *want = reference_want(&op);
+    if (vt->supports(vt_ctx, 0, &op)) {  // (bf16 on oneDNN's primitive declines stride-0 and sliced rows)
+        ck_assert_msg(vt->run(vt_ctx, 0, &op) == 0, "%s: %s", what, vt->last_error(vt_ctx));
+    } else {
+        ck_assert_msg(dt == TORC_DTYPE_BF16, "%s: declined: %s", what, vt->last_error(vt_ctx));
+        ck_assert_msg(ref->run(ref_ctx, 0, &op) == 0, "%s: %s", what, ref->last_error(ref_ctx));
+    }
+    compare(what, &out.op, want, 0);
+    if (want_fn)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                const double g = get(&out.op, (int64_t[]){i, j});
+                ck_assert_msg(g == want_fn(i, j), "%s: element (%lld, %lld) is %g, want %g", what, (long long)i,
+                              (long long)j, g, want_fn(i, j));
+            }
+    free(want);
+    for (int i = 0; i < 2; i++) tensor_free(&in[i]);
+    tensor_free(&out);
+}
+
+static double k1_want_three(int64_t i, int64_t j) { (void)i, (void)j; return 3; }
+static double k1_want_even(int64_t i, int64_t j) { (void)i; return (double)(2 * j); }
+
+START_TEST(test_matmul_k1_strided_b) {
+    // K = 1 with a B whose column stride is not 1 (stride 0: expanded; 2, 3: sliced): the FMA
+    // GEMM's small path read B's one row as contiguous (issue 34: ones(64, 1) @ full((1, 1), 3)
+    // .expand(1, 64) gave 4032 wrong elements of 4096 in f16 and bf16, and read past B). Loop
+    // iterations 4-7 put every size on the tiles (TORC_ONEDNN_FMA_GEMM=1; Check forks each).
+    if (_i >= 4) setenv("TORC_ONEDNN_FMA_GEMM", "1", 1);
+    const torc_dtype dt = fma_dts[_i % 4].in, odt = fma_dts[_i % 4].out;
+    // the issue's cases: every element 3; 0 2 4 6 ... where a sliced B was read as 0 1 2 3 ...
+    check_k1(dt, odt, 64, 64, 1, 1, 1, 0, false, k1_ones, k1_three, k1_want_three);
+    check_k1(dt, odt, 64, 64, 1, 1, 128, 2, false, k1_ones, NULL, k1_want_even);
+    static const int64_t Ms[] = {1, 2, 5, 64, 97}, Ns[] = {1, 7, 8, 9, 16, 17, 33, 64, 100};
+    static const int64_t a_strides[][2] = {{1, 1}, {2, 1}, {0, 1}, {1, 64}};  // (M, 1): contiguous, sliced, expanded, x^T
+    static const int64_t b_cs[] = {0, 1, 2, 3};
+    for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++)
+        for (size_t n = 0; n < sizeof Ns / sizeof Ns[0]; n++)
+            for (size_t a = 0; a < sizeof a_strides / sizeof a_strides[0]; a++)
+                for (size_t b = 0; b < sizeof b_cs / sizeof b_cs[0]; b++)
+                    for (int c_t = 0; c_t < 2; c_t++)
+                        check_k1(dt, odt, Ms[m], Ns[n], a_strides[a][0], a_strides[a][1], b_cs[b] == 1 ? Ns[n] : 1,
+                                 b_cs[b], c_t, k1_a, k1_b, NULL);
+}
+END_TEST
+
+START_TEST(test_matmul_k1_autograd) {
+    // (x @ W).sum().backward() with x (1, 64) and W (64, 64) in f16 / bf16 on onednn (issue 34):
+    // sum's backward hands matmul's backward a stride-0 gradient, and W.grad = x^T g is a K = 1
+    // GEMM whose B has column stride 0. W.grad[i][j] = x[0][i] exactly, as on the reference.
+    static const torc_dtype dts[] = {TORC_DTYPE_F16, TORC_DTYPE_BF16};
+    const char *devs[] = {"onednn", "reference"};
+    for (int t = 0; t < 2; t++) {
+        float xv[64], wv[64 * 64];
+        for (int i = 0; i < 64; i++) xv[i] = (float)k1_a(i, 0);
+        for (int i = 0; i < 64 * 64; i++) wv[i] = (float)k1_b(i / 64, i % 64);
+        for (int d = 0; d < 2; d++) {
+            torc_device *dev = torc_device_get(devs[d]);
+            ck_assert_msg(dev != NULL, "%s", torc_last_error());
+            torc_scope_push();
+            torc_set_default_device(dev);
+            torc_tensor *x = torc_to_dtype(torc_tensor_from(xv, 2, (int64_t[]){1, 64}, TORC_DTYPE_F32), dts[t]);
+            torc_tensor *w = torc_to_dtype(torc_tensor_from(wv, 2, (int64_t[]){64, 64}, TORC_DTYPE_F32), dts[t]);
+            ck_assert_msg(x && w && torc_set_requires_grad(w, true) == TORC_OK, "%s", torc_last_error());
+            torc_tensor *loss = torc_sum(torc_matmul(x, w), 0, NULL, false);
+            ck_assert_msg(loss && torc_backward(loss, NULL, false) == TORC_OK, "%s", torc_last_error());
+            torc_tensor *g = torc_to_dtype(torc_grad(w), TORC_DTYPE_F32);
+            ck_assert_msg(g != NULL, "%s", torc_last_error());
+            float gv[64 * 64];
+            ck_assert_int_eq(torc_copy_to_host(torc_contiguous(g), gv, sizeof gv), TORC_OK);
+            int64_t wrong = 0;
+            for (int i = 0; i < 64 * 64; i++) wrong += gv[i] != xv[i / 64];
+            ck_assert_msg(wrong == 0, "%s %s: W.grad has %lld wrong elements of 4096 (element [0][1] %g, want %g)",
+                          devs[d], t ? "bf16" : "f16", (long long)wrong, gv[1], xv[0]);
+            torc_set_default_device(NULL);
+            torc_scope_pop();
+        }
+    }
 }
 END_TEST
 
@@ -2141,6 +2259,12 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_device_info_zen4);
     tcase_add_test(tc, test_threads_concurrent);
     suite_add_tcase(s, tc);
+    TCase *k1 = tcase_create("k1");  // (CK_RUN_CASE=k1 runs these alone)
+    tcase_add_checked_fixture(k1, setup, teardown);
+    tcase_set_timeout(k1, 600);
+    tcase_add_loop_test(k1, test_matmul_k1_strided_b, 0, 8);
+    tcase_add_test(k1, test_matmul_k1_autograd);
+    suite_add_tcase(s, k1);
     TCase *isa = tcase_create("isa");
     tcase_set_timeout(isa, 600);  // the f32 GEMMs against the reference, on a loaded machine
     tcase_add_test(isa, test_device_info_isa_cap);

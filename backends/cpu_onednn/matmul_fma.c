@@ -1141,7 +1141,9 @@ static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
     float *aline = scratch, *bcols = aline + K, *bf = bcols + g->N * K;
     const char *a = g->a, *b = g->b;
     char *c = g->c;
-    // The columns the row part takes: whole vectors where B's rows and C's are contiguous.
+    // The columns the row part takes: whole vectors where C's rows are contiguous and B's are, or
+    // B is one row (K = 1), gathered below into an f32 line where its columns are not contiguous
+    // (expanded, stride 0, or sliced: read as contiguous, they gave wrong sums and reads past B).
     const bool wide = onednn__isa() >= ONEDNN_ISA_AVX512_CORE;
     const int64_t w = wide ? 16 : 8, j0 = (g->b_cs == 1 || g->K == 1) && g->c_cs == 1 ? g->N / w * w : 0;
     for (int64_t j = j0; j < g->N; j++)
@@ -1160,7 +1162,10 @@ static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
     src_kind kr = kb;
     const char *br = b;
     int64_t brk = g->b_rs * eb;
-    if (j0 > 0 && kb != SRC_F32 && g->M > 1) {
+    if (j0 > 0 && g->b_cs != 1) {  // K = 1: B's row, j0 elements b_cs apart
+        small_line(kb, b, g->b_cs, j0, bf);
+        kr = SRC_F32, br = (const char *)bf, brk = j0 * (int64_t)sizeof(float);
+    } else if (j0 > 0 && kb != SRC_F32 && g->M > 1) {
         load_lines(kb, b, g->b_rs * eb, K, (int)j0, (int)j0, bf);
         kr = SRC_F32, br = (const char *)bf, brk = j0 * (int64_t)sizeof(float);
     }
