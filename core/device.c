@@ -21,7 +21,7 @@ struct torc_backend_lib {
     void *handle;
     const torc_backend_vtable *vt;
     void *ctx;  // what vt->init returned: the one instance of this backend
-    bool shut_down;  // its shutdown(ctx) has run (torc_shutdown or exit)
+    _Atomic bool shut_down;  // shutdown_all has begun on it: the core calls nothing on ctx now
     int n_devices;
     torc_device *devices[MAX_DEVICES_PER_BACKEND];
 };
@@ -127,17 +127,40 @@ torc_status torc_backend_load(const char *name, const char *const *options) {
 // Each backend's shutdown(ctx), once, in reverse load order. The libraries stay mapped (a
 // runtime such as CUDA's may still run its own exit handlers) and the registry keeps them and
 // their devices, so pointers handed out earlier do not dangle.
+// Before any shutdown runs, every thread's pool of small host buffers (tensor.c) is drained into
+// its backend's free(), and each backend is marked shut down: the core makes no later call on its
+// ctx (a buffer released later, by a thread that exits or a tensor freed after, is dropped).
+// skip: the backend (or NULL) whose call is in progress on this thread: at exit, a library that
+// called exit() inside it. It is neither drained nor shut down: its locks may be held right here.
+// Caller holds g_lock.
+static void shutdown_locked(const torc_backend_lib *skip) {
+    torc__pools_drain(skip);
+    for (int i = g_n_libs - 1; i >= 0; i--) {
+        torc_backend_lib *lib = g_libs[i];
+        if (atomic_exchange(&lib->shut_down, true) || lib == skip) continue;
+        lib->vt->shutdown(lib->ctx);
+    }
+}
+
+// The exit handler never blocks: a lock held now may be held by this very thread (a plugin's
+// constructor, its init or one of its calls ran exit(), as libgfortran, libgomp and OpenBLAS do
+// when memory runs out), or by another thread that exit() does not wait for. If the registry is
+// busy, nothing is shut down: the process is ending and the system reclaims what it holds.
 static void shutdown_all(void) {
-    pthread_mutex_lock(&g_lock);
-    for (int i = g_n_libs - 1; i >= 0; i--)
-        if (!g_libs[i]->shut_down) {
-            g_libs[i]->vt->shutdown(g_libs[i]->ctx);
-            g_libs[i]->shut_down = true;
-        }
+    if (pthread_mutex_trylock(&g_lock) != 0) return;
+    shutdown_locked(torc__tls_calling);
     pthread_mutex_unlock(&g_lock);
 }
 
-void torc_shutdown(void) { shutdown_all(); }
+void torc_shutdown(void) {
+    pthread_mutex_lock(&g_lock);
+    shutdown_locked(NULL);
+    pthread_mutex_unlock(&g_lock);
+}
+
+bool torc__dev_shut_down(const torc_device *dev) {
+    return atomic_load_explicit(&dev->lib->shut_down, memory_order_relaxed);
+}
 
 static torc_device *lib_device_locked(torc_backend_lib *lib, int index) {
     if (index < 0 || index >= lib->n_devices) {

@@ -16,6 +16,25 @@ static const char *backend_msg(const torc_device *dev) {
 // later minors are called only through this test.
 #define HAS_MEMBER(vt, m) (TORC_STRUCT_HAS(vt, torc_backend_vtable, m) && (vt)->m)
 
+// The backend a member runs on this thread (torc-impl.h): the exit handler must not wait for it.
+TORC__TLS_HOT _Thread_local torc_backend_lib *torc__tls_calling;
+
+static inline int vt_run(const torc_device *dev, const torc_op *op) {
+    torc_backend_lib *outer = torc__tls_calling;
+    torc__tls_calling = dev->lib;
+    const int rc = dev->vt->run(dev->ctx, dev->index, op);
+    torc__tls_calling = outer;
+    return rc;
+}
+
+static inline bool vt_supports(const torc_device *dev, const torc_op *op) {
+    torc_backend_lib *outer = torc__tls_calling;
+    torc__tls_calling = dev->lib;
+    const bool ok = dev->vt->supports(dev->ctx, dev->index, op);
+    torc__tls_calling = outer;
+    return ok;
+}
+
 static unsigned plugin_minor(const torc_device *dev) { return dev->vt->abi_version & 0xFFFF; }
 
 // What in op the device's plugin predates (an opcode or an operand dtype appeared in a newer
@@ -57,7 +76,7 @@ static torc_status run_failed(const torc_device *runner, int rc) {
 bool torc__runs_natively(torc_device *dev, torc_op *op) {
     op->struct_size = sizeof *op;
     char why[160];
-    return !predates(dev, op, why, sizeof why) && dev->vt->supports(dev->ctx, dev->index, op);
+    return !predates(dev, op, why, sizeof why) && vt_supports(dev, op);
 }
 
 torc_status torc__native_check(torc_device *dev, torc_op *op) {
@@ -66,7 +85,7 @@ torc_status torc__native_check(torc_device *dev, torc_op *op) {
     if (predates(dev, op, why, sizeof why))
         return torc__error(TORC_ERR_NOT_SUPPORTED, "backend '%s' does not take op '%s': %s", torc_device_backend_name(dev),
                            torc_op_name(op->code), why);
-    if (!dev->vt->supports(dev->ctx, dev->index, op))
+    if (!vt_supports(dev, op))
         return torc__error(TORC_ERR_NOT_SUPPORTED, "backend '%s' does not take op '%s' for dtype %s: %s",
                            torc_device_backend_name(dev), torc_op_name(op->code), torc_dtype_name(op->out[0].dtype),
                            backend_msg(dev));
@@ -76,7 +95,7 @@ torc_status torc__native_check(torc_device *dev, torc_op *op) {
 torc_status torc__dispatch_native(torc_device *dev, torc_op *op) {
     torc_status st = torc__native_check(dev, op);
     if (st) return st;
-    const int rc = dev->vt->run(dev->ctx, dev->index, op);
+    const int rc = vt_run(dev, op);
     return rc ? run_failed(dev, rc) : TORC_OK;
 }
 
@@ -96,7 +115,7 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     op->struct_size = sizeof *op;
     char why[160];
     const bool too_new = predates(dev, op, why, sizeof why);
-    if (too_new || !dev->vt->supports(dev->ctx, dev->index, op)) {
+    if (too_new || !vt_supports(dev, op)) {
         if (!dev->host_memory)
             return torc__error(TORC_ERR_NOT_SUPPORTED,
                                "backend '%s' cannot run op '%s' for dtype %s and has no fallback (%s)",
@@ -110,27 +129,35 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
         // The reference's run() makes exactly the checks its supports() makes before it touches
         // memory, so it is asked first and supports() only on failure, to tell a refusal (only
         // what PyTorch refuses; its reason is worded for the user) from a failed kernel.
-        rc = runner->vt->run(runner->ctx, runner->index, op);
-        if (rc != 0 && !runner->vt->supports(runner->ctx, runner->index, op))
+        rc = vt_run(runner, op);
+        if (rc != 0 && !vt_supports(runner, op))
             return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", backend_msg(runner));
     } else {
-        rc = runner->vt->run(runner->ctx, runner->index, op);
+        rc = vt_run(runner, op);
     }
     return counted(runner, op, rc, flops);
 }
 
 torc_status torc__dispatch_supported(torc_device *dev, torc_op *op, uint64_t flops) {
-    return counted(dev, op, dev->vt->run(dev->ctx, dev->index, op), flops);
+    return counted(dev, op, vt_run(dev, op), flops);
 }
 
 void *torc__dev_alloc(torc_device *dev, size_t nbytes) {
+    if (torc__dev_shut_down(dev)) {
+        torc__error(TORC_ERR_BACKEND, "%s: backend '%s' has been shut down (torc_shutdown)", dev->name,
+                    torc_device_backend_name(dev));
+        return NULL;
+    }
     void *p = dev->vt->alloc(dev->ctx, dev->index, nbytes);
     if (!p) torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu bytes (%s)", dev->name,
                         nbytes, backend_msg(dev));
     return p;
 }
 
-void torc__dev_free(torc_device *dev, void *ptr) { dev->vt->free(dev->ctx, dev->index, ptr); }
+// After shutdown the memory is the backend's no longer: dropped, never handed back (backend.h).
+void torc__dev_free(torc_device *dev, void *ptr) {
+    if (!torc__dev_shut_down(dev)) dev->vt->free(dev->ctx, dev->index, ptr);
+}
 
 torc_status torc_empty_cache(const torc_device *dev) {
     if (!dev) return torc__null_arg("torc_empty_cache: dev is NULL");
@@ -147,7 +174,11 @@ torc_status torc__dev_copy(torc_device *dev, void *dst, const void *src, size_t 
 }
 
 torc_status torc__dev_sync(torc_device *dev) {
-    if (dev->vt->synchronize(dev->ctx, dev->index) != 0)
+    torc_backend_lib *outer = torc__tls_calling;
+    torc__tls_calling = dev->lib;
+    const int rc = dev->vt->synchronize(dev->ctx, dev->index);
+    torc__tls_calling = outer;
+    if (rc != 0)
         return torc__error(TORC_ERR_BACKEND, "%s: synchronize failed: %s", dev->name, backend_msg(dev));
     return TORC_OK;
 }
@@ -159,7 +190,7 @@ void *torc__dev_host_alloc(torc_device *dev, size_t nbytes) {
 }
 
 void torc__dev_host_free(torc_device *dev, void *ptr) {
-    if (ptr && HAS_MEMBER(dev->vt, host_free)) dev->vt->host_free(dev->ctx, dev->index, ptr);
+    if (ptr && HAS_MEMBER(dev->vt, host_free) && !torc__dev_shut_down(dev)) dev->vt->host_free(dev->ctx, dev->index, ptr);
 }
 
 torc_status torc__dev_copy_async(torc_device *dev, void *dst, const void *src, size_t n, torc_copy_kind kind) {

@@ -49,7 +49,10 @@ static void scope_stack_free(scope_stack *st) {
 // Bounds: POOL_OBJ_CAP objects per kind and POOL_DATA_CAP buffers per 64-byte size class up to
 // POOL_DATA_MAX bytes (about 120 KiB per thread at most). A thread's cache is freed when the
 // thread exits (a pthread key destructor); the main thread's stays reachable from a global
-// registry until the process ends, so leak checkers see it as reachable, never lost.
+// registry until the process ends, so leak checkers see it as reachable, never lost. Shutdown
+// (torc_shutdown or the exit handler) first drains every thread's data buffers into their
+// backends and ends data pooling (torc__pools_drain), so that no backend sees a free() after its
+// shutdown().
 // Accounting: a pooled data buffer is not in use by any tensor, so it is subtracted from the
 // device's in_use when its storage dies, exactly as a freed one (PyTorch's memory_allocated does
 // not count its caching allocator's free blocks either); it is counted again when reused.
@@ -77,17 +80,24 @@ static pthread_mutex_t g_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t g_pool_key;
 static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
 static bool g_pool_key_ok;
+static _Atomic bool g_data_closed;  // shutdown has begun: data is no longer pooled (torc__pools_drain)
+
+// Returns class k's buffers to their device (torc__dev_free drops them if its backend has shut
+// down). Caller holds g_pools_lock, which orders this against torc__pools_drain.
+static void drain_data_locked(pool_cache *c, int k) {
+    for (int i = 0; i < c->n_data[k]; i++) {
+        POOL_UNPOISON(c->data[k][i], (size_t)(k + 1) * 64);
+        torc__dev_free(c->data_dev[k], c->data[k][i]);
+    }
+    c->n_data[k] = 0;
+}
 
 static void pool_destroy(void *arg) {
     pool_cache *c = arg;
     for (int k = 0; k < TORC__POOL_KINDS; k++)
         for (int i = 0; i < c->n_obj[k]; i++) free(c->obj[k][i]);  // ASan's free takes poisoned blocks
-    for (int k = 0; k < POOL_DATA_CLASSES; k++)
-        for (int i = 0; i < c->n_data[k]; i++) {
-            POOL_UNPOISON(c->data[k][i], (size_t)(k + 1) * 64);
-            torc__dev_free(c->data_dev[k], c->data[k][i]);
-        }
     pthread_mutex_lock(&g_pools_lock);
+    for (int k = 0; k < POOL_DATA_CLASSES; k++) drain_data_locked(c, k);
     if (c->prev) c->prev->next = c->next;
     else g_pools = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -96,6 +106,21 @@ static void pool_destroy(void *arg) {
     tls_pool = NULL;
     tls_pool_dead = true;
     if (tls_sc.depth == 0) scope_stack_free(&tls_sc);
+}
+
+// Shutdown's first step (device.c, under the registry's lock): every live thread's data buffers
+// go back to their backends, and pooling of data ends for the rest of the process, so that no
+// backend gets a free() after its shutdown(). The other threads must not be inside a torc call
+// (torc.h: torc_shutdown; backend.h: shutdown never runs concurrently with another call); they
+// may be alive and exit later, their caches then empty. Buffers of the backend skip (the one whose
+// call exit() interrupted on this thread) stay where they are, reachable, and are never freed.
+void torc__pools_drain(const torc_backend_lib *skip) {
+    pthread_mutex_lock(&g_pools_lock);
+    atomic_store_explicit(&g_data_closed, true, memory_order_relaxed);
+    for (pool_cache *c = g_pools; c; c = c->next)
+        for (int k = 0; k < POOL_DATA_CLASSES; k++)
+            if (c->n_data[k] > 0 && c->data_dev[k]->lib != skip) drain_data_locked(c, k);
+    pthread_mutex_unlock(&g_pools_lock);
 }
 
 static void pool_key_create(void) { g_pool_key_ok = pthread_key_create(&g_pool_key, pool_destroy) == 0; }
@@ -143,7 +168,9 @@ void torc__pool_free(torc__pool_kind kind, void *p, size_t size) { obj_free(pool
 
 // Data for nbytes on dev: a pooled buffer of its size class when there is one, else the device's.
 static void *data_alloc(pool_cache *c, torc_device *dev, size_t nbytes) {
-    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory) return torc__dev_alloc(dev, nbytes);
+    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory ||
+        atomic_load_explicit(&g_data_closed, memory_order_relaxed))
+        return torc__dev_alloc(dev, nbytes);
     const size_t k = (nbytes - 1) / 64, size = (k + 1) * 64;
     if (c->n_data[k] == 0 || c->data_dev[k] != dev) return torc__dev_alloc(dev, size);  // poolable later
     void *p = c->data[k][--c->n_data[k]];
@@ -152,7 +179,8 @@ static void *data_alloc(pool_cache *c, torc_device *dev, size_t nbytes) {
 }
 
 static void data_free(pool_cache *c, torc_device *dev, void *p, size_t nbytes) {
-    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory) {
+    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory ||
+        atomic_load_explicit(&g_data_closed, memory_order_relaxed)) {
         torc__dev_free(dev, p);
         return;
     }
@@ -322,7 +350,7 @@ torc_tensor *torc__new(torc_device *dev, torc_dtype dtype, int ndim, const int64
     t->storage = storage_new(c, dev, nbytes);
     if (!t->storage) {
         obj_free(c, TORC__POOL_TENSOR, t, sizeof *t);
-        if (torc_last_status() == TORC_OK || torc_last_status() != TORC_ERR_OOM)
+        if (!torc__dev_shut_down(dev) && torc_last_status() != TORC_ERR_OOM)  // (shut down: dev_alloc said so)
             torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu bytes", dev->name, nbytes);
         return NULL;
     }

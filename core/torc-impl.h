@@ -207,6 +207,15 @@ void torc__dev_host_free(torc_device *dev, void *ptr);
 // A copy that may still run after the call returns (the backend's async flag); synchronize
 // before reusing src.
 torc_status torc__dev_copy_async(torc_device *dev, void *dst, const void *src, size_t n, torc_copy_kind kind);
+// Shutdown (device.c's shutdown_all and torc_shutdown). After it begins on a backend the
+// wrappers above make no call on its ctx: free and host_free drop the pointer, alloc fails.
+// torc__tls_calling is the backend whose member runs on this thread now (set by the wrappers
+// around run, supports and synchronize, where libraries that may call exit() run), so that the
+// exit handler leaves that backend, whose locks may be held, alone. torc__pools_drain (tensor.c)
+// returns every thread's pooled data buffers, except skip's, to their backends and ends pooling.
+extern TORC__TLS_HOT _Thread_local torc_backend_lib *torc__tls_calling;
+bool torc__dev_shut_down(const torc_device *dev);
+void torc__pools_drain(const torc_backend_lib *skip);
 
 // ---- random numbers (random.c) ----
 // Reserves n counters of g (NULL: the default generator): returns the first and the seed.

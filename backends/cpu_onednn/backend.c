@@ -190,9 +190,13 @@ static void release_workspace(void) {
     g.work_bytes = 0;
 }
 
+// Never blocks (backend.h): at exit the lock may be held by a call that exit() interrupted (OpenBLAS,
+// libgomp or libgfortran end the process when memory runs out, on this thread or on one of
+// OpenMP's workers while this one waits in the primitive). Then nothing is released: the
+// process is ending, and whoever holds the lock may still be using what shutdown would free.
 static void onednn_shutdown(void *ctx) {
     (void)ctx;
-    pthread_mutex_lock(&g.lock);
+    if (pthread_mutex_trylock(&g.lock) != 0) return;
     if (g.refs > 0 && --g.refs == 0) {
         onednn__cache_clear();
         release_workspace();
@@ -204,7 +208,7 @@ static void onednn_shutdown(void *ctx) {
         // freeing them, this keeps LeakSanitizer alive at exit: GCC 12's LSan crashes scanning
         // the dynamic TLS (libdnnl's, loaded by dlopen) of idle workers on glibc 2.36.
         omp_pause_resource_all(omp_pause_hard);
-        onednn__mem_release_cache();
+        onednn__mem_release_cache_nowait();
     }
     pthread_mutex_unlock(&g.lock);
 }

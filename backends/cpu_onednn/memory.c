@@ -67,14 +67,25 @@ static void *take(size_t n) {
     return raw;
 }
 
-void onednn__mem_release_cache(void) {
-    pthread_mutex_lock(&g_cache.lock);
+static void release_locked(void) {
     for (int i = 0; i < g_cache.n; i++) {
         KEPT_UNPOISON(g_cache.block[i]);
         free(g_cache.block[i]);
     }
     g_cache.n = 0;
     g_cache.bytes = 0;
+}
+
+void onednn__mem_release_cache(void) {
+    pthread_mutex_lock(&g_cache.lock);
+    release_locked();
+    pthread_mutex_unlock(&g_cache.lock);
+}
+
+// Shutdown's: the blocks stay kept (reachable) if the lock is held, never a wait (backend.c).
+void onednn__mem_release_cache_nowait(void) {
+    if (pthread_mutex_trylock(&g_cache.lock) != 0) return;
+    release_locked();
     pthread_mutex_unlock(&g_cache.lock);
 }
 

@@ -412,6 +412,7 @@ void onednn__round_line(dnnl_data_type_t round, const float *src, int64_t si, fl
 void *onednn__mem_alloc(size_t nbytes);  // NULL when the system has no memory
 void onednn__mem_free(void *ptr);
 void onednn__mem_release_cache(void);    // returns the kept blocks to the system
+void onednn__mem_release_cache_nowait(void);  // the same, unless the cache is locked (shutdown)
 
 // ---- instruction sets (isa.c) ----
 // Ordered levels, each including the ones below (oneDNN's names, as ONEDNN_MAX_CPU_ISA takes them).

@@ -339,8 +339,18 @@ typedef enum torc_copy_kind {
 // member gets that ctx back as its first argument. options is a NULL-terminated array of
 // "key=value" strings (NULL: none); a key the backend does not know is an error whose message
 // names it. The backend's environment variables stay the defaults that options override.
-// shutdown(ctx) is called once, at process exit (torc_shutdown, or the core's atexit handler),
-// after which the core makes no call on ctx.
+// shutdown(ctx) is called at most once, by torc_shutdown or the core's atexit handler, after which
+// the core makes no call on ctx: memory the core still holds from the backend then is never
+// handed back (its free is dropped), so a backend may release everything, its ctx included.
+// Before it, the core returns every thread's pooled small host buffers through free(), so the
+// blocks a backend sees freed before shutdown are all those not held by live tensors.
+// At exit, shutdown must never block: exit() may be called while one of the backend's calls holds
+// its lock, by a library that ends the process on a failed allocation (libgomp, OpenBLAS,
+// libgfortran), on the calling thread or on a worker thread of the backend's own. If it is the
+// thread that runs the exit handler, the core skips that backend's shutdown (and its pooled
+// buffers); if it is another thread, shutdown is called and must not wait for the lock: take it
+// with trylock and, when busy, release nothing (the process is ending). Likewise, when the core's
+// own lock is held at exit (a plugin's constructor or init called exit()), no backend is shut down.
 //
 // Threading. init and shutdown never run concurrently with any other call. Every other member
 // may be called concurrently from several threads with the same ctx (torc ops run on whichever

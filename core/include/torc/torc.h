@@ -119,7 +119,10 @@ TORC_API torc_status torc_device_memory_stats(const torc_device *dev, uint64_t *
                                               uint64_t *peak_reserved);
 // Shuts every loaded backend down (their shutdown(ctx)), once; registered with atexit when the
 // first backend loads, so calling it is needed only to release devices before exit. No torc call
-// may follow it.
+// may run on another thread meanwhile, and none may follow it, except that tensors may still be
+// released and threads that used torc may exit: their memory is then dropped, not freed (the
+// backends are gone). The exit handler never waits: if torc's registry is locked at exit (a
+// plugin's constructor called exit()), nothing is shut down.
 TORC_API void torc_shutdown(void);
 // The backend ABI version (major << 16 | minor) dev's plugin was built with.
 TORC_API uint32_t torc_device_backend_abi(const torc_device *dev);
