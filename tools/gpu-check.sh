@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/gpu-check.sh — what a session lent a GPU runs, in one go, each step under a time limit and
+# tools/gpu-check.sh — the GPU checks, in one go, each step under a time limit and
 # logged to a file of its own:
 #   gpu.log       the GPU suite (tests/cuda_gpu_test.c) case by case but performance, then --fault
 #                 and --device1 in processes of their own
@@ -12,8 +12,8 @@
 #   perf.log      the suite's performance case (the CUDA targets), then torc-bench --backend cuda
 #                 --quick, alone on the GPU
 # The correctness steps run side by side (one GPU, many CPUs); the timed ones after them, alone.
-# On an H200 the whole took 2.6 minutes, the sanitizers longest (a lent GPU's session has 15 minutes
-# of device time: give the call a timeout that leaves some to spare).
+# On an H200 the whole took 2.6 minutes, the sanitizers longest (on a GPU lent for 15 minutes
+# of device time, give the call a timeout that leaves some to spare).
 #
 #   tools/gpu-check.sh [build-dir] [log-dir]      (defaults: build, gpu-logs)
 #

@@ -199,7 +199,7 @@ static dnnl_status_t gemm_one(const onednn_gemm *g, const float *a, const float 
 
 // A large GEMM uses sgemm's own threading. Splitting it into one single-threaded sgemm block per
 // thread looked better on a machine loaded 5-8 but measured 1.5-2x slower at 2048 on a quiet
-// one (105-140 vs 200-230 GFLOP/s, alternating in one session), so it was taken out.
+// one (105-140 vs 200-230 GFLOP/s, runs alternating), so it was taken out.
 int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float *c) {
     int64_t batch = 1;
     for (int d = 0; d < g->nbatch; d++) batch *= g->bdims[d];

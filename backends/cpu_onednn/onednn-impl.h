@@ -298,7 +298,7 @@ void onednn__cache_clear(void);
 // side (two cores, quiet machine): x + y of 512K floats 190 -> 101 us, relu 221 -> 141 us, of
 // 64K 8.6 -> 6.2 us; the Cruncher D=256 SGD step 263-280 -> 224-235 us (its SGD update no
 // longer reads the other core's half of a gradient from one thread); Cruncher 1024 even. (From
-// 4M to 1M, an earlier session measured Cruncher 1024 SGD f32 60.0 -> 57.6 ms.) The cost: on a
+// 4M to 1M, an earlier measurement gave Cruncher 1024 SGD f32 60.0 -> 57.6 ms.) The cost: on a
 // machine whose other cores are busy, a parallel region waits for a descheduled thread (mul_
 // of 1M floats took 8 ms instead of 0.2); TORC_NUM_THREADS=1 is the remedy there, as
 // OMP_NUM_THREADS is for PyTorch.
