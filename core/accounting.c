@@ -36,6 +36,7 @@ typedef struct torc__mem_event {
 } mem_event;
 
 static _Thread_local torc__mem_record *tls_record;
+static _Thread_local torc__mem_record *tls_backward;  // torc__mem_backward_begin's: frees not tracked
 
 void torc__mem_record_begin(torc__mem_record *log) {
     log->n = 0;
@@ -43,8 +44,7 @@ void torc__mem_record_begin(torc__mem_record *log) {
     tls_record = log;
 }
 
-void torc__mem_note_alloc(const torc_storage *s) {
-    torc__mem_record *log = tls_record;
+static void note_alloc(torc__mem_record *log, const torc_storage *s) {
     if (!log || log->lost || s->tag != TORC_MEM_ACTIVATION) return;
     if (log->n == log->cap) {
         const int nc = log->cap ? 2 * log->cap : 32;
@@ -59,6 +59,11 @@ void torc__mem_note_alloc(const torc_storage *s) {
     torc_device *dev = s->alloc_device;
     log->e[log->n++] = (mem_event){s, dev, s->nbytes, atomic_load(&dev->in_use[TORC_MEM_ACTIVATION]) + s->nbytes,
                                    atomic_load(&dev->peak[TORC_MEM_ACTIVATION])};
+}
+
+void torc__mem_note_alloc(const torc_storage *s) {
+    note_alloc(tls_record, s);
+    note_alloc(tls_backward, s);
 }
 
 void torc__mem_note_free(const torc_storage *s) {
@@ -77,8 +82,17 @@ static bool adopted_storage(const torc_storage *s, int n, torc_tensor *const *ad
     return false;
 }
 
+static void settle_peaks(torc__mem_record *log, int n_adopted, torc_tensor *const *adopted);
+
 void torc__mem_record_end(torc__mem_record *log, int n_adopted, torc_tensor *const *adopted, torc_mem_tag tag) {
     tls_record = NULL;
+    settle_peaks(log, n_adopted, adopted);
+    for (int k = 0; k < n_adopted; k++)
+        if (adopted[k]) torc_set_mem_tag(adopted[k], tag);
+    log->n = 0;
+}
+
+static void settle_peaks(torc__mem_record *log, int n_adopted, torc_tensor *const *adopted) {
     // Per device, in the order of its allocations: the activation bytes then in use, less the
     // adopted bytes made so far. Every event of a device is handled at its first one.
     for (int i = 0; i < log->n && !log->lost; i++) {
@@ -94,8 +108,30 @@ void torc__mem_record_end(torc__mem_record *log, int n_adopted, torc_tensor *con
         }
         atomic_store(&dev->peak[TORC_MEM_ACTIVATION], peak);
     }
-    for (int k = 0; k < n_adopted; k++)
-        if (adopted[k]) torc_set_mem_tag(adopted[k], tag);
+}
+
+// ---- backward: leaves' gradients are gradients from their creation (see torc-impl.h) ----
+bool torc__mem_backward_begin(torc__mem_record *log) {
+    if (tls_backward) return false;  // a backward inside a backward: the outer one records
+    log->n = 0;
+    log->lost = false;
+    tls_backward = log;
+    return true;
+}
+
+void torc__mem_backward_retagged(const torc_storage *s) {
+    torc__mem_record *log = tls_backward;
+    if (!log || log->lost) return;
+    int i = log->n - 1;  // the newest event of this address is the live storage's
+    while (i >= 0 && log->e[i].s != s) i--;
+    if (i < 0) return;
+    for (int j = i; j < log->n; j++)
+        if (log->e[j].dev == log->e[i].dev) log->e[j].act_after -= log->e[i].bytes;
+}
+
+void torc__mem_backward_end(torc__mem_record *log) {
+    tls_backward = NULL;
+    settle_peaks(log, 0, NULL);
     log->n = 0;
 }
 

@@ -1,10 +1,12 @@
 // core/autocast.c — torch.autocast for torc: the per-thread scope stack, the op policy the
 // frontends' one-line hooks consult, and fp8 autocast (Transformer Engine's delayed scaling).
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "autograd-impl.h"
+#include "comm-impl.h"
 
 // ---- the scope stack ----
 // Each entry is the dtype of one torc_autocast_begin; F32 marks a nested "autocast off" scope.
@@ -136,15 +138,38 @@ torc_tensor *torc__autocast_matmul(const torc_tensor *a, const torc_tensor *b, t
 // step record their amax there. Roles: 0 the input (e4m3), 1 the weight (e4m3), 2 the
 // gradient of the output (e5m2, TE's HYBRID format). torc differs in one place: a role's first
 // cast scales by its own current amax (instead of 1), so the first step is not saturated.
+//
+// Under data parallel (core/ddp.c drives the parameters it holds, torc__fp8_drive) a history row
+// is an optimizer step, not a forward: every cast of the step (each micro-batch's, forward and
+// backward) takes the max into the row, torc_ddp_finish reduces the row across ranks (MAX) and
+// commits it (torc__fp8_commit: new scales, next row), and every cast of a step uses the scales
+// committed before it; until a role has a committed amax, each cast scales by its own. A cast
+// then depends only on its own micro-batch and the history, which is the same on every rank and
+// for every world size: deterministic runs stay bit-identical across process counts.
 enum { ROLE_INPUT = 0, ROLE_WEIGHT = 1, ROLE_GRAD = 2, N_ROLES = 3 };
 
 struct torc__fp8_meta {
-    torc_tensor *scale;   // (3,) f32
+    torc_tensor *scale;   // (3,) f32; driven: the committed scales, 0 for a role with none yet
+    torc_tensor *used;    // (3,) f32, driven only: the scales this step's last casts used
     torc_tensor *hist;    // (len, 3) f32 amax history
     torc_tensor *fmax;    // (3,) f32: 448, 448, 57344
     int len, pos;
     bool primed[N_ROLES]; // the role has been cast once
+    bool driven;          // a history row per step, committed by data parallel (see above)
 };
+
+// The parameters data parallel drives (torc__fp8_drive); compared by address, never dereferenced.
+static pthread_mutex_t g_drive_lock = PTHREAD_MUTEX_INITIALIZER;
+static const torc_tensor **g_driven;
+static int g_n_driven, g_cap_driven;
+
+static bool is_driven(const torc_tensor *w) {
+    pthread_mutex_lock(&g_drive_lock);
+    bool found = false;
+    for (int i = 0; i < g_n_driven && !found; i++) found = g_driven[i] == w;
+    pthread_mutex_unlock(&g_drive_lock);
+    return found;
+}
 
 static _Atomic int g_hist_len = 1024;
 static _Atomic int g_margin = 0;
@@ -161,6 +186,7 @@ torc_status torc_autocast_set_fp8_recipe(int amax_history_len, int margin) {
 
 void torc__fp8_meta_free(torc__fp8_meta *m) {
     if (!m) return;
+    torc_release(m->used);
     torc_release(m->scale);
     torc_release(m->hist);
     torc_release(m->fmax);
@@ -173,11 +199,14 @@ static torc__fp8_meta *meta_of_param(torc_tensor *w) {
     torc__fp8_meta *m = calloc(1, sizeof *m);
     if (!m) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for fp8 scaling state");
     m->len = g_hist_len;
+    m->driven = is_driven(w);
     m->scale = torc__new(w->device, TORC_DTYPE_F32, 1, (int64_t[]){N_ROLES});
+    m->used = torc__new(w->device, TORC_DTYPE_F32, 1, (int64_t[]){N_ROLES});
     m->hist = torc__new(w->device, TORC_DTYPE_F32, 2, (int64_t[]){m->len, N_ROLES});
     m->fmax = torc__new(w->device, TORC_DTYPE_F32, 1, (int64_t[]){N_ROLES});
-    torc_status st = m->scale && m->hist && m->fmax ? TORC_OK : torc_last_status();
-    if (!st) st = torc__fill(m->scale, 1.0);
+    torc_status st = m->scale && m->used && m->hist && m->fmax ? TORC_OK : torc_last_status();
+    if (!st) st = torc__fill(m->scale, m->driven ? 0.0 : 1.0);
+    if (!st) st = torc__fill(m->used, 1.0);
     if (!st) st = torc__fill(m->hist, 0.0);
     if (!st) st = torc__fill(m->fmax, 448.0);
     if (!st) {  // the gradient's role is e5m2
@@ -190,7 +219,7 @@ static torc__fp8_meta *meta_of_param(torc_tensor *w) {
         torc__fp8_meta_free(m);
         return NULL;
     }
-    m->pos = m->len - 1;  // the first forward moves to row 0
+    m->pos = m->driven ? 0 : m->len - 1;  // the first forward (driven: the first step) is row 0
     w->fp8_meta = m;
     return m;
 }
@@ -218,6 +247,15 @@ static torc_tensor *quantize(torc__fp8_meta *m, int role, const torc_tensor *x, 
     torc_tensor *amax = torc_to_dtype(torc_amax(torc_abs(x), TORC_ALL_DIMS, false), TORC_DTYPE_F32);
     torc_tensor *slot = torc_select(torc_select(m->hist, 0, m->pos), 0, role);
     torc_tensor *scale = torc_select(m->scale, 0, role);
+    if (m->driven) {  // the step's row keeps the max; the committed scale, else this cast's own
+        torc_tensor *used = torc_select(m->used, 0, role);
+        if (!amax || !slot || !scale || !used || torc_copy_(slot, torc_maximum(slot, amax))) return NULL;
+        torc_tensor *own = scale_from_amax(amax, torc_select(m->fmax, 0, role), torc_ones_like(amax));
+        torc_tensor *s = own ? torc_where(torc_gt_scalar(scale, torc_s(0.0)), scale, own) : NULL;
+        if (!s || torc_copy_(used, s)) return NULL;
+        *inv = torc_reciprocal(s);
+        return *inv ? torc_to_fp8_scaled(x, s, dtype) : NULL;
+    }
     if (!amax || !slot || !scale || torc_copy_(slot, amax)) return NULL;
     if (!m->primed[role]) {
         torc_tensor *s = scale_from_amax(amax, torc_select(m->fmax, 0, role), scale);
@@ -245,7 +283,7 @@ static torc_tensor *fp8_matmul(const torc_tensor *x, const torc_tensor *w, torc_
     torc_no_grad_begin();
     torc_tensor *x2 = torc_reshape((torc_tensor *)x, 2, (int64_t[]){-1, K});
     torc_tensor *inv_x = NULL, *inv_w = NULL;
-    torc_tensor *xq = x2 && !begin_step(m) ? quantize(m, ROLE_INPUT, x2, TORC_DTYPE_F8_E4M3FN, &inv_x) : NULL;
+    torc_tensor *xq = x2 && (m->driven || !begin_step(m)) ? quantize(m, ROLE_INPUT, x2, TORC_DTYPE_F8_E4M3FN, &inv_x) : NULL;
     torc_tensor *wq = xq ? quantize(m, ROLE_WEIGHT, w, TORC_DTYPE_F8_E4M3FN, &inv_w) : NULL;
     torc_tensor *y = wq ? torc_scaled_mm(xq, wq, inv_x, inv_w, out_dtype, NULL, NULL) : NULL;
     if (y) {
@@ -254,7 +292,7 @@ static torc_tensor *fp8_matmul(const torc_tensor *x, const torc_tensor *w, torc_
         shape[x->ndim - 1] = N;
         y = torc_reshape(y, x->ndim, shape);
     }
-    scales = y ? torc_clone(m->scale) : NULL;
+    scales = y ? torc_clone(m->driven ? m->used : m->scale) : NULL;  // the scales the casts used
     r = scales ? torc_retain(y) : NULL;  // out of the scope, owned here
     if (scales) torc_retain(scales);
     torc_no_grad_end();
@@ -307,4 +345,76 @@ torc_tensor *torc_autocast_fp8_scales(const torc_tensor *param) {
 torc_tensor *torc_autocast_fp8_amax_history(const torc_tensor *param) {
     if (!param) return TORC_NULL_ARG_FAIL("tensor is NULL");
     return param->fp8_meta ? torc_clone(param->fp8_meta->hist) : NULL;
+}
+
+// ---- data parallel drives the history (core/ddp.c) ----
+torc_status torc__fp8_drive(int n, torc_tensor *const *params, bool on) {
+    pthread_mutex_lock(&g_drive_lock);
+    torc_status st = TORC_OK;
+    for (int i = 0; i < n; i++) {
+        int at = -1;
+        for (int k = 0; k < g_n_driven && at < 0; k++)
+            if (g_driven[k] == params[i]) at = k;
+        if (!on) {
+            if (at >= 0) g_driven[at] = g_driven[--g_n_driven];
+            continue;
+        }
+        if (at >= 0) continue;
+        if (g_n_driven == g_cap_driven) {
+            const int cap = g_cap_driven ? 2 * g_cap_driven : 64;
+            const torc_tensor **grown = realloc(g_driven, sizeof *grown * (size_t)cap);
+            if (!grown) {
+                st = torc__error(TORC_ERR_OOM, "out of host memory");
+                break;
+            }
+            g_driven = grown;
+            g_cap_driven = cap;
+        }
+        g_driven[g_n_driven++] = params[i];
+    }
+    if (!g_n_driven) {
+        free(g_driven);
+        g_driven = NULL;
+        g_cap_driven = 0;
+    }
+    pthread_mutex_unlock(&g_drive_lock);
+    // State made before data parallel took over is not a step's: it keeps only its scales. When
+    // it lets go, each role primes again on its next cast (legacy stepping, one row a forward).
+    for (int i = 0; !st && i < n; i++) {
+        torc__fp8_meta *m = params[i]->fp8_meta;
+        if (!on && m) m->driven = false, memset(m->primed, 0, sizeof m->primed);
+        if (!on || !m || m->driven) continue;
+        m->driven = true;
+        torc_scope_push();
+        torc_tensor *row = torc_select(m->hist, 0, m->pos);
+        st = row ? torc_zero_(row) : torc_last_status();
+        torc_scope_pop();
+    }
+    return st;
+}
+
+bool torc__fp8_has_state(const torc_tensor *param) { return param->fp8_meta != NULL; }
+
+torc_tensor *torc__fp8_step_amax(const torc_tensor *param) {
+    torc__fp8_meta *m = param->fp8_meta;
+    return m ? torc_select(m->hist, 0, m->pos) : NULL;
+}
+
+torc_status torc__fp8_commit(torc_tensor *param, const torc_tensor *amax) {
+    if (!is_driven(param)) return torc__error(TORC_ERR_RUNTIME, "fp8: committing the amax of a parameter data parallel does not drive");
+    torc__fp8_meta *m = meta_of_param(param);
+    if (!m) return torc_last_status();
+    torc_scope_push();
+    torc_tensor *row = torc_select(m->hist, 0, m->pos);
+    torc_status st = row ? torc_copy_(row, amax) : torc_last_status();
+    torc_tensor *hmax = st ? NULL : torc_amax(m->hist, 1, (int[]){0}, false);
+    torc_tensor *s = hmax ? scale_from_amax(hmax, m->fmax, m->scale) : NULL;
+    if (!st) st = s ? torc_copy_(m->scale, s) : torc_last_status();
+    if (!st) {
+        m->pos = (m->pos + 1) % m->len;
+        torc_tensor *next = torc_select(m->hist, 0, m->pos);
+        st = next ? torc_zero_(next) : torc_last_status();
+    }
+    torc_scope_pop();
+    return st;
 }

@@ -653,7 +653,10 @@ static torc_status accumulate_grad(torc_tensor *t, torc_tensor *g, bool leaf) {
     if (!t->grad) {
         torc_tensor *own = own_grad(g, t->dtype);
         if (!own) return torc_last_status();
-        if (leaf) torc_set_mem_tag(own, TORC_MEM_GRADIENT);
+        if (leaf) {  // a gradient from its creation in this backward, not an activation until now
+            torc__mem_backward_retagged(own->storage);
+            torc_set_mem_tag(own, TORC_MEM_GRADIENT);
+        }
         t->grad = own;
     } else {
         torc_scope_push();
@@ -912,7 +915,14 @@ torc_status torc_backward(torc_tensor *t, const torc_tensor *gradient, bool reta
     if (!t) return torc__null_arg("tensor is NULL");
     engine e = {.accumulate = true, .keep_graph = retain_graph};
     torc_tensor *g = (torc_tensor *)gradient;
-    return run_engine(&e, 1, &t, &g);
+    // The leaves' new .grad count as gradient memory from their allocation: the activation peak
+    // is recomputed without them (a weight's D x D gradient is not an activation).
+    torc__mem_record rec = {0};
+    const bool recording = torc__mem_backward_begin(&rec);
+    const torc_status st = run_engine(&e, 1, &t, &g);
+    if (recording) torc__mem_backward_end(&rec);
+    torc__mem_record_free(&rec);
+    return st;
 }
 
 torc_status torc_autograd_grad(int n_outputs, torc_tensor *const *outputs, torc_tensor *const *grad_outputs,

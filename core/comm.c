@@ -3,6 +3,7 @@
 // Loaded by the one plugin loader (core/plugin.c, kind torc__plugin_comm): the first file of the
 // name on the search path decides, and a failure lists every file tried.
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,19 @@ torc_status torc_dist_init(const char *name) {
     for (const char *p = name; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_') || p - name >= 31)
             return torc__error(TORC_ERR_INVALID_ARG, "invalid comm plugin name '%s'", name);
+    // TORC_COMM_TIMEOUT is read before anything loads: a value that is not a number would
+    // otherwise turn hang detection off without a word.
+    double timeout_s = 60.0;
+    const char *t = getenv("TORC_COMM_TIMEOUT");
+    if (t && *t) {
+        char *end = NULL;
+        errno = 0;
+        timeout_s = strtod(t, &end);
+        while (end && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
+        if (end == t || *end || errno == ERANGE || !(timeout_s >= 0) || timeout_s > 1e9)
+            return torc__error(TORC_ERR_INVALID_ARG,
+                               "TORC_COMM_TIMEOUT must be a number of seconds from 0 to 1e9 (0: no limit), got '%s'", t);
+    }
     pthread_mutex_lock(&g_lock);
     torc_status st = TORC_OK;
     if (g.vt) {
@@ -86,8 +100,7 @@ torc_status torc_dist_init(const char *name) {
         g.local_rank = g.vt->local_rank(g.ctx);
         const bool has_device = TORC_STRUCT_HAS(vt, torc_comm_vtable, device) && vt->device;
         g.device = vt->memory == TORC_COMM_MEMORY_HOST || !has_device ? -1 : vt->device(g.ctx);
-        const char *t = getenv("TORC_COMM_TIMEOUT");
-        g.timeout_s = t && *t ? atof(t) : 60.0;
+        g.timeout_s = timeout_s;
     }
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -373,4 +386,103 @@ torc_status torc__dist_wait_timed(torc_work *work, double *started, double *fini
     *finished = torc__now();
     torc_status st = finish(work, finished);
     return st;
+}
+
+// ---- agreement: every rank passed the same named values ----
+// The device the plugin's collectives run on for the core's own small tensors: the default
+// device when the plugin serves it, else a host device (mpi) or the plugin's CUDA device (nccl).
+static torc_device *comm_device(void) {
+    torc_device *d = torc_default_device();
+    const bool host = g.vt->memory == TORC_COMM_MEMORY_HOST;
+    if (d && d->host_memory == host && (g.device < 0 || d->index == g.device)) return d;
+    if (host) return torc_device_get("cpu");
+    char name[64];
+    snprintf(name, sizeof name, "%.*s:%d", d && !d->host_memory ? (int)strcspn(d->name, ":") : 4,
+             d && !d->host_memory ? d->name : "cuda", g.device < 0 ? 0 : g.device);
+    return torc_device_get(name);
+}
+
+// A field's digest: FNV-1a over name, a zero byte and value, 62 bits (so that its negation fits).
+static int64_t field_digest(const char *name, const char *value) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = name ? name : ""; ; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        if (!*p) break;
+    }
+    for (const char *p = value ? value : ""; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return (int64_t)(h >> 2);
+}
+
+// x (n int64) all-reduced by MAX as [x, -x]: every rank gets each element's max and min.
+static torc_status max_min(torc_device *dev, int64_t *x, int n, int64_t *lo, int64_t *hi) {
+    int64_t *v = malloc(sizeof *v * 2 * (size_t)n);
+    if (!v) return torc__error(TORC_ERR_OOM, "out of host memory");
+    for (int i = 0; i < n; i++) v[i] = x[i], v[n + i] = -x[i];
+    torc_status st = TORC_OK;
+    torc_scope_push();
+    torc_tensor *t = torc_to_device(torc_tensor_from(v, 1, (int64_t[]){2 * n}, TORC_DTYPE_I64), dev);
+    if (!t) st = torc_last_status();
+    if (!st) st = torc_dist_all_reduce(t, TORC_REDUCE_MAX, NULL);
+    if (!st) st = torc_copy_to_host(t, v, sizeof *v * 2 * (size_t)n);
+    torc_scope_pop();
+    for (int i = 0; !st && i < n; i++) hi[i] = v[i], lo[i] = -v[n + i];
+    free(v);
+    return st;
+}
+
+#define SHOWN_VALUE 96  // bytes of a value that travel for the message (with its terminating zero)
+
+torc_status torc__dist_check_same(torc_device *dev, const char *what, int n, const char *const *names,
+                                  const char *const *values) {
+    torc_status st;
+    if ((st = need_init(what ? what : "torc_dist_check_same"))) return st;
+    if (n < 0 || (n && (!names || !values)))
+        return torc__error(TORC_ERR_INVALID_ARG, "%s: expected n >= 0 names and values", what ? what : "torc_dist_check_same");
+    if (!dev && !(dev = comm_device())) return torc_last_status();
+    // How many fields each rank has, then the digests of the fields every rank has.
+    int64_t count = n, lo_n, hi_n;
+    if ((st = max_min(dev, &count, 1, &lo_n, &hi_n))) return st;
+    const int m = (int)lo_n;
+    int64_t *d = malloc(sizeof *d * 3 * (size_t)(m ? m : 1));
+    if (!d) return torc__error(TORC_ERR_OOM, "out of host memory");
+    for (int i = 0; i < m; i++) d[i] = field_digest(names[i], values[i]);
+    st = max_min(dev, d, m, d + m, d + 2 * m);
+    int f = -1;
+    for (int i = 0; !st && i < m && f < 0; i++)
+        if (d[m + i] != d[2 * m + i]) f = i;
+    free(d);
+    if (st) return st;
+    if (f < 0) {
+        if (lo_n == hi_n) return TORC_OK;
+        return torc__error(TORC_ERR_INVALID_ARG, "%s%sthe ranks compare different numbers of settings (%lld to %lld)",
+                           what ? what : "", what ? ": " : "", (long long)lo_n, (long long)hi_n);
+    }
+    // The values of field f from every rank, for the message (the same on every rank).
+    const int W = g.size;
+    char mine[SHOWN_VALUE] = {0};
+    snprintf(mine, sizeof mine, "%s", values[f] ? values[f] : "");
+    char *all = calloc((size_t)W, SHOWN_VALUE);
+    if (!all) return torc__error(TORC_ERR_OOM, "out of host memory");
+    torc_scope_push();
+    torc_tensor *in = torc_to_device(torc_tensor_from(mine, 1, (int64_t[]){SHOWN_VALUE}, TORC_DTYPE_U8), dev);
+    torc_tensor *out = in ? torc_to_device(torc_zeros(1, (int64_t[]){(int64_t)W * SHOWN_VALUE}, TORC_DTYPE_U8), dev) : NULL;
+    st = out ? torc_dist_all_gather(out, in, NULL) : torc_last_status();
+    if (!st) st = torc_copy_to_host(out, all, (size_t)W * SHOWN_VALUE);
+    torc_scope_pop();
+    if (!st) {
+        int r = 1;
+        while (r < W - 1 && !strncmp(all + (size_t)r * SHOWN_VALUE, all, SHOWN_VALUE)) r++;
+        for (int q = 0; q < W; q++) all[(size_t)q * SHOWN_VALUE + SHOWN_VALUE - 1] = 0;
+        const char *v0 = all, *vr = all + (size_t)r * SHOWN_VALUE;
+        st = torc__error(TORC_ERR_INVALID_ARG, "%s%sthe ranks disagree on %s: rank 0 has %s, rank %d has %s%s", what ? what : "",
+                         what ? ": " : "",
+                         names[f] ? names[f] : "(unnamed)", *v0 ? v0 : "(none)", r, *vr ? vr : "(none)",
+                         strcmp(v0, vr) ? "" : " (they differ further on)");
+    }
+    free(all);
+    return st;
+}
+
+torc_status torc_dist_check_same(int n, const char *const *names, const char *const *values) {
+    return torc__dist_check_same(NULL, NULL, n, names, values);
 }

@@ -1,6 +1,13 @@
 // core/ddp.c — distributed data parallel: parameters broadcast at start, gradient buckets
 // all-reduced while backward runs (a leaf-gradient hook in autograd.c), averaging, unused
 // parameters, and the deterministic mode whose results do not depend on the process count.
+//
+// Memory (P: the parameters' bytes, as f32). Plain mode holds .grad and the buckets' flat
+// buffers: 2 P. Deterministic mode holds, on a rank running m = micro_batches / W micro-batches,
+// the partial sums of its micro-batches (at most log2(m) of them, folded in place) beside the
+// gradient backward is making, then the buckets' flat buffers, and for the top of the tree a
+// gather buffer per bucket of W * ceil(numel / W) elements (the bucket goes in W chunks):
+// at most (3 + log2(m)) P plus W - 1 elements a bucket, whatever the world size.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +20,17 @@ typedef struct bucket {
     int64_t numel;
     int pending;           // parameters of this bucket still without their gradient this step
     torc_tensor *flat;     // (numel) f32: the gradients, flat; deterministic: this rank's sums
-    torc_tensor *gathered; // deterministic: (W * numel) f32, every rank's flat
+    // Deterministic: the top of the tree a chunk at a time. Chunk c is elements [c * chunk, ...)
+    // of every rank's flat, all-gathered into gathered (W * chunk) f32 and folded in rank order.
+    torc_tensor *gathered;
+    int64_t chunk;
+    int n_chunks, next_chunk;
     torc_work *work;
     double started, finished;
 } bucket;
 
 // Deterministic mode: per parameter, a stack of partial sums of micro-batch gradients (a
-// binary counter: two sums of the same level are added, left + right, into one of the next).
+// binary counter: two sums of the same level are added, left += right, into one of the next).
 #define MAX_LEVELS 32
 typedef struct partial {
     torc_tensor *t[MAX_LEVELS];
@@ -40,6 +51,7 @@ struct torc_ddp {
     int world, rank;
     int micro_first, micro_count, micro;  // deterministic mode
     partial *parts;
+    torc_tensor **keep;      // deterministic: the folded sum, kept to become .grad in finish
     bool armed;              // hooks installed for this backward
     double backward_end;
     torc_status hook_status;
@@ -64,14 +76,8 @@ static torc_status copy_slice(torc_ddp *d, torc_tensor *flat, int i, const torc_
 }
 
 // ---- deterministic sums ----
-static torc_tensor *add_owned(const torc_tensor *a, const torc_tensor *b) {
-    torc_scope_push();
-    torc_tensor *r = torc_retain(torc_add(a, b));
-    torc_scope_pop();
-    return r;
-}
-
-// Pushes g (owned) as a level-0 sum and folds equal levels: left + right, oldest first.
+// Pushes g (owned) as a sum of the given level and folds equal levels: left += right, oldest
+// first (in place: the same bits as left + right, and no new buffer).
 static torc_status push_partial(partial *p, torc_tensor *g, int level) {
     if (p->n == MAX_LEVELS) {
         torc_release(g);
@@ -79,16 +85,19 @@ static torc_status push_partial(partial *p, torc_tensor *g, int level) {
     }
     p->t[p->n] = g;
     p->level[p->n++] = level;
-    while (p->n >= 2 && p->level[p->n - 1] == p->level[p->n - 2]) {
-        torc_tensor *s = add_owned(p->t[p->n - 2], p->t[p->n - 1]);
-        if (!s) return torc_last_status();
-        torc_release(p->t[p->n - 2]);
+    torc_status st = TORC_OK;
+    torc_no_grad_begin();
+    while (!st && p->n >= 2 && p->level[p->n - 1] == p->level[p->n - 2]) {
+        torc_scope_push();
+        st = torc_add_(p->t[p->n - 2], p->t[p->n - 1]);
+        torc_scope_pop();
+        if (st) break;
         torc_release(p->t[p->n - 1]);
         p->n--;
-        p->t[p->n - 1] = s;
         p->level[p->n - 1]++;
     }
-    return TORC_OK;
+    torc_no_grad_end();
+    return st;
 }
 
 static void clear_partial(partial *p) {
@@ -110,13 +119,66 @@ static torc_status take_grad(torc_ddp *d, int i) {
 }
 
 // ---- launching ----
+// Elements [off, off + len) of bucket flat b as a registered 1-D view.
+static torc_tensor *flat_range(torc_tensor *flat, int64_t off, int64_t len) {
+    return torc__register(torc__make_view(flat, 1, &len, (int64_t[]){1}, flat->offset + off));
+}
+
+// Deterministic mode: all-gathers the bucket's next chunk of every rank's sums.
+static torc_status launch_chunk(torc_ddp *d, bucket *b) {
+    const int64_t off = (int64_t)b->next_chunk * b->chunk, len = b->numel - off < b->chunk ? b->numel - off : b->chunk;
+    b->next_chunk++;
+    torc_scope_push();
+    torc_tensor *in = flat_range(b->flat, off, len), *out = flat_range(b->gathered, 0, len * d->world);
+    torc_status st = in && out ? torc_dist_all_gather(out, in, &b->work) : torc_last_status();
+    torc_scope_pop();
+    return st;
+}
+
+// Deterministic mode, chunk c gathered: the ranks' sums (in rank order) folded pairwise in
+// place, divided by the micro-batch count, into the chunk of flat (this rank's part, sent).
+static torc_status fold_chunk(torc_ddp *d, bucket *b, int c) {
+    const int64_t off = (int64_t)c * b->chunk, len = b->numel - off < b->chunk ? b->numel - off : b->chunk;
+    partial top = {.n = 0};
+    torc_status st = TORC_OK;
+    for (int r = 0; !st && r < d->world; r++) {
+        torc_tensor *part = torc__make_view(b->gathered, 1, &len, (int64_t[]){1}, b->gathered->offset + (int64_t)r * len);
+        st = part ? push_partial(&top, part, 0) : torc_last_status();
+    }
+    if (!st && top.n != 1) st = torc__error(TORC_ERR_RUNTIME, "ddp: the ranks' sums did not fold to one (world size %d)", d->world);
+    torc_scope_push();
+    torc_no_grad_begin();
+    if (!st) st = torc_div_scalar_(top.t[0], torc_scalar_f((double)d->o.micro_batches));
+    torc_tensor *dst = st ? NULL : flat_range(b->flat, off, len);
+    if (!st) st = dst ? torc__copy(dst, top.t[0]) : torc_last_status();
+    torc_no_grad_end();
+    torc_scope_pop();
+    clear_partial(&top);
+    return st;
+}
+
 static torc_status launch_ready(torc_ddp *d) {
     torc_status st = TORC_OK;
     while (!st && d->next_launch < d->nb && d->b[d->next_launch].pending == 0) {
         bucket *b = &d->b[d->next_launch++];
-        if (d->o.deterministic) st = torc_dist_all_gather(b->gathered, b->flat, &b->work);
+        b->next_chunk = 0;
+        if (d->o.deterministic) st = launch_chunk(d, b);
         else st = torc_dist_all_reduce(b->flat, TORC_REDUCE_AVG, &b->work);
     }
+    return st;
+}
+
+// Deterministic mode: parameter i's micro-batch sums, folded to one, into its bucket's flat; the
+// sum is kept to become .grad in finish (no new buffer then).
+static torc_status fold_param(torc_ddp *d, int i) {
+    torc_status st = take_grad(d, i);
+    if (st) return st;
+    partial *p = &d->parts[i];
+    if (p->n != 1) return torc__error(TORC_ERR_RUNTIME, "ddp: micro-batch sums of parameter %d did not fold to one", i);
+    st = copy_slice(d, d->b[d->bucket_of[i]].flat, i, p->t[0], true);
+    torc_release(d->keep[i]);
+    d->keep[i] = p->t[0];
+    p->n = 0;
     return st;
 }
 
@@ -128,17 +190,8 @@ static torc_status param_ready(torc_ddp *d, int i) {
                            "twice in one backward, or a second backward without torc_ddp_begin)", i);
     d->ready[i] = true;
     d->used[i] = d->params[i]->grad != NULL || d->used[i];
-    torc_status st;
     bucket *b = &d->b[d->bucket_of[i]];
-    if (d->o.deterministic) {
-        if ((st = take_grad(d, i))) return st;
-        partial *p = &d->parts[i];
-        if (p->n != 1) return torc__error(TORC_ERR_RUNTIME, "ddp: micro-batch sums of parameter %d did not fold to one", i);
-        st = copy_slice(d, b->flat, i, p->t[0], true);
-        clear_partial(p);
-    } else {
-        st = copy_slice(d, b->flat, i, d->params[i]->grad, true);
-    }
+    torc_status st = d->o.deterministic ? fold_param(d, i) : copy_slice(d, b->flat, i, d->params[i]->grad, true);
     if (st) return st;
     b->pending--;
     return launch_ready(d);
@@ -156,6 +209,51 @@ static torc_status hook(torc_tensor *t, void *ctx) {
 }
 
 // ---- public ----
+// Every rank must build the same buckets, or their collectives would differ in size: the model
+// (each parameter's shape and dtype) and the options are compared across ranks first, and a
+// difference is refused on every rank naming the first setting that differs.
+static torc_status check_ranks_agree(const torc_ddp *d) {
+    const int m = d->n + 6;
+    char (*name)[48] = calloc((size_t)m, sizeof *name), (*value)[96] = calloc((size_t)m, sizeof *value);
+    const char **names = calloc((size_t)m, sizeof *names), **values = calloc((size_t)m, sizeof *values);
+    torc_status st = TORC_OK;
+    if (!name || !value || !names || !values) st = torc__error(TORC_ERR_OOM, "out of host memory");
+    for (int k = 0; !st && k < m; k++) {
+        names[k] = name[k];
+        values[k] = value[k];
+        const torc_ddp_options *o = &d->o;
+        if (k == 0) {
+            snprintf(name[k], sizeof name[k], "the number of parameters");
+            snprintf(value[k], sizeof value[k], "%d", d->n);
+        } else if (k <= d->n) {
+            const torc_tensor *p = d->params[k - 1];
+            char shape[TORC_SHAPE_STR_MAX];
+            snprintf(name[k], sizeof name[k], "parameter %d", k - 1);
+            snprintf(value[k], sizeof value[k], "%s %s", torc__shape_str(p->ndim, p->shape, shape, sizeof shape),
+                     torc_dtype_name(p->dtype));
+        } else {
+            static const char *const opt[] = {"bucket_cap_bytes", "first_bucket_bytes", "find_unused_parameters",
+                                               "deterministic", "micro_batches"};
+            const int j = k - d->n - 1;
+            const long long v[] = {(long long)o->bucket_cap_bytes, (long long)o->first_bucket_bytes, o->find_unused_parameters,
+                                   o->deterministic, o->deterministic ? o->micro_batches : 0};
+            if (j < 5) {
+                snprintf(name[k], sizeof name[k], "%s", opt[j]);
+                snprintf(value[k], sizeof value[k], "%lld", v[j]);
+            } else {
+                snprintf(name[k], sizeof name[k], "the device type");
+                snprintf(value[k], sizeof value[k], "%s", torc_device_backend_name(d->params[0]->device));
+            }
+        }
+    }
+    if (!st) st = torc__dist_check_same(d->params[0]->device, "torc_ddp_new", m, names, values);
+    free(name);
+    free(value);
+    free(names);
+    free(values);
+    return st;
+}
+
 torc_ddp *torc_ddp_new(int n, torc_tensor *const *params, const torc_ddp_options *opts) {
     if (!torc_dist_is_initialized())
         return TORC_FAIL_NULL(TORC_ERR_RUNTIME, "torc_ddp_new: the distributed job is not initialized (call torc_dist_init first)");
@@ -187,7 +285,8 @@ torc_ddp *torc_ddp_new(int n, torc_tensor *const *params, const torc_ddp_options
     d->used = calloc((size_t)n, sizeof *d->used);
     d->b = calloc((size_t)n, sizeof *d->b);
     d->parts = calloc((size_t)n, sizeof *d->parts);
-    if (!d->params || !d->order || !d->bucket_of || !d->offset || !d->ready || !d->used || !d->b || !d->parts) {
+    d->keep = calloc((size_t)n, sizeof *d->keep);
+    if (!d->params || !d->order || !d->bucket_of || !d->offset || !d->ready || !d->used || !d->b || !d->parts || !d->keep) {
         torc_ddp_free(d);
         return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory");
     }
@@ -196,9 +295,9 @@ torc_ddp *torc_ddp_new(int n, torc_tensor *const *params, const torc_ddp_options
         d->micro_count = o.micro_batches / W;
         d->micro_first = d->rank * d->micro_count;
     }
+    torc_status st = check_ranks_agree(d);
     // Buckets in reverse parameter order; the first small so communication starts early.
-    int64_t total = 0;
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; !st && k < n; k++) {
         const int i = n - 1 - k;
         d->order[k] = i;
         const int64_t pn = torc_numel(params[i]), cap = (d->nb <= 1 ? o.first_bucket_bytes : o.bucket_cap_bytes) / 4;
@@ -211,40 +310,24 @@ torc_ddp *torc_ddp_new(int n, torc_tensor *const *params, const torc_ddp_options
         d->offset[i] = cur->numel;
         cur->numel += pn;
         cur->count++;
-        total += pn;
     }
-    torc_status st = TORC_OK;
     for (int k = 0; !st && k < d->nb; k++) {
         bucket *b = &d->b[k];
         torc_device *dev = params[d->order[b->first]]->device;
         if (!(b->flat = torc__new(dev, TORC_DTYPE_F32, 1, &b->numel))) st = torc_last_status();
         else torc_set_mem_tag(b->flat, TORC_MEM_GRADIENT);
-        int64_t gn;
-        if (!st && o.deterministic) {
-            if (!torc__size_mul(b->numel, W, &gn)) st = torc__error(TORC_ERR_INVALID_ARG, "ddp: bucket too large");
-            else if (!(b->gathered = torc__new(dev, TORC_DTYPE_F32, 1, &gn))) st = torc_last_status();
+        if (!st && o.deterministic) {  // W chunks of ceil(numel / W): W * chunk < numel + W
+            b->chunk = b->numel ? (b->numel + W - 1) / W : 1;
+            b->n_chunks = b->numel ? (int)((b->numel + b->chunk - 1) / b->chunk) : 1;
+            const int64_t gn = b->chunk * W;
+            if (!(b->gathered = torc__new(dev, TORC_DTYPE_F32, 1, &gn))) st = torc_last_status();
             else torc_set_mem_tag(b->gathered, TORC_MEM_GRADIENT);
         }
     }
-    // Every rank must hold the same model: compare (n, total elements) by MAX and MIN.
-    if (!st) {
-        torc_scope_push();
-        torc_tensor *mx = torc_to_device(torc_tensor_from((int64_t[]){n, total}, TORC_SHAPE(2), TORC_DTYPE_I64), params[0]->device);
-        torc_tensor *mn = mx ? torc_clone(mx) : NULL;
-        if (!mn || (st = torc_dist_all_reduce(mx, TORC_REDUCE_MAX, NULL)) || (st = torc_dist_all_reduce(mn, TORC_REDUCE_MIN, NULL))) {
-            if (!st) st = torc_last_status();
-        } else {
-            int64_t a[2], b[2];
-            torc_copy_to_host(mx, a, sizeof a);
-            torc_copy_to_host(mn, b, sizeof b);
-            if (a[0] != b[0] || a[1] != b[1])
-                st = torc__error(TORC_ERR_SHAPE, "ddp: ranks hold different models (%lld..%lld parameters, %lld..%lld elements)",
-                                 (long long)b[0], (long long)a[0], (long long)b[1], (long long)a[1]);
-        }
-        torc_scope_pop();
-    }
     // Parameters from rank 0, so every rank starts from the same weights.
     for (int i = 0; !st && i < n; i++) st = torc_dist_broadcast(params[i], 0, NULL);
+    // fp8 autocast's amax history: one row a step, the same on every rank (core/autocast.c).
+    if (!st) st = torc__fp8_drive(n, params, true);
     if (st) {
         torc_ddp_free(d);
         return NULL;
@@ -256,12 +339,14 @@ torc_ddp *torc_ddp_new(int n, torc_tensor *const *params, const torc_ddp_options
 void torc_ddp_free(torc_ddp *d) {
     if (!d) return;
     torc__set_leaf_grad_hook(NULL, NULL);
+    if (d->params) torc__fp8_drive(d->n, d->params, false);
     for (int k = 0; d->b && k < d->nb; k++) {
         if (d->b[k].work) torc_dist_wait(d->b[k].work);
         torc_release(d->b[k].flat);
         torc_release(d->b[k].gathered);
     }
     for (int i = 0; d->parts && i < d->n; i++) clear_partial(&d->parts[i]);
+    for (int i = 0; d->keep && i < d->n; i++) torc_release(d->keep[i]);
     free(d->params);
     free(d->order);
     free(d->bucket_of);
@@ -270,6 +355,7 @@ void torc_ddp_free(torc_ddp *d) {
     free(d->used);
     free(d->b);
     free(d->parts);
+    free(d->keep);
     free(d);
 }
 
@@ -280,6 +366,10 @@ void torc_ddp_micro_batches(const torc_ddp *d, int *first, int *count) {
 
 torc_status torc_ddp_begin(torc_ddp *d, int micro) {
     if (!d) return torc__error(TORC_ERR_INVALID_ARG, "torc_ddp_begin: ddp is NULL");
+    // Armed with buckets already reduced: a second begin would start them again.
+    if (d->armed && d->next_launch > 0)
+        return torc__error(TORC_ERR_INVALID_ARG, "torc_ddp_begin: this step's gradients are already being reduced; "
+                                                 "call torc_ddp_finish before the next step's torc_ddp_begin");
     if (d->o.deterministic) {
         if (micro < d->micro_first || micro >= d->micro_first + d->micro_count)
             return torc__error(TORC_ERR_INVALID_ARG, "torc_ddp_begin: micro-batch %d is not this rank's (%d..%d)", micro,
@@ -328,6 +418,63 @@ static void busy_time(const torc_ddp *d, double end, double *busy, double *hidde
     }
 }
 
+// The step's small all-reduce (MAX) of a (n, 5) f32 table, started when find_unused needs the
+// used flags or a parameter has fp8 state: per parameter [used, has fp8 state, the step's amax of
+// its fp8 input, weight and gradient]. Every rank that runs fp8 autocast issues it; a rank that
+// does not while another does fails in the collectives' check (different collectives).
+enum { T_USED, T_FP8, T_AMAX, T_COLS = T_AMAX + 3 };
+
+static torc_status start_step_table(torc_ddp *d, torc_tensor **table, torc_work **work) {
+    bool fp8 = false;
+    for (int i = 0; i < d->n && !fp8; i++) fp8 = torc__fp8_has_state(d->params[i]);
+    if (!d->o.find_unused_parameters && !fp8) return TORC_OK;
+    float *host = calloc((size_t)d->n * T_COLS, sizeof *host);
+    if (!host) return torc__error(TORC_ERR_OOM, "out of host memory");
+    for (int i = 0; i < d->n; i++) {
+        host[i * T_COLS + T_USED] = d->used[i];
+        host[i * T_COLS + T_FP8] = torc__fp8_has_state(d->params[i]);
+    }
+    torc_status st = TORC_OK;
+    torc_scope_push();
+    torc_no_grad_begin();
+    torc_tensor *t = torc_to_device(torc_tensor_from(host, 2, (int64_t[]){d->n, T_COLS}, TORC_DTYPE_F32), d->params[0]->device);
+    if (!t) st = torc_last_status();
+    for (int i = 0; !st && i < d->n; i++) {
+        torc_tensor *amax = torc__fp8_step_amax(d->params[i]);
+        if (!amax) continue;
+        torc_tensor *dst = torc_narrow(torc_select(t, 0, i), 0, T_AMAX, 3);
+        st = dst ? torc_copy_(dst, amax) : torc_last_status();
+    }
+    torc_no_grad_end();
+    if (!st && !(*table = torc_retain(t))) st = torc_last_status();
+    torc_scope_pop();
+    free(host);
+    if (!st) st = torc_dist_all_reduce(*table, TORC_REDUCE_MAX, work);
+    return st;
+}
+
+// After the table's all-reduce: the used flags (NULL table: every parameter counts as used),
+// and the fp8 amax every rank saw this step committed to each parameter with fp8 state on any.
+static torc_status finish_step_table(torc_ddp *d, torc_tensor *table, bool *used_any) {
+    for (int i = 0; i < d->n; i++) used_any[i] = true;
+    if (!table) return TORC_OK;
+    float *host = malloc(sizeof *host * (size_t)d->n * T_COLS);
+    if (!host) return torc__error(TORC_ERR_OOM, "out of host memory");
+    torc_status st = torc_copy_to_host(table, host, sizeof *host * (size_t)d->n * T_COLS);
+    torc_scope_push();
+    torc_no_grad_begin();
+    for (int i = 0; !st && i < d->n; i++) {
+        if (d->o.find_unused_parameters) used_any[i] = host[i * T_COLS + T_USED] > 0;
+        if (!(host[i * T_COLS + T_FP8] > 0)) continue;
+        torc_tensor *amax = torc_narrow(torc_select(table, 0, i), 0, T_AMAX, 3);
+        st = amax ? torc__fp8_commit(d->params[i], amax) : torc_last_status();
+    }
+    torc_no_grad_end();
+    torc_scope_pop();
+    free(host);
+    return st;
+}
+
 torc_status torc_ddp_finish(torc_ddp *d) {
     if (!d) return torc__error(TORC_ERR_INVALID_ARG, "torc_ddp_finish: ddp is NULL");
     torc__set_leaf_grad_hook(NULL, NULL);
@@ -347,13 +494,7 @@ torc_status torc_ddp_finish(torc_ddp *d) {
         }
         d->ready[i] = true;
         bucket *b = &d->b[d->bucket_of[i]];
-        if (d->o.deterministic) {
-            if ((st = take_grad(d, i))) break;
-            st = copy_slice(d, b->flat, i, d->parts[i].t[0], true);
-            clear_partial(&d->parts[i]);
-        } else {
-            st = copy_slice(d, b->flat, i, NULL, true);
-        }
+        st = d->o.deterministic ? fold_param(d, i) : copy_slice(d, b->flat, i, NULL, true);
         b->pending--;
     }
     if (!st && missing[0])
@@ -362,68 +503,53 @@ torc_status torc_ddp_finish(torc_ddp *d) {
                          "error indicates that your module has parameters that were not used in producing loss "
                          "(parameter indices: %s); set find_unused_parameters", missing);
     if (!st) st = launch_ready(d);
-    // Which parameters any rank used (find_unused only): a parameter no rank used keeps no .grad.
-    torc_tensor *used = NULL;
-    int32_t *used_host = NULL;
-    torc_work *used_work = NULL;
-    if (!st && d->o.find_unused_parameters) {
-        // Built on the host and moved to the parameters' device (device memory for nccl).
-        if (!(used_host = malloc(sizeof(int32_t) * (size_t)d->n))) st = torc__error(TORC_ERR_OOM, "out of host memory");
-        for (int i = 0; !st && i < d->n; i++) used_host[i] = d->used[i];
-        if (!st) {
-            torc_scope_push();
-            torc_tensor *u = torc_to_device(torc_tensor_from(used_host, 1, (int64_t[]){d->n}, TORC_DTYPE_I32), d->params[0]->device);
-            if (!(used = u ? torc_retain(u) : NULL)) st = torc_last_status();
-            torc_scope_pop();
+    torc_tensor *table = NULL;
+    torc_work *table_work = NULL;
+    if (!st) st = start_step_table(d, &table, &table_work);
+    // Wait every started bucket (also after an error, so no collective outlives its buffers);
+    // deterministic mode: chunk c of every bucket, folded, then chunk c + 1 of each.
+    for (int c = 0;; c++) {
+        bool any = false;
+        for (int k = 0; k < d->nb; k++) {
+            bucket *b = &d->b[k];
+            if (!b->work) continue;
+            any = true;
+            double t0, t1;
+            torc_status s = torc__dist_wait_timed(b->work, &t0, &t1);
+            b->work = NULL;
+            if (c == 0) b->started = t0;
+            b->finished = t1;
+            if (!s && !st && d->o.deterministic) s = fold_chunk(d, b, c);
+            if (!s && !st && d->o.deterministic && b->next_chunk < b->n_chunks) s = launch_chunk(d, b);
+            if (!st) st = s;
         }
-        if (!st) st = torc_dist_all_reduce(used, TORC_REDUCE_MAX, &used_work);
+        if (!any) break;
     }
-    // Wait every started bucket (also after an error, so no collective outlives its buffers).
-    for (int k = 0; k < d->nb; k++) {
-        bucket *b = &d->b[k];
-        if (!b->work) continue;
-        torc_status s = torc__dist_wait_timed(b->work, &b->started, &b->finished);
-        b->work = NULL;
+    bool *used_any = malloc(sizeof *used_any * (size_t)d->n);
+    if (table_work) {
+        torc_status s = torc_dist_wait(table_work);
         if (!st) st = s;
     }
-    if (used_work) {
-        torc_status s = torc_dist_wait(used_work);
-        if (!st) st = s;
-        if (!st) st = torc_copy_to_host(used, used_host, sizeof(int32_t) * (size_t)d->n);
-    }
-    // Deterministic mode: the top of the tree, the ranks' sums (in rank order) folded pairwise,
-    // divided by the micro-batch count, into each bucket's flat.
+    if (!used_any && !st) st = torc__error(TORC_ERR_OOM, "out of host memory");
+    if (!st) st = finish_step_table(d, table, used_any);
+    // The averaged gradients into .grad (deterministic mode: into the kept sums).
     torc_no_grad_begin();
-    for (int k = 0; !st && d->o.deterministic && k < d->nb; k++) {
-        bucket *b = &d->b[k];
-        partial top = {.n = 0};
-        for (int r = 0; !st && r < d->world; r++) {
-            torc_tensor *part = torc__make_view(b->gathered, 1, &b->numel, (int64_t[]){1}, (int64_t)r * b->numel);
-            st = part ? push_partial(&top, part, 0) : torc_last_status();
-        }
-        if (!st) {
-            torc_scope_push();
-            torc_tensor *avg = torc_div_scalar(top.t[0], torc_scalar_f((double)d->o.micro_batches));
-            st = avg ? torc__copy(b->flat, avg) : torc_last_status();
-            torc_scope_pop();
-        }
-        clear_partial(&top);
-    }
-    // The averaged gradients into .grad.
     for (int k = 0; !st && k < d->n; k++) {
         const int i = d->order[k];
         bucket *b = &d->b[d->bucket_of[i]];
         torc_tensor *p = d->params[i];
-        if (used && !used_host[i]) {
+        torc_tensor *g = d->keep[i];
+        d->keep[i] = NULL;
+        if (!used_any[i]) {
+            torc_release(g);
             torc_set_grad(p, NULL);
             continue;
         }
-        if (p->grad) {
+        if (!g && p->grad) {
             st = copy_slice(d, b->flat, i, p->grad, false);
             continue;
         }
-        torc_tensor *g = torc__new(p->device, p->dtype, p->ndim, p->shape);
-        if (!g) {
+        if (!g && !(g = torc__new(p->device, p->dtype, p->ndim, p->shape))) {
             st = torc_last_status();
             break;
         }
@@ -435,8 +561,8 @@ torc_status torc_ddp_finish(torc_ddp *d) {
         torc_release(g);
     }
     torc_no_grad_end();
-    torc_release(used);
-    free(used_host);
+    torc_release(table);
+    free(used_any);
     if (!st) {
         double busy, hidden;
         busy_time(d, d->backward_end, &busy, &hidden);

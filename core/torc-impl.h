@@ -241,6 +241,13 @@ struct torc__mem_record {
 void torc__mem_record_begin(torc__mem_record *log);
 void torc__mem_record_end(torc__mem_record *log, int n_adopted, torc_tensor *const *adopted, torc_mem_tag tag);
 void torc__mem_record_free(torc__mem_record *log);
+// The same for a backward (torc_backward): begin notes allocations only (false, and nothing is
+// noted, inside another backward's recording); retagged says that storage s, made since, takes
+// another tag now (a leaf's new .grad), so the activation bytes of every event from its
+// creation on drop by its size; end sets the activation peak from the corrected events.
+bool torc__mem_backward_begin(torc__mem_record *log);
+void torc__mem_backward_retagged(const torc_storage *s);
+void torc__mem_backward_end(torc__mem_record *log);
 // storage_new calls this before accounting a new storage; storage_release before freeing one.
 void torc__mem_note_alloc(const torc_storage *s);
 void torc__mem_note_free(const torc_storage *s);

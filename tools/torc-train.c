@@ -5,8 +5,10 @@
 // The Cruncher is L Linear(D, D) without bias ("layers.i.weight", (D, D)) and a Linear(D, 1)
 // ("final.weight", (D, 1)); its forward is x -> x @ W0 @ ... @ W(L-1) @ Wf, squeezed to (B).
 // Under `mpirun -np N`, B is the global batch: rank r trains on rows [r*B/N, (r+1)*B/N) of the
-// batch one process would draw, with DDP averaging the gradients (--deterministic: fixed
-// micro-batches whose gradients are summed in one order whatever N). Rank 0 prints and saves.
+// batch one process would draw, with DDP averaging the gradients (--micro-batches M: the batch
+// in M pieces, M/N a rank, accumulated before one reduction; --deterministic: their gradients
+// summed in one fixed tree whatever N). Rank 0 prints and saves; the ranks first check that
+// they were all started with the same settings.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdarg.h>
@@ -16,21 +18,43 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "torc/optim.h"
 #include "torc/torc.h"
 
 #include "train_args.h"
 
+// "torc-train: rank 1: " before a message, unless the message names its rank already (the comm
+// plugin's errors do).
+static void vsay(const char *fmt, va_list ap) {
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    int r, len = 0;
+    const bool named = sscanf(msg, "rank %d:%n", &r, &len) == 1 && len > 0;
+    if (torc_dist_world_size() > 1 && !named) fprintf(stderr, "torc-train: rank %d: %s\n", torc_dist_rank(), msg);
+    else fprintf(stderr, "torc-train: %s\n", msg);
+}
+
 // In a data-parallel job a failing rank names itself and ends the job (the others would wait
 // for it in their next collective).
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    if (torc_dist_world_size() > 1) fprintf(stderr, "torc-train: rank %d: ", torc_dist_rank());
-    else fprintf(stderr, "torc-train: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    vsay(fmt, ap);
     va_end(ap);
     if (torc_dist_world_size() > 1) torc_dist_abort(1);
+    exit(1);
+}
+
+// For a failure every rank sees at once (the ranks' settings differ): each says so and leaves
+// the job, no abort needed.
+static void die_together(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_together(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    torc_dist_shutdown();
     exit(1);
 }
 
@@ -62,6 +86,68 @@ static const char *si_str(double v, const char *unit, char *buf, size_t n) {
     return buf;
 }
 
+// ---- the ranks agree on what they train ----
+// Every setting that must be the same on every rank (the model, the batch and its split, the
+// steps, the seed, the optimizer and its hyperparameters as they stand after a resume, mixed
+// precision, the backend, the buckets): compared across the job before training starts, so
+// that a rank started with other options is refused by name instead of training something else
+// or hanging in a collective.
+// x with the fewest digits that read back as x (0.9, not 0.90000000000000002).
+static const char *shortest(double x, char buf[32]) {
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, 32, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    return buf;
+}
+
+static void check_ranks_agree(const train_options *o, int64_t M, const torc_device *dev, const torc_optimizer *opt,
+                              int64_t step) {
+    enum { MAXF = 64 };
+    char name[MAXF][48], value[MAXF][96];
+    const char *names[MAXF], *values[MAXF];
+    int n = 0;
+#define FIELD(nm, ...) \
+    do { \
+        if (n < MAXF) { \
+            snprintf(name[n], sizeof name[n], "%s", nm); \
+            snprintf(value[n], sizeof value[n], __VA_ARGS__); \
+            n++; \
+        } \
+    } while (0)
+    FIELD("--dim", "%lld", (long long)o->dim);
+    FIELD("--layers", "%d", o->layers);
+    FIELD("--batch", "%lld", (long long)o->batch);
+    FIELD("--deterministic", "%s", o->deterministic ? "on" : "off");
+    FIELD("--micro-batches", "%lld", (long long)M);
+    FIELD("--steps", "%lld", (long long)o->steps);
+    FIELD("--seed", "%llu", (unsigned long long)o->seed);
+    FIELD("--autocast", "%s", o->autocast == TORC_DTYPE_F32 ? "off" : o->autocast == TORC_DTYPE_F8_E4M3FN ? "fp8"
+                              : torc_dtype_name(o->autocast));
+    char num[32];
+    FIELD("--loss-scale", "%s", shortest(o->autocast == TORC_DTYPE_F16 ? o->loss_scale : 0.0, num));
+    FIELD("--bucket-cap-mb", "%s", shortest(o->bucket_cap_mb, num));
+    FIELD("--backend", "%s", torc_device_backend_name(dev));
+    FIELD("the starting step (--resume)", "%lld", (long long)step);
+    FIELD("--optim", "%s", torc_optimizer_name(opt));
+    const torc_optim_vtable *vt = torc_optimizer_vtable(opt);
+    for (int i = 0; vt && i < vt->n_hparams; i++) {
+        double v[TORC_OPTIM_HP_MAX_VALUES];
+        char hp[48], list[96] = "";
+        if (torc_optimizer_get_hparam(opt, 0, vt->hparams[i].name, v)) die("%s", torc_last_error());
+        for (int k = 0; k < vt->hparams[i].n_values && k < TORC_OPTIM_HP_MAX_VALUES; k++) {
+            const size_t u = strlen(list);
+            snprintf(list + u, sizeof list - u, "%s%s", k ? "," : "", shortest(v[k], num));
+        }
+        snprintf(hp, sizeof hp, strcmp(vt->hparams[i].name, "lr") ? "--hp %s" : "--%s", vt->hparams[i].name);
+        FIELD(hp, "%s", list);
+    }
+#undef FIELD
+    for (int i = 0; i < n; i++) names[i] = name[i], values[i] = value[i];
+    if (torc_dist_check_same(n, names, values))
+        die_together("%s (start every rank with the same options)", torc_last_error());
+}
+
 static void progress_bar(int64_t step, int64_t total, double loss, double rate) {
     const int width = 30;
     int filled = total ? (int)((double)step / (double)total * width) : width;
@@ -73,21 +159,25 @@ static void progress_bar(int64_t step, int64_t total, double loss, double rate) 
 }
 
 // ---- the data: the course's get_batch ----
-// x (B, D) ~ randn from gen, y (B) = x @ w with w = arange(D) (B, D) @ (D) -> (B).
-static void get_batch(int64_t B, int64_t D, const torc_tensor *w, torc_generator *gen, torc_tensor **x, torc_tensor **y) {
+// x (B, D) ~ randn from gen, y (B) = x @ w with w = arange(D) (B, D) @ (D) -> (B). The data's
+// FLOPs are not the model's: they are added to *data_flops, which the summary leaves out.
+static void get_batch(int64_t B, int64_t D, const torc_tensor *w, torc_generator *gen, torc_tensor **x, torc_tensor **y,
+                      uint64_t *data_flops) {
+    const uint64_t f0 = torc_flops(TORC_PHASE_FORWARD, -1, -1);
     *x = torc_randn(TORC_SHAPE(B, D), TORC_DTYPE_F32, gen);
     CHECK_PTR(*x);
     *y = torc_matmul(*x, w);
     CHECK_PTR(*y);
+    *data_flops += torc_flops(TORC_PHASE_FORWARD, -1, -1) - f0;
 }
 
 // Rows [row0, row0 + rows) of the batch get_batch(B, ...) would draw from gen at (seed, offset):
 // element i of a draw uses counter offset + i, so a rank draws only its own rows. The caller
 // moves gen past the whole batch afterwards.
 static void get_rows(int64_t D, int64_t row0, int64_t rows, const torc_tensor *w, torc_generator *gen, uint64_t seed,
-                     uint64_t offset, torc_tensor **x, torc_tensor **y) {
+                     uint64_t offset, torc_tensor **x, torc_tensor **y, uint64_t *data_flops) {
     torc_generator_set_state(gen, seed, offset + (uint64_t)(row0 * D));
-    get_batch(rows, D, w, gen, x, y);
+    get_batch(rows, D, w, gen, x, y, data_flops);
 }
 
 // With --autocast f16 a checkpoint also holds the GradScaler's scale (f32) and growth tracker
@@ -134,14 +224,28 @@ int main(int argc, char **argv) {
     const char *tc = getenv("TORC_COMM");
     const bool dist = strcmp(o.dist, "off") && (strcmp(o.dist, "auto") || under_mpirun || (tc && *tc) || o.deterministic);
     if (!dist && o.deterministic) die("--deterministic needs data parallel (--dist auto, mpi or nccl)");
+    // One process of a larger mpirun job that stays out of it would train alone, and the others
+    // would wait for it in MPI_Init with no time limit: refused before anything starts.
+    const char *launched = getenv("OMPI_COMM_WORLD_SIZE") ? getenv("OMPI_COMM_WORLD_SIZE") : getenv("PMI_SIZE");
+    if (!dist && launched && atoi(launched) > 1)
+        die("--dist off, but this process is one of %d that mpirun started (%s=%s): it would train alone while the "
+            "others waited for it; drop --dist off, or run a single process without mpirun",
+            atoi(launched), getenv("OMPI_COMM_WORLD_SIZE") ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE", launched);
     if (dist) CHECK(torc_dist_init(strcmp(o.dist, "auto") ? o.dist : NULL));
     const int rank = torc_dist_rank(), world = torc_dist_world_size();
     if (rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d's output", rank);
-    if (dist && o.deterministic && (o.micro_batches % world || o.batch % o.micro_batches))
+    // The global batch in M fixed pieces of B / M rows; each rank runs M / world of them, one
+    // backward each, and reduces once (gradient accumulation). Deterministic mode sums the
+    // pieces in a fixed tree (default M = 4); otherwise the default is one piece a process.
+    const int64_t M = o.micro_batches ? o.micro_batches : o.deterministic ? 4 : world;
+    if (o.deterministic && (M % world || o.batch % M))
         die("--deterministic: --micro-batches %lld must be a multiple of the %d processes and divide --batch %lld",
-            (long long)o.micro_batches, world, (long long)o.batch);
-    if (dist && !o.deterministic && o.batch % world)
+            (long long)M, world, (long long)o.batch);
+    if (!o.micro_batches && o.batch % M)
         die("--batch %lld (the global batch) must be divisible by the %d processes", (long long)o.batch, world);
+    if (M % world || o.batch % M)
+        die("--micro-batches %lld must be a multiple of the %d process%s and divide --batch %lld", (long long)M, world,
+            world > 1 ? "es" : "", (long long)o.batch);
     // ---- device, model, optimizer ----
     torc_device *dev = o.backend ? torc_device_get(o.backend) : torc_default_device();
     CHECK_PTR(dev);
@@ -201,16 +305,19 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n_params; i++) names[i] = torc_module_param_name(model, i);
         CHECK(torc_checkpoint_load(o.init_from, n_params, names, params, NULL, NULL, NULL));
     }
+    if (dist) check_ranks_agree(&o, M, dev, opt, step);
     torc_ddp *ddp = NULL;
     if (dist) {  // after a resume: rank 0's weights (all ranks read the same file) go to every rank
         torc_ddp_options dopt = TORC_DDP_OPTIONS_DEFAULT;
         dopt.bucket_cap_bytes = (int64_t)(o.bucket_cap_mb * 1048576.0);
         if (dopt.first_bucket_bytes > dopt.bucket_cap_bytes) dopt.first_bucket_bytes = dopt.bucket_cap_bytes;
         dopt.deterministic = o.deterministic;
-        dopt.micro_batches = (int)o.micro_batches;
+        dopt.micro_batches = (int)M;
         CHECK_PTR(ddp = torc_ddp_new(n_params, params, &dopt));
     }
-    const bool tty = isatty(STDOUT_FILENO) && rank == 0;
+    // No progress bar under a launcher: mpirun hands its processes a terminal of its own even
+    // when its output goes to a file or a pipe.
+    const bool tty = isatty(STDOUT_FILENO) && rank == 0 && !under_mpirun;
     const int64_t todo = o.steps > step ? o.steps - step : 0;
     const int64_t log_every = o.log_every ? o.log_every : (todo >= 10 ? todo / 10 : 1);
     printf("torc-train: Cruncher(dim=%lld, layers=%d), batch %lld, %s (%s) on %s (%s)\n", (long long)o.dim, o.layers,
@@ -224,6 +331,9 @@ int main(int argc, char **argv) {
         printf("  data parallel: %d process%s (%s), %lld rows each per step%s\n", world, world > 1 ? "es" : "",
                tc && *tc && !strcmp(o.dist, "auto") ? tc : strcmp(o.dist, "auto") ? o.dist : "mpi",
                (long long)(o.batch / world), o.deterministic ? ", deterministic" : "");
+    if (M > world)
+        printf("  micro-batches: %lld of %lld rows, %lld a process, gradients accumulated before one reduction\n",
+               (long long)M, (long long)(o.batch / M), (long long)(M / world));
 
     // ---- the loop ----
     torc_flops_reset();
@@ -237,29 +347,37 @@ int main(int argc, char **argv) {
     int64_t last_log_done = 0;
     double last_draw = -1;  // the bar is redrawn at most 20 times a second
     double exposed = 0;     // seconds this rank waited for communication after backward
-    int micro_first = 0, micro_count = 1;  // this rank's pieces of the global batch
-    if (ddp) torc_ddp_micro_batches(ddp, &micro_first, &micro_count);
-    const int64_t pieces = ddp ? (o.deterministic ? o.micro_batches : world) : 1, rows = o.batch / pieces;
-    if (!o.deterministic) micro_first = rank;
+    // This rank's pieces of the global batch: [micro_first, micro_first + micro_count) of M.
+    int micro_count = (int)(M / world), micro_first = rank * micro_count;
+    if (ddp && o.deterministic) torc_ddp_micro_batches(ddp, &micro_first, &micro_count);
+    const int64_t rows = o.batch / M;
+    // Accumulated gradients are a sum: each piece's loss counts 1 / micro_count (a power of two,
+    // so exact) for their mean. Deterministic mode divides its fixed tree's sum itself.
+    const bool accumulate = micro_count > 1 && !o.deterministic;
     for (int64_t done = 0; step < o.steps; step++, done++) {
         torc_scope_push();
         uint64_t seed, offset;
         torc_generator_get_state(gen, &seed, &offset);
         const uint64_t f0 = torc_flops(TORC_PHASE_FORWARD, -1, -1), b0 = torc_flops(TORC_PHASE_BACKWARD, -1, -1);
-        double losses[64];  // this rank's micro-batch losses (1 unless deterministic)
+        uint64_t data_flops = 0;  // the batch's target y = x @ w: not the model's
+        double losses[64];  // this rank's micro-batch losses
         torc_tensor *l = NULL;
         for (int k = 0; k < micro_count; k++) {
             torc_tensor *x, *y;
-            get_rows(o.dim, (micro_first + k) * rows, rows, w, gen, seed, offset, &x, &y);
+            get_rows(o.dim, (micro_first + k) * rows, rows, w, gen, seed, offset, &x, &y, &data_flops);
             if (o.autocast != TORC_DTYPE_F32) CHECK(torc_autocast_begin(o.autocast));
             torc_tensor *pred = torc_module_forward(model, x);  // (rows)
             CHECK_PTR(pred);
             l = torc_mse_loss(pred, y);                         // () f32, also under autocast
             CHECK_PTR(l);
             if (o.autocast != TORC_DTYPE_F32) CHECK(torc_autocast_end());
-            torc_tensor *lb = scaler ? torc_grad_scaler_scale(scaler, l) : l;
+            torc_tensor *lm = accumulate ? torc_mul_scalar(l, torc_scalar_f(1.0 / micro_count)) : l;
+            CHECK_PTR(lm);
+            torc_tensor *lb = scaler ? torc_grad_scaler_scale(scaler, lm) : lm;
             CHECK_PTR(lb);
-            if (ddp) CHECK(torc_ddp_begin(ddp, micro_first + k));
+            // Plain mode: the pieces before the last only accumulate; the last one's backward
+            // reduces (torc_ddp_begin arms it). Deterministic mode: every piece is announced.
+            if (ddp && (o.deterministic || k == micro_count - 1)) CHECK(torc_ddp_begin(ddp, micro_first + k));
             CHECK(torc_backward(lb, NULL, false));
             CHECK(torc_item(l, &losses[k]));
         }
@@ -269,9 +387,12 @@ int main(int argc, char **argv) {
             CHECK(torc_ddp_finish(ddp));
             CHECK(torc_ddp_reduce_loss(ddp, losses, micro_count, &losses[0]));
             exposed += now() - tw;
+        } else {
+            for (int k = 1; k < micro_count; k++) losses[0] += losses[k];
+            losses[0] /= micro_count;
         }
         const uint64_t f1 = torc_flops(TORC_PHASE_FORWARD, -1, -1);
-        model_fwd += f1 - f0;
+        model_fwd += f1 - f0 - data_flops;
         model_bwd += torc_flops(TORC_PHASE_BACKWARD, -1, -1) - b0;
         if (scaler) {  // skips the step when a gradient overflowed, then adjusts the scale
             bool stepped;

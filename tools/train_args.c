@@ -38,7 +38,9 @@ void train_args_usage(FILE *f) {
             "                      --batch (the global batch) across the N ranks (default auto)\n"
             "  --deterministic     the same loss curve and weights, bit for bit, for every process\n"
             "                      count dividing --micro-batches\n"
-            "  --micro-batches M   deterministic mode's fixed pieces of the batch, a power of two to 64 (default 4)\n"
+            "  --micro-batches M   the batch in M pieces of B/M rows, a power of two to 64: each process\n"
+            "                      runs M/N of them, one backward each, and reduces the gradients once\n"
+            "                      (accumulation; default 4 with --deterministic, else one a process)\n"
             "  --bucket-cap-mb X   gradient bucket cap in MiB (default 25)\n"
             "  -h, --help          this text\n",
             TRAIN_MAX_DIM, TRAIN_MAX_LAYERS, TRAIN_MAX_BATCH);
@@ -72,7 +74,7 @@ static bool parse_double(const char *v, double *out) {
 
 train_args_result train_args_parse(int argc, char **argv, train_options *o, char *err, size_t errcap) {
     *o = (train_options){.optim = "adam", .lr = 0.01, .dim = 32, .batch = 64, .steps = 300, .layers = 2,
-                         .autocast = TORC_DTYPE_F32, .loss_scale = 65536.0, .dist = "auto", .micro_batches = 4,
+                         .autocast = TORC_DTYPE_F32, .loss_scale = 65536.0, .dist = "auto", .micro_batches = 0,
                          .bucket_cap_mb = 25.0};
     // The integer options: where each goes and the range it accepts.
     int64_t layers = o->layers, seed = 0;

@@ -33,7 +33,8 @@ typedef struct train_options {
     // data parallel (torc_dist_*, torc_ddp_*): --batch is the global batch, split across ranks
     const char *dist;         // "auto" (on under mpirun or with TORC_COMM), "off", "mpi", "nccl"
     bool deterministic;       // bit-identical results for any process count dividing micro_batches
-    int64_t micro_batches;    // deterministic mode's fixed pieces of the global batch (default 4)
+    int64_t micro_batches;    // the global batch's fixed pieces, each a backward (0: not given: 4 with
+                              // --deterministic, else one a process)
     double bucket_cap_mb;     // gradient bucket cap in MiB (default 25, PyTorch's)
 } train_options;
 

@@ -1,9 +1,13 @@
 // plugins/comm/mpi.c — libtorc_comm_mpi.so: torc's collectives on MPI (Open MPI), host memory.
 // One progress thread owns every MPI call after init, so a started collective advances while
 // the caller runs backward (Open MPI's non-blocking collectives only move when MPI is entered).
+// Every collective is preceded by a header: a small all-reduce of what each rank is about to
+// call (kind, dtype, op, root, count), so ranks that disagree fail together, with a message,
+// before any data moves: MPI itself would truncate, or write a peer's larger count past recv.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -22,6 +26,16 @@ static double now(void) {
 }
 
 static const char *const job_names[] = {"all-reduce", "broadcast", "all-gather", "reduce-scatter", "barrier"};
+static const char *const dtype_names[] = {"float32", "float64", "int32", "int64", "uint8"};
+static const char *const op_names[] = {"sum", "max", "min"};
+_Static_assert(sizeof dtype_names / sizeof *dtype_names == TORC_COMM_DTYPE_COUNT, "a comm dtype without a name");
+_Static_assert(sizeof op_names / sizeof *op_names == TORC_COMM_OP_COUNT, "a comm op without a name");
+
+// The header's fields; it travels as the fields then their negations, all-reduced by MAX, so
+// every rank learns each field's largest and smallest value. H_BAD: this rank cannot start the
+// collective (a count beyond MPI's int), so that no rank starts it.
+enum { H_KIND, H_DTYPE, H_OP, H_ROOT, H_COUNT, H_BAD, H_FIELDS };
+typedef enum { PHASE_QUEUED, PHASE_HEADER, PHASE_DATA } phase;
 
 struct torc_comm_request {
     job_kind kind;
@@ -31,10 +45,13 @@ struct torc_comm_request {
     torc_comm_dtype dtype;
     torc_comm_op op;
     int root;
-    MPI_Request mpi;
-    bool started, done;
+    int64_t header[2 * H_FIELDS];
+    MPI_Request mpi;               // the header's, then the data's
+    phase phase;
+    bool done;
     double finished_at;            // CLOCK_MONOTONIC seconds when the progress thread saw it done
     int err;                       // MPI error code, 0 when fine
+    char refused[512];             // the header said no: why (then err is MPI_ERR_OTHER)
     struct torc_comm_request *next;
 };
 
@@ -47,6 +64,7 @@ typedef struct ctx {
     pthread_cond_t cond;           // signalled when a job is queued, completes, or on stop
     torc_comm_request *queue;      // queued, not started (FIFO: every rank starts them in order)
     torc_comm_request *active;     // started, not done
+    torc_comm_request *in_header;  // the job whose header is in flight (the next waits for it)
     bool stop;
     char error[512];
 } ctx;
@@ -73,42 +91,140 @@ static int start(ctx *c, torc_comm_request *r) {
     case JOB_BROADCAST: return MPI_Ibcast(r->recv, n, t, r->root, c->comm, &r->mpi);
     case JOB_ALL_GATHER: return MPI_Iallgather(r->send, n, t, r->recv, n, t, c->comm, &r->mpi);
     case JOB_REDUCE_SCATTER: return MPI_Ireduce_scatter_block(r->send, r->recv, n, t, mpi_op(r->op), c->comm, &r->mpi);
-    case JOB_BARRIER: return MPI_Ibarrier(c->comm, &r->mpi);
+    case JOB_BARRIER: return MPI_SUCCESS;  // the header was the barrier
     }
     return MPI_ERR_OTHER;
 }
 
-// The progress thread: starts queued jobs in order and tests the active ones, sleeping 20 us
-// between rounds that finish nothing (a spinning poll would take a core from backward).
+// What this rank is about to call, as the header's fields (the negations follow).
+static void fill_header(torc_comm_request *r) {
+    const bool reduces = r->kind == JOB_ALL_REDUCE || r->kind == JOB_REDUCE_SCATTER;
+    const int64_t f[H_FIELDS] = {
+        [H_KIND] = r->kind,
+        [H_DTYPE] = r->kind == JOB_BARRIER ? 0 : r->dtype,
+        [H_OP] = reduces ? r->op : 0,
+        [H_ROOT] = r->kind == JOB_BROADCAST ? r->root : 0,
+        [H_COUNT] = r->kind == JOB_BARRIER ? 0 : (int64_t)(r->count > (size_t)INT64_MAX ? INT64_MAX : r->count),
+        [H_BAD] = r->count > (size_t)INT_MAX,
+    };
+    for (int i = 0; i < H_FIELDS; i++) r->header[i] = f[i], r->header[H_FIELDS + i] = -f[i];
+}
+
+// After the header's all-reduce: true when every rank called the same collective; else the
+// reason (the first field that differs, this rank's value and another rank's) in r->refused.
+static bool header_agrees(const ctx *c, torc_comm_request *r) {
+    torc_comm_request t = {.kind = r->kind, .count = r->count, .dtype = r->dtype, .op = r->op, .root = r->root};
+    fill_header(&t);  // this rank's own fields (r->header now holds the maxima)
+    const int64_t *mine = t.header;
+    int f = -1;
+    for (int i = 0; i < H_FIELDS && f < 0; i++)
+        if (r->header[i] != -r->header[H_FIELDS + i]) f = i;
+    if (f < 0) return true;
+    const int64_t hi = r->header[f], lo = -r->header[H_FIELDS + f], other = mine[f] == hi ? lo : hi;
+    const char *what = job_names[r->kind];
+    char d[200];
+    switch (f) {
+    case H_KIND:
+        snprintf(d, sizeof d, "this rank called %s, another rank %s", what,
+                 other >= 0 && other <= JOB_BARRIER ? job_names[other] : "an unknown collective");
+        break;
+    case H_DTYPE:
+        snprintf(d, sizeof d, "this rank's %s is of %s, another rank's of %s", what, dtype_names[mine[f]],
+                 other >= 0 && other < TORC_COMM_DTYPE_COUNT ? dtype_names[other] : "an unknown dtype");
+        break;
+    case H_OP:
+        snprintf(d, sizeof d, "this rank's %s reduces by %s, another rank's by %s", what, op_names[mine[f]],
+                 other >= 0 && other < TORC_COMM_OP_COUNT ? op_names[other] : "an unknown op");
+        break;
+    case H_ROOT:
+        snprintf(d, sizeof d, "this rank's %s is from rank %lld, another rank's from rank %lld", what, (long long)mine[f],
+                 (long long)other);
+        break;
+    case H_COUNT:
+        snprintf(d, sizeof d, "this rank's %s has %lld elements%s, another rank's %lld", what, (long long)mine[f],
+                 r->kind == JOB_ALL_GATHER || r->kind == JOB_REDUCE_SCATTER ? " a rank" : "", (long long)other);
+        break;
+    default:
+        if (mine[H_BAD])
+            snprintf(d, sizeof d, "this rank's %s of %zu elements exceeds MPI's int count", what, r->count);
+        else
+            snprintf(d, sizeof d, "another rank's %s exceeds MPI's int count", what);
+        snprintf(r->refused, sizeof r->refused, "rank %d: %s; no rank started it", c->rank, d);
+        return false;
+    }
+    snprintf(r->refused, sizeof r->refused,
+             "rank %d: the ranks called different collectives: %s; every rank must issue the same collectives in "
+             "the same order with the same sizes (nothing was sent: do the ranks run the same model and options?)",
+             c->rank, d);
+    return false;
+}
+
+// One round over r (lock held, released around MPI calls): starts its header, or on the
+// header's completion its data, or tests its data. True when something moved.
+static bool advance(ctx *c, torc_comm_request *r) {
+    int flag = 0, err;
+    switch (r->phase) {
+    case PHASE_QUEUED:
+        fill_header(r);
+        r->phase = PHASE_HEADER;
+        c->in_header = r;
+        pthread_mutex_unlock(&c->lock);
+        err = MPI_Iallreduce(MPI_IN_PLACE, r->header, 2 * H_FIELDS, MPI_INT64_T, MPI_MAX, c->comm, &r->mpi);
+        pthread_mutex_lock(&c->lock);
+        if (err) r->err = err, r->done = true, c->in_header = NULL;
+        return true;
+    case PHASE_HEADER:
+        pthread_mutex_unlock(&c->lock);
+        err = MPI_Test(&r->mpi, &flag, MPI_STATUS_IGNORE);
+        pthread_mutex_lock(&c->lock);
+        if (!err && !flag) return false;
+        c->in_header = NULL;
+        if (err) r->err = err, r->done = true;
+        else if (!header_agrees(c, r)) r->err = MPI_ERR_OTHER, r->done = true;
+        else if (r->kind == JOB_BARRIER) r->done = true;
+        else {
+            r->phase = PHASE_DATA;
+            pthread_mutex_unlock(&c->lock);
+            err = start(c, r);
+            pthread_mutex_lock(&c->lock);
+            if (err) r->err = err, r->done = true;
+        }
+        return true;
+    case PHASE_DATA:
+        pthread_mutex_unlock(&c->lock);
+        err = MPI_Test(&r->mpi, &flag, MPI_STATUS_IGNORE);
+        pthread_mutex_lock(&c->lock);
+        if (err) r->err = err;
+        if (err || flag) r->done = true;
+        return err || flag;
+    }
+    return false;
+}
+
+// The progress thread: starts queued jobs in order (a job's header only once the previous
+// job's data has started, so every rank issues header, data, header, data, ... alike) and
+// tests the active ones, sleeping 20 us between rounds that move nothing (a spinning poll
+// would take a core from backward).
 static void *progress(void *arg) {
     ctx *c = arg;
     pthread_mutex_lock(&c->lock);
     for (;;) {
         while (!c->stop && !c->queue && !c->active) pthread_cond_wait(&c->cond, &c->lock);
         if (c->stop && !c->queue && !c->active) break;
-        while (c->queue) {
+        bool moved = false, finished = false;
+        if (c->queue && !c->in_header) {
             torc_comm_request *r = c->queue;
             c->queue = r->next;
             r->next = c->active;
             c->active = r;
-            r->started = true;
-            pthread_mutex_unlock(&c->lock);
-            r->err = start(c, r);
-            pthread_mutex_lock(&c->lock);
-            if (r->err) r->done = true, r->finished_at = now();
+            moved = true;
+            advance(c, r);
         }
-        bool finished = false;
         for (torc_comm_request **p = &c->active; *p;) {
             torc_comm_request *r = *p;
-            int flag = 1;
-            if (!r->done) {
-                pthread_mutex_unlock(&c->lock);
-                r->err = MPI_Test(&r->mpi, &flag, MPI_STATUS_IGNORE);
-                pthread_mutex_lock(&c->lock);
-            }
-            if (flag || r->err) {
-                if (!r->done) r->finished_at = now();
-                r->done = true;
+            if (!r->done && advance(c, r)) moved = true;
+            if (r->done) {
+                r->finished_at = now();
                 *p = r->next;
                 finished = true;
             } else {
@@ -116,7 +232,7 @@ static void *progress(void *arg) {
             }
         }
         if (finished) pthread_cond_broadcast(&c->cond);
-        else if (c->active && !c->queue) {
+        if (!moved && !finished) {
             pthread_mutex_unlock(&c->lock);
             nanosleep(&(struct timespec){0, 20000}, NULL);
             pthread_mutex_lock(&c->lock);
@@ -212,11 +328,7 @@ static int mpi_local_rank(void *c) { return ((ctx *)c)->local_rank; }
 static int mpi_wait(void *vc, torc_comm_request *r, double timeout_s, double *finished_at);
 
 static int submit(ctx *c, torc_comm_request *proto, torc_comm_request **req) {
-    if (proto->count > (size_t)0x7fffffff) {
-        snprintf(c->error, sizeof c->error, "rank %d: %s of %zu elements exceeds MPI's int count", c->rank,
-                 job_names[proto->kind], proto->count);
-        return 1;
-    }
+    // A count beyond MPI's int is refused through the header (H_BAD), on every rank at once.
     torc_comm_request *r = malloc(sizeof *r);
     if (!r) {
         snprintf(c->error, sizeof c->error, "rank %d: out of memory", c->rank);
@@ -279,7 +391,8 @@ static int mpi_wait(void *vc, torc_comm_request *r, double timeout_s, double *fi
     }
     const int err = r->err;
     if (finished_at) *finished_at = r->finished_at;
-    if (err) set_mpi_error(c, job_names[r->kind], err);
+    if (err && r->refused[0]) snprintf(c->error, sizeof c->error, "%s", r->refused);
+    else if (err) set_mpi_error(c, job_names[r->kind], err);
     free(r);
     return err ? TORC_COMM_FAILED : 0;
 }

@@ -23,6 +23,11 @@
 //     within timeout_s seconds (<= 0: no limit): a rank that died or stopped calling in shows up
 //     here, not as a hang. A timed-out collective stays with the plugin, which may still write
 //     its buffers: the core keeps them allocated, and the job is expected to abort().
+//   - Before it moves data a plugin checks that every rank called the same collective (kind,
+//     dtype, op, root, count; a barrier too); otherwise the collective fails on every rank
+//     (wait() returns TORC_COMM_FAILED, last_error naming the difference) and recv is not
+//     touched: MPI and NCCL would truncate or write a peer's larger count past the buffer. The
+//     mpi and nccl plugins all-reduce these fields (MAX of them and their negations) first.
 //   - Every call returns 0 or nonzero; on nonzero last_error(ctx) says why, naming the rank
 //     when the engine says which. The message stays valid until the next call.
 //   - abort() ends every process of the job (MPI_Abort): the way out when one rank has failed

@@ -965,9 +965,13 @@ TORC_API torc_status torc_checkpoint_load(const char *path, int n, const char *c
 // tensors), from TORC_PLUGIN_PATH then lib/torc/. The first file of the name decides; one that
 // cannot load is an error listing every file tried and why. Launch with `mpirun -np N prog`.
 // Every rank must call the same collectives in the same order (MPI's rule).
-// A collective that does not finish within TORC_COMM_TIMEOUT seconds (default 60) fails with a
-// message naming this rank and saying another one died or stopped; torc_dist_abort then ends the
-// job (a rank that dies outright is reported by mpirun, which ends the others at once).
+// A collective that does not finish within TORC_COMM_TIMEOUT seconds (default 60; 0: no limit;
+// anything but a number from 0 to 1e9 is an error of torc_dist_init) fails with a message naming
+// this rank and saying another one died or stopped; torc_dist_abort then ends the job (a rank
+// that dies outright is reported by mpirun, which ends the others at once). Ranks whose
+// collectives differ (another collective, dtype, op, root or element count at the same point)
+// fail together before any data moves, with a message naming the difference: a peer's count
+// never writes past a buffer (the plugin checks, torc/comm.h).
 typedef enum torc_reduce_op {
     TORC_REDUCE_SUM = 0,
     TORC_REDUCE_AVG,   // the sum divided by the world size (in f32 for f16/bf16, rounded once)
@@ -995,6 +999,13 @@ TORC_API int torc_dist_device_index(void);
 TORC_API torc_status torc_dist_shutdown(void);
 // Ends every process of the job with exit code `code` (MPI_Abort); exit(code) when not initialised.
 TORC_API void torc_dist_abort(int code);
+// Checks that every rank passed the same n settings (names and values as strings, e.g. the
+// options a training run was started with): digests are compared across the job and the first
+// name whose value differs is refused on every rank, TORC_ERR_INVALID_ARG "the ranks disagree
+// on --lr: rank 0 has 0.01, rank 1 has 0.02" (rank 0's value and that of the first rank that
+// differs from it, up to 95 characters each). A collective: every rank calls it. torc_ddp_new
+// runs it on the model's shapes and its options.
+TORC_API torc_status torc_dist_check_same(int n, const char *const *names, const char *const *values);
 
 // Collectives on tensors. f32, f64, i32 and i64 reduce natively; f16 and bf16 are widened to
 // f32 for the reduction and rounded once into t (AVG divides before rounding); other dtypes are
@@ -1027,7 +1038,14 @@ TORC_API torc_status torc_dist_wait(torc_work *work);
 // larger than a cap gets a bucket of its own). During torc_backward, a bucket is all-reduced as
 // soon as its last gradient is accumulated, while backward goes on with earlier layers; buckets
 // start in order on every rank. torc_ddp_finish waits for them and writes each .grad = the mean
-// over ranks.
+// over ranks. Gradient accumulation (PyTorch's no_sync): backward passes run before
+// torc_ddp_begin only add into .grad on this rank; call it before the step's last backward,
+// which reduces the sum (scale each micro-batch's loss by 1 / their count for the mean).
+// Under fp8 autocast, torc_ddp_finish also takes the max of the step's amax over the ranks, so
+// every rank and every world size scales alike (the history gets a row a step, not a forward).
+// Gradient memory: plain mode 2x the parameters' f32 bytes (.grad and the buckets); the
+// deterministic mode at most (3 + log2(micro_batches / world size))x plus world size - 1
+// elements a bucket (its top of the tree goes W chunks at a time).
 typedef struct torc_ddp torc_ddp;
 typedef struct torc_ddp_options {
     int64_t bucket_cap_bytes;    // default 25 MiB (PyTorch's bucket_cap_mb)
