@@ -27,6 +27,27 @@ print(d)
 PY
 }
 
+# Max relative difference of two safetensors files' float32 tensors (the same names).
+stdiff() {
+  python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def load(p):
+    b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n]); out = {}
+    for k, v in h.items():
+        if k != '__metadata__' and v['dtype'] == 'F32':
+            s, e = v['data_offsets']; out[k] = struct.unpack('<%df' % ((e - s) // 4), b[8 + n + s:8 + n + e])
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert a.keys() == b.keys() and a, (sorted(a), sorted(b))
+print(max(abs(x - y) / (1 + abs(y)) for k in a for x, y in zip(a[k], b[k])))
+PY
+}
+
+# A torc-train summary's memory peak of LABEL (grads, activations) in bytes (to a tenth of its unit).
+peak_bytes() {
+  grep -E "^    $2 " "$1" | sed -E 's|.* / ||' | awk '{ u = $2 == "B" ? 1 : $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : 1073741824; printf "%d\n", $1 * u }'
+}
+
 case $part in
 collectives)
   run 2 "$bin" collectives
@@ -83,6 +104,92 @@ failure)  # the last rank is killed at step 5: the others exit non-zero with a m
   python3 -c "import sys; sys.exit(0 if $took < 10 else 1)" || { echo "FAIL: took $took s (limit 10 s)"; exit 1; }
   echo "a hung rank ended the job in $took s with exit status $rc" ;;
 netns)  bash "$(dirname "$0")/mpi_netns.sh" "$bin" "$tmp" ;;
+mismatch)  # collectives whose count, kind, root or dtype differ, and torc_ddp_new with other bucket
+           # caps or models: refused on every rank naming the difference, nothing written (under
+           # ASan too: a peer's larger count used to overflow a bucket buffer)
+  run 2 "$bin" mismatch
+  run 3 "$bin" mismatch ;;
+agree)  # torc-train ranks started with other options: refused on every rank, naming the first
+        # setting that differs and both values, instead of training something else or hanging
+  expect_refused() {  # WANT ARGS-OF-RANK-1...
+    local want=$1 rc; shift
+    set +e; timeout 60 mpirun --oversubscribe --bind-to none -np 1 "$train" "${args[@]}" : \
+      -np 1 "$train" "${args[@]}" "$@" > "$tmp/agree.log" 2>&1; rc=$?; set -e
+    if [ $rc -eq 0 ] || [ $rc -eq 124 ] || [ "$(grep -c -F -- "$want" "$tmp/agree.log")" != 2 ]; then
+      cat "$tmp/agree.log"; echo "FAIL: rank 1 with $* (exit status $rc): not refused on both ranks with '$want'"; exit 1
+    fi
+  }
+  args=(--dim 16 --layers 1 --batch 16 --steps 3)
+  expect_refused "the ranks disagree on --lr: rank 0 has 0.01, rank 1 has 0.02" --lr 0.02
+  expect_refused "the ranks disagree on --optim: rank 0 has adam, rank 1 has sgd" --optim sgd
+  expect_refused "the ranks disagree on --seed: rank 0 has 0, rank 1 has 3" --seed 3
+  expect_refused "the ranks disagree on --batch: rank 0 has 16, rank 1 has 32" --batch 32
+  expect_refused "the ranks disagree on --micro-batches: rank 0 has 2, rank 1 has 8" --micro-batches 8
+  expect_refused "the ranks disagree on --deterministic: rank 0 has off, rank 1 has on" --deterministic
+  expect_refused "the ranks disagree on --bucket-cap-mb: rank 0 has 25, rank 1 has 0.001" --bucket-cap-mb 0.001
+  expect_refused "the ranks disagree on --steps: rank 0 has 3, rank 1 has 7" --steps 7
+  expect_refused "the ranks disagree on --hp betas: rank 0 has 0.9,0.999, rank 1 has 0.8,0.9" --hp betas=0.8,0.9
+  if TORC_BACKEND= "$train" --backend onednn --steps 0 >/dev/null 2>&1; then
+    expect_refused "the ranks disagree on --backend: rank 0 has reference, rank 1 has onednn" --backend onednn
+  else
+    echo "(--backend: no second host backend here, not checked)"
+  fi
+  # One rank with --dist off inside the job: refused at once (rank 0 waited in MPI_Init forever).
+  set +e; timeout 30 mpirun --bind-to none -np 1 "$train" "${args[@]}" : -np 1 "$train" "${args[@]}" --dist off \
+    > "$tmp/off.log" 2>&1; rc=$?; set -e
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q -- "--dist off, but this process is one of 2 that mpirun started" "$tmp/off.log" ||
+    { cat "$tmp/off.log"; echo "FAIL: --dist off inside mpirun -np 2 (exit status $rc)"; exit 1; }
+  # TORC_COMM_TIMEOUT that is not a number: an error, not hang detection silently off.
+  if TORC_COMM_TIMEOUT=abc "$train" "${args[@]}" --deterministic > "$tmp/timeout.log" 2>&1 ||
+     ! grep -q "TORC_COMM_TIMEOUT must be a number of seconds from 0 to 1e9 (0: no limit), got 'abc'" "$tmp/timeout.log"; then
+    cat "$tmp/timeout.log"; echo "FAIL: TORC_COMM_TIMEOUT=abc was accepted"; exit 1
+  fi
+  # Under mpirun (whose processes get a terminal of mpirun's even when its output is a file): plain
+  # lines, no progress bar. A rank stopped mid-run: rank 0 times out and names itself once.
+  TORC_COMM_TIMEOUT=2 timeout 60 mpirun -np 2 --bind-to none -x TORC_COMM_TIMEOUT "$train" --steps 100000000 \
+    --log-every 1 > "$tmp/stop.log" 2>&1 & job=$!
+  for _ in $(seq 100); do grep -q "^step 5/" "$tmp/stop.log" && break; sleep 0.1; done
+  for launcher in $(pgrep -P $job); do  # timeout -> mpirun -> the ranks
+    for pid in $(pgrep -P "$launcher"); do
+      grep -qz "^OMPI_COMM_WORLD_RANK=1$" /proc/"$pid"/environ 2>/dev/null && kill -STOP "$pid"
+    done
+  done
+  set +e; wait $job; rc=$?; set -e
+  if [ $rc -eq 0 ] || [ $rc -eq 124 ] || grep -q $'\r' "$tmp/stop.log" || grep -q "rank 0: rank 0:" "$tmp/stop.log" ||
+     ! grep -q "^torc-train: rank 0: .* did not finish within 2 s" "$tmp/stop.log"; then
+    cat -A "$tmp/stop.log" | tail -20; echo "FAIL: a stopped rank (exit status $rc): progress bar, doubled 'rank 0:' or no timeout"; exit 1
+  fi
+  echo "ranks that disagree are refused naming the setting; --dist off and TORC_COMM_TIMEOUT=abc refused" ;;
+fp8)  # --deterministic --autocast fp8: the amax history is reduced across ranks, so the checkpoint is
+      # the same bits for 1, 2 and 4 processes
+  args=(--dim 32 --layers 2 --batch 64 --steps 12 --deterministic --autocast fp8 --log-every 12)
+  for np in 1 2 4; do run $np "$train" "${args[@]}" --checkpoint "$tmp/fp8.$np.st" > "$tmp/fp8.$np.log"; done
+  cmp "$tmp/fp8.1.st" "$tmp/fp8.2.st" && cmp "$tmp/fp8.1.st" "$tmp/fp8.4.st" ||
+    { grep -h "^  loss" "$tmp"/fp8.*.log; echo "FAIL: deterministic fp8 differs across process counts"; exit 1; }
+  echo "deterministic fp8: 1, 2 and 4 processes bit-identical ($(grep "^  loss" "$tmp/fp8.1.log"))" ;;
+accumulate)  # --micro-batches without --deterministic: 2 ranks x 4 micro-batches of 8 rows, one
+             # reduction, against 2 ranks x 32 rows: the same weights within 1e-5, less activation memory
+  args=(--dim 64 --layers 2 --batch 64 --steps 8 --log-every 8)
+  run 2 "$train" "${args[@]}" --checkpoint "$tmp/big.st" > "$tmp/big.log"
+  run 2 "$train" "${args[@]}" --micro-batches 8 --checkpoint "$tmp/acc.st" > "$tmp/acc.log"
+  d=$(stdiff "$tmp/big.st" "$tmp/acc.st")
+  python3 -c "import sys; sys.exit(0 if $d <= 1e-5 else 1)" || { echo "FAIL: accumulated differs by $d > 1e-5"; exit 1; }
+  grep -q "micro-batches: 8 of 8 rows, 4 a process" "$tmp/acc.log" || { cat "$tmp/acc.log"; echo "FAIL: no micro-batch banner"; exit 1; }
+  a=$(peak_bytes "$tmp/big.log" activations) b=$(peak_bytes "$tmp/acc.log" activations)
+  [ "$b" -lt "$a" ] || { echo "FAIL: activation peak $b with micro-batches, $a without"; exit 1; }
+  echo "micro-batches accumulate: weights within $d of the large batch, activation peak $b < $a bytes" ;;
+memory)  # deterministic mode's gradient memory is bounded whatever the world size: at most
+         # (3 + log2(M / W)) x P plus W - 1 elements a bucket (it was (1 + W) x P for the gathers alone)
+  args=(--dim 64 --layers 2 --batch 64 --steps 2 --deterministic --micro-batches 4)
+  P=$(( (64 * 64 * 2 + 64) * 4 ))
+  for np in 1 2 4; do
+    run $np "$train" "${args[@]}" > "$tmp/mem.$np.log"
+    g=$(peak_bytes "$tmp/mem.$np.log" grads)
+    # one bucket here; + 52 bytes: the summary shows KiB to a tenth
+    bound=$(python3 -c "import math; print(int((3 + math.log2(4 // $np)) * $P + ($np - 1) * 4 + 52))")
+    [ "$g" -le "$bound" ] || { cat "$tmp/mem.$np.log"; echo "FAIL: $np processes: gradient peak $g bytes > bound $bound"; exit 1; }
+    echo "$np processes: gradient peak $g bytes <= $bound"
+  done ;;
 train)  # mpirun -np 2 torc-train: deterministic checkpoints equal 1 process's byte for byte; the
         # summary reports the communication; a 2-process checkpoint resumes on 1 process
   args=(--dim 32 --layers 2 --batch 64 --log-every 10)

@@ -3,6 +3,7 @@
 // across ranks after every step and whose loss curve and final weights are written for the
 // script to compare across process counts. Exits non-zero with a message naming the rank.
 //   mpi_test collectives
+//   mpi_test mismatch      (ranks that disagree: refused on every rank, nothing written)
 //   mpi_test train --optim sgd|adam --steps N --batch B [--deterministic] [--out FILE]
 //                  [--save PATH --save-at K] [--resume PATH] [--die-at K] [--hang-at K] [--unused]
 #define _POSIX_C_SOURCE 200809L
@@ -262,6 +263,89 @@ static void train(const train_opts *o) {
     torc_generator_free(data);
 }
 
+// ---- ranks that disagree ----
+// The last error must contain want (every rank gets the same refusal).
+static void expect_refused(torc_status st, const char *want, const char *what) {
+    if (st == TORC_OK) FAIL("%s: accepted", what);
+    if (!strstr(torc_last_error(), want)) FAIL("%s: the error '%s' lacks '%s'", what, torc_last_error(), want);
+}
+
+// Every element of t is still v: a refused collective wrote nothing.
+static void expect_untouched(torc_tensor *t, double v, const char *what) {
+    double *x = values(t);
+    for (int64_t i = 0; i < torc_numel(t); i++)
+        if (x[i] != v) FAIL("%s: element %lld is %g, the refused collective wrote it (was %g)", what, (long long)i, x[i], v);
+    free(x);
+}
+
+// Collectives whose element count, kind, root or dtype differ across ranks fail on every rank
+// with a message naming the difference, before any data moves (rank r's buffers are sized for
+// its own count: MPI would write a larger peer's count past them); the job stays usable.
+// torc_ddp_new refuses ranks with other bucket caps or models, naming the setting.
+static void test_mismatch(void) {
+    const int W = torc_dist_world_size(), r = g_rank;
+    char want[160];
+    torc_scope_push();
+    // count: rank r all-reduces 1000 * (r + 1) elements
+    torc_tensor *t = torc_full(TORC_SHAPE(1000 * (r + 1)), 7.0, TORC_DTYPE_F32);
+    snprintf(want, sizeof want, "the ranks called different collectives: this rank's all-reduce has %d elements, another rank's %d",
+             1000 * (r + 1), r == W - 1 ? 1000 : 1000 * W);  // the extreme other than its own
+    expect_refused(torc_dist_all_reduce(t, TORC_REDUCE_SUM, NULL), want, "all_reduce of other counts");
+    expect_untouched(t, 7.0, "all_reduce of other counts");
+    // the same, not blocking, and all_gather whose per-rank counts differ
+    torc_work *w = NULL;
+    CHECK(torc_dist_all_reduce(t, TORC_REDUCE_MAX, &w));
+    expect_refused(torc_dist_wait(w), "another rank's", "started all_reduce of other counts");
+    expect_untouched(t, 7.0, "started all_reduce of other counts");
+    torc_tensor *in = torc_full(TORC_SHAPE(3 + r), 1.0, TORC_DTYPE_F32), *out = torc_full(TORC_SHAPE(W * (3 + r)), 5.0, TORC_DTYPE_F32);
+    expect_refused(torc_dist_all_gather(out, in, NULL), "this rank's all-gather has", "all_gather of other counts");
+    expect_untouched(out, 5.0, "all_gather of other counts");
+    // kind: rank 0 broadcasts while the others all-reduce
+    torc_tensor *u = torc_full(TORC_SHAPE(8), 3.0, TORC_DTYPE_F32);
+    const torc_status st = r == 0 ? torc_dist_broadcast(u, 0, NULL) : torc_dist_all_reduce(u, TORC_REDUCE_SUM, NULL);
+    expect_refused(st, r == 0 ? "this rank called broadcast, another rank all-reduce" : "this rank called all-reduce, another rank broadcast",
+                   "broadcast against all_reduce");
+    expect_untouched(u, 3.0, "broadcast against all_reduce");
+    // root: each rank names itself the root
+    expect_refused(torc_dist_broadcast(u, r, NULL), "this rank's broadcast is from rank", "broadcasts from other roots");
+    // dtype: f64 on rank 0, f32 elsewhere
+    torc_tensor *v = torc_full(TORC_SHAPE(8), 2.0, r == 0 ? TORC_DTYPE_F64 : TORC_DTYPE_F32);
+    expect_refused(torc_dist_all_reduce(v, TORC_REDUCE_SUM, NULL), "another rank's of", "all_reduce of other dtypes");
+    // the job goes on: an agreeing all-reduce works
+    torc_tensor *ok = torc_full(TORC_SHAPE(4), 1.0, TORC_DTYPE_F32);
+    CHECK(torc_dist_all_reduce(ok, TORC_REDUCE_SUM, NULL));
+    expect_untouched(ok, (double)W, "all_reduce after the refusals");
+    // torc_dist_check_same: the first setting that differs, rank 0's value and the first other
+    char lr[16];
+    snprintf(lr, sizeof lr, "%g", r == W - 1 ? 0.02 : 0.01);
+    const char *names[] = {"--dim", "--lr"}, *vals[] = {"32", lr};
+    CHECK(torc_dist_check_same(1, names, vals));
+    snprintf(want, sizeof want, "the ranks disagree on --lr: rank 0 has 0.01, rank %d has 0.02", W - 1);
+    expect_refused(torc_dist_check_same(2, names, vals), want, "torc_dist_check_same");
+    torc_scope_pop();
+    // torc_ddp_new: other bucket caps on each rank, then another model on the last rank
+    torc_generator *gen = torc_generator_new(1);
+    for (int variant = 0; variant < 2; variant++) {
+        const int64_t D = variant == 1 && r == W - 1 ? 8 : 16;
+        torc_module *m = torc_cruncher_new(D, 2, TORC_DTYPE_F32, gen);
+        CHECK_PTR(m);
+        torc_tensor *params[8];
+        const int np = torc_module_param_count(m);
+        for (int i = 0; i < np; i++) params[i] = torc_module_param(m, i);
+        torc_ddp_options dopt = TORC_DDP_OPTIONS_DEFAULT;
+        dopt.first_bucket_bytes = 64;
+        dopt.bucket_cap_bytes = variant == 0 ? 256 * (r + 1) : 256;
+        torc_ddp *ddp = torc_ddp_new(np, params, &dopt);
+        if (ddp) FAIL("torc_ddp_new accepted ranks that disagree (variant %d)", variant);
+        if (variant == 0) snprintf(want, sizeof want, "torc_ddp_new: the ranks disagree on bucket_cap_bytes: rank 0 has 256, rank 1 has 512");
+        else snprintf(want, sizeof want, "torc_ddp_new: the ranks disagree on parameter 0: rank 0 has [16, 16] float32, rank %d has [8, 8] float32", W - 1);
+        expect_refused(TORC_ERR_INVALID_ARG, want, "torc_ddp_new");
+        torc_module_free(m);
+    }
+    torc_generator_free(gen);
+    if (r == 0) printf("mpi_test: %d ranks that disagree were refused on every rank, nothing written\n", W);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: mpi_test collectives | train [options]\n");
@@ -282,6 +366,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "collectives")) {
         test_collectives();
+    } else if (!strcmp(argv[1], "mismatch")) {
+        test_mismatch();
     } else if (!strcmp(argv[1], "train")) {
         train_opts o = {.optim = "sgd", .steps = 20, .batch = 32};
         for (int i = 2; i < argc; i++) {

@@ -1,9 +1,16 @@
 // plugins/comm/nccl.c — libtorc_comm_nccl.so: torc's collectives on NCCL, CUDA device memory.
 // MPI only finds the peers: rank 0's ncclUniqueId is broadcast over MPI_COMM_WORLD, then every
 // collective runs on one CUDA stream of the device numbered by the local rank.
+// Every collective is preceded by a header on the host: a small MPI all-reduce of what each rank
+// is about to call (kind, dtype, op, root, count), so that ranks that disagree fail together
+// with a message before NCCL moves anything (NCCL would write a peer's larger count past recv,
+// or hang). A collective is enqueued on the stream once its header has come back, in the order
+// the collectives were called: at the call when the header is back by then, else at the next
+// call into the plugin or in wait(), whose timeout covers the header too.
 #define _GNU_SOURCE
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <mpi.h>
 #include <nccl.h>
 #include <stdbool.h>
@@ -14,16 +21,42 @@
 
 #include "torc/comm.h"
 
+typedef enum { JOB_ALL_REDUCE, JOB_BROADCAST, JOB_ALL_GATHER, JOB_REDUCE_SCATTER, JOB_BARRIER } job_kind;
+static const char *const job_names[] = {"all-reduce", "broadcast", "all-gather", "reduce-scatter", "barrier"};
+static const char *const dtype_names[] = {"float32", "float64", "int32", "int64", "uint8"};
+static const char *const op_names[] = {"sum", "max", "min"};
+_Static_assert(sizeof dtype_names / sizeof *dtype_names == TORC_COMM_DTYPE_COUNT, "a comm dtype without a name");
+_Static_assert(sizeof op_names / sizeof *op_names == TORC_COMM_OP_COUNT, "a comm op without a name");
+
+// The header's fields, sent with their negations and all-reduced by MAX (every rank learns each
+// field's largest and smallest value); H_BAD: this rank cannot run it (a count beyond an int).
+enum { H_KIND, H_DTYPE, H_OP, H_ROOT, H_COUNT, H_BAD, H_FIELDS };
+
 struct torc_comm_request {
-    cudaEvent_t done;  // recorded on the stream after the collective
+    job_kind kind;
+    const void *send;
+    void *recv;
+    size_t count;
+    torc_comm_dtype dtype;
+    torc_comm_op op;
+    int root;
+    int64_t header[2 * H_FIELDS];
+    MPI_Request hreq;           // the header's all-reduce
+    bool enqueued;              // the collective is on the stream (done recorded after it)
+    bool failed;                // the header said no, or NCCL refused: error holds why
+    char error[512];
+    cudaEvent_t done;           // recorded on the stream after the collective
     const char *what;
+    struct torc_comm_request *next;  // the pending list: header sent, not enqueued
 };
 
 typedef struct ctx {
     ncclComm_t comm;
     cudaStream_t stream;
+    MPI_Comm hcomm;             // the headers' communicator (a dup of MPI_COMM_WORLD)
     int rank, size, local_rank, device;
     bool we_initialized;
+    torc_comm_request *pending; // FIFO: enqueued on the stream in this order on every rank
     char error[512];
 } ctx;
 
@@ -105,6 +138,8 @@ static int nccl_init(void **out) {
         free(c);
         return init_fail("ncclCommInitRank: %s", ncclGetErrorString(nr));
     }
+    MPI_Comm_dup(MPI_COMM_WORLD, &c->hcomm);
+    MPI_Comm_set_errhandler(c->hcomm, MPI_ERRORS_RETURN);
     *out = c;
     return 0;
 }
@@ -114,6 +149,7 @@ static void nccl_shutdown(void *vc) {
     if (!c) return;
     ncclCommDestroy(c->comm);
     cudaStreamDestroy(c->stream);
+    MPI_Comm_free(&c->hcomm);
     if (c->we_initialized) {
         int fin = 0;
         MPI_Finalized(&fin);
@@ -129,55 +165,174 @@ static int nccl_device(void *c) { return ((ctx *)c)->device; }
 
 static int nccl_wait(void *vc, torc_comm_request *r, double timeout_s, double *finished_at);
 
-// After enqueueing a collective: a request with an event, or (blocking) wait for it now.
-static int finish(ctx *c, ncclResult_t nr, const char *what, torc_comm_request **req) {
-    if (nr != ncclSuccess) {
-        snprintf(c->error, sizeof c->error, "rank %d: NCCL %s failed: %s", c->rank, what, ncclGetErrorString(nr));
-        return 1;
+static void fill_header(const torc_comm_request *r, int64_t *h) {
+    const bool reduces = r->kind == JOB_ALL_REDUCE || r->kind == JOB_REDUCE_SCATTER;
+    const int64_t f[H_FIELDS] = {
+        [H_KIND] = r->kind,
+        [H_DTYPE] = r->kind == JOB_BARRIER ? 0 : r->dtype,
+        [H_OP] = reduces ? r->op : 0,
+        [H_ROOT] = r->kind == JOB_BROADCAST ? r->root : 0,
+        [H_COUNT] = r->kind == JOB_BARRIER ? 0 : (int64_t)(r->count > (size_t)INT64_MAX ? INT64_MAX : r->count),
+        [H_BAD] = 0,  // NCCL takes size_t counts: every count can start
+    };
+    for (int i = 0; i < H_FIELDS; i++) h[i] = f[i], h[H_FIELDS + i] = -f[i];
+}
+
+// After the header came back: true when every rank called the same collective; else the first
+// field that differs, this rank's value and another rank's, in r->error.
+static bool header_agrees(const ctx *c, torc_comm_request *r) {
+    int64_t mine[2 * H_FIELDS];
+    fill_header(r, mine);
+    int f = -1;
+    for (int i = 0; i < H_FIELDS && f < 0; i++)
+        if (r->header[i] != -r->header[H_FIELDS + i]) f = i;
+    if (f < 0) return true;
+    const int64_t hi = r->header[f], lo = -r->header[H_FIELDS + f], other = mine[f] == hi ? lo : hi;
+    const char *what = job_names[r->kind];
+    char d[200];
+    switch (f) {
+    case H_KIND:
+        snprintf(d, sizeof d, "this rank called %s, another rank %s", what,
+                 other >= 0 && other <= JOB_BARRIER ? job_names[other] : "an unknown collective");
+        break;
+    case H_DTYPE:
+        snprintf(d, sizeof d, "this rank's %s is of %s, another rank's of %s", what, dtype_names[mine[f]],
+                 other >= 0 && other < TORC_COMM_DTYPE_COUNT ? dtype_names[other] : "an unknown dtype");
+        break;
+    case H_OP:
+        snprintf(d, sizeof d, "this rank's %s reduces by %s, another rank's by %s", what, op_names[mine[f]],
+                 other >= 0 && other < TORC_COMM_OP_COUNT ? op_names[other] : "an unknown op");
+        break;
+    case H_ROOT:
+        snprintf(d, sizeof d, "this rank's %s is from rank %lld, another rank's from rank %lld", what, (long long)mine[f],
+                 (long long)other);
+        break;
+    case H_COUNT:
+        snprintf(d, sizeof d, "this rank's %s has %lld elements%s, another rank's %lld", what, (long long)mine[f],
+                 r->kind == JOB_ALL_GATHER || r->kind == JOB_REDUCE_SCATTER ? " a rank" : "", (long long)other);
+        break;
+    default:
+        snprintf(r->error, sizeof r->error, "rank %d: %s of %zu elements is too large; no rank started it", c->rank,
+                 mine[H_BAD] ? what : "another rank's collective", r->count);
+        return false;
     }
+    snprintf(r->error, sizeof r->error,
+             "rank %d: the ranks called different collectives: %s; every rank must issue the same collectives in "
+             "the same order with the same sizes (nothing was sent: do the ranks run the same model and options?)",
+             c->rank, d);
+    return false;
+}
+
+// The collective on the stream, and the event after it.
+static void enqueue(ctx *c, torc_comm_request *r) {
+    ncclResult_t nr = ncclSuccess;
+    const ncclDataType_t t = nccl_dtype(r->dtype);
+    switch (r->kind) {
+    case JOB_ALL_REDUCE: nr = ncclAllReduce(r->send, r->recv, r->count, t, nccl_op(r->op), c->comm, c->stream); break;
+    case JOB_BROADCAST: nr = ncclBroadcast(r->recv, r->recv, r->count, t, r->root, c->comm, c->stream); break;
+    case JOB_ALL_GATHER: nr = ncclAllGather(r->send, r->recv, r->count, t, c->comm, c->stream); break;
+    case JOB_REDUCE_SCATTER: nr = ncclReduceScatter(r->send, r->recv, r->count, t, nccl_op(r->op), c->comm, c->stream); break;
+    case JOB_BARRIER: break;  // the header was the barrier
+    }
+    if (nr != ncclSuccess) {
+        snprintf(r->error, sizeof r->error, "rank %d: NCCL %s failed: %s", c->rank, r->what, ncclGetErrorString(nr));
+        r->failed = true;
+        return;
+    }
+    cudaError_t ce = cudaEventRecord(r->done, c->stream);
+    if (ce != cudaSuccess) {
+        snprintf(r->error, sizeof r->error, "rank %d: CUDA event for %s: %s", c->rank, r->what, cudaGetErrorString(ce));
+        r->failed = true;
+    }
+}
+
+// Moves the pending collectives whose headers have come back onto the stream, oldest first
+// (a later one never before an earlier one). Returns false on an MPI error (in c->error).
+static bool advance(ctx *c) {
+    while (c->pending) {
+        torc_comm_request *r = c->pending;
+        int flag = 0;
+        const int err = MPI_Test(&r->hreq, &flag, MPI_STATUS_IGNORE);
+        if (err != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(err, msg, &len);
+            snprintf(r->error, sizeof r->error, "rank %d: the header of %s failed: %s", c->rank, r->what, msg);
+            r->failed = true;
+        } else if (!flag) {
+            return true;
+        } else if (header_agrees(c, r)) {
+            enqueue(c, r);
+        } else {
+            r->failed = true;
+        }
+        r->enqueued = true;
+        c->pending = r->next;
+        r->next = NULL;
+    }
+    return true;
+}
+
+// Sends the header and queues the collective; blocking (req == NULL): waits for it.
+static int submit(ctx *c, torc_comm_request proto, torc_comm_request **req) {
     torc_comm_request *r = calloc(1, sizeof *r);
     cudaError_t ce = r ? cudaEventCreateWithFlags(&r->done, cudaEventDisableTiming) : cudaErrorMemoryAllocation;
-    if (ce == cudaSuccess) ce = cudaEventRecord(r->done, c->stream);
     if (ce != cudaSuccess) {
-        snprintf(c->error, sizeof c->error, "rank %d: CUDA event for %s: %s", c->rank, what, cudaGetErrorString(ce));
+        snprintf(c->error, sizeof c->error, "rank %d: CUDA event for %s: %s", c->rank, job_names[proto.kind],
+                 cudaGetErrorString(ce));
         free(r);
         return 1;
     }
-    r->what = what;
+    const cudaEvent_t done = r->done;
+    *r = proto;
+    r->done = done;
+    r->what = job_names[r->kind];
+    fill_header(r, r->header);
+    const int err = MPI_Iallreduce(MPI_IN_PLACE, r->header, 2 * H_FIELDS, MPI_INT64_T, MPI_MAX, c->hcomm, &r->hreq);
+    if (err != MPI_SUCCESS) {
+        snprintf(c->error, sizeof c->error, "rank %d: the header of %s could not start (MPI error %d)", c->rank, r->what, err);
+        cudaEventDestroy(r->done);
+        free(r);
+        return 1;
+    }
+    torc_comm_request **tail = &c->pending;
+    while (*tail) tail = &(*tail)->next;
+    *tail = r;
+    advance(c);
     if (req) {
         *req = r;
         return 0;
     }
-    return nccl_wait(c, r, 0, NULL);
+    return nccl_wait(c, r, 0, NULL) ? 1 : 0;
 }
 
 static int nccl_all_reduce(void *vc, const void *send, void *recv, size_t count, torc_comm_dtype dtype, torc_comm_op op,
                            torc_comm_request **req) {
-    ctx *c = vc;
-    return finish(c, ncclAllReduce(send, recv, count, nccl_dtype(dtype), nccl_op(op), c->comm, c->stream), "all-reduce", req);
+    return submit(vc, (torc_comm_request){.kind = JOB_ALL_REDUCE, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op}, req);
 }
 static int nccl_broadcast(void *vc, void *buf, size_t count, torc_comm_dtype dtype, int root, torc_comm_request **req) {
-    ctx *c = vc;
-    return finish(c, ncclBroadcast(buf, buf, count, nccl_dtype(dtype), root, c->comm, c->stream), "broadcast", req);
+    return submit(vc, (torc_comm_request){.kind = JOB_BROADCAST, .recv = buf, .count = count, .dtype = dtype, .root = root}, req);
 }
 static int nccl_all_gather(void *vc, const void *send, void *recv, size_t count, torc_comm_dtype dtype, torc_comm_request **req) {
-    ctx *c = vc;
-    return finish(c, ncclAllGather(send, recv, count, nccl_dtype(dtype), c->comm, c->stream), "all-gather", req);
+    return submit(vc, (torc_comm_request){.kind = JOB_ALL_GATHER, .send = send, .recv = recv, .count = count, .dtype = dtype}, req);
 }
 static int nccl_reduce_scatter(void *vc, const void *send, void *recv, size_t count, torc_comm_dtype dtype,
                                torc_comm_op op, torc_comm_request **req) {
-    ctx *c = vc;
-    return finish(c, ncclReduceScatter(send, recv, count, nccl_dtype(dtype), nccl_op(op), c->comm, c->stream),
-                  "reduce-scatter", req);
+    return submit(vc, (torc_comm_request){.kind = JOB_REDUCE_SCATTER, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op}, req);
 }
+// The earlier collectives finish, then every rank meets in a header (the barrier itself).
 static int nccl_barrier(void *vc) {
     ctx *c = vc;
+    while (c->pending) {
+        advance(c);
+        if (c->pending) nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
     cudaError_t ce = cudaStreamSynchronize(c->stream);
     if (ce != cudaSuccess) {
         snprintf(c->error, sizeof c->error, "rank %d: CUDA: %s", c->rank, cudaGetErrorString(ce));
         return 1;
     }
-    return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : 1;
+    return submit(c, (torc_comm_request){.kind = JOB_BARRIER}, NULL);
 }
 
 // Polls the event (and NCCL's async error, which is how a dead peer shows) until timeout_s.
@@ -186,6 +341,25 @@ static int nccl_wait(void *vc, torc_comm_request *r, double timeout_s, double *f
     ctx *c = vc;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!r->enqueued) {  // its header (and those of the collectives before it) not back yet
+        advance(c);
+        if (r->enqueued) break;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (timeout_s > 0 && (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > timeout_s) {
+            snprintf(c->error, sizeof c->error,
+                     "rank %d: %s did not start within %g s (the ranks' check before it did not come back): another "
+                     "rank has died, failed or stopped calling collectives (TORC_COMM_TIMEOUT sets the limit)",
+                     c->rank, r->what, timeout_s);
+            return TORC_COMM_TIMED_OUT;  // the header stays with MPI
+        }
+        nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
+    if (r->failed) {
+        snprintf(c->error, sizeof c->error, "%s", r->error);
+        cudaEventDestroy(r->done);
+        free(r);
+        return TORC_COMM_FAILED;
+    }
     for (;;) {
         cudaError_t ce = cudaEventQuery(r->done);
         if (ce == cudaSuccess) break;
