@@ -11,8 +11,11 @@ static torc_tensor *new_default(torc_dtype dtype, int ndim, const int64_t *shape
     return dev ? torc__new(dev, dtype, ndim, shape) : NULL;
 }
 
+// value as fill_ takes it (core/fill.c: an integral double counts as an integer scalar).
 static torc_tensor *filled(torc_tensor *t, double value) {
-    if (t && (!torc__check_int_scalar(t->dtype, value) || torc__fill(t, value) != TORC_OK)) {
+    const torc_scalar s = torc__scalar_of_double(value);
+    double v;
+    if (t && (!torc__fill_value(t->dtype, s, &v) || torc__fill_scalar(t, s, v) != TORC_OK)) {
         torc_release(t);
         return NULL;
     }

@@ -183,18 +183,3 @@ torc_status torc_copy_(torc_tensor *self, const torc_tensor *src) {
     if (!st) torc__bump_version(self);
     return torc__inplace_end(self, rec, st);
 }
-
-static torc_status fill_(torc_tensor *self, double value, const char *grad_fn) {
-    if (!self) return torc__null_arg("tensor is NULL");
-    if (!torc__check_int_scalar(self->dtype, value)) return torc_last_status();
-    torc_node *rec;
-    const torc_tensor *ins[1] = {self};
-    torc_status st = torc__inplace_begin(self, TORC_OP_FILL, 1, ins, NULL, grad_fn, &rec);
-    if (st) return st;
-    st = torc__fill(self, value);
-    if (!st) torc__bump_version(self);
-    return torc__inplace_end(self, rec, st);
-}
-
-torc_status torc_fill_(torc_tensor *self, torc_scalar value) { return fill_(self, value.f, NULL); }
-torc_status torc_zero_(torc_tensor *self) { return fill_(self, 0.0, "ZeroBackward0"); }

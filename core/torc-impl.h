@@ -269,10 +269,16 @@ extern const uint8_t torc_backend_dtype_minor[TORC_DTYPE_COUNT];
 // messages print ("expected m1 and m2 to have the same dtype, but got: float != double").
 const char *torc__dtype_typemeta_name(torc_dtype d);
 
-// Scalar::to<T> for an integer dtype (full, fill_, addcmul's value): c10's overflow check, NaN
+// Scalar::to<T> for an integer dtype (addcmul's value; fills use torc__fill_value): c10's check, NaN
 // and values outside the type's range give PyTorch's "value cannot be converted to type int64_t
 // without overflow" (TORC_ERR_INVALID_ARG). True for other dtypes; in range, kernels truncate.
 bool torc__check_int_scalar(torc_dtype dt, double v);
+// What a fill of a dt tensor with s stores, as a double for FILL (core/fill.c has PyTorch's rule):
+// false with PyTorch's overflow error if dt cannot take s. torc__fill_scalar then fills t with it
+// (an int64 beyond a double's 53 bits exactly). An integral double counts as an integer scalar.
+bool torc__fill_value(torc_dtype dt, torc_scalar s, double *out);
+torc_status torc__fill_scalar(torc_tensor *t, torc_scalar s, double v);
+torc_scalar torc__scalar_of_double(double v);
 
 // ---- in-place and out= argument checks (move.c), with PyTorch's messages ----
 bool torc__check_can_cast(torc_dtype result, torc_dtype out);

@@ -212,7 +212,7 @@ START_TEST(integer_fill_values_must_fit) {
     tu_assert_error(TORC_ERR_INVALID_ARG, "value cannot be converted to type int8_t without overflow");
     torc_tensor *u = torc_full(TORC_SHAPE(2), 255, TORC_DTYPE_U8);
     ck_assert_ptr_nonnull(u);
-    ck_assert_int_eq(torc_fill_(u, torc_s(-1)), TORC_ERR_INVALID_ARG);
+    ck_assert_int_eq(torc_fill_(u, torc_s(-256)), TORC_ERR_INVALID_ARG);  // (-255..-1 wrap: tests/test_fill.c)
     tu_assert_error(TORC_ERR_INVALID_ARG, "value cannot be converted to type uint8_t without overflow");
     ck_assert_int_eq(torc_fill_(u, torc_s(INFINITY)), TORC_ERR_INVALID_ARG);
     tu_assert_values(u, TU_ARR(255, 255), 0);  // unchanged
