@@ -873,7 +873,17 @@ static torc_tensor *frontend_apply(const xcase *c, torc_tensor *const *v, torc_t
         return st ? NULL : s;
     }
     switch (c->code) {
-    case TORC_OP_FILL: return torc_fill_(ov, scalar_like(od, p->scalar.value)) ? NULL : ov;
+    case TORC_OP_FILL: {
+        // fill_ refuses a finite value beyond a floating dtype's range, as PyTorch does
+        // (core/fill.c); the backend's FILL still gets it, its cast deciding.
+        double max = 0;
+        if (is_float(od) && torc_finfo(od, NULL, &max, NULL, NULL) == TORC_OK && isfinite(p->scalar.value) &&
+            fabs(p->scalar.value) > max) {
+            *inexpressible = true;
+            return NULL;
+        }
+        return torc_fill_(ov, scalar_like(od, p->scalar.value)) ? NULL : ov;
+    }
     case TORC_OP_COPY: return torc_copy_(ov, v[0]) ? NULL : ov;
     case TORC_OP_ARANGE:  // an end half a step past the last element gives exactly count elements
         return torc_arange(p->range.start,
