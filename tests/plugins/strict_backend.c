@@ -48,7 +48,8 @@ TORC_API long strict_backend_live_at_shutdown(void) { return __atomic_load_n(&g_
 
 static strict_ctx *check(void *vctx, const char *member) {
     strict_ctx *c = vctx;
-    if (__atomic_load_n(&g_down, __ATOMIC_SEQ_CST) || !c || c->magic != MAGIC) {
+    // The context first: under ASan, reading it after shutdown is the use-after-free reported.
+    if (!c || c->magic != MAGIC || __atomic_load_n(&g_down, __ATOMIC_SEQ_CST)) {
         fprintf(stderr, "%s backend: %s() called after shutdown()\n", NAME, member);
         abort();
     }
