@@ -108,9 +108,10 @@ struct torc_tensor {
     _Atomic(struct torc__ident *) ident; // owned: how saved copies of this tensor name its grad_fn
 };
 
-// Thread-locals read on every op (the scope stack, the pools, grad mode, the phase): the
-// initial-exec model makes each read a plain load instead of a __tls_get_addr call. They total
-// under 64 bytes, which fits the static TLS glibc reserves even when libtorc is dlopen'ed.
+// Thread-locals read on every op (the scope stack, the pools, grad mode, the phase, the backend
+// being called): the initial-exec model makes each read a plain load instead of a
+// __tls_get_addr call. They total under 64 bytes, which fits the static TLS glibc reserves even
+// when libtorc is dlopen'ed.
 #define TORC__TLS_HOT __attribute__((tls_model("initial-exec")))
 
 // Drops one reference of a refcount and says whether it was the last. When the count reads 1 the

@@ -346,11 +346,12 @@ typedef enum torc_copy_kind {
 // blocks a backend sees freed before shutdown are all those not held by live tensors.
 // At exit, shutdown must never block: exit() may be called while one of the backend's calls holds
 // its lock, by a library that ends the process on a failed allocation (libgomp, OpenBLAS,
-// libgfortran), on the calling thread or on a worker thread of the backend's own. If it is the
-// thread that runs the exit handler, the core skips that backend's shutdown (and its pooled
-// buffers); if it is another thread, shutdown is called and must not wait for the lock: take it
-// with trylock and, when busy, release nothing (the process is ending). Likewise, when the core's
-// own lock is held at exit (a plugin's constructor or init called exit()), no backend is shut down.
+// libgfortran), on the calling thread or on a worker thread of the backend's own. If exit() comes
+// from inside the backend's run, supports or synchronize on the thread that runs the exit handler,
+// the core skips that backend's shutdown (and its pooled buffers); otherwise shutdown is called
+// and must not wait for a lock: take it with trylock and, when busy, release nothing (the process
+// is ending). When the core's own lock is held at exit (a plugin's constructor or init called
+// exit()), no backend is shut down.
 //
 // Threading. init and shutdown never run concurrently with any other call. Every other member
 // may be called concurrently from several threads with the same ctx (torc ops run on whichever
