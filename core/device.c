@@ -132,9 +132,10 @@ torc_status torc_backend_load(const char *name, const char *const *options) {
 // ctx (a buffer released later, by a thread that exits or a tensor freed after, is dropped).
 // skip: the backend (or NULL) whose call is in progress on this thread: at exit, a library that
 // called exit() inside it. It is neither drained nor shut down: its locks may be held right here.
-// Caller holds g_lock.
-static void shutdown_locked(const torc_backend_lib *skip) {
-    torc__pools_drain(skip);
+// At exit (wait false) a busy pool registry means another thread is returning buffers to a
+// backend right now: then no backend is shut down either. Caller holds g_lock.
+static void shutdown_locked(const torc_backend_lib *skip, bool wait) {
+    if (!torc__pools_drain(skip, wait)) return;
     for (int i = g_n_libs - 1; i >= 0; i--) {
         torc_backend_lib *lib = g_libs[i];
         if (atomic_exchange(&lib->shut_down, true) || lib == skip) continue;
@@ -148,13 +149,13 @@ static void shutdown_locked(const torc_backend_lib *skip) {
 // busy, nothing is shut down: the process is ending and the system reclaims what it holds.
 static void shutdown_all(void) {
     if (pthread_mutex_trylock(&g_lock) != 0) return;
-    shutdown_locked(torc__tls_calling);
+    shutdown_locked(torc__tls_calling, false);
     pthread_mutex_unlock(&g_lock);
 }
 
 void torc_shutdown(void) {
     pthread_mutex_lock(&g_lock);
-    shutdown_locked(NULL);
+    shutdown_locked(NULL, true);
     pthread_mutex_unlock(&g_lock);
 }
 

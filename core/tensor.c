@@ -114,13 +114,16 @@ static void pool_destroy(void *arg) {
 // (torc.h: torc_shutdown; backend.h: shutdown never runs concurrently with another call); they
 // may be alive and exit later, their caches then empty. Buffers of the backend skip (the one whose
 // call exit() interrupted on this thread) stay where they are, reachable, and are never freed.
-void torc__pools_drain(const torc_backend_lib *skip) {
-    pthread_mutex_lock(&g_pools_lock);
+// With wait false (the exit handler) a busy registry is not waited for: false, nothing drained.
+bool torc__pools_drain(const torc_backend_lib *skip, bool wait) {
     atomic_store_explicit(&g_data_closed, true, memory_order_relaxed);
+    if (!wait && pthread_mutex_trylock(&g_pools_lock) != 0) return false;
+    if (wait) pthread_mutex_lock(&g_pools_lock);
     for (pool_cache *c = g_pools; c; c = c->next)
         for (int k = 0; k < POOL_DATA_CLASSES; k++)
             if (c->n_data[k] > 0 && c->data_dev[k]->lib != skip) drain_data_locked(c, k);
     pthread_mutex_unlock(&g_pools_lock);
+    return true;
 }
 
 static void pool_key_create(void) { g_pool_key_ok = pthread_key_create(&g_pool_key, pool_destroy) == 0; }

@@ -213,10 +213,11 @@ torc_status torc__dev_copy_async(torc_device *dev, void *dst, const void *src, s
 // torc__tls_calling is the backend whose member runs on this thread now (set by the wrappers
 // around run, supports and synchronize, where libraries that may call exit() run), so that the
 // exit handler leaves that backend, whose locks may be held, alone. torc__pools_drain (tensor.c)
-// returns every thread's pooled data buffers, except skip's, to their backends and ends pooling.
+// returns every thread's pooled data buffers, except skip's, to their backends and ends pooling
+// (false if the registry is busy and wait is false: the exit handler never waits).
 extern TORC__TLS_HOT _Thread_local torc_backend_lib *torc__tls_calling;
 bool torc__dev_shut_down(const torc_device *dev);
-void torc__pools_drain(const torc_backend_lib *skip);
+bool torc__pools_drain(const torc_backend_lib *skip, bool wait);
 
 // ---- random numbers (random.c) ----
 // Reserves n counters of g (NULL: the default generator): returns the first and the seed.
