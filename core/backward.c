@@ -30,7 +30,7 @@
 W1(neg) W1(sign) W1(square) W1(exp) W1(log) W1(sin) W1(cos) W1(tanh) W1(erf) W1(abs) W1(logical_not)
 W2(mul) W2(div) W2(add) W2(sub) W2(pow) W2(eq) W2(gt) W2(lt) W2(logical_and)
 WS(mul_scalar) WS(div_scalar) WS(add_scalar) WS(sub_scalar) WS(rsub_scalar) WS(pow_scalar) WS(eq_scalar)
-WS(ne_scalar) WS(ge_scalar) WS(le_scalar) WS(rdiv_scalar)
+WS(ne_scalar) WS(ge_scalar) WS(le_scalar) WS(rdiv_scalar) WS(lt_scalar) WS(floor_divide_scalar) W2(floor_divide)
 static torc_tensor *op_where(const torc_tensor *c, const torc_tensor *a, const torc_tensor *b) {
     return c && a && b ? torc_where(c, a, b) : NULL;
 }
@@ -218,6 +218,30 @@ BW(bw_minimum) { return bw_extremum(n, g, need, gin, false); }
 BW(bw_where) {  // inputs: cond, a, b
     if (need[1]) TRY(gin[1] = zero_where(op_logical_not(IN(0)), g));
     if (need[2]) TRY(gin[2] = zero_where(IN(0), g));
+    return TORC_OK;
+}
+
+// ---- floor_divide, remainder, fmod (the scalar forms of the last two record an identity node) ----
+// PyTorch has no derivative for floor_divide: its node (NotImplemented) fails when backward reaches it.
+BW(bw_floor_divide) {
+    (void)n, (void)g, (void)need, (void)gin;
+    return torc__error(TORC_ERR_AUTOGRAD, "derivative for aten::floor_divide is not implemented");
+}
+// q rounded toward zero as div(..., rounding_mode="trunc") rounds its quotient: -0.0 for q in
+// (-1, -0], infinities and NaN kept.
+static torc_tensor *op_trunc(const torc_tensor *q) {
+    if (!q) return NULL;
+    torc_tensor *up = op_floor_divide_scalar(q, 1.0), *down = op_neg(op_floor_divide_scalar(op_neg(q), 1.0));
+    return op_where(op_eq_scalar(op_abs(q), INFINITY), q, op_where(op_lt_scalar(q, 0.0), down, up));
+}
+BW(bw_remainder) {  // other: -grad * self.div(other, rounding_mode="floor")
+    if (need[0]) TRY(gin[0] = torc__register(torc_retain(T(g))));
+    if (need[1]) TRY(gin[1] = op_mul(op_neg(g), op_floor_divide(IN(0), IN(1))));
+    return TORC_OK;
+}
+BW(bw_fmod) {  // other: -grad * self.div(other, rounding_mode="trunc")
+    if (need[0]) TRY(gin[0] = torc__register(torc_retain(T(g))));
+    if (need[1]) TRY(gin[1] = op_mul(op_neg(g), op_trunc(op_div(IN(0), IN(1)))));
     return TORC_OK;
 }
 
@@ -649,6 +673,9 @@ RULE(R_POW, "PowBackward1", bw_pow, TORC__SAVE_IN(0) | TORC__SAVE_IN(1) | TORC__
 RULE(R_MAXIMUM, "MaximumBackward0", bw_maximum, TORC__SAVE_IN(0) | TORC__SAVE_IN(1));
 RULE(R_MINIMUM, "MinimumBackward0", bw_minimum, TORC__SAVE_IN(0) | TORC__SAVE_IN(1));
 RULE(R_WHERE, "WhereBackward0", bw_where, TORC__SAVE_IN(0));
+RULE(R_FLOOR_DIVIDE, "NotImplemented", bw_floor_divide, 0);
+RULE(R_REMAINDER, "RemainderBackward1", bw_remainder, TORC__SAVE_IN(0) | TORC__SAVE_IN(1));
+RULE(R_FMOD, "FmodBackward1", bw_fmod, TORC__SAVE_IN(0) | TORC__SAVE_IN(1));
 RULE(R_ADDCMUL, "AddcmulBackward0", bw_addcmul, TORC__SAVE_IN(1) | TORC__SAVE_IN(2));
 RULE(R_ADDCDIV, "AddcdivBackward0", bw_addcdiv, TORC__SAVE_IN(1) | TORC__SAVE_IN(2));
 RULE(R_LERP, "LerpBackward0", bw_lerp, 0);
@@ -744,6 +771,9 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_MAXIMUM: return &R_MAXIMUM;
     case TORC_OP_MINIMUM: return &R_MINIMUM;
     case TORC_OP_WHERE: return &R_WHERE;
+    case TORC_OP_FLOOR_DIVIDE: return &R_FLOOR_DIVIDE;
+    case TORC_OP_REMAINDER: return &R_REMAINDER;
+    case TORC_OP_FMOD: return &R_FMOD;
     case TORC_OP_SUM: return &R_SUM;
     case TORC_OP_MEAN: return &R_MEAN;
     case TORC_OP_PROD: return &R_PROD;

@@ -1,11 +1,23 @@
 // core/binary.c — elementwise binary ops with broadcasting and PyTorch's type promotion:
-// arithmetic, maximum/minimum, comparisons, logical ops, their scalar and in-place forms, where.
+// arithmetic, maximum/minimum, floor_divide/remainder/fmod, comparisons, logical ops, their scalar
+// and in-place forms, where.
 #include <math.h>
+
+#include <torc/convert.h>
 
 #include "torc-impl.h"
 
 static bool is_comparison(torc_opcode c) { return c >= TORC_OP_EQ && c <= TORC_OP_GE; }
 static bool is_logical(torc_opcode c) { return c == TORC_OP_LOGICAL_AND || c == TORC_OP_LOGICAL_OR; }
+// floor_divide, remainder, fmod: PyTorch's CPU kernels have no bool or fp8 form.
+static const char *divmod_kernel(torc_opcode c) {
+    switch (c) {
+    case TORC_OP_FLOOR_DIVIDE: return "div_floor_cpu";
+    case TORC_OP_REMAINDER: return "remainder_cpu";
+    case TORC_OP_FMOD: return "fmod_cpu";
+    default: return NULL;
+    }
+}
 
 // True division computes in the common dtype when it is floating, else in the default float dtype.
 static torc_dtype div_dtype(torc_dtype common) {
@@ -29,6 +41,11 @@ static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_d
                                     "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
         return false;
     }
+    const char *kernel = divmod_kernel(code);
+    if (kernel && (common == TORC_DTYPE_BOOL || common == TORC_DTYPE_F8_E4M3FN || common == TORC_DTYPE_F8_E5M2)) {
+        torc__error(TORC_ERR_DTYPE, "\"%s\" not implemented for '%s'", kernel, torc__dtype_c10_name(common));
+        return false;
+    }
     if (code == TORC_OP_POW && common == TORC_DTYPE_BOOL) {
         torc__error(TORC_ERR_DTYPE, "\"pow\" not implemented for 'Bool'");
         return false;
@@ -36,12 +53,13 @@ static bool op_dtypes(torc_opcode code, torc_dtype common, torc_dtype da, torc_d
     return true;
 }
 
-// PyTorch's mul and div kernels read a one-element right operand of an f16/bf16 op at float32
-// (opmath: mul_kernel and div_true_kernel take iter.original_scalar_value<float>, the value before
-// any cast to the op's dtype), so x * 0.1 is round_f16((float)x * 0.1f) and f16 0.0003765 * 1e5
-// is 37.66, not 0.0003765 * inf. Only the right operand: 0-dim tensor * f16 rounds to f16 first.
+// PyTorch's mul, div and floor_divide kernels read a one-element right operand of an f16/bf16 op
+// at float32 (opmath: mul_kernel, div_true_kernel and div_floor_kernel take
+// iter.original_scalar_value<float>, the value before any cast to the op's dtype), so x * 0.1 is
+// round_f16((float)x * 0.1f) and f16 0.0003765 * 1e5 is 37.66, not 0.0003765 * inf. Only the
+// right operand: 0-dim tensor * f16 rounds to f16 first. remainder and fmod cast it to the dtype.
 static bool opmath_operand(torc_opcode code, torc_dtype common, int k, int64_t numel) {
-    return (code == TORC_OP_MUL || code == TORC_OP_DIV) && k == 1 && numel == 1 &&
+    return (code == TORC_OP_MUL || code == TORC_OP_DIV || code == TORC_OP_FLOOR_DIVIDE) && k == 1 && numel == 1 &&
            (common == TORC_DTYPE_F16 || common == TORC_DTYPE_BF16);
 }
 
@@ -54,17 +72,36 @@ static bool opmath_operand(torc_opcode code, torc_dtype common, int k, int64_t n
 // exactly, so it is read as it is; opmath_operand says where a narrow dtype reads wider.
 static torc_dtype read_dtype(torc_opcode code, torc_dtype common, int k, torc_dtype dtype, int ndim,
                              int64_t numel) {
+    // floor_divide's steps round to the dtype, so even an f16 right operand is read at f32 there
+    // (for mul and div, f16 x f16 computed in float and rounded once is the same either way)
+    if (code == TORC_OP_FLOOR_DIVIDE && opmath_operand(code, common, k, numel)) return TORC_DTYPE_F32;
     if (dtype == common) return dtype;
     if (opmath_operand(code, common, k, numel)) return TORC_DTYPE_F32;
     if (ndim > 0) return dtype;
     return code == TORC_OP_DIV ? div_dtype(common) : common;
 }
 
-// Sends out = in0 (op) in1 with alpha (ADD/SUB) to out's backend.
-static torc_status dispatch_binary(torc_tensor *out, torc_op *op, double alpha) {
-    // PyTorch casts alpha to the op's dtype: for bool that is `alpha != 0` (so True + -1*True is
-    // True); a fractional alpha stays as it is for the backend's integral-alpha error.
+// v cast to floating dtype d as c10 casts a double: through float for the narrow formats.
+static double round_to_dtype(double v, torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F32: return (float)v;
+    case TORC_DTYPE_F16: return torc_f16_to_f32(torc_f32_to_f16((float)v));
+    case TORC_DTYPE_BF16: return torc_bf16_to_f32(torc_f32_to_bf16((float)v));
+    case TORC_DTYPE_F8_E4M3FN: return torc_f8e4m3fn_to_f32(torc_f32_to_f8e4m3fn((float)v));
+    case TORC_DTYPE_F8_E5M2: return torc_f8e5m2_to_f32(torc_f32_to_f8e5m2((float)v));
+    default: return v;
+    }
+}
+
+// Sends out = in0 (op) in1 with alpha (ADD/SUB) to out's backend; common is the dtype the op
+// computes in.
+static torc_status dispatch_binary(torc_tensor *out, torc_op *op, double alpha, torc_dtype common) {
+    // PyTorch casts alpha to the op's dtype (Scalar::to<scalar_t>): for bool that is `alpha != 0`
+    // (so True + -1*True is True); a fractional alpha stays as it is for the backend's
+    // integral-alpha error; a floating one is rounded as a cast rounds it (through float for f16
+    // and bf16: f16 alpha 0.1 is 0.0999755859375), which backend.h's ADD then takes as it is.
     if (out->dtype == TORC_DTYPE_BOOL && alpha == trunc(alpha)) alpha = alpha != 0;
+    if (alpha != 1.0 && torc_dtype_is_floating(common)) alpha = round_to_dtype(alpha, common);
     op->params.scalar.value = alpha;
     return torc__dispatch(out->device, op, (uint64_t)torc_numel(out));
 }
@@ -86,7 +123,7 @@ static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc
     torc__operand(out, &op.out[0]);
     if (!st) st = torc__broadcast_operand(in[0], out->ndim, out->shape, &op.in[0]);
     if (!st) st = torc__broadcast_operand(in[1], out->ndim, out->shape, &op.in[1]);
-    if (!st) st = dispatch_binary(out, &op, alpha);
+    if (!st) st = dispatch_binary(out, &op, alpha, common);
     torc_release(cast[0]);
     torc_release(cast[1]);
     return st;
@@ -94,9 +131,11 @@ static torc_status run_binary(torc_tensor *out, const torc_tensor *a, const torc
 
 // a (op) b where the result dtype is already decided (common); a or b may be a scalar tensor
 // made by the caller (it then has not taken part in promotion, and never requires grad), and
-// da, db are the operands' dtypes before that (a scalar's kind).
+// da, db are the operands' dtypes before that (a scalar's kind); scalar_b: b is a Python scalar
+// (torc_*_scalar), for which remainder and fmod record PyTorch's RemainderBackward0 /
+// FmodBackward0 (self: grad, nothing saved) instead of the two-tensor node (backward.c).
 static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, torc_opcode code, double alpha,
-                                 torc_dtype common, torc_dtype da, torc_dtype db) {
+                                 torc_dtype common, torc_dtype da, torc_dtype db, bool scalar_b) {
     torc_dtype out_dtype;
     if (!torc__same_device(a, b) || !op_dtypes(code, common, da, db, &out_dtype)) return NULL;
     int ndim;
@@ -111,7 +150,9 @@ static torc_tensor *binary_typed(const torc_tensor *a, const torc_tensor *b, tor
     if (!is_comparison(code) && !is_logical(code)) {
         torc_op_params p = {.scalar = {alpha}};
         const torc_tensor *ins[2] = {a, b};
-        out = torc__autograd_record(out, code, 2, ins, &p);
+        if (scalar_b && code == TORC_OP_REMAINDER) out = torc__autograd_unary(out, a, "RemainderBackward0");
+        else if (scalar_b && code == TORC_OP_FMOD) out = torc__autograd_unary(out, a, "FmodBackward0");
+        else out = torc__autograd_record(out, code, 2, ins, &p);
     }
     return out ? torc__register(out) : NULL;
 }
@@ -121,7 +162,7 @@ static torc_tensor *binary(const torc_tensor *a, const torc_tensor *b, torc_opco
     const torc_tensor *ts[2] = {a, b};
     torc_dtype common = a->dtype;  // two tensors of one dtype promote to it
     if (a->dtype != b->dtype && torc_result_type(2, ts, 0, NULL, &common)) return NULL;
-    return binary_typed(a, b, code, alpha, common, a->dtype, b->dtype);
+    return binary_typed(a, b, code, alpha, common, a->dtype, b->dtype, false);
 }
 
 // torc_maximum_scalar(t, s) is torch.clamp_min(t, s) (torch.maximum takes tensors only) and
@@ -161,16 +202,53 @@ static torc_tensor *binary_scalar(const torc_tensor *a, torc_scalar s, torc_opco
     if ((code == TORC_OP_MAXIMUM || code == TORC_OP_MINIMUM) && !clamp_scalar_in_range(code, common, &s)) return NULL;
     torc_tensor *st = torc__scalar_on(a->device, s.f, read_dtype(code, common, reversed ? 0 : 1, s.kind, 0, 1));
     if (!st) return NULL;
-    torc_tensor *r = reversed ? binary_typed(st, a, code, 1.0, common, s.kind, a->dtype)
-                              : binary_typed(a, st, code, 1.0, common, a->dtype, s.kind);
+    torc_tensor *r = reversed ? binary_typed(st, a, code, 1.0, common, s.kind, a->dtype, false)
+                              : binary_typed(a, st, code, 1.0, common, a->dtype, s.kind, true);
     torc_release(st);
     return r;
 }
 
 torc_tensor *torc_add(const torc_tensor *a, const torc_tensor *b) { return binary(a, b, TORC_OP_ADD, 1.0); }
 torc_tensor *torc_sub(const torc_tensor *a, const torc_tensor *b) { return binary(a, b, TORC_OP_SUB, 1.0); }
+// PyTorch's alpha_check and Scalar::to<scalar_t> for add(a, b, alpha=) computing in common: a
+// bool alpha only for a bool result, no floating alpha for an integer or bool one, and an alpha
+// the dtype cannot hold is an overflow error (an unsigned dtype also takes -max .. -1, which wraps).
+static bool alpha_ok(torc_dtype common, torc_scalar alpha) {
+    if (alpha.kind == TORC_DTYPE_BOOL && common != TORC_DTYPE_BOOL) {
+        torc__error(TORC_ERR_INVALID_ARG, "Boolean alpha only supported for Boolean results.");
+        return false;
+    }
+    if (torc_dtype_is_floating(common)) {
+        double hi;
+        if (torc_finfo(common, NULL, &hi, NULL, NULL)) return false;
+        if (!isfinite(alpha.f) || fabs(alpha.f) <= hi) return true;
+        torc__error(TORC_ERR_INVALID_ARG, "value cannot be converted to type %s without overflow",
+                    torc__dtype_typemeta_name(common));
+        return false;
+    }
+    if (alpha.kind == TORC_DTYPE_F64) {
+        torc__error(TORC_ERR_INVALID_ARG, "For integral input tensors, argument alpha must not be a floating point number.");
+        return false;
+    }
+    if (common == TORC_DTYPE_BOOL || common == TORC_DTYPE_I64) return true;
+    int64_t lo, hi;
+    if (torc_iinfo(common, &lo, &hi)) return false;
+    if (common == TORC_DTYPE_U8) lo = -hi;
+    if (alpha.i >= lo && alpha.i <= hi) return true;
+    static const char *const names[] = {[TORC_DTYPE_I32] = "int", [TORC_DTYPE_I16] = "int16_t",
+                                        [TORC_DTYPE_I8] = "int8_t", [TORC_DTYPE_U8] = "uint8_t"};
+    torc__error(TORC_ERR_INVALID_ARG, "value cannot be converted to type %s without overflow",
+                (unsigned)common < sizeof names / sizeof names[0] && names[common] ? names[common] : "integer");
+    return false;
+}
+
 torc_tensor *torc_add_scaled(const torc_tensor *a, const torc_tensor *b, torc_scalar alpha) {
-    return binary(a, b, TORC_OP_ADD, alpha.f);
+    if (!a || !b) return TORC_NULL_ARG_FAIL("tensor is NULL");
+    const torc_tensor *ts[2] = {a, b};
+    torc_dtype common = a->dtype;
+    if (a->dtype != b->dtype && torc_result_type(2, ts, 0, NULL, &common)) return NULL;
+    if (!alpha_ok(common, alpha)) return NULL;
+    return binary_typed(a, b, TORC_OP_ADD, alpha.f, common, a->dtype, b->dtype, false);
 }
 
 #define BINARY(name, CODE) \
@@ -186,6 +264,9 @@ BINARY(lt, TORC_OP_LT)
 BINARY(le, TORC_OP_LE)
 BINARY(gt, TORC_OP_GT)
 BINARY(ge, TORC_OP_GE)
+BINARY(floor_divide, TORC_OP_FLOOR_DIVIDE)
+BINARY(remainder, TORC_OP_REMAINDER)
+BINARY(fmod, TORC_OP_FMOD)
 
 torc_tensor *torc_pow(const torc_tensor *a, const torc_tensor *b) { return binary(a, b, TORC_OP_POW, 1.0); }
 torc_tensor *torc_logical_and(const torc_tensor *a, const torc_tensor *b) { return binary(a, b, TORC_OP_LOGICAL_AND, 1.0); }
@@ -250,7 +331,12 @@ static torc_status binary_s_(torc_tensor *self, torc_scalar s, torc_opcode code)
 
 torc_status torc_add_(torc_tensor *self, const torc_tensor *other) { return binary_t_(self, other, TORC_OP_ADD, 1.0); }
 torc_status torc_add_scaled_(torc_tensor *self, const torc_tensor *other, torc_scalar alpha) {
-    return binary_t_(self, other, TORC_OP_ADD, alpha.f);
+    if (!self || !other) return torc__null_arg("tensor is NULL");
+    const torc_tensor *ts[2] = {self, other};
+    torc_dtype common;
+    if (torc_result_type(2, ts, 0, NULL, &common)) return torc_last_status();
+    if (!alpha_ok(common, alpha)) return torc_last_status();
+    return binary_(self, other, TORC_OP_ADD, alpha.f, common, other->dtype, NULL);
 }
 torc_status torc_sub_(torc_tensor *self, const torc_tensor *other) { return binary_t_(self, other, TORC_OP_SUB, 1.0); }
 torc_status torc_mul_(torc_tensor *self, const torc_tensor *other) { return binary_t_(self, other, TORC_OP_MUL, 1.0); }

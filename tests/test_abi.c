@@ -3,7 +3,7 @@
 // (tests/abi/v2_0) load and work; a backend claiming a newer minor, with vtable members the core
 // does not know, loads and works; a newer major is refused naming both versions; options reach a
 // backend's init; memory statistics and shutdown reach every backend. Built a second time against
-// a test build of the core that appends an opcode and a dtype of minor 2.3
+// a test build of the core that appends an opcode and a dtype of minor 2.4
 // (-DTORC_TEST_EXTRA_ABI): an older-minor backend is never sent either.
 #define _GNU_SOURCE
 #include <check.h>
@@ -128,6 +128,26 @@ START_TEST(older_minor_backend_gets_autocast_matmuls_as_casts) {
 }
 END_TEST
 
+// floor_divide, remainder and fmod appeared in ABI 2.3: the 2.0 plugin never sees them; the
+// reference runs them on its memory.
+START_TEST(backend_of_2_0_is_never_sent_the_division_ops) {
+    torc_device *d = abi_device("abiold");
+    ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
+    torc_scope_push();
+    torc_tensor *x = torc_tensor_from((const float[]){5, -5, 7.5f}, TORC_SHAPE(3), TORC_DTYPE_F32);
+    torc_tensor *y = torc_tensor_from((const float[]){3, 3, -2}, TORC_SHAPE(3), TORC_DTYPE_F32);
+    torc_tensor *q = torc_floor_divide(x, y), *r = torc_remainder(x, y), *f = torc_fmod(x, y);
+    ck_assert_msg(q && r && f, "%s", torc_last_error());
+    assert_never_sent_newer("abiold");
+    ck_assert_ptr_eq(torc_get_device(q), d);
+    tu_assert_values(q, TU_ARR(1, -2, -4), 0);
+    tu_assert_values(r, TU_ARR(2, 1, -0.5), 0);
+    tu_assert_values(f, TU_ARR(2, -2, 1.5), 0);
+    torc_scope_pop();
+    torc_set_default_device(NULL);
+}
+END_TEST
+
 // max_dim appeared in ABI 2.1: the 2.0 plugin never sees it; the reference runs it on its memory.
 START_TEST(backend_of_2_0_is_never_sent_max_dim) {
     torc_device *d = abi_device("abiold");
@@ -212,13 +232,13 @@ START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
     torc_device *d = abi_device("abiold");
     add_on(d, "abiold");  // what it knows it runs
     ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
-    // a dtype of minor 2.3: fill and the cast back run on the reference, on the same memory
+    // a dtype of minor 2.4: fill and the cast back run on the reference, on the same memory
     torc_tensor *x = torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA);
     ck_assert_msg(x != NULL, "%s", torc_last_error());
     torc_tensor *xf = torc_to_dtype(x, TORC_DTYPE_F32);
     ck_assert_msg(xf != NULL, "%s", torc_last_error());
     tu_assert_values(xf, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
-    // an opcode of minor 2.3 on f32, which the plugin would otherwise take
+    // an opcode of minor 2.4 on f32, which the plugin would otherwise take
     torc_tensor *y = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
     ck_assert_int_eq(torc_test_extra_op(y, xf), TORC_OK);
     tu_assert_values(y, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
@@ -234,11 +254,11 @@ START_TEST(device_backend_of_an_older_minor_refuses_newer_ops_clearly) {
     ck_assert_ptr_null(torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA));
     tu_assert_error(TORC_ERR_NOT_SUPPORTED, "backend 'abiolddev' cannot run op 'fill' for dtype test_extra and has no "
                                             "fallback (the plugin (backend ABI 2.0) predates dtype test_extra, added "
-                                            "in ABI 2.3)");
+                                            "in ABI 2.4)");
     torc_tensor *a = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32), *b = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
     ck_assert_msg(a && b, "%s", torc_last_error());
     ck_assert_int_eq(torc_test_extra_op(b, a), TORC_ERR_NOT_SUPPORTED);
-    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.3");
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.4");
     assert_never_sent_newer("abiolddev");
     torc_release(a), torc_release(b);
     torc_set_default_device(NULL);
@@ -280,6 +300,7 @@ int main(void) {
     tcase_add_test(tc, older_minor_backend_gets_autocast_matmuls_as_casts);
     tcase_add_test(tc, backend_claiming_a_newer_minor_loads_and_runs);
     tcase_add_test(tc, single_op_api_keeps_the_minor_gate);
+    tcase_add_test(tc, backend_of_2_0_is_never_sent_the_division_ops);
     tcase_add_test(tc, backend_of_a_newer_major_is_refused_naming_both_versions);
     tcase_add_test(tc, optimizer_built_against_the_frozen_2_0_headers_loads_and_steps);
     tcase_add_test(tc, backend_options_reach_init);

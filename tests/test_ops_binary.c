@@ -125,6 +125,152 @@ START_TEST(addcmul_addcdiv_match_pytorch) {
 }
 END_TEST
 
+// ---- floor_divide, remainder, fmod, and add with alpha (tests/golden/ops_divmod.txt) ----
+#define DIVMOD "ops_divmod.txt"
+
+// og_match compares zeros without their sign; floor_divide, remainder and fmod pin it (-4.0 % 2
+// is -0.0, 0.5 // -3 is -1, -0.0 // 3 is -0.0): a mismatch is described and counted here.
+static int g_bad_zero_signs;
+static torc_tensor *zero_signs_checked(const og_case *c, torc_tensor *r) {
+    if (!r || c->error[0] || !c->has_out || torc_numel(r) != c->out.n || !torc_dtype_is_floating(torc_get_dtype(r)))
+        return r;
+    double *v = tu_values(r);
+    for (int64_t i = 0; i < c->out.n; i++)
+        if (v[i] == 0 && c->out.v[i] == 0 && signbit(v[i]) != signbit(c->out.v[i])) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "element %lld is %s0, expected %s0", (long long)i, signbit(v[i]) ? "-" : "+",
+                     signbit(c->out.v[i]) ? "-" : "+");
+            og_describe(c, msg);
+            g_bad_zero_signs++;
+            break;
+        }
+    free(v);
+    return r;
+}
+
+static const struct {
+    const char *name;
+    binary_fn fn;
+    scalar_fn sfn;
+} g_divmod[] = {
+    {"floor_divide", torc_floor_divide, torc_floor_divide_scalar},
+    {"remainder", torc_remainder, torc_remainder_scalar},
+    {"fmod", torc_fmod, torc_fmod_scalar},
+};
+static int g_cur_divmod;
+static torc_tensor *run_divmod(const og_case *c, torc_tensor **in) {
+    return zero_signs_checked(c, g_divmod[g_cur_divmod].fn(in[0], in[1]));
+}
+static torc_tensor *run_divmod_scalar(const og_case *c, torc_tensor **in) {
+    return zero_signs_checked(c, g_divmod[g_cur_divmod].sfn(in[0], c->sc[0]));
+}
+
+// Every dtype and layout, signs of zero, inf and NaN, division by zero, promotion, scalar forms:
+// bit for bit (PyTorch's steps, each rounded to the dtype).
+START_TEST(divmod_ops_match_pytorch) {
+    g_cur_divmod = _i;
+    g_bad_zero_signs = 0;
+    char scalar[48];
+    snprintf(scalar, sizeof scalar, "%s_scalar", g_divmod[_i].name);
+    og_run_cases(DIVMOD, g_divmod[_i].name, run_divmod, OG_EXACT);
+    og_run_cases(DIVMOD, scalar, run_divmod_scalar, OG_EXACT);
+    ck_assert_msg(g_bad_zero_signs == 0, "%d cases give a zero of the wrong sign (details on stderr)", g_bad_zero_signs);
+}
+END_TEST
+
+// d sum(op(a, b)) / da and / db against torch.autograd (remainder: b gets -grad * floor(a / b),
+// fmod: -grad * trunc(a / b)), also reduced over a broadcast b.
+static torc_tensor *run_divmod_grad(const og_case *c, torc_tensor **in) {
+    torc_tensor *a = torc_clone(in[0]), *b = torc_clone(in[1]);
+    if (!a || !b || torc_set_requires_grad(a, true) || torc_set_requires_grad(b, true)) return NULL;
+    torc_tensor *r = !strncmp(c->op, "remainder", 9) ? torc_remainder(a, b) : torc_fmod(a, b);
+    if (!r || torc_backward(torc_sum(r, TORC_ALL_DIMS, false), NULL, false)) return NULL;
+    const char *which = og_param(c, "which");
+    return zero_signs_checked(c, torc_grad(which && which[0] == 'b' ? b : a));
+}
+START_TEST(divmod_gradients_match_pytorch) {
+    g_bad_zero_signs = 0;
+    og_run_cases(DIVMOD, "remainder_grad", run_divmod_grad, OG_EXACT);
+    og_run_cases(DIVMOD, "fmod_grad", run_divmod_grad, OG_EXACT);
+    ck_assert_msg(g_bad_zero_signs == 0, "%d cases give a zero of the wrong sign (details on stderr)", g_bad_zero_signs);
+}
+END_TEST
+
+// The nodes PyTorch records: RemainderBackward1 / FmodBackward1 for two tensors, ...Backward0 with
+// a scalar (self: grad), and for floor_divide a NotImplemented node that fails when reached.
+START_TEST(divmod_autograd_nodes_as_pytorch) {
+    torc_scope_push();
+    torc_tensor *x = torc_tensor_from((const float[]){5, -5, 7.5f}, TORC_SHAPE(3), TORC_DTYPE_F32);
+    torc_tensor *y = torc_tensor_from((const float[]){3, 3, -2}, TORC_SHAPE(3), TORC_DTYPE_F32);
+    ck_assert_int_eq(torc_set_requires_grad(x, true), TORC_OK);
+    ck_assert_str_eq(torc_grad_fn_name(torc_remainder(x, y)), "RemainderBackward1");
+    ck_assert_str_eq(torc_grad_fn_name(torc_fmod(y, x)), "FmodBackward1");
+    torc_tensor *r = torc_remainder_scalar(x, torc_s(2.0)), *f = torc_fmod_scalar(x, torc_s(-2));
+    ck_assert_str_eq(torc_grad_fn_name(r), "RemainderBackward0");
+    ck_assert_str_eq(torc_grad_fn_name(f), "FmodBackward0");
+    ck_assert_int_eq(torc_backward(torc_sum(torc_add(r, f), TORC_ALL_DIMS, false), NULL, false), TORC_OK);
+    tu_assert_values(torc_grad(x), TU_ARR(2, 2, 2), 0);
+    torc_tensor *q = torc_floor_divide(x, y);
+    ck_assert(q && torc_requires_grad(q));
+    ck_assert_str_eq(torc_grad_fn_name(q), "NotImplemented");
+    ck_assert_int_eq(torc_backward(torc_sum(q, TORC_ALL_DIMS, false), NULL, false), TORC_ERR_AUTOGRAD);
+    tu_assert_error(TORC_ERR_AUTOGRAD, "derivative for aten::floor_divide is not implemented");
+    ck_assert(!torc_requires_grad(torc_floor_divide_scalar(torc_arange(0, 3, 1, TORC_DTYPE_I64), torc_s(2))));
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(divmod_refuses_fp8_and_bool) {
+    torc_scope_push();
+    torc_tensor *e = torc_zeros(TORC_SHAPE(2), TORC_DTYPE_F8_E4M3FN), *b = torc_ones(TORC_SHAPE(2), TORC_DTYPE_BOOL);
+    ck_assert_ptr_null(torc_floor_divide(e, e));
+    tu_assert_error(TORC_ERR_DTYPE, "\"div_floor_cpu\" not implemented for 'Float8_e4m3fn'");
+    ck_assert_ptr_null(torc_fmod(e, e));
+    tu_assert_error(TORC_ERR_DTYPE, "\"fmod_cpu\" not implemented for 'Float8_e4m3fn'");
+    ck_assert_ptr_null(torc_remainder_scalar(b, torc_s((bool)1)));
+    tu_assert_error(TORC_ERR_DTYPE, "\"remainder_cpu\" not implemented for 'Bool'");
+    torc_scope_pop();
+}
+END_TEST
+
+// torch.add(x, y, alpha=): alpha in the dtype, then one fused multiply-add (bit for bit with
+// PyTorch's kernel; alpha * y in double was one ulp off), and alpha's checks.
+static torc_tensor *run_add_scaled_checked(const og_case *c, torc_tensor **in) {
+    return torc_add_scaled(in[0], in[1], c->sc[0]);
+}
+START_TEST(add_scaled_fuses_as_pytorch) {
+    og_run_cases(DIVMOD, "add_scaled_fma", run_add_scaled_checked, OG_EXACT);
+    og_run_inplace_cases(DIVMOD, "add_scaled_fma_", run_add_scaled_, OG_EXACT);
+    og_run_cases(DIVMOD, "add_scaled", run_add_scaled_checked, OG_EXACT);
+    og_run_inplace_cases(DIVMOD, "add_scaled_", run_add_scaled_, OG_EXACT);
+}
+END_TEST
+
+// x + alpha * y rounded once, where rounding alpha * y + x to double first and then to float
+// lands on a tie: x = alpha = 1 + 2^-23, y = (1 - 2^-23) 2^-24 is 1 + 2^-23 in PyTorch (1 + 2^-22
+// rounded twice). 8192 elements: large enough for the onednn backend's own loop.
+START_TEST(add_scaled_rounds_once) {
+    static const char *const devices[] = {"reference", "onednn"};
+    torc_device *dev = torc_device_get(devices[_i]);
+    if (!dev && _i == 1) return;  // a build without the oneDNN backend
+    ck_assert_msg(dev != NULL, "%s", torc_last_error());
+    torc_scope_push();
+    const float one_ulp = 1 + 0x1p-23f;
+    torc_tensor *x = torc_to_device(torc_full(TORC_SHAPE(8192), one_ulp, TORC_DTYPE_F32), dev);
+    torc_tensor *y = torc_to_device(torc_full(TORC_SHAPE(8192), (1 - 0x1p-23) * 0x1p-24, TORC_DTYPE_F32), dev);
+    torc_tensor *r = torc_add_scaled(x, y, torc_s((double)one_ulp));
+    ck_assert_msg(r != NULL, "%s", torc_last_error());
+    torc_tensor *d = torc_sub_scalar(r, torc_s((double)one_ulp));  // 0 everywhere
+    double v;
+    ck_assert_int_eq(torc_item(torc_amax(torc_abs(d), TORC_ALL_DIMS, false), &v), TORC_OK);
+    ck_assert_double_eq(v, 0);
+    ck_assert_int_eq(torc_add_scaled_(x, y, torc_s((double)one_ulp)), TORC_OK);
+    ck_assert_int_eq(torc_item(torc_amax(torc_abs(torc_sub(x, r)), TORC_ALL_DIMS, false), &v), TORC_OK);
+    ck_assert_double_eq(v, 0);
+    torc_scope_pop();
+}
+END_TEST
+
 // ---- where PyTorch's kernels read operands in another dtype (tests/golden/ops_parity.txt) ----
 // f16/bf16 by a scalar or one-element right operand in float32, out-of-range integer scalars,
 // zero-dim operands of a wider dtype cast first, a uint8 where condition.
@@ -374,6 +520,12 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, add_scaled_inplace_matches_pytorch);
     tcase_add_test(tc, zero_inplace_matches_pytorch);
     tcase_add_test(tc, addcmul_addcdiv_match_pytorch);
+    tcase_add_loop_test(tc, divmod_ops_match_pytorch, 0, 3);
+    tcase_add_test(tc, divmod_gradients_match_pytorch);
+    tcase_add_test(tc, divmod_autograd_nodes_as_pytorch);
+    tcase_add_test(tc, divmod_refuses_fp8_and_bool);
+    tcase_add_test(tc, add_scaled_fuses_as_pytorch);
+    tcase_add_loop_test(tc, add_scaled_rounds_once, 0, 2);
     suite_add_tcase(s, tc);
     TCase *parity = tcase_create("parity");
     tcase_set_timeout(parity, 120);

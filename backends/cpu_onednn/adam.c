@@ -7,7 +7,7 @@
 // Every float statement below is one IEEE operation of the contract's (float where the reference
 // rounds a double result to float and that rounding is innocent: products of two floats, and the
 // quotients, square roots and sums of floats, are exact or rounded once in double); Adam's L2 term
-// is the one step computed in double, as the reference's ADD with alpha computes it. This file is
+// is ADD with alpha: wd in T, one fmaf. This file is
 // compiled with -ffp-contract=off (nothing fused behind our back; fmaf only where the contract
 // has an fma) and -fno-math-errno (sqrtf vectorizes; it sets no errno here anyway).
 #include <math.h>
@@ -48,7 +48,7 @@ typedef struct adam_args {
     const void *g;           // grad: T
     bool maximize, l2;
     float decay;             // opmath(1 - lr*wd) with decoupled weight decay, else 1 (p * 1 is p)
-    double wd;               // opmath(wd) as a double, Adam's L2 term
+    float wd;                // wd cast to T, Adam's L2 term (ADD's alpha)
     float lerp_w;            // LERP: |w| < 0.5 ? w : w - 1, with the first or second form
     bool lerp_small;
     float beta2, c2, bc2, eps, neg_step;  // eps in T (add_scalar_ reads it so), the others opmath
@@ -91,7 +91,7 @@ static inline __attribute__((always_inline)) void adam_span(const adam_args *a, 
                                                             bool ams, bool bf16) {
     const float w = a->lerp_w, decay = a->decay, beta2 = a->beta2, c2 = a->c2, bc2 = a->bc2, eps = a->eps;
     const float neg_step = a->neg_step;
-    const double wd = a->wd;
+    const float wd = a->wd;
     const uint32_t from_self = a->lerp_small ? UINT32_C(0xFFFFFFFF) : 0;  // lerp's base: self, else end
     const uint32_t flip = a->maximize ? UINT32_C(0x80000000) : 0;
     void *restrict pp = a->p, *restrict mp = a->m, *restrict vp = a->v, *restrict xp = a->vmax;
@@ -100,7 +100,7 @@ static inline __attribute__((always_inline)) void adam_span(const adam_args *a, 
     for (int64_t i = i0; i < i1; i++) {
         float g = from_bits(bits(load(gp, i, bf16)) ^ flip);
         const float p = rnd(load(pp, i, bf16) * decay, bf16);        // AdamW's decay (1 otherwise: exact)
-        if (l2) g = rnd((float)((double)g + wd * (double)p), bf16);  // Adam's L2 term, in double
+        if (l2) g = rnd(fmaf(wd, p, g), bf16);                       // Adam's L2 term: ADD with alpha
         const float m0 = load(mp, i, bf16);
         const float base = from_bits((bits(m0) & from_self) | (bits(g) & ~from_self));
         const float m = rnd(fmaf(w, g - m0, base), bf16);           // lerp
@@ -159,7 +159,7 @@ int onednn__adam_run(const torc_op *op) {
                    .maximize = flags & TORC_ADAM_MAXIMIZE,
                    .l2 = l2,
                    .decay = decoupled ? (float)(1.0 - lr * wd) : 1.0f,
-                   .wd = (double)(float)wd,
+                   .wd = rnd((float)wd, bf16),
                    .lerp_small = fabsf(w1) < 0.5f,
                    .beta2 = (float)op->params.adam.beta2,
                    .c2 = (float)(1.0 - op->params.adam.beta2),

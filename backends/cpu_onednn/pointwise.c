@@ -64,11 +64,13 @@ int onednn__pointwise_check(const torc_op *op) {
             _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = fmaf(c, e[i] - s[i], e[i]);  \
         }                                                                                               \
     }                                                                                                   \
-    /* the reference's x + alpha * y: in double, rounded once (alpha * y is exact in double when */     \
-    /* alpha is a float; SUB arrives with alpha negated) */                                             \
+    /* ADD's x + alpha * y (backend.h): PyTorch's vec::fmadd(y, alpha, x), alpha as a float (SUB */    \
+    /* arrives with alpha negated). In double and then float it would round twice: x = 1 + 2^-23, */    \
+    /* alpha = 1 + 2^-23, y = (1 - 2^-23) 2^-24 gives 1 + 2^-22 there, 1 + 2^-23 fused. */              \
     attr static void axpy_##suffix(float *out, const float *x, const float *y, double alpha,           \
                                    int64_t i0, int64_t i1) {                                            \
-        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = (float)((double)x[i] + alpha * (double)y[i]); \
+        const float a = (float)alpha;                                                                   \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) out[i] = fmaf(a, y[i], x[i]);             \
     }
 POINTWISE_LOOPS(fma, __attribute__((target("avx2,fma"))))
 POINTWISE_LOOPS(any, )

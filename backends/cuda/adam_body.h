@@ -43,7 +43,7 @@ typedef struct tcu_adam_args {
 #endif
 
 // Element i of an f32, f16 or bf16 update: float math, rounded to the dtype after each step as
-// the reference stores it; Adam's L2 term in double.
+// the reference stores it; Adam's L2 term is ADD with alpha (wd cast to the dtype, one fmaf).
 TORC_HD static inline void tcu_adam_f32(const tcu_adam_args *a, int64_t i) {
     const torc_dtype d = a->dtype;
     const float decay = (float)TCU_DSUB(1.0, tcu_dmul(a->lr, a->wd)), w1 = (float)TCU_DSUB(1.0, a->beta1);
@@ -51,12 +51,12 @@ TORC_HD static inline void tcu_adam_f32(const tcu_adam_args *a, int64_t i) {
     const float lerp_w = small ? w1 : TCU_FSUB(w1, 1.0f), beta2 = (float)a->beta2;
     const float c2 = (float)TCU_DSUB(1.0, a->beta2), bc2 = (float)a->bc2_sqrt, neg_step = (float)-a->step_size;
     const float eps = tcu_round_to((float)a->eps, d);
-    const double wd = (double)(float)a->wd;
+    const float wd = tcu_round_to((float)a->wd, d);
     const float gi = tcu_load_f32(a->grad, i, d);
     float g = a->maximize ? -gi : gi;
     float p = tcu_load_f32(a->param, i, d);
     if (a->decoupled) p = tcu_round_to(TCU_FMUL(p, decay), d);
-    if (a->l2) g = tcu_round_to((float)tcu_dadd((double)g, tcu_dmul(wd, (double)p)), d);
+    if (a->l2) g = tcu_round_to(fmaf(wd, p, g), d);
     const float m0 = tcu_load_f32(a->exp_avg, i, d);
     const float m = tcu_round_to(fmaf(lerp_w, TCU_FSUB(g, m0), small ? m0 : g), d);
     float v = tcu_round_to(TCU_FMUL(tcu_load_f32(a->exp_avg_sq, i, d), beta2), d);
@@ -88,7 +88,7 @@ TORC_HD static inline void tcu_adam_f64(const tcu_adam_args *a, int64_t i) {
     double g = a->maximize ? -gi : gi;
     double p = P[i];
     if (a->decoupled) p = tcu_dmul(p, decay);
-    if (a->l2) g = tcu_dadd(g, tcu_dmul(a->wd, p));
+    if (a->l2) g = fma(a->wd, p, g);
     const double m0 = M[i];
     const double m = fma(lerp_w, TCU_DSUB(g, m0), small ? m0 : g);
     double v = tcu_dmul(V[i], a->beta2);

@@ -34,7 +34,7 @@ static inline __attribute__((always_inline)) void adam_block(const adam_ctx *c, 
                                                              int64_t nb) {
     const bool f64 = t == TORC_DTYPE_F64, wd = c->wd != 0.0;
     const double decay = r_o(t, 1.0 - c->lr * c->wd);  // mul_scalar_'s scalar, taken in opmath (AdamW)
-    const double wd_o = r_o(t, c->wd);                 // add_scaled's alpha, the host rounds it to opmath
+    const double wd_t = r_t(t, c->wd);                 // add_scaled's alpha, ADD casts it to T
     const double beta2_o = r_o(t, c->beta2);           // mul_scalar_'s scalar
     const double bc2_o = r_o(t, c->bc2_sqrt);          // div_scalar_'s scalar
     const double eps_t = r_t(t, c->eps);               // add_scalar_ reads its scalar in T, not opmath
@@ -43,7 +43,7 @@ static inline __attribute__((always_inline)) void adam_block(const adam_ctx *c, 
         double g = c->maximize ? r_t(t, -grad[i]) : grad[i];           // neg
         if (wd) {
             if (c->decoupled) p[i] = r_t(t, r_o(t, p[i] * decay));       // mul_scalar_ (the product is exact in double)
-            else g = r_t(t, g + wd_o * p[i]);                           // add_scaled: ADD with alpha, in double
+            else g = r_t(t, f64 ? fma(wd_t, p[i], g) : fmaf((float)wd_t, (float)p[i], (float)g));  // add_scaled: ADD
         }
         if (f64) {                                                      // lerp_: LERP's two-sided fma
             const bool small = fabs(w1) < 0.5;

@@ -1,5 +1,5 @@
 // backends/reference/binary.c — the reference elementwise binary kernels (arithmetic, pow,
-// maximum/minimum, comparisons, logical and/or) and the ternary WHERE.
+// maximum/minimum, floor_divide/remainder/fmod, comparisons, logical and/or) and the ternary WHERE.
 #include "ref-impl.h"
 
 // ---- dtype rules (PyTorch's CPU kernels) ----
@@ -11,6 +11,13 @@ bool ref_binary_dtypes(const torc_op *op) {
     case TORC_OP_DIV: return ref_dt_in(o, REF_DT_FLOAT);  // true division
     case TORC_OP_POW:
         return ref_dt_in(o, REF_DT_NUM) && !(a == TORC_DTYPE_BOOL && b == TORC_DTYPE_BOOL);
+    case TORC_OP_FLOOR_DIVIDE:  // no bool and no fp8 kernels (div_floor_cpu, remainder_cpu, fmod_cpu)
+    case TORC_OP_REMAINDER:
+    case TORC_OP_FMOD: {
+        const uint32_t num = REF_DT_NUM & ~(REF_DT(TORC_DTYPE_F8_E4M3FN) | REF_DT(TORC_DTYPE_F8_E5M2));
+        return ref_dt_in(o, num) && (ref_dt_in(a, num) || a == TORC_DTYPE_BOOL) &&
+               (ref_dt_in(b, num) || b == TORC_DTYPE_BOOL) && !(a == TORC_DTYPE_BOOL && b == TORC_DTYPE_BOOL);
+    }
     default: return ref_dt_in(o, REF_DT_ALL);
     }
 }
@@ -33,6 +40,51 @@ int64_t ref_ipow(int64_t base, int64_t exp) {
     return r;
 }
 
+// ADD's x + alpha * y as PyTorch's CPU kernel computes it (vec::fmadd(y, alpha, x)): alpha cast
+// to the computation dtype ct, then one fused multiply-add in opmath (float for f32 and the
+// narrow formats, double for f64), which the caller rounds to ct. x and y are values of ct. SUB
+// is ADD with -alpha. alpha 1 is a plain sum: one rounding either way.
+static inline double ref_axpy(double x, double alpha, double y, torc_dtype ct) {
+    if (alpha == 1.0) return x + y;
+    if (ct == TORC_DTYPE_F64) return fma(alpha, y, x);
+    return fmaf((float)ref_round_to(alpha, ct), (float)y, (float)x);
+}
+
+// floor_divide, remainder and fmod in floating mode: PyTorch's scalar kernels (div_floor_floating,
+// remainder_kernel, fmod_kernel) with each step rounded to ct as ct's arithmetic rounds it (its
+// vectorised kernels take the same steps). fmod is exact in every format.
+static inline double ref_divmod_f(torc_opcode code, double a, double b, torc_dtype ct) {
+    const double mod = fmod(a, b);
+    if (code == TORC_OP_FMOD) return mod;
+    const bool fix = mod != 0 && (b < 0) != (mod < 0);  // the remainder takes b's sign
+    if (code == TORC_OP_REMAINDER) return fix ? ref_round_to(mod + b, ct) : mod;
+    if (b == 0) return a / b;  // inf, -inf or nan
+    double div = ref_round_to(ref_round_to(a - mod, ct) / b, ct);
+    if (fix) div = ref_round_to(div - 1, ct);
+    if (div == 0) return copysign(0.0, a / b);
+    double q = floor(div);
+    if (ref_round_to(div - q, ct) > 0.5) q = ref_round_to(q + 1, ct);
+    return q;
+}
+
+// The same on integers, exact: Python's floor division and modulo, C's %; false for a zero
+// divisor. INT64_MIN // -1 wraps to INT64_MIN (a narrower type's MIN // -1 wraps when stored).
+static inline bool ref_divmod_i(torc_opcode code, int64_t a, int64_t b, int64_t *r) {
+    if (b == 0) return false;
+    if (b == -1) {  // the one quotient that can overflow int64
+        *r = code == TORC_OP_FLOOR_DIVIDE ? (int64_t)(0 - (uint64_t)a) : 0;
+        return true;
+    }
+    const int64_t q = a / b, m = a % b;
+    const bool fix = m != 0 && (m < 0) != (b < 0);
+    switch (code) {
+    case TORC_OP_FLOOR_DIVIDE: *r = fix ? q - 1 : q; break;
+    case TORC_OP_REMAINDER: *r = fix ? m + b : m; break;
+    default: *r = m; break;
+    }
+    return true;
+}
+
 // ---- the loops ----
 typedef struct binary_ctx {
     torc_opcode code;
@@ -40,6 +92,7 @@ typedef struct binary_ctx {
     torc_dtype ct;     // floating mode: the dtype the op computes in
     double alpha;      // ADD/SUB in floating mode
     int64_t ialpha;    // ADD/SUB in integer mode
+    bool zero_div;     // set by an integer division by zero (int_loop)
 } binary_ctx;
 
 // Floating mode: out is floating (or an input is). The op computes in ct, the promotion of the
@@ -57,8 +110,8 @@ static void float_loop(char *const *ptr, const int64_t *step, int64_t n, void *v
         ref_load_block_as(y, ptr[2] + i0 * step[2], step[2], nb, c->b, c->ct);
         const double alpha = c->alpha;
         switch (c->code) {
-        case TORC_OP_ADD: for (int64_t i = 0; i < nb; i++) r[i] = x[i] + alpha * y[i]; break;
-        case TORC_OP_SUB: for (int64_t i = 0; i < nb; i++) r[i] = x[i] - alpha * y[i]; break;
+        case TORC_OP_ADD: for (int64_t i = 0; i < nb; i++) r[i] = ref_axpy(x[i], alpha, y[i], c->ct); break;
+        case TORC_OP_SUB: for (int64_t i = 0; i < nb; i++) r[i] = ref_axpy(x[i], -alpha, y[i], c->ct); break;
         case TORC_OP_MUL: for (int64_t i = 0; i < nb; i++) r[i] = x[i] * y[i]; break;
         case TORC_OP_DIV: for (int64_t i = 0; i < nb; i++) r[i] = x[i] / y[i]; break;
         case TORC_OP_POW: for (int64_t i = 0; i < nb; i++) r[i] = pow(x[i], y[i]); break;
@@ -68,6 +121,11 @@ static void float_loop(char *const *ptr, const int64_t *step, int64_t n, void *v
         case TORC_OP_MINIMUM:
             for (int64_t i = 0; i < nb; i++) r[i] = (isnan(x[i]) || isnan(y[i])) ? NAN : (x[i] < y[i] ? x[i] : y[i]);
             break;
+        case TORC_OP_FLOOR_DIVIDE:
+        case TORC_OP_REMAINDER:
+        case TORC_OP_FMOD:
+            for (int64_t i = 0; i < nb; i++) r[i] = ref_divmod_f(c->code, x[i], y[i], c->ct);
+            break;
         default: for (int64_t i = 0; i < nb; i++) r[i] = NAN; break;
         }
         if (c->ct != c->out)
@@ -76,9 +134,11 @@ static void float_loop(char *const *ptr, const int64_t *step, int64_t n, void *v
     }
 }
 
-// Integer mode: exact in int64 with wraparound, then wrapped to out's width.
+// Integer mode: exact in int64 with wraparound, then wrapped to out's width. A division by zero
+// stops the loop and sets zero_div (later blocks still run: out is unspecified after the error).
 static void int_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
-    const binary_ctx *c = vctx;
+    binary_ctx *c = vctx;
+    if (c->zero_div) return;
     for (int64_t i = 0; i < n; i++) {
         const int64_t x = ref_load_i(ptr[1] + i * step[1], c->a), y = ref_load_i(ptr[2] + i * step[2], c->b);
         int64_t r;
@@ -89,6 +149,14 @@ static void int_loop(char *const *ptr, const int64_t *step, int64_t n, void *vct
         case TORC_OP_POW: r = ref_ipow(x, y); break;
         case TORC_OP_MAXIMUM: r = x > y ? x : y; break;
         case TORC_OP_MINIMUM: r = x < y ? x : y; break;
+        case TORC_OP_FLOOR_DIVIDE:
+        case TORC_OP_REMAINDER:
+        case TORC_OP_FMOD:
+            if (!ref_divmod_i(c->code, x, y, &r)) {
+                c->zero_div = true;
+                return;
+            }
+            break;
         default: r = 0; break;
         }
         ref_store_i(ptr[0] + i * step[0], c->out, r);
@@ -145,10 +213,18 @@ static void compare_loop(char *const *ptr, const int64_t *step, int64_t n, void 
     } while (0)
 // A bool element is any nonzero byte (as ref_load_f reads it).
 #define FLAT_LOAD(T, v) _Generic((T)0, uint8_t: (double)((v) != 0), default: (double)(v))
+// x + a * y fused in out's type (float or double), as ref_axpy; a is already in that type.
+#define FLAT_AXPY(T, x, a, y) _Generic((T)0, float: (double)fmaf((float)(a), (float)(y), (float)(x)), default: fma(a, y, x))
 #define FLAT_OPS(TA, TB, T) \
     switch (op->code) { \
-    case TORC_OP_ADD: FLAT_LOOP(TA, TB, T, x + alpha * y); return; \
-    case TORC_OP_SUB: FLAT_LOOP(TA, TB, T, x - alpha * y); return; \
+    case TORC_OP_ADD: \
+        if (alpha == 1.0) FLAT_LOOP(TA, TB, T, x + y); \
+        else FLAT_LOOP(TA, TB, T, FLAT_AXPY(T, x, alpha, y)); \
+        return; \
+    case TORC_OP_SUB: \
+        if (alpha == 1.0) FLAT_LOOP(TA, TB, T, x - y); \
+        else FLAT_LOOP(TA, TB, T, FLAT_AXPY(T, x, -alpha, y)); \
+        return; \
     case TORC_OP_MUL: FLAT_LOOP(TA, TB, T, x * y); return; \
     case TORC_OP_DIV: FLAT_LOOP(TA, TB, T, x / y); return; \
     case TORC_OP_EQ: FLAT_LOOP(TA, TB, bool, x == y); return; \
@@ -172,13 +248,15 @@ static inline __attribute__((always_inline)) void flat_loops(const torc_op *op, 
     FLAT_OPS(uint8_t, double, double)
 }
 #undef FLAT_OPS
+#undef FLAT_AXPY
 #undef FLAT_LOAD
 #undef FLAT_LOOP
 
 // f32 or f64 operands of one dtype, or one of them bool in arithmetic, each contiguous or a
 // broadcast scalar (the common cases, and most of the time of a tiny op): one flat loop
 // computing exactly what float_loop and compare_loop compute (arithmetic in double rounded once
-// to out's dtype, a bool read as 0 or 1; comparisons of the values, NaN unordered).
+// to out's dtype, ADD/SUB with an alpha fused as ref_axpy, a bool read as 0 or 1; comparisons
+// of the values, NaN unordered).
 static bool flat_float(const torc_op *op) {
     const torc_dtype da = op->in[0].dtype, db = op->in[1].dtype, dout = op->out[0].dtype;
     const bool cmp = op->code >= TORC_OP_EQ && op->code <= TORC_OP_GE;
@@ -207,7 +285,7 @@ int ref_binary_run(const torc_op *op) {
     if (st) return st;
     if (flat_float(op)) return TORC_OK;
     binary_ctx c = {op->code, op->out[0].dtype, op->in[0].dtype, op->in[1].dtype,
-                    ref_common_float(ref_common_float(op->in[0].dtype, op->in[1].dtype), op->out[0].dtype), 1.0, 1};
+                    ref_common_float(ref_common_float(op->in[0].dtype, op->in[1].dtype), op->out[0].dtype), 1.0, 1, false};
     ref_loop_fn loop;
     if (op->code >= TORC_OP_EQ && op->code <= TORC_OP_LOGICAL_OR) {
         loop = compare_loop;
@@ -228,7 +306,7 @@ int ref_binary_run(const torc_op *op) {
     ref_iter it;
     ref_iter_ops(&it, op->out[0].ndim, op->out[0].shape, 3, ops);
     ref_iter_run(&it, loop, &c);
-    return TORC_OK;
+    return c.zero_div ? ref_error(TORC_ERR_INVALID_ARG, "ZeroDivisionError") : TORC_OK;
 }
 
 // ---- WHERE ----

@@ -146,6 +146,9 @@ static const ref_kernel kernels[] = {
     [TORC_OP_MIN_DIM] = {"min", ref_minmax_dim_dtypes, ref_minmax_dim_run},
     [TORC_OP_ADAM_STEP] = {"_fused_adam", ref_adam_dtypes, ref_adam_run},
     [TORC_OP_MATMUL_ROUNDED] = {"matmul_rounded", ref_matmul_rounded_dtypes, ref_matmul_run},
+    [TORC_OP_FLOOR_DIVIDE] = {"div_floor_cpu", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_REMAINDER] = {"remainder_cpu", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_FMOD] = {"fmod_cpu", ref_binary_dtypes, ref_binary_run},
 #ifdef TORC_TEST_EXTRA_ABI
     [TORC_OP_TEST_EXTRA] = {"test_extra", ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
 #endif

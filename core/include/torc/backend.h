@@ -25,9 +25,10 @@ extern "C" {
 // break a built plugin fails the build instead.
 #define TORC_BACKEND_ABI_MAJOR 2
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_BACKEND_ABI_MINOR 3  // tests/abi's test build: its extra opcode and dtype are minor 3's
+#define TORC_BACKEND_ABI_MINOR 4  // tests/abi's test build: its extra opcode and dtype are minor 4's
 #else
-#define TORC_BACKEND_ABI_MINOR 2  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED
+#define TORC_BACKEND_ABI_MINOR 3  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED;
+                                  // 2.3: FLOOR_DIVIDE, REMAINDER, FMOD
 #endif
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
@@ -93,8 +94,12 @@ extern "C" {
     X(ERFINV, "erfinv", 0)                                                                                               \
     X(LOGICAL_NOT, "logical_not", 0)    /* out (bool) = !in0 */                                                          \
     /* binary (in0, in1 -> out), broadcast already applied */                                                            \
-    X(ADD, "add", 0)                    /* out = in0 + params.scalar.value * in1   (alpha; 1 for plain add) */           \
-    X(SUB, "sub", 0)                    /* out = in0 - params.scalar.value * in1 */                                      \
+    X(ADD, "add", 0)                    /* out = in0 + alpha * in1, alpha = params.scalar.value (1: plain add) */        \
+                                        /* cast to the dtype c the op computes in (the promotion of in0, in1 and */      \
+                                        /* out). Floating c: as PyTorch's CPU kernel (vec::fmadd), one fused */          \
+                                        /* multiply-add fma(alpha, in1, in0) in opmath (float for f32, f16, bf16; */     \
+                                        /* double for f64), rounded to c, then to out. Integer c: wrapping. */           \
+    X(SUB, "sub", 0)                    /* out = in0 - alpha * in1: ADD with -alpha */                                   \
     X(MUL, "mul", 0)                                                                                                     \
     X(DIV, "div", 0)                    /* true division (integer inputs arrive with a floating out dtype) */            \
     X(POW, "pow", 0)                                                                                                     \
@@ -199,7 +204,8 @@ extern "C" {
                                         /* double for f64); each step is computed in opmath and rounded by R(): */       \
                                         /*   g = MAXIMIZE ? -grad : grad */                                              \
                                         /*   if wd != 0: ADAM_DECOUPLED ? p = R(p * Ro(1 - lr*wd)) */                    \
-                                        /*                              : g = R(g + Ro(wd) * p)  [see below] */          \
+                                        /*                              : g = R(fma(Rt(wd), p, g))  [ADD, alpha */       \
+                                        /*                                  wd: Rt() casts to T, fma in opmath] */       \
                                         /*   m = R(LERP(m, g, Ro(1 - beta1)))  [LERP's two-sided fma] */                 \
                                         /*   v = R(v * Ro(beta2)); v = R(fma(Ro(1 - beta2) * g, g, v))  [ADDCMUL] */     \
                                         /*   AMSGRAD: vmax = NaN if vmax or v is, else max(vmax, v) (v on a tie); */     \
@@ -208,8 +214,7 @@ extern "C" {
                                         /*   p = R(p + (Ro(-step_size) * m) / d)  [ADDCDIV] */                           \
                                         /* 1 - lr*wd, 1 - beta1 and 1 - beta2 are computed in double; step_size */       \
                                         /* = lr / (1 - pow(beta1, t)) and bc2_sqrt = pow(1 - pow(beta2, t), 0.5) */      \
-                                        /* are the core's, in double. The L2 term is the one step not in opmath: */      \
-                                        /* Ro(wd) * p and the sum in double (as ADD with alpha), rounded by R(). */      \
+                                        /* are the core's, in double. */                                                 \
     /* end */
 
 // v2.2: autocast's matmul without its casts.
@@ -224,12 +229,29 @@ extern "C" {
                                         /* supports() first and, where declined, casts and sends MATMUL. */              \
     /* end */
 
+// v2.3: the division family of Python's // and %, binary (in0, in1 -> out, broadcast already
+// applied) with ADD's dtype rules: c is the promotion of in0, in1 and out, inputs are cast to it,
+// floating c computes in double (f64) or float (the rest), each step rounded to c, then to out.
+// Integer c (not bool, which no backend takes) computes exactly, wrapping (INT_MIN // -1 is
+// INT_MIN, INT_MIN % -1 is 0); an integer division by zero is an error ("ZeroDivisionError", a
+// device backend may report it at the next synchronize), with out's contents unspecified.
+#define TORC_OP_LIST_V2_3(X) \
+    X(FLOOR_DIVIDE, "floor_divide", 3)  /* out = floor(in0 / in1). Floating, PyTorch's div_floor_floating: */          \
+                                        /* in1 == 0: in0 / in1; else m = fmod(in0, in1), d = (in0 - m) / in1, */       \
+                                        /* d -= 1 where m != 0 and (in1 < 0) != (m < 0); d != 0: q = floor(d), */        \
+                                        /* q += 1 where d - q > 0.5; d == 0: q = copysign(0, in0 / in1). */              \
+    X(REMAINDER, "remainder", 3)        /* Python's %: m = fmod(in0, in1), m += in1 where m != 0 and */                   \
+                                        /* (in1 < 0) != (m < 0); the result has in1's sign (fmod's -0.0 kept) */         \
+    X(FMOD, "fmod", 3)                  /* C's fmod / %: the result has in0's sign */                                    \
+    /* end */
+
 // A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor: it copies
 // in[0] to out[0] (same dtype), to prove that an older plugin is never sent it.
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) X(TEST_EXTRA, "test_extra", 3)
+#define TORC_OP_LIST(X) \
+    TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) X(TEST_EXTRA, "test_extra", 4)
 #else
-#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X)
+#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X)
 #endif
 
 typedef enum torc_opcode {
@@ -296,6 +318,7 @@ static inline void torc_op_counts(const torc_op *op, int *in_lo, int *in_hi, int
     if ((unsigned)c >= TORC_OP_COUNT) in = out = 0;
     else if (c <= TORC_OP_RAND_INT && c != TORC_OP_COPY) in = 0;  // fills, ranges, random draws
     else if ((c >= TORC_OP_ADD && c <= TORC_OP_LOGICAL_OR) || c == TORC_OP_LERP || c == TORC_OP_MATMUL_ROUNDED ||
+             (c >= TORC_OP_FLOOR_DIVIDE && c <= TORC_OP_FMOD) ||
              (c >= TORC_OP_MATMUL && c <= TORC_OP_MASKED_SCATTER))
         in = 2;
     else if (c == TORC_OP_WHERE || c == TORC_OP_ADDCMUL || c == TORC_OP_ADDCDIV) in = 3;

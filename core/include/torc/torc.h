@@ -300,7 +300,16 @@ TORC_API torc_tensor *torc_pow_scalar(const torc_tensor *t, torc_scalar exponent
 // in float32 ("opmath": f16 x * 0.1 is round_f16(float(x) * 0.1f)), and s / a is
 // reciprocal(a) * s, Python's Tensor.__rdiv__.
 TORC_API torc_tensor *torc_add(const torc_tensor *a, const torc_tensor *b);
-TORC_API torc_tensor *torc_add_scaled(const torc_tensor *a, const torc_tensor *b, torc_scalar alpha); // a + alpha*b
+// a + alpha * b as torch.add(a, b, alpha=alpha): alpha is cast to the computation dtype (for f16
+// and bf16 through float: 0.1 becomes 0.0999755859375 in f16) and the floating result is one
+// fused multiply-add in float (f32, f16, bf16) or double (f64), rounded once to the dtype, which
+// is PyTorch's CPU kernel bit for bit (for f16/bf16 its vectorised path: PyTorch itself rounds
+// alpha * b to the dtype first on strided operands and on the last few elements of a contiguous
+// run). TORC_ERR_INVALID_ARG with PyTorch's message for a floating alpha with an integer or bool
+// result ("For integral input tensors, argument alpha must not be a floating point number."), a
+// bool alpha with a non-bool result, and an alpha the dtype cannot hold ("value cannot be
+// converted to type c10::Half without overflow"; uint8 takes -255..255, which wraps).
+TORC_API torc_tensor *torc_add_scaled(const torc_tensor *a, const torc_tensor *b, torc_scalar alpha);
 TORC_API torc_tensor *torc_sub(const torc_tensor *a, const torc_tensor *b);
 TORC_API torc_tensor *torc_mul(const torc_tensor *a, const torc_tensor *b);
 TORC_API torc_tensor *torc_div(const torc_tensor *a, const torc_tensor *b);
@@ -328,6 +337,28 @@ TORC_API torc_tensor *torc_lt_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_le_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_gt_scalar(const torc_tensor *a, torc_scalar s);
 TORC_API torc_tensor *torc_ge_scalar(const torc_tensor *a, torc_scalar s);
+// Python's // and % and C's fmod, as torch.floor_divide, torch.remainder and torch.fmod (with a
+// scalar: the _scalar forms), broadcasting, the result dtype by torc_result_type:
+//  - floor_divide rounds the quotient toward -inf (-5 // 3 is -2; floats by PyTorch's
+//    div_floor_floating: 1 // 0.0 is inf, -1 // inf is -1, inf // 2 is nan);
+//  - remainder is a - floor(a / b) * b with the sign of b (-5 % 3 is 1, 5 % -3 is -1, -4.0 % 2
+//    is -0.0, -1 % inf is inf); fmod is a - trunc(a / b) * b with the sign of a (-5 fmod 3 is -2);
+//  - integers compute exactly and wrap (INT64_MIN // -1 is INT64_MIN, INT64_MIN % -1 is 0); an
+//    integer division by zero fails with PyTorch's "ZeroDivisionError" (TORC_ERR_INVALID_ARG;
+//    an empty tensor has nothing to divide: no error), float division by zero gives inf / nan;
+//  - bool results are TORC_ERR_DTYPE ('"div_floor_cpu" not implemented for 'Bool'', likewise
+//    "remainder_cpu", "fmod_cpu");
+//  - f16/bf16 by a scalar or one-element right operand compute in float32 (opmath), as mul/div.
+// Autograd as PyTorch: remainder and fmod pass the gradient to a (RemainderBackward0/1,
+// FmodBackward0/1; the tensor forms give b the gradient -grad * floor(a / b), resp.
+// -grad * trunc(a / b)); floor_divide has no derivative: its result requires grad when an input
+// does, and backward through it fails with "derivative for aten::floor_divide is not implemented".
+TORC_API torc_tensor *torc_floor_divide(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_floor_divide_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_remainder(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_remainder_scalar(const torc_tensor *a, torc_scalar s);
+TORC_API torc_tensor *torc_fmod(const torc_tensor *a, const torc_tensor *b);
+TORC_API torc_tensor *torc_fmod_scalar(const torc_tensor *a, torc_scalar s);
 // torch.clamp_min / clamp_max (torch.maximum takes tensors only): TORC_ERR_INVALID_ARG with
 // PyTorch's message for a scalar the result dtype cannot hold where the result would need it
 // ("Clamp min value 1000 is outside the representable range of Char"; for floating dtypes,
