@@ -285,6 +285,39 @@ static int cases_binary(case_check_fn check) {
                         tv_free(&b);
                         tv_free(&out);
                     }
+    // floor_divide, remainder, fmod (ABI 2.3) on the same trios (bool and fp8 refused on both
+    // sides), divisors of both signs; no integer zero divisor (an error the device reports at the
+    // next synchronize), float zeros kept (inf, nan, signed zeros)
+    for (int code = TORC_OP_FLOOR_DIVIDE; code <= TORC_OP_FMOD; code++)
+        for (int t = 0; t < nt; t++)
+            for (int s = 0; s < N_SHAPES; s++)
+                for (int lay = 0; lay < L_COUNT; lay++) {
+                    const trio tr = trios[t];
+                    const shape_case *sc = &SHAPES[s];
+                    const bool ua = tr.a == TORC_DTYPE_U8 || tr.a == TORC_DTYPE_BOOL, ub = tr.b == TORC_DTYPE_U8;
+                    tview a = tv_new(tr.a, sc->ndim, sc->shape, lay, ua ? 0 : -9, tr.a == TORC_DTYPE_BOOL ? 1 : 9);
+                    tview b = tv_new(tr.b, sc->ndim, sc->shape, (lay + 1) % L_COUNT, ub ? 1 : -4,
+                                     tr.b == TORC_DTYPE_BOOL ? 1 : 4);
+                    if (!tcu_dtype_is_float(tr.b))
+                        for (int64_t i = 0; i < b.n; i++)
+                            if (tcu_load_f64(b.mem, i, tr.b) == 0) tcu_store_f64(b.mem, i, tr.b, 3);
+                    tview out = tv_new(tr.o, sc->ndim, sc->shape, lay == L_TRANS ? L_TRANS : L_CONTIG, 0, 0);
+                    torc_op op;
+                    memset(&op, 0, sizeof op);
+                    op.code = code;
+                    op.n_out = 1;
+                    op.n_in = 2;
+                    op.in[0] = a.op;
+                    op.in[1] = b.op;
+                    op.out[0] = out.op;
+                    snprintf(g_case, sizeof g_case, "binary op %d (%d, %d) -> %d shape %d %s", code, tr.a, tr.b, tr.o, s,
+                             LAYOUT_NAMES[lay]);
+                    failures += !check(&op, (tview *[]){&a, &b}, &out, 1.0);
+                    runs++;
+                    tv_free(&a);
+                    tv_free(&b);
+                    tv_free(&out);
+                }
 
     return failures;
 }

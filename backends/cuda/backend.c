@@ -9,6 +9,7 @@
 
 #include "cuda_impl.h"
 #include "device_table.h"
+#include "index_ops.h"  // the kernels' error codes
 
 // ---- errors ----
 static _Thread_local char t_error[512];
@@ -269,9 +270,12 @@ static int check_kernel_errors(tcu_device *d) {
     const int code = *(volatile int *)d->err_word;
     if (!code) return TORC_OK;
     *(volatile int *)d->err_word = 0;
-    if (code == 2)
+    if (code == TCU_KERR_SOURCE)
         return tcu_error(TORC_ERR_INVALID_ARG, "masked_scatter: expected source to have at least as many "
                                                "elements as ones in mask (reported by a CUDA kernel)");
+    if (code == TCU_KERR_ZERO_DIV)
+        return tcu_error(TORC_ERR_INVALID_ARG, "ZeroDivisionError (an integer division by zero, reported by a CUDA "
+                                               "kernel at the next synchronisation)");
     return tcu_error(TORC_ERR_INDEX, "index out of range in an indexing op (reported by a CUDA kernel "
                                      "at the next synchronisation)");
 }

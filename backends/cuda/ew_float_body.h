@@ -43,10 +43,29 @@ TORC_HD static inline TCU_T TCU_F(tcu_unary)(int op, TCU_T x, const tcu_ew_args 
     }
 }
 
+// floor_divide (PyTorch's div_floor_floating), remainder and fmod, each step rounded to the
+// common dtype (backend.h); x, y are values of it. fmod is exact in every format.
+TORC_HD static inline TCU_T TCU_F(tcu_divmod)(int op, TCU_T x, TCU_T y, const tcu_ew_args *a) {
+    (void)a;  // TCU_RT's rounding needs it only below f64
+    const TCU_T mod = TCU_M(fmod)(x, y);
+    if (op == TORC_OP_FMOD) return mod;
+    const bool fix = mod != (TCU_T)0 && (y < (TCU_T)0) != (mod < (TCU_T)0);  // the remainder takes y's sign
+    if (op == TORC_OP_REMAINDER) return fix ? TCU_RT(mod + y) : mod;
+    if (y == (TCU_T)0) return x / y;  // inf, -inf or nan
+    TCU_T div = TCU_RT(TCU_RT(x - mod) / y);
+    if (fix) div = TCU_RT(div - (TCU_T)1);
+    if (div == (TCU_T)0) return TCU_M(copysign)((TCU_T)0, x / y);
+    TCU_T q = TCU_M(floor)(div);
+    if (TCU_RT(div - q) > (TCU_T)0.5) q = TCU_RT(q + (TCU_T)1);
+    return q;
+}
+
+// ADD / SUB with an alpha: alpha cast to the common dtype, one fma (PyTorch's vec::fmadd).
 TORC_HD static inline TCU_T TCU_F(tcu_binary)(int op, TCU_T x, TCU_T y, const tcu_ew_args *a) {
     switch (op) {
-    case TORC_OP_ADD: return a->s0 == 1.0 ? x + y : x + (TCU_T)a->s0 * y;
-    case TORC_OP_SUB: return a->s0 == 1.0 ? x - y : x - (TCU_T)a->s0 * y;
+    case TORC_OP_ADD: return a->s0 == 1.0 ? x + y : TCU_M(fma)(TCU_RT((TCU_T)a->s0), y, x);
+    case TORC_OP_SUB: return a->s0 == 1.0 ? x - y : TCU_M(fma)(-TCU_RT((TCU_T)a->s0), y, x);
+    case TORC_OP_FLOOR_DIVIDE: case TORC_OP_REMAINDER: case TORC_OP_FMOD: return TCU_F(tcu_divmod)(op, x, y, a);
     case TORC_OP_MUL: return x * y;
     case TORC_OP_DIV: return x / y;
     case TORC_OP_POW: return TCU_M(pow)(x, y);

@@ -11,6 +11,7 @@
 #include <torc/philox.h>
 
 #include "dtype_io.h"
+#include "index_ops.h"  // the kernels' error codes and tcu_set_err
 #include "layout.h"
 
 #ifdef __cplusplus
@@ -29,11 +30,17 @@ typedef struct tcu_ew_args {
     double s0, s1, s2;             // scalar/alpha/exponent/fill; rng a, b; range start, step, end
     int64_t count;                 // linspace n
     uint64_t seed, offset;         // RNG key and counter base
+    int *err;                      // the device's error word: an integer division by zero
+                                   // (TCU_KERR_ZERO_DIV); NULL where nothing reads it
 } tcu_ew_args;
 
 // ---- op classes ----
 TORC_HD static inline bool tcu_op_is_unary(int op) { return op >= TORC_OP_NEG && op <= TORC_OP_LOGICAL_NOT; }
-TORC_HD static inline bool tcu_op_is_binary(int op) { return op >= TORC_OP_ADD && op <= TORC_OP_LOGICAL_OR; }
+// floor_divide, remainder, fmod (ABI 2.3): binary ops appended after the others.
+TORC_HD static inline bool tcu_op_is_divmod(int op) { return op >= TORC_OP_FLOOR_DIVIDE && op <= TORC_OP_FMOD; }
+TORC_HD static inline bool tcu_op_is_binary(int op) {
+    return (op >= TORC_OP_ADD && op <= TORC_OP_LOGICAL_OR) || tcu_op_is_divmod(op);
+}
 TORC_HD static inline bool tcu_op_is_compare(int op) { return op >= TORC_OP_EQ && op <= TORC_OP_GE; }
 TORC_HD static inline bool tcu_op_is_generator(int op) { return op >= TORC_OP_FILL && op <= TORC_OP_RAND_INT && op != TORC_OP_COPY; }
 // The fused pointwise ops: ADDCMUL, ADDCDIV (self, t1, t2) and LERP (self, end), scalar in s0.
@@ -41,7 +48,8 @@ TORC_HD static inline bool tcu_op_is_fused(int op) {
     return op == TORC_OP_ADDCMUL || op == TORC_OP_ADDCDIV || op == TORC_OP_LERP;
 }
 TORC_HD static inline bool tcu_op_is_elementwise(int op) {
-    return op <= TORC_OP_WHERE || tcu_op_is_fused(op);  // fills, copy, generators, unary, binary, where, fused
+    // fills, copy, generators, unary, binary, where, fused
+    return op <= TORC_OP_WHERE || tcu_op_is_fused(op) || tcu_op_is_divmod(op);
 }
 // Ops that have integer semantics (everything else needs a floating compute type).
 TORC_HD static inline bool tcu_op_has_int_form(int op) {
@@ -49,6 +57,7 @@ TORC_HD static inline bool tcu_op_has_int_form(int op) {
     case TORC_OP_NEG: case TORC_OP_ABS: case TORC_OP_SIGN: case TORC_OP_SQUARE: case TORC_OP_RELU:
     case TORC_OP_POW_SCALAR: case TORC_OP_ADD: case TORC_OP_SUB: case TORC_OP_MUL: case TORC_OP_POW:
     case TORC_OP_MAXIMUM: case TORC_OP_MINIMUM: case TORC_OP_ADDCMUL:
+    case TORC_OP_FLOOR_DIVIDE: case TORC_OP_REMAINDER: case TORC_OP_FMOD:
         return true;
     default:
         return false;
@@ -200,25 +209,31 @@ TORC_HD static inline float tcu_round_to(float v, torc_dtype d) {
     }
 }
 
+// TCU_RT(v): v rounded to the op's common dtype (a->common), as that dtype's arithmetic rounds
+// each step where backend.h says so (ADD's alpha, the steps of floor_divide and remainder).
 #define TCU_T float
 #define TCU_F(x) x##_f32
 #define TCU_M(fn) fn##f
 #define TCU_ERFINV TCU_ERFINV_F32
+#define TCU_RT(v) tcu_round_to((v), a->common)
 #include "ew_float_body.h"
 #undef TCU_T
 #undef TCU_F
 #undef TCU_M
 #undef TCU_ERFINV
+#undef TCU_RT
 
 #define TCU_T double
 #define TCU_F(x) x##_f64
 #define TCU_M(fn) fn
 #define TCU_ERFINV TCU_ERFINV_F64
+#define TCU_RT(v) (v)
 #include "ew_float_body.h"
 #undef TCU_T
 #undef TCU_F
 #undef TCU_M
 #undef TCU_ERFINV
+#undef TCU_RT
 
 // ---- integer math (int64, wrapping like the narrower C++ types it is stored back to) ----
 TORC_HD static inline int64_t tcu_wrap_add(int64_t x, int64_t y) { return (int64_t)((uint64_t)x + (uint64_t)y); }
@@ -252,9 +267,25 @@ TORC_HD static inline int64_t tcu_unary_i64(int op, int64_t x, const tcu_ew_args
     }
 }
 
+// Integer floor_divide (Python's //), remainder (Python's %) and fmod (C's %), exact in int64:
+// MIN // -1 wraps, a zero divisor reports TCU_KERR_ZERO_DIV (the result is then 0).
+TORC_HD static inline int64_t tcu_divmod_i64(int op, int64_t x, int64_t y, const tcu_ew_args *a) {
+    if (y == 0) {
+        tcu_set_err(a->err, TCU_KERR_ZERO_DIV);
+        return 0;
+    }
+    if (y == -1) return op == TORC_OP_FLOOR_DIVIDE ? (int64_t)(0 - (uint64_t)x) : 0;
+    const int64_t q = x / y, m = x % y;
+    const bool fix = m != 0 && (m < 0) != (y < 0);
+    if (op == TORC_OP_FLOOR_DIVIDE) return fix ? q - 1 : q;
+    if (op == TORC_OP_REMAINDER) return fix ? m + y : m;
+    return m;
+}
+
 TORC_HD static inline int64_t tcu_binary_i64(int op, int64_t x, int64_t y, const tcu_ew_args *a) {
     const int64_t alpha = tcu_f64_to_i64(a->s0);
     switch (op) {
+    case TORC_OP_FLOOR_DIVIDE: case TORC_OP_REMAINDER: case TORC_OP_FMOD: return tcu_divmod_i64(op, x, y, a);
     case TORC_OP_ADD: return tcu_wrap_add(x, tcu_wrap_mul(alpha, y));
     case TORC_OP_SUB: return tcu_wrap_add(x, (int64_t)(0 - (uint64_t)tcu_wrap_mul(alpha, y)));
     case TORC_OP_MUL: return tcu_wrap_mul(x, y);

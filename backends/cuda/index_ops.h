@@ -19,6 +19,7 @@ extern "C" {
 // host reads at the next synchronize (as CUDA's device-side asserts, but recoverable).
 #define TCU_KERR_INDEX 1       // an index outside [0, size)
 #define TCU_KERR_SOURCE 2      // masked_scatter ran out of source elements
+#define TCU_KERR_ZERO_DIV 3    // an integer floor_divide / remainder / fmod by zero (ew_ops.h)
 
 TORC_HD static inline bool tcu_op_is_index(int op) {
     return op >= TORC_OP_INDEX_SELECT && op <= TORC_OP_TRIL;

@@ -94,6 +94,9 @@ static bool dtypes_ok(const torc_op *op) {
     case TORC_OP_SUB: case TORC_OP_POW:
         return o != TORC_DTYPE_BOOL && !(a == TORC_DTYPE_BOOL && b == TORC_DTYPE_BOOL);
     case TORC_OP_DIV: return fo;
+    case TORC_OP_FLOOR_DIVIDE: case TORC_OP_REMAINDER: case TORC_OP_FMOD:  // no bool or fp8 kernels
+        return o != TORC_DTYPE_BOOL && !tcu_is_fp8(o) && !tcu_is_fp8(a) && !tcu_is_fp8(b) &&
+               !(a == TORC_DTYPE_BOOL && b == TORC_DTYPE_BOOL);
     case TORC_OP_ARGMAX: case TORC_OP_ARGMIN: return o == TORC_DTYPE_I64 && a != TORC_DTYPE_BOOL;
     case TORC_OP_MAX_DIM: case TORC_OP_MIN_DIM: return o == a && op->out[1].dtype == TORC_DTYPE_I64;
     case TORC_OP_MEAN: case TORC_OP_VAR: case TORC_OP_STD: case TORC_OP_NORM: case TORC_OP_LOGSUMEXP:
@@ -460,6 +463,7 @@ static int run_elementwise(tcu_device *d, const torc_op *op) {
     tcu_ew_args a;
     ew_args_from(&a, op);
     tcu_ew_choose_types(&a);
+    a.err = d->err_word;  // integer division by zero
     const int64_t *strides[TCU_MAX_OPS] = {op->out[0].stride};
     for (int k = 0; k < op->n_in; k++) strides[k + 1] = op->in[k].stride;
     tcu_iter it;
