@@ -30,7 +30,7 @@ endif()
 set(XCHECK_GROUPS
   "creation:fill,copy,arange,linspace,rand,randn,randint"
   "unary:neg,abs,sign,sqrt,rsqrt,square,reciprocal,exp,log,sin,cos,tanh,sigmoid,relu,gelu,pow_scalar,erf,erfinv,logical_not"
-  "binary:add,sub,mul,div,pow,maximum,minimum,eq,ne,lt,le,gt,ge,logical_and,logical_or,where"
+  "binary:add,sub,mul,div,pow,maximum,minimum,eq,ne,lt,le,gt,ge,logical_and,logical_or,where,floor_divide,remainder,fmod"
   "pointwise:addcmul,addcdiv,lerp"
   "reduce:sum,mean,prod,max,min,argmax,argmin,var,std,norm,logsumexp,softmax,log_softmax"
   "linalg_index:matmul,matmul_rounded,scaled_mm,index_select,gather,masked_select,index_add,scatter_add,masked_scatter,triu,tril")

@@ -458,6 +458,9 @@ static tolspec tol_for(const xcase *c, int k) {
     case TORC_OP_TRIU: case TORC_OP_TRIL:
         t.exact = t.zero_sign = true;
         break;
+    case TORC_OP_FLOOR_DIVIDE: case TORC_OP_REMAINDER: case TORC_OP_FMOD:  // the contract's steps, zeros' signs too
+        t.exact = t.zero_sign = true;
+        break;
     case TORC_OP_SIGN: case TORC_OP_RELU: case TORC_OP_MAXIMUM: case TORC_OP_MINIMUM: case TORC_OP_MAX:
     case TORC_OP_MIN: case TORC_OP_RAND_INT:
     case TORC_OP_ADDCMUL: case TORC_OP_ADDCDIV: case TORC_OP_LERP:  // PyTorch's rounding steps, the contract
@@ -931,6 +934,9 @@ static torc_tensor *frontend_apply(const xcase *c, torc_tensor *const *v, torc_t
     case TORC_OP_GE: return torc_ge(v[0], v[1]);
     case TORC_OP_LOGICAL_AND: return torc_logical_and(v[0], v[1]);
     case TORC_OP_LOGICAL_OR: return torc_logical_or(v[0], v[1]);
+    case TORC_OP_FLOOR_DIVIDE: return torc_floor_divide(v[0], v[1]);
+    case TORC_OP_REMAINDER: return torc_remainder(v[0], v[1]);
+    case TORC_OP_FMOD: return torc_fmod(v[0], v[1]);
     case TORC_OP_WHERE: return torc_where(v[0], v[1], v[2]);
     case TORC_OP_ADDCMUL: return torc_addcmul(v[0], v[1], v[2], scalar_like(od, p->scalar.value));
     case TORC_OP_ADDCDIV: return torc_addcdiv(v[0], v[1], v[2], scalar_like(od, p->scalar.value));
@@ -1415,6 +1421,7 @@ static void build_unary(builder *b) {
 static bool is_cmp_or_logical(torc_opcode c) {
     return (c >= TORC_OP_EQ && c <= TORC_OP_GE) || c == TORC_OP_LOGICAL_AND || c == TORC_OP_LOGICAL_OR;
 }
+static bool is_divmod(torc_opcode c) { return c == TORC_OP_FLOOR_DIVIDE || c == TORC_OP_REMAINDER || c == TORC_OP_FMOD; }
 
 static torc_dtype binary_out(torc_opcode code, torc_dtype a, torc_dtype b) {
     torc_dtype c;
@@ -1426,6 +1433,7 @@ static torc_dtype binary_out(torc_opcode code, torc_dtype a, torc_dtype b) {
     if (code == TORC_OP_DIV && !is_float(c)) return torc_get_default_dtype();
     // PyTorch refuses subtraction with any bool operand (the frontend never sends it).
     if (code == TORC_OP_SUB && (a == TORC_DTYPE_BOOL || b == TORC_DTYPE_BOOL)) return TORC_DTYPE_COUNT;
+    if (is_divmod(code) && (c == TORC_DTYPE_BOOL || torc_dtype_is_fp8(c))) return TORC_DTYPE_COUNT;  // no kernels
     return c;
 }
 
@@ -1436,15 +1444,16 @@ static void build_binary(builder *b) {
             .alias_ok = true, .bcast_ok = true};
     if (e.out_dt == TORC_DTYPE_COUNT) return;
     e.params.scalar.value = 1.0;  // alpha of add/sub
-    if (code == TORC_OP_DIV) e.dom[1] = DOM(D_AWAY0);
+    if (code == TORC_OP_DIV || is_divmod(code)) e.dom[1] = DOM(D_AWAY0);  // no integer division by zero
     if (code == TORC_OP_POW) e.dom[0] = is_float(d) ? DOM(D_POS) : DOM(D_REAL), e.dom[1] = DOM(D_EXPONENT);
     if (is_cmp_or_logical(code) || code == TORC_OP_MAXIMUM || code == TORC_OP_MINIMUM)
         e.dom[0] = e.dom[1] = DOM(D_DISCRETE);
     emit_ew(b, &e);
     if (b->mode != EMIT_CHECK) return;
     // Mixed input dtypes: the frontend passes operands uncast and the backend converts on load.
-    const torc_dtype partner = d == TORC_DTYPE_F16 || d == TORC_DTYPE_BF16 ? TORC_DTYPE_F32
-                             : is_float(d) ? TORC_DTYPE_I32 : d == TORC_DTYPE_BOOL ? TORC_DTYPE_U8 : TORC_DTYPE_BOOL;
+    torc_dtype partner = d == TORC_DTYPE_F16 || d == TORC_DTYPE_BF16 ? TORC_DTYPE_F32
+                       : is_float(d) ? TORC_DTYPE_I32 : d == TORC_DTYPE_BOOL ? TORC_DTYPE_U8 : TORC_DTYPE_BOOL;
+    if (is_divmod(code) && partner == TORC_DTYPE_BOOL) partner = TORC_DTYPE_I8;  // a bool divisor can be 0
     ew m = e;
     m.in_dt[1] = partner;
     m.out_dt = binary_out(code, d, partner);
@@ -2147,7 +2156,7 @@ static void build_op(builder *b) {
     default: break;
     }
     if (b->code >= TORC_OP_NEG && b->code <= TORC_OP_LOGICAL_NOT) build_unary(b);
-    if (b->code >= TORC_OP_ADD && b->code <= TORC_OP_LOGICAL_OR) build_binary(b);
+    if ((b->code >= TORC_OP_ADD && b->code <= TORC_OP_LOGICAL_OR) || is_divmod(b->code)) build_binary(b);
     if (b->code >= TORC_OP_SUM && b->code <= TORC_OP_LOGSUMEXP) build_reduce(b);
 }
 
@@ -2171,6 +2180,7 @@ typedef struct gcase {
 static bool differentiable(torc_opcode c) {
     if (c >= TORC_OP_NEG && c <= TORC_OP_ERFINV) return true;
     if (c >= TORC_OP_ADD && c <= TORC_OP_MINIMUM) return true;
+    if (c == TORC_OP_REMAINDER || c == TORC_OP_FMOD) return true;  // floor_divide has no derivative
     if (c >= TORC_OP_SUM && c <= TORC_OP_LOGSUMEXP) return c != TORC_OP_ARGMAX && c != TORC_OP_ARGMIN;
     switch (c) {
     case TORC_OP_WHERE: case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX: case TORC_OP_MATMUL: case TORC_OP_INDEX_SELECT:
@@ -2263,6 +2273,12 @@ static void grad_case(builder *b, torc_opcode code, const gcase *g, run_mode mod
         }
     if (code == TORC_OP_MAX || code == TORC_OP_MIN)
         for (int64_t i = 0; i < d.n[0]; i++) st_f(d.raw[0] + i * esize(G), G, -1.5 + 0.25 * (double)((i * 7) % d.n[0]));
+    // remainder/fmod jump where a / b is an integer: a / b half-way between two
+    if (code == TORC_OP_REMAINDER || code == TORC_OP_FMOD)
+        for (int64_t i = 0; i < d.n[0]; i++) {
+            const double a = ld_f(d.raw[0] + i * esize(G), G), bb = ld_f(d.raw[1] + (i % d.n[1]) * esize(G), G);
+            st_f(d.raw[0] + i * esize(G), G, bb * (trunc(a / bb) + (a / bb < 0 ? -0.5 : 0.5)));
+        }
 
     cmp m = {.ok = true};
     torc_set_default_device(g_t.dev);
@@ -2404,6 +2420,12 @@ static void build_grad(builder *b, torc_dtype G, run_mode mode) {
             g.params.scalar.value = -0.5;
             grad_case(b, code, &g, mode);
         }
+        return;
+    }
+    if (code == TORC_OP_REMAINDER || code == TORC_OP_FMOD) {
+        gcase g = gc1("contig", G, 2, s34, DOM(D_REAL));
+        gc_add(&g, 2, s34, G, DOM(D_AWAY0), true);
+        grad_case(b, code, &g, mode);
         return;
     }
     if (code >= TORC_OP_SUM && code <= TORC_OP_LOGSUMEXP) {
