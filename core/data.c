@@ -1,8 +1,10 @@
 // core/data.c — datasets on disk: a raw binary or .npy array memory-mapped read-only (the
-// course's np.memmap), and get_batch's random (B, L) windows with their shifted targets.
+// course's np.memmap), get_batch's random (B, L) windows with their shifted targets, and llm.c's
+// in-order batches. Token files (llm.c shards, checked tokens) are core/tokens.c's.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,22 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "torc-impl.h"
+#include "data-impl.h"
 #include "torc/philox.h"
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "torc's dataset reader assumes a little-endian host"
-#endif
-
-// The element types a dataset file may hold (NumPy's names and .npy descr codes).
-typedef struct elem_type {
-    const char *name;   // "uint16"
-    char kind;          // 'u', 'i', 'f'
-    int size;           // bytes
-    torc_dtype out;     // what get_batch returns: int64 for integers, the float dtype itself
-} elem_type;
-
-static const elem_type g_types[] = {
+static const torc__elem_type g_types[] = {
     {"uint8", 'u', 1, TORC_DTYPE_I64},   {"int8", 'i', 1, TORC_DTYPE_I64},   {"uint16", 'u', 2, TORC_DTYPE_I64},
     {"int16", 'i', 2, TORC_DTYPE_I64},   {"uint32", 'u', 4, TORC_DTYPE_I64}, {"int32", 'i', 4, TORC_DTYPE_I64},
     {"int64", 'i', 8, TORC_DTYPE_I64},   {"float16", 'f', 2, TORC_DTYPE_F16}, {"float32", 'f', 4, TORC_DTYPE_F32},
@@ -33,8 +23,7 @@ static const elem_type g_types[] = {
 };
 #define N_TYPES (int)(sizeof g_types / sizeof g_types[0])
 
-// A NumPy dtype name ("uint16") or descr ("<u2", "|u1", "u2"); NULL if unknown.
-static const elem_type *find_type(const char *s) {
+const torc__elem_type *torc__elem_type_find(const char *s) {
     for (int i = 0; i < N_TYPES; i++)
         if (!strcmp(g_types[i].name, s)) return &g_types[i];
     const char *c = s;
@@ -45,34 +34,14 @@ static const elem_type *find_type(const char *s) {
     return NULL;
 }
 
-struct torc_dataset {
-    char *path;
-    void *map;
-    size_t map_len;
-    const unsigned char *data;   // the first element
-    const elem_type *type;
-    int64_t numel;
-    int ndim;
-    int64_t shape[TORC_MAX_DIMS];
-    // Staging for devices that are not host memory: two buffers used in turn, pinned when the
-    // backend offers it, so one batch can be copied while the next is gathered.
-    torc_device *stage_dev;
-    void *stage[2];
-    bool pinned;
-    size_t stage_cap;
-    int next;
-    bool in_flight[2];
-};
-
-static torc_dataset *fail(torc_dataset *ds, torc_status st, const char *fmt, const char *a, const char *b) {
-    if (ds) {
-        char path[512];
-        snprintf(path, sizeof path, "%s", ds->path ? ds->path : "?");
-        torc_dataset_close(ds);
-        if (a && b) torc__error(st, fmt, path, a, b);
-        else if (a) torc__error(st, fmt, path, a);
-        else torc__error(st, fmt, path);
-    }
+torc_dataset *torc__data_fail(torc_dataset *ds, torc_status st, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    torc_dataset_close(ds);
+    torc__error(st, "%s", msg);
     return NULL;
 }
 
@@ -130,103 +99,122 @@ static const char *parse_npy_dict(const char *h, size_t n, char *descr, size_t d
     return err;
 }
 
-torc_dataset *torc_dataset_open(const char *path, const char *dtype) {
-    if (!path) return TORC_NULL_ARG_FAIL("torc_dataset_open: path is NULL");
-    const elem_type *want = NULL;
-    if (dtype && !(want = find_type(dtype)))
-        return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG,
-                              "unknown dataset dtype '%s' (uint8, int8, uint16, int16, uint32, int32, int64, float16, "
-                              "float32, float64)",
-                              dtype);
+torc_dataset *torc__data_map(const char *path, const char *what) {
     torc_dataset *ds = calloc(1, sizeof *ds);
     if (!ds || !(ds->path = strdup(path))) {
         free(ds);
         return TORC_FAIL_NULL(TORC_ERR_OOM, "out of memory");
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(ds, TORC_ERR_IO, "cannot open dataset '%s': %s", strerror(errno), NULL);
+    if (fd < 0) {
+        const int e = errno;
+        return torc__data_fail(ds, TORC_ERR_IO, "cannot open %s '%s': %s", what, path, strerror(e));
+    }
     struct stat sb;
     const bool stat_ok = fstat(fd, &sb) == 0;
     if (!stat_ok || !S_ISREG(sb.st_mode)) {
         const char *why = stat_ok ? "not a regular file" : strerror(errno);  // (sb is unset when fstat failed)
         close(fd);
-        return fail(ds, TORC_ERR_IO, "cannot open dataset '%s': %s", why, NULL);
+        return torc__data_fail(ds, TORC_ERR_IO, "cannot open %s '%s': %s", what, path, why);
     }
     if (sb.st_size == 0) {
         close(fd);
-        return fail(ds, TORC_ERR_IO, "dataset '%s' is empty", NULL, NULL);
+        return torc__data_fail(ds, TORC_ERR_IO, "%s '%s' is empty", what, path);
     }
     ds->map_len = (size_t)sb.st_size;
     ds->map = mmap(NULL, ds->map_len, PROT_READ, MAP_SHARED, fd, 0);
+    const int e = errno;
     close(fd);
     if (ds->map == MAP_FAILED) {
         ds->map = NULL;
-        return fail(ds, TORC_ERR_IO, "cannot map dataset '%s': %s", strerror(errno), NULL);
+        return torc__data_fail(ds, TORC_ERR_IO, "cannot map %s '%s': %s", what, path, strerror(e));
     }
     madvise(ds->map, ds->map_len, MADV_RANDOM);  // batches touch scattered windows; no read-ahead
+    return ds;
+}
+
+torc_dataset *torc__npy_read(torc_dataset *ds, const torc__elem_type *want) {
+    // .npy: magic, version, header length (u16 for v1, u32 for v2/v3), the header dict.
     const unsigned char *m = ds->map;
-    size_t data_off = 0;
-    if (ds->map_len >= 6 && !memcmp(m, "\x93NUMPY", 6)) {
-        // .npy: magic, version, header length (u16 for v1, u32 for v2/v3), the header dict.
-        if (ds->map_len < 10) return fail(ds, TORC_ERR_IO, "'%s' is a truncated .npy file", NULL, NULL);
-        const int major = m[6];
-        size_t hlen, hstart;
-        if (major == 1) {
-            hlen = (size_t)m[8] | (size_t)m[9] << 8;
-            hstart = 10;
-        } else if (major == 2 || major == 3) {
-            if (ds->map_len < 12) return fail(ds, TORC_ERR_IO, "'%s' is a truncated .npy file", NULL, NULL);
-            hlen = (size_t)m[8] | (size_t)m[9] << 8 | (size_t)m[10] << 16 | (size_t)m[11] << 24;
-            hstart = 12;
-        } else {
-            return fail(ds, TORC_ERR_IO, "'%s' is a .npy file of an unknown format version", NULL, NULL);
-        }
-        if (hstart + hlen > ds->map_len)
-            return fail(ds, TORC_ERR_IO, "'%s' is a truncated .npy file (its header runs past the end)", NULL, NULL);
-        char descr[32];
-        bool fortran = false;
-        const char *err = parse_npy_dict((const char *)m + hstart, hlen, descr, sizeof descr, &fortran, &ds->ndim, ds->shape);
-        if (err) return fail(ds, TORC_ERR_IO, ".npy file '%s': %s", err, NULL);
-        if (descr[0] == '>' && strcmp(descr + 1, "u1") && strcmp(descr + 1, "i1"))
-            return fail(ds, TORC_ERR_IO, ".npy file '%s' holds big-endian data (%s); save it little-endian", descr, NULL);
-        const elem_type *have = find_type(descr[0] == '>' ? descr + 1 : descr);
-        if (!have) return fail(ds, TORC_ERR_IO, ".npy file '%s' holds dtype '%s', which torc cannot read", descr, NULL);
-        if (want && want != have)
-            return fail(ds, TORC_ERR_IO, ".npy file '%s' holds %s data, not %s", have->name, want->name);
-        if (fortran && ds->ndim > 1) return fail(ds, TORC_ERR_IO, ".npy file '%s' is Fortran-ordered; save it C-ordered", NULL, NULL);
-        ds->type = have;
-        data_off = hstart + hlen;
-        size_t need;
-        if (!torc__numel_checked(ds->ndim, ds->shape, &ds->numel) ||
-            !torc__nbytes_checked(ds->numel, (size_t)have->size, &need)) {
-            char sh[TORC_SHAPE_STR_MAX];
-            return fail(ds, TORC_ERR_IO, ".npy file '%s': its shape %s holds more bytes than fit in memory",
-                        torc__shape_str(ds->ndim, ds->shape, sh, sizeof sh), NULL);
-        }
-        const size_t got = ds->map_len - data_off;
-        if (need != got) {
-            char a[64], b[64];
-            snprintf(a, sizeof a, "%zu", got);
-            snprintf(b, sizeof b, "%zu", need);
-            return fail(ds, TORC_ERR_IO,
-                        need > got ? ".npy file '%s' is truncated: it holds %s data bytes but its header promises %s"
-                                   : ".npy file '%s' holds %s data bytes but its header describes %s (corrupted?)",
-                        a, b);
-        }
+    const char *path = ds->path;
+    if (ds->map_len < 10) return torc__data_fail(ds, TORC_ERR_IO, "'%s' is a truncated .npy file", path);
+    const int major = m[6];
+    size_t hlen, hstart;
+    if (major == 1) {
+        hlen = (size_t)m[8] | (size_t)m[9] << 8;
+        hstart = 10;
+    } else if (major == 2 || major == 3) {
+        if (ds->map_len < 12) return torc__data_fail(ds, TORC_ERR_IO, "'%s' is a truncated .npy file", path);
+        hlen = (size_t)m[8] | (size_t)m[9] << 8 | (size_t)m[10] << 16 | (size_t)m[11] << 24;
+        hstart = 12;
     } else {
-        if (!want)
-            return fail(ds, TORC_ERR_INVALID_ARG, "'%s' is a raw file (no .npy header): say its dtype", NULL, NULL);
-        if (ds->map_len % (size_t)want->size) {
-            char a[64], b[64];
-            snprintf(a, sizeof a, "%zu", ds->map_len);
-            snprintf(b, sizeof b, "%d-byte %s", want->size, want->name);
-            return fail(ds, TORC_ERR_IO, "raw dataset '%s' is %s bytes, not a whole number of %s elements (truncated?)", a, b);
-        }
-        ds->type = want;
-        ds->ndim = 1;
-        ds->numel = ds->shape[0] = (int64_t)(ds->map_len / (size_t)want->size);
+        return torc__data_fail(ds, TORC_ERR_IO, "'%s' is a .npy file of an unknown format version (%d at byte offset 6)",
+                               path, major);
     }
-    ds->data = m + data_off;
+    if (hstart + hlen > ds->map_len)
+        return torc__data_fail(ds, TORC_ERR_IO,
+                               "'%s' is a truncated .npy file (its header runs past the end): %zu header bytes from "
+                               "byte offset %zu, the file holds %zu bytes",
+                               path, hlen, hstart, ds->map_len);
+    char descr[32];
+    bool fortran = false;
+    const char *err = parse_npy_dict((const char *)m + hstart, hlen, descr, sizeof descr, &fortran, &ds->ndim, ds->shape);
+    if (err) return torc__data_fail(ds, TORC_ERR_IO, ".npy file '%s': %s", path, err);
+    if (descr[0] == '>' && strcmp(descr + 1, "u1") && strcmp(descr + 1, "i1"))
+        return torc__data_fail(ds, TORC_ERR_IO, ".npy file '%s' holds big-endian data (%s); save it little-endian", path,
+                               descr);
+    const torc__elem_type *have = torc__elem_type_find(descr[0] == '>' ? descr + 1 : descr);
+    if (!have)
+        return torc__data_fail(ds, TORC_ERR_IO, ".npy file '%s' holds dtype '%s', which torc cannot read", path, descr);
+    if (want && want != have)
+        return torc__data_fail(ds, TORC_ERR_IO, ".npy file '%s' holds %s data, not %s", path, have->name, want->name);
+    if (fortran && ds->ndim > 1)
+        return torc__data_fail(ds, TORC_ERR_IO, ".npy file '%s' is Fortran-ordered; save it C-ordered", path);
+    ds->type = have;
+    ds->data_off = hstart + hlen;
+    size_t need;
+    if (!torc__numel_checked(ds->ndim, ds->shape, &ds->numel) ||
+        !torc__nbytes_checked(ds->numel, (size_t)have->size, &need)) {
+        char sh[TORC_SHAPE_STR_MAX];
+        return torc__data_fail(ds, TORC_ERR_IO, ".npy file '%s': its shape %s holds more bytes than fit in memory", path,
+                               torc__shape_str(ds->ndim, ds->shape, sh, sizeof sh));
+    }
+    const size_t got = ds->map_len - ds->data_off;
+    if (need > got)
+        return torc__data_fail(ds, TORC_ERR_IO,
+                               ".npy file '%s' is truncated: it holds %zu data bytes but its header promises %zu "
+                               "(data from byte offset %zu; the file ends at byte %zu)",
+                               path, got, need, ds->data_off, ds->map_len);
+    if (need < got)
+        return torc__data_fail(ds, TORC_ERR_IO,
+                               ".npy file '%s' holds %zu data bytes but its header describes %zu (corrupted?): the data "
+                               "from byte offset %zu should end at byte %zu",
+                               path, got, need, ds->data_off, ds->data_off + need);
+    ds->data = m + ds->data_off;
+    return ds;
+}
+
+torc_dataset *torc_dataset_open(const char *path, const char *dtype) {
+    if (!path) return TORC_NULL_ARG_FAIL("torc_dataset_open: path is NULL");
+    const torc__elem_type *want = NULL;
+    if (dtype && !(want = torc__elem_type_find(dtype)))
+        return TORC_FAIL_NULL(TORC_ERR_INVALID_ARG,
+                              "unknown dataset dtype '%s' (uint8, int8, uint16, int16, uint32, int32, int64, float16, "
+                              "float32, float64)",
+                              dtype);
+    torc_dataset *ds = torc__data_map(path, "dataset");
+    if (!ds) return NULL;
+    if (ds->map_len >= 6 && !memcmp(ds->map, "\x93NUMPY", 6)) return torc__npy_read(ds, want);
+    if (!want)
+        return torc__data_fail(ds, TORC_ERR_INVALID_ARG, "'%s' is a raw file (no .npy header): say its dtype", path);
+    if (ds->map_len % (size_t)want->size)
+        return torc__data_fail(ds, TORC_ERR_IO,
+                               "raw dataset '%s' is %zu bytes, not a whole number of %d-byte %s elements (truncated?)",
+                               path, ds->map_len, want->size, want->name);
+    ds->type = want;
+    ds->ndim = 1;
+    ds->numel = ds->shape[0] = (int64_t)(ds->map_len / (size_t)want->size);
+    ds->data = ds->map;
     return ds;
 }
 
@@ -255,24 +243,40 @@ int torc_dataset_shape(const torc_dataset *ds, int64_t *shape) {
     return ds->ndim;
 }
 
-// Element i converted to the output dtype, written at out.
-static void load_elem(const torc_dataset *ds, int64_t i, void *out) {
+int64_t torc_dataset_position(const torc_dataset *ds) { return ds ? ds->position : 0; }
+
+torc_status torc_dataset_set_position(torc_dataset *ds, int64_t position) {
+    if (!ds) return torc__null_arg("torc_dataset_set_position: dataset is NULL");
+    if (position < 0 || position > ds->numel)
+        return torc__error(TORC_ERR_INVALID_ARG, "set_position: position %lld is outside [0, %lld] of '%s'",
+                           (long long)position, (long long)ds->numel, ds->path);
+    ds->position = position;
+    return TORC_OK;
+}
+
+// ---- gathering a batch ----
+// Element i as int64 (integer data) or in the file's own floating type, written at out.
+static int64_t load_int(const torc_dataset *ds, int64_t i) {
     const unsigned char *p = ds->data + (size_t)i * (size_t)ds->type->size;
-    if (ds->type->kind == 'f') {
-        memcpy(out, p, (size_t)ds->type->size);
-        return;
-    }
-    int64_t v = 0;
     switch (ds->type->size * (ds->type->kind == 'u' ? 1 : -1)) {
-    case 1: v = *p; break;
-    case -1: v = (int8_t)*p; break;
-    case 2: { uint16_t x; memcpy(&x, p, 2); v = x; } break;
-    case -2: { int16_t x; memcpy(&x, p, 2); v = x; } break;
-    case 4: { uint32_t x; memcpy(&x, p, 4); v = x; } break;
-    case -4: { int32_t x; memcpy(&x, p, 4); v = x; } break;
-    default: memcpy(&v, p, 8); break;
+    case 1: return *p;
+    case -1: return (int8_t)*p;
+    case 2: { uint16_t x; memcpy(&x, p, 2); return x; }
+    case -2: { int16_t x; memcpy(&x, p, 2); return x; }
+    case 4: { uint32_t x; memcpy(&x, p, 4); return x; }
+    case -4: { int32_t x; memcpy(&x, p, 4); return x; }
+    default: { int64_t x; memcpy(&x, p, 8); return x; }
     }
-    memcpy(out, &v, 8);
+}
+
+torc_status torc__data_bad_token(const torc_dataset *ds, int64_t i, int64_t v) {
+    const size_t off = ds->data_off + (size_t)i * (size_t)ds->type->size;
+    if (v < 0)
+        return torc__error(TORC_ERR_IO, "token file '%s': the token at byte offset %zu (token %lld) is %lld, negative",
+                           ds->path, off, (long long)i, (long long)v);
+    return torc__error(TORC_ERR_IO,
+                       "token file '%s': the token at byte offset %zu (token %lld) is %lld, not below vocab_size %lld",
+                       ds->path, off, (long long)i, (long long)v, (long long)ds->vocab);
 }
 
 // A host buffer of n bytes to gather into for dev: pinned from the backend if it offers it.
@@ -315,50 +319,42 @@ static void *staging(torc_dataset *ds, torc_device *dev, size_t n, int *which) {
     return ds->stage[*which];
 }
 
-// Rows [row0, row0 + rows) of the batch torc_get_batch(ds, batch, ...) would draw: the generator
-// advances by `batch` counters whatever the rows, so every rank's stream stays aligned.
-static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0, int64_t rows, int64_t seq_len,
-                                  torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y);
+// Where each row of a batch starts: a random window (get_batch) or the next of consecutive ones.
+typedef struct windows {
+    bool in_order;
+    uint64_t seed, first;   // random: row b starts at floor(uniform(seed, first, row0 + b) * range)
+    int64_t row0, range;
+    int64_t base;           // in order: row b starts at base + b * seq_len
+} windows;
 
-torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev, torc_generator *gen,
-                           torc_tensor **x, torc_tensor **y) {
-    return get_batch_rows(ds, batch, 0, batch, seq_len, dev, gen, x, y);
-}
-
-torc_status torc_get_batch_shard(torc_dataset *ds, int64_t global_batch, int64_t seq_len, int rank, int world,
-                                 torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y) {
-    if (world < 1 || rank < 0 || rank >= world)
-        return torc__error(TORC_ERR_INVALID_ARG, "get_batch_shard: rank %d is out of range for world size %d", rank, world);
-    if (global_batch < 1 || global_batch % world)
-        return torc__error(TORC_ERR_INVALID_ARG, "get_batch_shard: global batch %lld is not divisible by world size %d",
-                           (long long)global_batch, world);
-    const int64_t rows = global_batch / world;
-    return get_batch_rows(ds, global_batch, (int64_t)rank * rows, rows, seq_len, dev, gen, x, y);
-}
-
-static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0, int64_t rows, int64_t seq_len,
-                                  torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y) {
-    if (!ds || !x) return torc__null_arg("torc_get_batch: NULL argument");
-    *x = NULL;
+// The checks every batch function makes, before it draws or moves: arguments, the rank's rows
+// and the bytes of x and y together. Sets *x (and *y) to NULL and *dev to the device.
+static torc_status batch_args(const char *fn, torc_dataset *ds, int64_t batch, int64_t seq_len, int rank, int world,
+                              torc_device **dev, torc_tensor **x, torc_tensor **y) {
+    if (x) *x = NULL;
     if (y) *y = NULL;
+    if (world < 1 || rank < 0 || rank >= world)
+        return torc__error(TORC_ERR_INVALID_ARG, "%s: rank %d is out of range for world size %d", fn, rank, world);
+    if (!ds || !x) return torc__null_arg("torc_%s: NULL argument", fn);
     if (batch < 1 || seq_len < 1)
-        return torc__error(TORC_ERR_INVALID_ARG, "get_batch: batch and seq_len must be at least 1 (got %lld, %lld)",
+        return torc__error(TORC_ERR_INVALID_ARG, "%s: batch and seq_len must be at least 1 (got %lld, %lld)", fn,
                            (long long)batch, (long long)seq_len);
-    if (ds->numel <= seq_len)
-        return torc__error(TORC_ERR_INVALID_ARG,
-                           "get_batch: dataset '%s' has %lld elements, too few for windows of %lld plus a target",
-                           ds->path, (long long)ds->numel, (long long)seq_len);
-    if (!dev && !(dev = torc_default_device())) return torc_last_status();
+    if (batch % world)
+        return torc__error(TORC_ERR_INVALID_ARG, "%s: global batch %lld is not divisible by world size %d", fn,
+                           (long long)batch, world);
+    size_t both;
+    if (!torc__nbytes_err(3, (int64_t[]){2, batch / world, seq_len}, torc_dtype_size(ds->type->out), &both))
+        return torc_last_status();
+    if (!*dev && !(*dev = torc_default_device())) return torc_last_status();
+    return TORC_OK;
+}
+
+// The (rows, seq_len) windows w describes, and their targets one element on, on dev.
+static torc_status gather(torc_dataset *ds, const windows *w, int64_t rows, int64_t seq_len, torc_device *dev,
+                          torc_tensor **x, torc_tensor **y) {
     const torc_dtype out = ds->type->out;
     const size_t esize = torc_dtype_size(out);
-    size_t per, both;  // the bytes of this call's (rows, L) batch, and of x and y together
-    if (!torc__nbytes_err(2, (int64_t[]){rows, seq_len}, esize, &per) ||
-        !torc__nbytes_err(3, (int64_t[]){2, rows, seq_len}, esize, &both))
-        return torc_last_status();
-    // Random starts in [0, numel - seq_len), as torc_randint draws them (one counter each).
-    uint64_t seed;
-    const uint64_t first = torc__generator_reserve(gen, (uint64_t)batch, &seed);
-    const int64_t range = ds->numel - seq_len;
+    const size_t per = (size_t)rows * (size_t)seq_len * esize;  // batch_args checked twice this
     const int n_out = y ? 2 : 1;
     torc_tensor *t[2] = {NULL, NULL};
     for (int k = 0; k < n_out; k++)
@@ -367,7 +363,7 @@ static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0,
             return torc_last_status();
         }
     int which = 0;
-    unsigned char *host = dev->host_memory ? NULL : staging(ds, dev, n_out == 2 ? both : per, &which);
+    unsigned char *host = dev->host_memory ? NULL : staging(ds, dev, per * (size_t)n_out, &which);
     if (!dev->host_memory && !host) {
         torc_release(t[0]);
         torc_release(t[1]);
@@ -375,17 +371,32 @@ static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0,
     }
     unsigned char *dst[2];
     for (int k = 0; k < n_out; k++) dst[k] = host ? host + per * (size_t)k : (unsigned char *)t[k]->storage->data;
-    for (int64_t b = 0; b < rows; b++) {
-        const int64_t s = (int64_t)(torc_philox_uniform(seed, first, (uint64_t)(row0 + b)) * (double)range);
-        for (int k = 0; k < n_out; k++)
-            for (int64_t l = 0; l < seq_len; l++)
-                load_elem(ds, s + k + l, dst[k] + (size_t)(b * seq_len + l) * esize);
-    }
+    const bool ints = ds->type->kind != 'f';
     torc_status st = TORC_OK;
+    for (int64_t b = 0; b < rows && !st; b++) {
+        const int64_t s = w->in_order ? w->base + b * seq_len
+                                      : (int64_t)(torc_philox_uniform(w->seed, w->first, (uint64_t)(w->row0 + b)) *
+                                                  (double)w->range);
+        for (int k = 0; k < n_out && !st; k++) {
+            unsigned char *d = dst[k] + (size_t)(b * seq_len) * esize;
+            if (!ints) {
+                memcpy(d, ds->data + (size_t)(s + k) * (size_t)ds->type->size, (size_t)seq_len * esize);
+                continue;
+            }
+            for (int64_t l = 0; l < seq_len; l++) {
+                const int64_t v = load_int(ds, s + k + l);
+                if (ds->tokens && (v < 0 || (ds->vocab && v >= ds->vocab))) {
+                    st = torc__data_bad_token(ds, s + k + l, v);
+                    break;
+                }
+                memcpy(d + (size_t)l * esize, &v, 8);
+            }
+        }
+    }
     for (int k = 0; k < n_out && host && !st; k++)
         st = ds->pinned ? torc__dev_copy_async(dev, t[k]->storage->data, dst[k], per, TORC_COPY_HOST_TO_DEVICE)
                         : torc__dev_copy(dev, t[k]->storage->data, dst[k], per, TORC_COPY_HOST_TO_DEVICE);
-    if (host && ds->pinned) ds->in_flight[which] = true;
+    if (host && ds->pinned) ds->in_flight[which] = true;  // (a copy may have been issued before a failure)
     if (st) {
         torc_release(t[0]);
         torc_release(t[1]);
@@ -394,4 +405,61 @@ static torc_status get_batch_rows(torc_dataset *ds, int64_t batch, int64_t row0,
     *x = torc__register(t[0]);
     if (y) *y = torc__register(t[1]);
     return TORC_OK;
+}
+
+static const char *noun(const torc_dataset *ds) { return ds->tokens ? "token file" : "dataset"; }
+static const char *elems(const torc_dataset *ds) { return ds->tokens ? "tokens" : "elements"; }
+
+// ---- random windows (the course's get_batch) ----
+// Rows [rank * rows, (rank + 1) * rows) of the batch torc_get_batch(ds, batch, ...) would draw:
+// the generator advances by `batch` counters whatever the rows, so every rank's stream stays aligned.
+static torc_status get_batch_rows(const char *fn, torc_dataset *ds, int64_t batch, int64_t seq_len, int rank,
+                                  int world, torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y) {
+    torc_status st = batch_args(fn, ds, batch, seq_len, rank, world, &dev, x, y);
+    if (st) return st;
+    if (ds->numel <= seq_len)
+        return torc__error(TORC_ERR_INVALID_ARG, "get_batch: %s '%s' has %lld %s, too few for windows of %lld plus a target",
+                           noun(ds), ds->path, (long long)ds->numel, elems(ds), (long long)seq_len);
+    const int64_t rows = batch / world;
+    // Random starts in [0, numel - seq_len), as torc_randint draws them (one counter each).
+    windows w = {.row0 = (int64_t)rank * rows, .range = ds->numel - seq_len};
+    w.first = torc__generator_reserve(gen, (uint64_t)batch, &w.seed);
+    return gather(ds, &w, rows, seq_len, dev, x, y);
+}
+
+torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev, torc_generator *gen,
+                           torc_tensor **x, torc_tensor **y) {
+    return get_batch_rows("get_batch", ds, batch, seq_len, 0, 1, dev, gen, x, y);
+}
+
+torc_status torc_get_batch_shard(torc_dataset *ds, int64_t global_batch, int64_t seq_len, int rank, int world,
+                                 torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y) {
+    return get_batch_rows("get_batch_shard", ds, global_batch, seq_len, rank, world, dev, gen, x, y);
+}
+
+// ---- in order (llm.c's DataLoader) ----
+torc_status torc_next_batch_shard(torc_dataset *ds, int64_t global_batch, int64_t seq_len, int rank, int world,
+                                  torc_device *dev, torc_tensor **x, torc_tensor **y) {
+    const char *fn = world == 1 && rank == 0 ? "next_batch" : "next_batch_shard";
+    torc_status st = batch_args(fn, ds, global_batch, seq_len, rank, world, &dev, x, y);
+    if (st) return st;
+    int64_t step, need;  // tokens per global batch, and with its last target
+    if (!torc__size_mul(global_batch, seq_len, &step) || !torc__size_add(step, 1, &need) || ds->numel < need)
+        return torc__error(TORC_ERR_INVALID_ARG,
+                           "%s: %s '%s' has %lld %s, too few for one batch of %lld x %lld plus a target", fn, noun(ds),
+                           ds->path, (long long)ds->numel, elems(ds), (long long)global_batch, (long long)seq_len);
+    // llm.c wraps when the batch would pass the end; a position set or left by other sizes, too.
+    int64_t p = ds->position;
+    if (p > ds->numel - need) p = 0;
+    const int64_t rows = global_batch / world;
+    const windows w = {.in_order = true, .base = p + (int64_t)rank * rows * seq_len};
+    if ((st = gather(ds, &w, rows, seq_len, dev, x, y))) return st;
+    p += step;
+    ds->position = p > ds->numel - need ? 0 : p;
+    return TORC_OK;
+}
+
+torc_status torc_next_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev, torc_tensor **x,
+                            torc_tensor **y) {
+    return torc_next_batch_shard(ds, batch, seq_len, 0, 1, dev, x, y);
 }

@@ -1143,7 +1143,9 @@ TORC_API int torc_dataset_shape(const torc_dataset *ds, int64_t *shape);
 // shifted by one). Both are (batch, seq_len) on dev (NULL: the default device): int64 for
 // integer data, the file's dtype for floating data. When dev is not host memory the batch is
 // gathered into a pinned host buffer and copied asynchronously. *y may be NULL to skip targets.
-// New references in *x / *y; TORC_ERR_INVALID_ARG if numel <= seq_len or batch/seq_len < 1.
+// New references in *x / *y; TORC_ERR_INVALID_ARG if numel <= seq_len (naming the file) or
+// batch/seq_len < 1. From a token file (torc_tokens_open) every token read is checked: TORC_ERR_IO
+// naming the file and the bad token's byte offset (the generator has advanced by then).
 TORC_API torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev,
                                     torc_generator *gen, torc_tensor **x, torc_tensor **y);
 // Data parallel: rank's share of the global batch, rows [rank * global_batch / world, (rank + 1) *
@@ -1153,6 +1155,61 @@ TORC_API torc_status torc_get_batch(torc_dataset *ds, int64_t batch, int64_t seq
 // TORC_ERR_INVALID_ARG when world does not divide global_batch or rank is out of range.
 TORC_API torc_status torc_get_batch_shard(torc_dataset *ds, int64_t global_batch, int64_t seq_len, int rank, int world,
                                           torc_device *dev, torc_generator *gen, torc_tensor **x, torc_tensor **y);
+// llm.c's DataLoader, in order instead of at random: the global batch is global_batch rows of
+// seq_len consecutive elements of the flattened data from the dataset's position p, row i =
+// data[p + i*seq_len : p + (i+1)*seq_len] and its target row the same shifted by one. rank gets
+// rows [rank*global_batch/world, (rank+1)*global_batch/world) (llm.c's current_position =
+// p + B*T*rank for B = global_batch/world), then p advances by global_batch*seq_len on every rank
+// and returns to 0 where the next global batch and its last target would pass the end (llm.c's
+// wrap: a tail shorter than a batch is skipped). So the ranks' batches in rank order are the
+// one-process batch, step after step, for every world size dividing global_batch. Tensors and
+// token checks as torc_get_batch. TORC_ERR_INVALID_ARG, with p unchanged: numel <
+// global_batch*seq_len + 1 (naming the file), batch/seq_len < 1, world not dividing global_batch,
+// rank out of range. A dataset's position is not shared between threads' calls.
+TORC_API torc_status torc_next_batch(torc_dataset *ds, int64_t batch, int64_t seq_len, torc_device *dev,
+                                     torc_tensor **x, torc_tensor **y);  // rank 0 of 1
+TORC_API torc_status torc_next_batch_shard(torc_dataset *ds, int64_t global_batch, int64_t seq_len, int rank, int world,
+                                           torc_device *dev, torc_tensor **x, torc_tensor **y);
+// Where torc_next_batch's next global batch starts (an element index, 0 at open): with the
+// generator's state (torc_generator_get_state) what a checkpoint needs for an exact resume.
+TORC_API int64_t torc_dataset_position(const torc_dataset *ds);
+// TORC_ERR_INVALID_ARG unless 0 <= position <= numel (one too close to the end wraps to 0 at the
+// next batch).
+TORC_API torc_status torc_dataset_set_position(torc_dataset *ds, int64_t position);
+
+// ---- token files (language models) ----
+// llm.c's shards, nanoGPT's raw uint16 .bin and 1-D .npy arrays, opened as datasets of their
+// tokens: torc_get_batch / _shard draw random windows from them, torc_next_batch / _shard read
+// them in order, and each token a batch reads is checked (>= 0, below vocab_size when given).
+// Byte-level files (vocab 256) for any text: the torc-tokens tool (docs/data.md).
+typedef enum torc_token_format {
+    TORC_TOKENS_AUTO = 0,  // torc_tokens_open: by the content; torc_tokens_format: not a token file
+    TORC_TOKENS_LLMC = 1,  // llm.c shard: 256 int32 header (magic 20240520, version 1, token count)
+                           // then uint16 tokens; llm.c's llama-3 shards (20240801, 7) hold uint32
+    TORC_TOKENS_U16 = 2,   // nanoGPT's .bin: raw little-endian uint16 tokens, no header
+    TORC_TOKENS_NPY = 3,   // .npy (format 1, 2 or 3), 1-D, uint16, int32, uint32 or int64 ('<u2' ...)
+} torc_token_format;
+// Opens a token file (memory-mapped: the header is read, the tokens only when a batch or
+// torc_tokens_check touches them). TORC_TOKENS_AUTO: the .npy magic is .npy, an llm.c token
+// magic is an llm.c shard, anything else is raw uint16, except a name ending in ".npy" (refused
+// without the magic) and the other llm.c files (model 20240326, tokenizer 20240328, eval 20240522:
+// refused by name). vocab_size > 0: tokens must be below it; 0: only negative ones are refused.
+// Not scanning at open keeps a 10 GB shard's open instant; torc_tokens_check reads all once.
+// Errors, TORC_ERR_IO naming the file and the byte offset of what is wrong: missing, unreadable,
+// empty; an llm.c header with another magic (offset 0), version (4) or a negative count (8); a
+// size other than 1024 + count * token size (short: where the file ends, inside which token);
+// a raw file of an odd size; a .npy that is not 1-D or of another dtype, and torc_dataset_open's
+// .npy errors. TORC_ERR_INVALID_ARG: path NULL, format or vocab_size out of range. The dataset's
+// dtype is the file's ("uint16", ...), its batches int64. Close with torc_dataset_close.
+TORC_API torc_dataset *torc_tokens_open(const char *path, torc_token_format format, int64_t vocab_size);
+TORC_API torc_token_format torc_tokens_format(const torc_dataset *ds);   // as read (never AUTO for tokens)
+TORC_API const char *torc_token_format_name(torc_token_format format); // "llm.c shard", "uint16 .bin", ...
+TORC_API int64_t torc_tokens_vocab_size(const torc_dataset *ds);       // as opened; 0: unchecked
+// Reads every element once, in order (the whole file: for a token file the check a batch makes,
+// so a vocab that does not match the data is refused before the first step; see docs/data.md
+// for its cost) and returns the largest in *max_token (may be NULL; -1 when there are none).
+// TORC_ERR_IO naming the first bad token's byte offset; TORC_ERR_INVALID_ARG for floating-point data.
+TORC_API torc_status torc_tokens_check(torc_dataset *ds, int64_t *max_token);
 
 #ifdef __cplusplus
 }
