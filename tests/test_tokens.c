@@ -200,6 +200,45 @@ START_TEST(npy_round_trip) {
 }
 END_TEST
 
+// Files NumPy wrote (tools/golden/gen_tokens_golden.py: llm.c's write_datafile, nanoGPT's
+// tofile, np.save, format 2.0): t[i] = (i * 7919) % M, 300 tokens each.
+static int64_t g_mod;
+static int64_t tok_golden(int64_t i) { return (i * 7919) % g_mod; }
+
+START_TEST(numpy_files_agree) {
+    const struct { const char *name; torc_token_format format; const char *dtype; int64_t mod; } files[] = {
+        {"tokens_llmc.bin", TORC_TOKENS_LLMC, "uint16", 50257},   {"tokens_llama3.bin", TORC_TOKENS_LLMC, "uint32", 128256},
+        {"tokens_nanogpt.bin", TORC_TOKENS_U16, "uint16", 50257}, {"tokens_u2.npy", TORC_TOKENS_NPY, "uint16", 50257},
+        {"tokens_i4.npy", TORC_TOKENS_NPY, "int32", 128256},      {"tokens_i8_v2.npy", TORC_TOKENS_NPY, "int64", 128256},
+    };
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", getenv("TORC_TEST_DATA"), files[f].name);
+        torc_dataset *ds = torc_tokens_open(path, TORC_TOKENS_AUTO, files[f].mod);
+        ck_assert_msg(ds != NULL, "%s", torc_last_error());
+        ck_assert_int_eq(torc_tokens_format(ds), files[f].format);
+        ck_assert_str_eq(torc_dataset_dtype(ds), files[f].dtype);
+        ck_assert_int_eq(torc_dataset_numel(ds), 300);
+        g_mod = files[f].mod;
+        int64_t mx, want = 0;
+        for (int64_t i = 0; i < 300; i++) want = tok_golden(i) > want ? tok_golden(i) : want;
+        ck_assert_int_eq(torc_tokens_check(ds, &mx), TORC_OK);
+        ck_assert_int_eq(mx, want);
+        torc_tensor *x, *y;
+        ck_assert_int_eq(torc_next_batch(ds, 13, 23, host(), &x, &y), TORC_OK);
+        assert_in_order(x, y, 13, 23, 0, tok_golden);
+        torc_release(x);
+        torc_release(y);
+        torc_dataset_close(ds);
+        // The largest token as the vocabulary: the check names it.
+        ds = torc_tokens_open(path, TORC_TOKENS_AUTO, want);
+        ck_assert_int_eq(torc_tokens_check(ds, NULL), TORC_ERR_IO);
+        tu_assert_error(TORC_ERR_IO, "not below vocab_size");
+        torc_dataset_close(ds);
+    }
+}
+END_TEST
+
 // ---- refusals: the file and the offset named, nothing kept ----
 START_TEST(llmc_header_errors) {
     uint16_t t[100];
@@ -577,6 +616,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, llama3_shard_holds_uint32);
     tcase_add_test(tc, raw_uint16_round_trip);
     tcase_add_test(tc, npy_round_trip);
+    tcase_add_test(tc, numpy_files_agree);
     tcase_add_test(tc, llmc_header_errors);
     tcase_add_test(tc, raw_and_npy_errors);
     tcase_add_test(tc, tokens_out_of_vocab_named_by_offset);

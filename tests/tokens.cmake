@@ -9,3 +9,7 @@ if(NOT TARGET torc_fakedev)
 endif()
 add_dependencies(test_tokens torc_fakedev)
 set_property(TEST tokens APPEND PROPERTY ENVIRONMENT "TORC_TEST_PLUGIN_DIR=${TORC_TEST_PLUGIN_DIR}")
+
+# torc-tokens on a small tree (tests/tokens.sh): exact output bytes, the walk, errors.
+add_test(NAME tokens_tool COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tokens.sh $<TARGET_FILE:torc-tokens>)
+set_tests_properties(tokens_tool PROPERTIES LABELS "unit" TIMEOUT 60 ENVIRONMENT "TORC_BUILD_DIR=${CMAKE_BINARY_DIR}")
