@@ -1,7 +1,9 @@
 // core/error.c — the thread-local last error: a status code and a PyTorch-like message.
 // Library code reports user mistakes here and returns; it never prints or aborts.
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "torc-impl.h"
@@ -36,6 +38,24 @@ torc_status torc__null_arg(const char *fmt, ...) {
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     return torc__error(TORC_ERR_INVALID_ARG, "%s", buf);
+}
+
+// The shortest "%.*g" that reads back as v, with ".0" when it looks like an integer; Python
+// switches to an exponent from 1e16 on, %g from 10^precision on (only integers of 17 significant
+// digits or more differ: 1e16 is "1e+16" in both).
+const char *torc__py_float(double v, char *buf, size_t n) {
+    if (isnan(v)) return snprintf(buf, n, "nan"), buf;
+    if (isinf(v)) return snprintf(buf, n, v < 0 ? "-inf" : "inf"), buf;
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, n, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    if (fabs(v) < 1e16 && strchr(buf, 'e') && v == floor(v)) snprintf(buf, n, "%.1f", v);  // 100000.0, not 1e+05
+    if (!strpbrk(buf, ".en")) {
+        size_t len = strlen(buf);
+        if (len + 2 < n) memcpy(buf + len, ".0", 3);
+    }
+    return buf;
 }
 
 const char *torc_status_name(torc_status s) {

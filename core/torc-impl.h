@@ -21,6 +21,9 @@ torc_status torc__error(torc_status status, const char *fmt, ...)
 // not "tensor is NULL". Otherwise the message is set with TORC_ERR_INVALID_ARG.
 torc_status torc__null_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define TORC_NULL_ARG_FAIL(...) (torc__null_arg(__VA_ARGS__), (void *)0)
+// Python's repr of a float ("2.0", "0.001", "1e-08", "inf", "nan") into buf, for messages that
+// quote a Python float as PyTorch's do ("but got 1.5"). Returns buf.
+const char *torc__py_float(double v, char *buf, size_t n);
 
 // ---- devices (device.c) ----
 typedef struct torc_backend_lib torc_backend_lib;  // one loaded plugin file

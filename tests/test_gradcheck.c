@@ -303,6 +303,54 @@ static torc_tensor *f_cross_entropy_1d(torc_tensor **x) { return torc_cross_entr
 static torc_tensor *f_nll(torc_tensor **x) {
     return torc_nll_loss(torc_log_softmax(X0, 1), i64(2, (int64_t[]){1, 1}, 1, (int64_t[]){2}));
 }
+// cross_entropy_ex: ignored targets, label smoothing, spatial dims, class probabilities (the
+// target is a leaf too)
+static torc_tensor *f_ce_ignore_smooth(torc_tensor **x) {
+    return torc_cross_entropy_ex(X0, i64(4, (int64_t[]){2, -100, 0, 3}, 1, (int64_t[]){4}), -100, TORC_REDUCTION_MEAN,
+                                 0.2);
+}
+static torc_tensor *f_ce_spatial_none(torc_tensor **x) {
+    return torc_cross_entropy_ex(tr(X0), i64(6, (int64_t[]){1, 2, 0, 5, 2, 1}, 2, (int64_t[]){2, 3}), 5,
+                                 TORC_REDUCTION_NONE, 0.0);
+}
+static torc_tensor *f_ce_probs(torc_tensor **x) {
+    return torc_cross_entropy_ex(X0, torc_softmax(X1, 1), -100, TORC_REDUCTION_SUM, 0.1);
+}
+static torc_tensor *f_nll_ex_sum(torc_tensor **x) {
+    return torc_nll_loss_ex(X0, i64(3, (int64_t[]){1, 7, 0}, 1, (int64_t[]){3}), 7, TORC_REDUCTION_SUM);
+}
+// embedding: repeated indices accumulate (padding_idx's zero gradient is no derivative: test_embedding)
+static torc_tensor *f_embedding(torc_tensor **x) {
+    return torc_embedding(X0, i64(6, (int64_t[]){3, 1, 3, 0, 3, 2}, 2, (int64_t[]){2, 3}), TORC_EMBEDDING_NO_PADDING);
+}
+// scaled_dot_product_attention: broadcast batch, causal, a float mask with a row that attends
+// nothing, a bool mask, grouped-query heads with a scale
+F1(f_sdpa, torc_scaled_dot_product_attention(X0, X1, X2, NULL, 0.0, false, NAN, false, NULL))
+F1(f_sdpa_causal, torc_scaled_dot_product_attention(X0, torc_transpose(X1, 1, 2), X2, NULL, 0.0, true, NAN, false, NULL))
+static torc_tensor *f_sdpa_float_mask(torc_tensor **x) {
+    const double m[] = {0, -1, -INFINITY, 0.5, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 2, 0, 0, -INFINITY};
+    return torc_scaled_dot_product_attention(X0, X1, X2, torc_tensor_from(m, TORC_SHAPE(3, 4), TORC_DTYPE_F64), 0.0,
+                                             false, NAN, false, NULL);
+}
+static torc_tensor *f_sdpa_bool_mask(torc_tensor **x) {
+    const bool m[] = {1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0};
+    return torc_scaled_dot_product_attention(X0, X1, X2, mask_of(12, m, 2, (int64_t[]){3, 4}), 0.0, false, NAN, false,
+                                             NULL);
+}
+F1(f_sdpa_gqa, torc_scaled_dot_product_attention(X0, X1, X2, NULL, 0.0, true, 0.7, true, NULL))
+// dropout and attention dropout: the same mask at every evaluation (a generator seeded per call)
+static torc_tensor *f_dropout(torc_tensor **x) {
+    torc_generator *g = torc_generator_new(7);
+    torc_tensor *r = torc_dropout(torc_mul(X0, X0), 0.4, true, g);
+    torc_generator_free(g);
+    return r;
+}
+static torc_tensor *f_sdpa_dropout(torc_tensor **x) {
+    torc_generator *g = torc_generator_new(11);
+    torc_tensor *r = torc_scaled_dot_product_attention(X0, X1, X2, NULL, 0.3, false, NAN, false, g);
+    torc_generator_free(g);
+    return r;
+}
 
 static const gc_case g_cases[] = {
     {"neg", "2x3", -2, 2, false, f_neg},
@@ -415,6 +463,18 @@ static const gc_case g_cases[] = {
     {"cross_entropy", "3x4", -2, 2, false, f_cross_entropy},
     {"cross_entropy_1d", "4", -2, 2, false, f_cross_entropy_1d},
     {"nll_loss", "2x3", -2, 2, false, f_nll},
+    {"cross_entropy_ignore_smooth", "4x5", -2, 2, false, f_ce_ignore_smooth},
+    {"cross_entropy_spatial_none", "4x2x3", -2, 2, false, f_ce_spatial_none},
+    {"cross_entropy_probs", "3x4 3x4", -2, 2, false, f_ce_probs},
+    {"nll_loss_ex_sum", "3x4", -2, 2, false, f_nll_ex_sum},
+    {"embedding", "4x3", -2, 2, false, f_embedding},
+    {"sdpa", "2x3x4 1x5x4 2x5x2", -1, 1, false, f_sdpa},
+    {"sdpa_causal", "2x4x3 2x3x4 2x4x2", -1, 1, false, f_sdpa_causal},
+    {"sdpa_float_mask", "2x3x2 2x4x2 2x4x3", -1, 1, false, f_sdpa_float_mask},
+    {"sdpa_bool_mask", "3x2 4x2 4x3", -1, 1, false, f_sdpa_bool_mask},
+    {"sdpa_gqa", "1x4x3x2 1x2x3x2 1x2x3x2", -1, 1, false, f_sdpa_gqa},
+    {"dropout", "3x5", -2, 2, false, f_dropout},
+    {"sdpa_dropout", "2x3x4 2x5x4 2x5x2", -1, 1, false, f_sdpa_dropout},
 };
 #define N_CASES ((int)(sizeof g_cases / sizeof g_cases[0]))
 

@@ -717,15 +717,46 @@ TORC_API int64_t torc_module_num_parameters(const torc_module *m);  // elements 
 // Clears every parameter's .grad (set_to_none) or fills it with zeros.
 TORC_API torc_status torc_module_zero_grad(torc_module *m, bool set_to_none);
 
-// Losses (mean over all elements / the batch), differentiable through their ops.
+// Losses, differentiable through the ops they are composed of (under autocast they run in f32).
 // mean((input - target)^2), broadcasting as torch.nn.functional.mse_loss.
 TORC_API torc_tensor *torc_mse_loss(const torc_tensor *input, const torc_tensor *target);
-// -mean(log_probs[i, target[i]]): log_probs (N, C) with target (N), or (C) with a zero-dim
-// target; target holds class indices (i64, or u8) and stays integer. No class weights and
-// no ignore_index. Errors as torch: "Target 5 is out of bounds." (TORC_ERR_INDEX), batch
-// size and dtype mismatches.
+// The reduction of a loss over its elements, PyTorch's at::Reduction numbering.
+typedef enum torc_reduction {
+    TORC_REDUCTION_NONE = 0,  // one loss per target element, the target's shape
+    TORC_REDUCTION_MEAN = 1,  // PyTorch's default 'mean'
+    TORC_REDUCTION_SUM = 2
+} torc_reduction;
+#define TORC_IGNORE_INDEX_DEFAULT (-100)  // PyTorch's default ignore_index
+// torch.nn.functional.nll_loss(log_probs, target, ignore_index=, reduction=) without class
+// weights: loss = -log_probs[n, target[n, d...], d...] per target element, 0 where target ==
+// ignore_index. Shapes: log_probs (C) with target () or (1); (N, C) with (N); (N, C, d1, ..., dk)
+// with (N, d1, ..., dk) (the class dim is 1). target holds class indices, int64 or uint8
+// (compared with ignore_index as int64). MEAN divides the sum by the number of targets not
+// ignored: all ignored (or none at all) gives nan, as PyTorch; SUM of none is 0; NONE gives the
+// target's shape. Errors, in PyTorch's words: a target outside [0, C) that is not ignored is
+// TORC_ERR_INDEX "Target 5 is out of bounds." naming the first in row-major order (checking it
+// reads one number from the device); a target dtype other than Long or Byte TORC_ERR_DTYPE
+// ("expected target dtype to be Long or Byte, but got Int"); shape mismatches TORC_ERR_SHAPE
+// ("Expected input batch_size (3) to match target batch_size (2).", "Expected target size [2, 3],
+// got [2, 2]"); an unknown reduction TORC_ERR_INVALID_ARG. Returns a new reference.
+TORC_API torc_tensor *torc_nll_loss_ex(const torc_tensor *log_probs, const torc_tensor *target, int64_t ignore_index,
+                                       torc_reduction reduction);
+// torc_nll_loss_ex(log_probs, target, TORC_IGNORE_INDEX_DEFAULT, TORC_REDUCTION_MEAN).
 TORC_API torc_tensor *torc_nll_loss(const torc_tensor *log_probs, const torc_tensor *target);
-// nll_loss(log_softmax(logits, -1), target).
+// torch.nn.functional.cross_entropy(logits, target, ignore_index=, reduction=, label_smoothing=)
+// without class weights: nll_loss_ex(log_softmax(logits, class dim), ...) with the class dim 1
+// (0 for 1-D logits) and the shapes and errors of torc_nll_loss_ex. label_smoothing s in (0, 1]
+// mixes in the uniform distribution: (1 - s) * nll + s / C * (-sum over classes of log_softmax),
+// the second term 0 where ignored and reduced as the first (s > 1 is TORC_ERR_INVALID_ARG
+// "label_smoothing must be between 0.0 and 1.0. Got: 1.5"; s <= 0 is no smoothing, as PyTorch).
+// A target with the logits' own shape holds class probabilities instead (floating point, else
+// TORC_ERR_DTYPE "Expected floating point type for target with class probabilities, got Long";
+// an ignore_index >= 0 is TORC_ERR_INVALID_ARG): loss = -sum over classes of target' *
+// log_softmax with target' = target * (1 - s) + s / C, MEAN dividing by numel / C.
+// Returns a new reference.
+TORC_API torc_tensor *torc_cross_entropy_ex(const torc_tensor *logits, const torc_tensor *target,
+                                            int64_t ignore_index, torc_reduction reduction, double label_smoothing);
+// torc_cross_entropy_ex(logits, target, TORC_IGNORE_INDEX_DEFAULT, TORC_REDUCTION_MEAN, 0.0).
 TORC_API torc_tensor *torc_cross_entropy(const torc_tensor *logits, const torc_tensor *target);
 
 // torch.nn.functional.layer_norm: normalizes x over its last n_normalized dims, which must equal
@@ -750,6 +781,123 @@ TORC_API torc_tensor *torc_layer_norm(const torc_tensor *x, int n_normalized, co
 TORC_API torc_status torc_native_layer_norm(const torc_tensor *x, int n_normalized, const int64_t *normalized_shape,
                                             const torc_tensor *weight, const torc_tensor *bias, double eps,
                                             torc_tensor **y, torc_tensor **mean, torc_tensor **rstd);
+
+// ---- nn: embedding, attention, dropout ----
+// torch.nn.functional.embedding(indices, weight, padding_idx) (aten's torch.embedding(weight,
+// indices, padding_idx) order): the rows of weight (V, C) picked by indices (int64 or int32, any
+// shape), a new (..., C) tensor of weight's dtype. padding_idx in [0, V) marks a row whose
+// gradient stays zero (its value is still read); TORC_EMBEDDING_NO_PADDING (-1) is none, as in
+// aten (Python's negative padding_idx is padding_idx + V here). Composed of index_select, whose
+// backward is an index_add into a zero (V, C) gradient: on host backends it adds the rows in
+// index order, one after another, so the gradient is the same bits whatever the thread count
+// (and PyTorch's CPU embedding backward's). Errors as PyTorch: TORC_ERR_INDEX "index out of range
+// in self"; TORC_ERR_DTYPE "Expected tensor for argument #1 'indices' to have one of the
+// following scalar types: Long, Int; but got torch.FloatTensor instead (while checking arguments
+// for embedding)"; TORC_ERR_SHAPE "'weight' must be 2-D"; TORC_ERR_INVALID_ARG "Padding_idx must
+// be within num_embeddings". Returns a new reference.
+#define TORC_EMBEDDING_NO_PADDING (-1)
+TORC_API torc_tensor *torc_embedding(const torc_tensor *weight, const torc_tensor *indices, int64_t padding_idx);
+
+// torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
+// is_causal, scale, enable_gqa): query (..., L, E), key (..., S, E), value (..., S, Ev) with
+// broadcasting batch dims, result (..., L, Ev) in query's dtype, a new reference:
+//   softmax(query @ key^T * scale + bias) @ value,
+// scale NAN meaning 1 / sqrt(E) (any other value is used as given, 0 and negatives included).
+// attn_mask (NULL: none) broadcasts to (..., L, S): bool (false: not attended) or floating
+// (added to the scores; float32 or query's dtype). is_causal: query i attends keys 0..i (top-left
+// aligned, PyTorch's tril of ones(L, S)); with a mask it is TORC_ERR_INVALID_ARG
+// "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True". A
+// row that attends nothing gives zeros and no gradient (PyTorch's _safe_softmax), not NaN.
+// dropout_p > 0 applies torc_dropout(p, training) to the attention weights with gen (NULL: the
+// default generator), the same mask on every backend; dropout_p <= 0 none (dropout_p > 1 is
+// dropout's error). enable_gqa: key and value have fewer heads (dim -3) than query, each
+// repeated for query's heads / theirs consecutive query heads (TORC_ERR_SHAPE "Number of heads in
+// key and value must divide the number of heads in query").
+// This is PyTorch's math backend, composed of differentiable ops (matmul, where / add,
+// softmax, dropout, matmul; q and k each scaled by sqrt(|scale|) first): float16 and bfloat16
+// inputs compute in float32 and round the result once; the backward is the ops' backward; it
+// keeps the (..., L, S) attention weights for backward. Under autocast the floating inputs
+// (not f64) are cast to the autocast dtype first, as PyTorch's autocast list has this op. A
+// fused backend kernel (later) keeps this signature, and this composition is its oracle.
+// Errors in PyTorch's words: TORC_ERR_DTYPE "Expected query, key, and value to have the same
+// dtype, but got query.dtype: float key.dtype: double and value.dtype: float instead.", "Expected
+// attn_mask dtype to be bool or float or to match query dtype, ...", a non-floating query;
+// TORC_ERR_SHAPE "Expected query, key, and value to all be  at least 2 dimensional, ...", a mask
+// that does not broadcast to the scores' shape, and matmul's shape errors (E or S mismatch).
+TORC_API torc_tensor *torc_scaled_dot_product_attention(const torc_tensor *query, const torc_tensor *key,
+                                                        const torc_tensor *value, const torc_tensor *attn_mask,
+                                                        double dropout_p, bool is_causal, double scale,
+                                                        bool enable_gqa, torc_generator *gen);
+
+// torch.nn.functional.dropout(x, p, training): with training and 0 < p < 1 a new tensor x * noise,
+// noise = bernoulli(1 - p) / (1 - p) in x's dtype (an element is kept when its uniform draw from
+// gen, NULL: the default generator, is below 1 - p; numel(x) counters, so the same mask on every
+// backend, for any strides, and after a checkpoint resume); its gradient is grad * noise. p = 1
+// gives x * 0 (zeros; inf and NaN give NaN, as PyTorch); p = 0, !training or an empty x return x
+// itself (a new reference, as PyTorch returns its input). TORC_ERR_INVALID_ARG "dropout
+// probability has to be between 0 and 1, but got 1.5" for p outside [0, 1] (or NaN);
+// TORC_ERR_DTYPE for an integer x with 0 < p < 1 ("result type Float can't be cast to the desired
+// output type Long"). The draws are not PyTorch's numbers (see torc_rand).
+TORC_API torc_tensor *torc_dropout(const torc_tensor *x, double p, bool training, torc_generator *gen);
+
+// ---- training helpers: gradient clipping, learning-rate schedule, weight-decay groups ----
+// torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite): the total norm
+// of the .grad of the params that have one (torc_get_total_norm), then every such .grad is
+// multiplied in place by min(max_norm / (total + 1e-6), 1) (torc_clip_grads_with_norm_; also when
+// the factor is 1). norm_type: 2.0, INFINITY (the largest |g|), or any p torc_norm takes. Returns
+// the total norm, a new zero-dim tensor (dtype: the gradients', promoted; torch.tensor(0.0) of the
+// default dtype when no param has a gradient), or NULL with nothing changed: TORC_ERR_RUNTIME
+// with error_if_nonfinite and a total that is inf or NaN ("The total norm of order 2.0 for
+// gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and
+// scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`"; the check
+// reads the norm from the device). Runs under no_grad. PyTorch's foreach argument only picks a
+// kernel; torc runs one norm per gradient and one over their norms, as PyTorch's formula.
+TORC_API torc_tensor *torc_clip_grad_norm_(int n, torc_tensor *const *params, double max_norm, double norm_type,
+                                           bool error_if_nonfinite);
+// torch.nn.utils.get_total_norm(tensors, norm_type, error_if_nonfinite): the norm of the n
+// tensors' norms (each torc_norm(t, norm_type) over all elements, stacked on the first tensor's
+// device); errors as above. n = 0: torch.tensor(0.0). A new reference, or NULL.
+TORC_API torc_tensor *torc_get_total_norm(int n, torc_tensor *const *tensors, double norm_type,
+                                          bool error_if_nonfinite);
+// torch.nn.utils.clip_grads_with_norm_(params, max_norm, total_norm): multiplies each param's
+// .grad (those that have one) by min(max_norm / (total_norm + 1e-6), 1), computed in
+// total_norm's dtype; total_norm as torc_get_total_norm returns it. Runs under no_grad.
+TORC_API torc_status torc_clip_grads_with_norm_(int n, torc_tensor *const *params, double max_norm,
+                                                const torc_tensor *total_norm);
+
+// nanoGPT's learning-rate schedule (train.py's get_lr, with lr_decay_iters = max_steps), in the
+// same double arithmetic: step < warmup_steps: max_lr * (step + 1) / (warmup_steps + 1) (linear,
+// never 0); step > max_steps: min_lr; in between: min_lr + 0.5 * (1 + cos(pi * r)) * (max_lr -
+// min_lr), r = (step - warmup_steps) / (max_steps - warmup_steps), so step = max_steps gives
+// min_lr. max_steps <= warmup_steps: min_lr from warmup_steps on (where nanoGPT would divide by
+// zero). llm.c's train_gpt2.py warms up as max_lr * (step + 1) / warmup_steps instead (its step
+// warmup_steps - 1 reaches max_lr). NAN with TORC_ERR_INVALID_ARG for a negative step or
+// warmup_steps. Set it each step with torc_optimizer_set_lr.
+TORC_API double torc_lr_cosine_warmup(int64_t step, double max_lr, double min_lr, int64_t warmup_steps,
+                                      int64_t max_steps);
+
+// Which parameters get weight decay: true for decay. name may be NULL (no names given).
+typedef bool (*torc_decay_fn)(const char *name, const torc_tensor *param, void *user);
+// nanoGPT's and llm.c's rule: parameters of 2 or more dims decay (matmul weights and embeddings),
+// the others do not (biases, LayerNorm weights). user is unused.
+TORC_API bool torc_decay_matrices(const char *name, const torc_tensor *param, void *user);
+// The same, except the parameters whose name is in user, a NULL-terminated array of names
+// (const char *const *): e.g. {"wte.weight", "wpe.weight", NULL} keeps embeddings out of weight
+// decay, as minGPT did.
+TORC_API bool torc_decay_matrices_except(const char *name, const torc_tensor *param, void *user);
+typedef struct torc_optimizer torc_optimizer;  // see "optimizers" below
+// nanoGPT's configure_optimizers: optimizer name_or_path (e.g. "adamw") over the n params (names
+// may be NULL) in two groups: first those decay(name, param, user) accepts (NULL decay:
+// torc_decay_matrices) with weight_decay, then the others with weight_decay=0, each in the order
+// given; a group that would be empty is not made, so group 0 is the decay group when
+// *n_decay > 0. hparams as torc_optimizer_new's ("lr=6e-4 betas=0.9,0.95 eps=1e-8"); a
+// weight_decay there is replaced by the groups'. *n_decay (may be NULL) receives the number of
+// decayed parameters. Returns the optimizer (caller frees with torc_optimizer_free) or NULL with
+// torc_optimizer_new's errors.
+TORC_API torc_optimizer *torc_optimizer_new_decay_groups(const char *name_or_path, int n, const char *const *names,
+                                                         torc_tensor *const *params, const char *hparams,
+                                                         double weight_decay, torc_decay_fn decay, void *user,
+                                                         int *n_decay);
 
 // ---- accounting ----
 typedef enum torc_mem_tag {
