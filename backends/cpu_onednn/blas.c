@@ -9,7 +9,9 @@
 // 100 against 96 and 99; tools/torc-bench --peer --cpu-time --threads 1).
 // OpenBLAS rather than BLIS: faster at 1024 and 2048 in the runs above and in the issue, and its
 // OpenMP build follows the caller's omp_set_num_threads (TORC_NUM_THREADS) and runs one thread
-// inside a parallel region (onednn__gemm_run's batch loop), as oneDNN's sgemm does.
+// inside a parallel region, as oneDNN's sgemm does. Its sums change with its thread count
+// (AVX2-capped, D = 128: a fifth of a model's weights one ulp apart between 1 and 2 threads), so it
+// only ever runs on one: onednn__gemm_run hands it fixed pieces (pieces.c).
 #define _POSIX_C_SOURCE 200809L  // setenv, strdup
 #include <dlfcn.h>
 #include <limits.h>

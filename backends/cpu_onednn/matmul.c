@@ -11,6 +11,9 @@
 // primitive). An f32 layout sgemm cannot express goes to the primitive; one only oneDNN's
 // reference code accepts (both last strides non-unit) is declined, so the core falls back to
 // the reference backend.
+// Results do not depend on the thread count: a library GEMM (sgemm, OpenBLAS, the primitive) of 1M
+// multiply-adds and more runs in fixed pieces, each on one thread (pieces.c); torc's own GEMMs never
+// split K.
 #include <omp.h>
 #include <string.h>
 
@@ -59,8 +62,13 @@ static void dense_f32(onednn_view *t, const onednn_view *v) {
     }
 }
 
+// C = A B on oneDNN's matmul primitive: in fixed pieces from ONEDNN_SMALL_WORK multiply-adds (whose
+// plans run on every thread; pieces.c), else one primitive (made for, and run on, one thread).
 static int add_matmul(onednn_plan *p, const onednn_view *a, int a_buf, const onednn_view *b,
                       int b_buf, const onednn_view *c, int c_buf) {
+    int64_t work = a->dims[a->ndim - 1];
+    for (int d = 0; d < c->ndim; d++) work *= c->dims[d];
+    if (work >= ONEDNN_SMALL_WORK) return onednn__plan_matmul_pieces(p, a, a_buf, b, b_buf, c, c_buf);
     dnnl_memory_desc_t ma, mb, mc;
     int st;
     if ((st = onednn__view_md(a, &ma)) || (st = onednn__view_md(b, &mb)) ||
@@ -197,9 +205,84 @@ static dnnl_status_t gemm_one(const onednn_gemm *g, const float *a, const float 
                       c, g->ldc);
 }
 
-// A large GEMM uses sgemm's own threading. Splitting it into one single-threaded sgemm block per
-// thread looked better on a machine loaded 5-8 but measured 1.5-2x slower at 2048 on a quiet
-// one (105-140 vs 200-230 GFLOP/s, runs alternating), so it was taken out.
+// ---- results that do not depend on the thread count (pieces.c says why) ----
+// A GEMM of ONEDNN_SMALL_WORK multiply-adds and more runs in fixed pieces of C and K, each one
+// library call on one thread, the team taking pieces in turn; the pieces of K are added in order. A
+// smaller one is one call on one thread. Inside the team each thread's call sees one thread
+// (omp_set_num_threads(1) there, and dnnl_sgemm and OpenBLAS run one thread inside a parallel region),
+// so no call opens a nested team: one did when sgemm ran inside a parallel region with the team's
+// count, its threads spinning beside the top-level team's, three on two cores (a 512x1024x1024 sgemm
+// after any other parallel region took 10-16 ms instead of 6-7). An earlier split, one sgemm block
+// per thread, measured 1.5-2x slower at 2048 on two quiet Sapphire Rapids cores (105-140 against
+// 200-230 GFLOP/s) before that nested team was found; the pieces have not been timed on a quiet
+// two-core machine since (this one is shared: figures in pieces.c are one core's).
+
+// C = A B for the piece (i, j, kk) of matrix (a, b, c): rows [i bm, ..), columns [j bn, ..), k [kk bk, ..);
+// the first piece of K writes C, the others their own (M, N) slab of partial sums (ldc N).
+static dnnl_status_t gemm_piece(const onednn_gemm *g, const onednn_pieces *q, const float *a, const float *b, float *c,
+                                float *partial, int64_t i, int64_t j, int64_t kk) {
+    const int64_t m0 = i * q->bm, n0 = j * q->bn, k0 = kk * q->bk;
+    onednn_gemm p = *g;
+    p.M = g->M - m0 < q->bm ? g->M - m0 : q->bm;
+    p.N = g->N - n0 < q->bn ? g->N - n0 : q->bn;
+    p.K = g->K - k0 < q->bk ? g->K - k0 : q->bk;
+    // Element (r, k) of A is a[r lda + k] ('N') or a[k lda + r] ('T'); B's (k, col) likewise.
+    const float *pa = a + (g->transa == 'N' ? m0 * g->lda + k0 : k0 * g->lda + m0);
+    const float *pb = b + (g->transb == 'N' ? k0 * g->ldb + n0 : n0 * g->ldb + k0);
+    float *pc = c + m0 * g->ldc + n0;
+    if (kk > 0) {
+        pc = partial + (kk - 1) * g->M * g->N + m0 * g->N + n0;
+        p.ldc = g->N;
+    }
+    return gemm_one(&p, pa, pb, pc);
+}
+
+// C += the partial sums of K's later pieces, in order, rows [r0, r1).
+static void add_partials(const onednn_gemm *g, int64_t nk, const float *partial, float *c, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t t = 1; t < nk; t++) {
+            const float *s = partial + (t - 1) * g->M * g->N + r * g->N;
+            float *d = c + r * g->ldc;
+            for (int64_t x = 0; x < g->N; x++) d[x] += s[x];
+        }
+}
+
+// The pieces of one matrix on the team (or on this thread where TORC_NUM_THREADS is 1).
+static dnnl_status_t gemm_matrix_pieces(const onednn_gemm *g, const float *a, const float *b, float *c) {
+    const onednn_pieces q = onednn__pieces(g->M, g->N, g->K, true);
+    const int64_t n = q.nm * q.nn * q.nk;
+    float *partial = NULL;
+    if (q.nk > 1 && !(partial = onednn__mem_alloc((size_t)((q.nk - 1) * g->M * g->N) * sizeof(float))))
+        return dnnl_out_of_memory;
+    dnnl_status_t bad = dnnl_success;
+    const int nthr = omp_get_max_threads();
+    if (nthr <= 1 || n == 1) {
+        if (nthr > 1) omp_set_num_threads(1);
+        for (int64_t t = 0; t < n && bad == dnnl_success; t++)
+            bad = gemm_piece(g, &q, a, b, c, partial, t / q.nk / q.nn, t / q.nk % q.nn, t % q.nk);
+        if (nthr > 1) omp_set_num_threads(nthr);
+    } else {
+#pragma omp parallel num_threads(nthr < n ? nthr : (int)n)
+        {
+            omp_set_num_threads(1);  // this thread's library call: one thread, no team of its own
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t t = 0; t < n; t++) {
+                const dnnl_status_t s = gemm_piece(g, &q, a, b, c, partial, t / q.nk / q.nn, t / q.nk % q.nn, t % q.nk);
+                if (s != dnnl_success) {
+#pragma omp atomic write
+                    bad = s;
+                }
+            }
+        }
+    }
+    if (partial && bad == dnnl_success) {
+        ONEDNN_FOR(nthr > 1 && g->M * g->N * q.nk >= ONEDNN_SMALL_STREAM, r, g->M,
+                   { add_partials(g, q.nk, partial, c, r, r + 1); });
+    }
+    onednn__mem_free(partial);
+    return bad;
+}
+
 int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float *c) {
     int64_t batch = 1;
     for (int d = 0; d < g->nbatch; d++) batch *= g->bdims[d];
@@ -207,15 +290,15 @@ int onednn__gemm_run(const onednn_gemm *g, const float *a, const float *b, float
     dnnl_status_t bad = dnnl_success;
     int64_t o[3];
     if (!g->batch_parallel) {
-        // No parallel region around sgemm: inside one (even an inactive if(0) one) sgemm's own
-        // region is nested, and libgomp gives a nested team threads of its own. Those spun
-        // beside the top-level team's (the AMX GEMM's, the casts', the NaN scans'), three
-        // threads on two cores: a 512x1024x1024 sgemm right after any other parallel region
-        // took 10-16 ms instead of 6-7.
+        // Each matrix in fixed pieces (above); a small one is one call, on one thread.
+        const bool pieces = g->M * g->N * g->K >= ONEDNN_SMALL_WORK;
+        const int nthr = omp_get_max_threads();
+        if (!pieces && nthr > 1) omp_set_num_threads(1);
         for (int64_t i = 0; i < batch && bad == dnnl_success; i++) {
             onednn__batch_offsets(g->nbatch, g->bdims, g->sa, g->sb, g->sc, i, o);
-            bad = gemm_one(g, a + o[0], b + o[1], c + o[2]);
+            bad = pieces ? gemm_matrix_pieces(g, a + o[0], b + o[1], c + o[2]) : gemm_one(g, a + o[0], b + o[1], c + o[2]);
         }
+        if (!pieces && nthr > 1) omp_set_num_threads(nthr);
         return bad == dnnl_success ? 0 : onednn__dnnl_error(bad, "dnnl_sgemm(");
     }
     // Small matrices of a large batch: whole matrices per thread, sgemm single-threaded in each.

@@ -105,7 +105,21 @@ typedef enum onednn_step_kind {
     ONEDNN_STEP_GEMM,      // an f32 GEMM on dnnl_sgemm (matmul.c)
     ONEDNN_STEP_AMX_MATMUL,  // a bf16 matmul on the AMX GEMM (matmul_amx.c)
     ONEDNN_STEP_FMA_MATMUL,  // an f16 / bf16 / f32 matmul on the FMA GEMM (matmul_fma.c)
+    ONEDNN_STEP_PIECES,      // oneDNN's matmul primitive in fixed pieces of C, one thread each (pieces.c)
 } onednn_step_kind;
+
+// ---- fixed pieces of a library GEMM (pieces.c: why) ----
+// C (M x N) in nm x nn pieces of bm x bn (the last row and column of pieces smaller), K in nk
+// pieces of bk; sizes that follow M, N and K alone, never the thread count.
+typedef struct onednn_pieces {
+    int64_t bm, bn, bk;
+    int64_t nm, nn, nk;
+} onednn_pieces;
+#define ONEDNN_PIECES_MAX 16
+// The pieces of an M x N x K GEMM (one piece under ONEDNN_SMALL_WORK multiply-adds): rows, and where
+// split_nk is true (a caller that adds the pieces of K in order) columns and K.
+onednn_pieces onednn__pieces(int64_t M, int64_t N, int64_t K, bool split_nk);
+typedef struct onednn_pieces_step onednn_pieces_step;  // a matmul primitive's pieces (pieces.c)
 
 // A GEMM on torc's FMA kernels (matmul_fma.c), one matrix: C = A x B, A (M x K) and B (K x N)
 // f32, f16 or bf16, C (M x N) f32, f16 or bf16; any (non-negative) strides. round_dt (f16 or bf16;
@@ -140,6 +154,7 @@ typedef struct onednn_step {
     // its batch; fma_nthreads the most threads the scratch holds.
     onednn_fma_gemm fma;
     int fma_nthreads;
+    onednn_pieces_step *pieces;  // a pieces step: args[2] = args[0] x args[1] (owned)
 } onednn_step;
 
 // Results where oneDNN deviates from PyTorch on special values (its max/relu/exp drop or
@@ -203,6 +218,13 @@ int onednn__plan_amx_matmul(onednn_plan *p, const torc_op *op);
 // plan temporary. Only after onednn__fma_usable() returned true.
 int onednn__plan_fma_matmul(onednn_plan *p, const onednn_fma_gemm *g, const onednn_gemm *batch, int a_buf,
                             int b_buf, int c_buf);
+// Adds a step computing c_buf = a_buf x b_buf on oneDNN's matmul primitive in fixed pieces of C, each
+// a primitive made for one thread (pieces.c), for a GEMM of ONEDNN_SMALL_WORK multiply-adds and
+// more: views a (.., M, K), b (.., K, N), c (.., M, N), batch dims c's or size 1 (broadcast).
+int onednn__plan_matmul_pieces(onednn_plan *p, const onednn_view *a, int a_buf, const onednn_view *b, int b_buf,
+                               const onednn_view *c, int c_buf);
+int onednn__pieces_run(const onednn_pieces_step *s, const void *a, const void *b, void *c, void *scratch);
+void onednn__pieces_destroy(onednn_pieces_step *s);
 // Runs the steps with the op's pointers; workspace holds tmp_bytes + scratch_bytes.
 int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
                      dnnl_stream_t stream);

@@ -32,6 +32,7 @@ static void step_destroy(onednn_step *s) {
     for (int i = 0; i < s->n_args; i++)
         if (s->args[i].mem) dnnl_memory_destroy(s->args[i].mem);
     if (s->prim) dnnl_primitive_destroy(s->prim);
+    onednn__pieces_destroy(s->pieces);
     memset(s, 0, sizeof *s);
 }
 
@@ -262,6 +263,13 @@ int onednn__plan_run(const onednn_plan *p, const torc_op *op, void *workspace,
             if (s->kind == ONEDNN_STEP_FMA_MATMUL) {
                 onednn__fma_matmul_run(s, buf_ptr(p, &s->args[0], op, work), buf_ptr(p, &s->args[1], op, work),
                                        buf_ptr(p, &s->args[2], op, work), buf_ptr(p, &s->args[3], op, work));
+                continue;
+            }
+            if (s->kind == ONEDNN_STEP_PIECES) {
+                const int st = onednn__pieces_run(s->pieces, buf_ptr(p, &s->args[0], op, work),
+                                                  buf_ptr(p, &s->args[1], op, work), buf_ptr(p, &s->args[2], op, work),
+                                                  work + p->tmp_bytes);
+                if (st) return st;
                 continue;
             }
             if (s->kind == ONEDNN_STEP_AMX_MATMUL) {
