@@ -3,6 +3,8 @@
 # Python's safetensors (no optimizer state, step or generator in the file): with weights that
 # already solve the task (identity layers, final = arange(D)) the very first loss is 0 on the
 # reference backend, so the weights were used; --resume on such a file points to --init-from.
+# A file in nn.Linear's (out, in) layout is refused where its shapes tell (final.weight (1, D)),
+# saying that torc-train reads (in, out).
 set -euo pipefail
 train=$1
 dir=$(mktemp -d "${TORC_BUILD_DIR:-/tmp}/init_from_test_XXXXXX")
@@ -34,7 +36,13 @@ expect_fail() {
 }
 expect_fail "size mismatch for final.weight: copying a param with shape [1, 4] from checkpoint, the shape in current model is [4, 1]" \
   --dim 4 --layers 1 --init-from "$dir/wrong_shape.safetensors"
+layout="final.weight [1, 4] is nn.Linear's (out, in) layout: torc-train reads every weight as (in, out), y = x @ W; save each nn.Linear weight transposed (weight.T), the square ones too"
+expect_fail "$layout" --dim 4 --layers 1 --init-from "$dir/wrong_shape.safetensors"
+expect_fail "$layout" --dim 4 --layers 1 --resume "$dir/wrong_shape.safetensors"
+# The help says which layout is read.
+"$train" --help | tr -s ' \n' ' ' | grep -qF "Weights are read as (in, out), y = x @ W: transpose nn.Linear's (out, in) weights" ||
+  { echo "--help does not say which layout --init-from reads"; exit 1; }
 expect_fail "Missing key(s) in state_dict: \"layers.1.weight\"" --dim 4 --layers 2 --init-from "$dir/solved.safetensors"
-expect_fail "(to start from weights alone, use --init-from)" --dim 4 --layers 1 --resume "$dir/solved.safetensors"
+expect_fail "(the file holds weights alone: start from them with --init-from)" --dim 4 --layers 1 --resume "$dir/solved.safetensors"
 expect_fail "--init-from and --resume exclude each other" --init-from "$dir/solved.safetensors" --resume "$dir/after.st"
 echo "init-from: a Python-written weights file starts a run"

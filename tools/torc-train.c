@@ -148,6 +148,80 @@ static void check_ranks_agree(const train_options *o, int64_t M, const torc_devi
         die_together("%s (start every rank with the same options)", torc_last_error());
 }
 
+// ---- the learning rate ----
+// Without --lr (or --hp lr=) an optimizer runs at its own declared default, PyTorch's for the
+// bundled ones, except where that default diverges on the Cruncher. SGD's 0.001 does: the
+// targets x @ arange(D) start the loss near 1e4 (D=32 L=2 B=64, the default run), and on the
+// reference it overflows at step 60; 3e-4 converges and 1e-4, a margin of 10 below the
+// divergence, reaches 6e-11 by step 300 (seeds 0 to 4; 6e-8 with momentum 0.9). The other
+// bundled defaults converge there as they are: by step 300 adam and adamw (0.001) from 1e4 to 2.5,
+// adagrad (0.01) to 2.1, rmsprop (0.01) to 4e-6. A larger --dim needs a smaller SGD lr still.
+static const struct { const char *optim; double lr; } cruncher_lr[] = {{"sgd", 1e-4}};
+
+// The optimizer's declared default for hyperparameter name, or NAN.
+static double declared_default(const torc_optimizer *opt, const char *name) {
+    const torc_optim_vtable *vt = torc_optimizer_vtable(opt);
+    for (int i = 0; vt && i < vt->n_hparams; i++)
+        if (!strcmp(vt->hparams[i].name, name)) return vt->hparams[i].defaults[0];
+    return NAN;
+}
+
+// "lr=0.001 momentum=0.9 nesterov=true": the group's learning rate, then every hyperparameter
+// whose value differs from the plugin's default, as read back from the optimizer (so after
+// --resume these are the checkpoint's), each number in the fewest digits that read back.
+static const char *hparams_str(const torc_optimizer *opt, char *buf, size_t cap) {
+    const torc_optim_vtable *vt = torc_optimizer_vtable(opt);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int pass = 0; pass < 2; pass++)  // lr first
+        for (int i = 0; vt && i < vt->n_hparams; i++) {
+            const torc_optim_hparam *h = &vt->hparams[i];
+            const bool is_lr = !strcmp(h->name, "lr");
+            double v[TORC_OPTIM_HP_MAX_VALUES];
+            if ((pass == 0) != is_lr || torc_optimizer_get_hparam(opt, 0, h->name, v)) continue;
+            bool same = !is_lr;
+            for (int k = 0; k < h->n_values && k < TORC_OPTIM_HP_MAX_VALUES; k++) same = same && v[k] == h->defaults[k];
+            if (same) continue;
+            char item[256], num[32];
+            int len = snprintf(item, sizeof item, "%s%s=", used ? " " : "", h->name);
+            for (int k = 0; k < h->n_values && k < TORC_OPTIM_HP_MAX_VALUES && len < (int)sizeof item; k++)
+                len += snprintf(item + len, sizeof item - (size_t)len, "%s%s", k ? "," : "",
+                                h->kind == TORC_OPTIM_HP_BOOL ? (v[k] != 0 ? "true" : "false") : shortest(v[k], num));
+            if (used < cap) used += (size_t)snprintf(buf + used, cap - used, "%s", item);
+        }
+    return buf;
+}
+
+// ---- pretrained weights ----
+// Whether the file at path reads and carries torc_checkpoint_save's format mark (a file of
+// weights alone, from Python for instance, does not).
+static bool is_torc_checkpoint(const char *path) {
+    torc_state_dict *sd = torc_load(path, NULL);
+    const bool marked = sd && torc_state_dict_get_meta(sd, "torc.format");
+    torc_state_dict_free(sd);
+    return marked;
+}
+
+// torc's Linear computes y = x @ W with W (in, out); PyTorch's nn.Linear stores (out, in) and
+// computes x @ W.T. A square layer's shape cannot tell the two apart, but the final layer's can:
+// final.weight (1, D) instead of (D, 1) is a file in nn.Linear's layout, whose square layers
+// would load transposed without an error. Writes " final.weight [1, D] is nn.Linear's (out, in)
+// layout: ..." to hint if the file at path holds such a final.weight (D > 1), else "".
+static const char *linear_layout(const char *path, int64_t D, char *hint, size_t cap) {
+    hint[0] = '\0';
+    if (D <= 1) return hint;
+    torc_state_dict *sd = torc_load(path, NULL);
+    torc_tensor *w = sd ? torc_state_dict_get(sd, "final.weight") : NULL;
+    const bool transposed = w && torc_ndim(w) == 2 && torc_size(w, 0) == 1 && torc_size(w, 1) == D;
+    torc_release(w);
+    torc_state_dict_free(sd);
+    if (transposed)
+        snprintf(hint, cap, " final.weight [1, %lld] is nn.Linear's (out, in) layout: torc-train reads every weight as "
+                 "(in, out), y = x @ W; save each nn.Linear weight transposed (weight.T), the square ones too",
+                 (long long)D);
+    return hint;
+}
+
 static void progress_bar(int64_t step, int64_t total, double loss, double rate) {
     const int width = 30;
     int filled = total ? (int)((double)step / (double)total * width) : width;
@@ -269,10 +343,25 @@ int main(int argc, char **argv) {
     torc_tensor *params[258];
     if (n_params > 256) die("model has more than 256 parameters");
     for (int i = 0; i < n_params; i++) params[i] = torc_module_param(model, i);
+    // --lr, then the --hp settings (a later setting wins, so --hp lr= does too); neither: the
+    // optimizer's own default lr, or cruncher_lr's where the plugin's diverges here.
     char settings[1200];
-    snprintf(settings, sizeof settings, "lr=%.17g%s", o.lr, o.hparams);
+    if (o.lr_given) snprintf(settings, sizeof settings, "lr=%.17g%s", o.lr, o.hparams);
+    else snprintf(settings, sizeof settings, "%s", o.hparams[0] ? o.hparams + 1 : "");  // o.hparams: " a=1 b=2"
     torc_optimizer *opt = torc_optimizer_new(o.optim, n_params, params, settings);
     CHECK_PTR(opt);
+    char lr_note[160] = "";  // where the learning rate came from, when not from the command line
+    if (!o.lr_given && !strstr(o.hparams, " lr=") && !o.resume) {
+        char num[32];
+        const double own = declared_default(opt, "lr");
+        if (!isnan(own)) snprintf(lr_note, sizeof lr_note, ", %s's default", torc_optimizer_name(opt));
+        for (size_t i = 0; i < sizeof cruncher_lr / sizeof cruncher_lr[0]; i++) {
+            if (isnan(own) || strcmp(torc_optimizer_name(opt), cruncher_lr[i].optim)) continue;
+            CHECK(torc_optimizer_set_lr(opt, cruncher_lr[i].lr));
+            snprintf(lr_note, sizeof lr_note, ", torc-train's default for %s: its own %s diverges on the Cruncher",
+                     cruncher_lr[i].optim, shortest(own, num));
+        }
+    }
     torc_grad_scaler *scaler = NULL;  // f16 needs loss scaling; bf16 and fp8 do not
     torc_grad_scaler_options so = TORC_GRAD_SCALER_DEFAULTS;
     so.init_scale = o.loss_scale;
@@ -287,8 +376,17 @@ int main(int argc, char **argv) {
         torc_scope_push();
         if (scaler) scaler_tensors(scaler, params + n_params), names[n_params] = scaler_names[0],
                     names[n_params + 1] = scaler_names[1];
-        if (torc_checkpoint_load(o.resume, n_params + (scaler ? 2 : 0), names, params, opt, &step, gen))
-            die("%s (to start from weights alone, use --init-from)", torc_last_error());
+        if (torc_checkpoint_load(o.resume, n_params + (scaler ? 2 : 0), names, params, opt, &step, gen)) {
+            // Point to --init-from only where it would work: the file holds this model's weights
+            // and nothing else torc needs (a truncated or mismatched file fails there the same way).
+            char msg[2048];
+            snprintf(msg, sizeof msg, "%s", torc_last_error());
+            char hint[256];
+            const bool weights_alone = !is_torc_checkpoint(o.resume) &&
+                                       !torc_checkpoint_load(o.resume, n_params, names, params, NULL, NULL, NULL);
+            die("%s%s", msg, weights_alone ? " (the file holds weights alone: start from them with --init-from)"
+                                           : linear_layout(o.resume, o.dim, hint, sizeof hint));
+        }
         if (scaler) {
             torc_grad_scaler_state st;
             int64_t tracker;
@@ -303,7 +401,11 @@ int main(int argc, char **argv) {
     if (o.init_from) {  // weights only: every model tensor must be there, with its shape and dtype
         const char *names[256];
         for (int i = 0; i < n_params; i++) names[i] = torc_module_param_name(model, i);
-        CHECK(torc_checkpoint_load(o.init_from, n_params, names, params, NULL, NULL, NULL));
+        if (torc_checkpoint_load(o.init_from, n_params, names, params, NULL, NULL, NULL)) {
+            char msg[2048], hint[256];
+            snprintf(msg, sizeof msg, "%s", torc_last_error());
+            die("%s%s", msg, linear_layout(o.init_from, o.dim, hint, sizeof hint));
+        }
     }
     if (dist) check_ranks_agree(&o, M, dev, opt, step);
     torc_ddp *ddp = NULL;
@@ -320,8 +422,10 @@ int main(int argc, char **argv) {
     const bool tty = isatty(STDOUT_FILENO) && rank == 0 && !under_mpirun;
     const int64_t todo = o.steps > step ? o.steps - step : 0;
     const int64_t log_every = o.log_every ? o.log_every : (todo >= 10 ? todo / 10 : 1);
-    printf("torc-train: Cruncher(dim=%lld, layers=%d), batch %lld, %s (%s) on %s (%s)\n", (long long)o.dim, o.layers,
-           (long long)o.batch, torc_optimizer_name(opt), settings, torc_device_name(dev), info.name);
+    char hp_text[1024];
+    printf("torc-train: Cruncher(dim=%lld, layers=%d), batch %lld, %s (%s%s) on %s (%s)\n", (long long)o.dim, o.layers,
+           (long long)o.batch, torc_optimizer_name(opt), hparams_str(opt, hp_text, sizeof hp_text), lr_note,
+           torc_device_name(dev), info.name);
     if (o.autocast != TORC_DTYPE_F32)
         printf("  autocast %s, float32 master weights%s\n", o.autocast == TORC_DTYPE_F8_E4M3FN ? "fp8 (e4m3/e5m2)"
                : torc_dtype_name(o.autocast), scaler ? ", dynamic loss scaling" : "");
@@ -473,9 +577,13 @@ int main(int argc, char **argv) {
     if (peak > 0)
         printf("  MFU               %.2f%% of %s promised for %s (%s)\n", 100.0 * achieved / peak,
                si_str(peak, "FLOP/s", b2, sizeof b2), torc_dtype_name(mm_dtype), info.peak_source);
-    else
-        printf("  MFU               unknown (%s: %s)\n", torc_device_name(dev),
-               info.peak_source[0] ? info.peak_source : "no promised FLOP/s");
+    else {  // the source of the device's promises, where it has some for other dtypes
+        bool any = false;
+        for (int d = 0; d < TORC_DTYPE_COUNT; d++) any = any || info.peak_flops[d] > 0;
+        printf("  MFU               unknown: %s promises no FLOP/s for %s%s%s%s\n", torc_device_name(dev),
+               torc_dtype_name(mm_dtype), any && info.peak_source[0] ? " (" : "", any ? info.peak_source : "",
+               any && info.peak_source[0] ? ")" : "");
+    }
     if (o.checkpoint) printf("  checkpoint        %s (step %lld)\n", o.checkpoint, (long long)step);
     if (ddp && todo) {
         torc_ddp_stats ds;

@@ -15,7 +15,9 @@ void train_args_usage(FILE *f) {
             "  --backend NAME      device: reference, onednn, cuda, cuda:1, cpu (default: torc's best)\n"
             "  --optim NAME|PATH   optimizer plugin: sgd, adagrad, rmsprop, adam, adamw or a .so path\n"
             "                      (default adam)\n"
-            "  --lr X              learning rate (default 0.01)\n"
+            "  --lr X              learning rate (default: the optimizer plugin's own: 0.001 for adam\n"
+            "                      and adamw, 0.01 for adagrad and rmsprop; 0.0001 for sgd, whose own\n"
+            "                      0.001 diverges on the Cruncher)\n"
             "  --hp NAME=VALUE     any other hyperparameter, repeatable (--hp betas=0.9,0.99 --hp amsgrad=true)\n"
             "  --dim D             model width, 1..%lld (default 32)\n"
             "  --layers L          hidden Linear(D, D) layers, 0..%lld (default 2)\n"
@@ -28,7 +30,9 @@ void train_args_usage(FILE *f) {
             "                      replace --lr/--hp), step and generator, up to --steps\n"
             "  --init-from PATH    start from the model weights in a safetensors file (e.g. written by\n"
             "                      Python: layers.<i>.weight (D, D), final.weight (D, 1), float32);\n"
-            "                      the optimizer, step and generator start fresh\n"
+            "                      the optimizer, step and generator start fresh. Weights are read\n"
+            "                      as (in, out), y = x @ W: transpose nn.Linear's (out, in) weights\n"
+            "                      (all of them; a square one's shape cannot tell)\n"
             "  --log-every N       print a line every N steps when stdout is not a terminal\n"
             "  --autocast MODE     bf16, f16 (with dynamic loss scaling) or fp8 (e4m3 matmuls, e5m2\n"
             "                      gradients) for the forward pass; f32 master weights (default: off)\n"
@@ -73,7 +77,7 @@ static bool parse_double(const char *v, double *out) {
 }
 
 train_args_result train_args_parse(int argc, char **argv, train_options *o, char *err, size_t errcap) {
-    *o = (train_options){.optim = "adam", .lr = 0.01, .dim = 32, .batch = 64, .steps = 300, .layers = 2,
+    *o = (train_options){.optim = "adam", .dim = 32, .batch = 64, .steps = 300, .layers = 2,
                          .autocast = TORC_DTYPE_F32, .loss_scale = 65536.0, .dist = "auto", .micro_batches = 0,
                          .bucket_cap_mb = 25.0};
     // The integer options: where each goes and the range it accepts.
@@ -127,6 +131,7 @@ train_args_result train_args_parse(int argc, char **argv, train_options *o, char
                 return fail(err, errcap, "--bucket-cap-mb expects a number of MiB in (0, 1048576], got '%s'", v);
         } else if (!strcmp(a, "--lr")) {
             if (!parse_double(v, &o->lr)) return fail(err, errcap, "--lr expects a number, got '%s'", v);
+            o->lr_given = true;
         } else if (!strcmp(a, "--hp")) {
             const size_t used = strlen(o->hparams), len = strlen(v);
             if (!strchr(v, '=')) return fail(err, errcap, "--hp expects NAME=VALUE, got '%s'", v);

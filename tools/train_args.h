@@ -18,7 +18,8 @@
 typedef struct train_options {
     const char *backend;      // device name, NULL: torc's default
     const char *optim;        // plugin name or path
-    double lr;
+    double lr;                // with lr_given; otherwise the optimizer's own default (torc-train.c)
+    bool lr_given;
     char hparams[1024];       // extra "name=value" settings, space-separated
     int64_t dim, batch, steps;
     int layers;
