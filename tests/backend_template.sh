@@ -96,7 +96,7 @@ awk -F, 'NR > 1 {
 ran_counts "$tmp/all.err" fill add mul matmul
 
 # ---- torc-train on it ----
-out=$(TORC_MYBE_STATS=1 "$prefix/bin/torc-train" --backend mybe --steps 30 2>"$tmp/train.err")
+out=$(TORC_MYBE_STATS=1 "$prefix/bin/torc-train" --backend mybe --steps 30 --lr 0.01 2>"$tmp/train.err")
 grep -q "on mybe (mybe host backend)" <<<"$out" || die "torc-train did not run on mybe: $out"
 line=$(grep -E '^  loss ' <<<"$out")
 first=$(awk '{print $2}' <<<"$line") last=$(awk '{print $8}' <<<"$line")
