@@ -57,6 +57,38 @@ foreach(backend IN LISTS XCHECK_BACKENDS)
   endforeach()
 endforeach()
 
+# Layout sweeps (torc-xcheck --sweep; label "xcheck", so the AddressSanitizer stage runs them too,
+# where their tight input buffers make a read past an operand an error): the ops that pack or
+# convert operands over every layout of every operand at sizes around the backends' tile and
+# vector edges. "tiles" runs the matmuls with TORC_ONEDNN_FMA_GEMM=all (torc's FMA GEMM's tiles at
+# every size, f32 too: by default GEMMs under 1M multiply-adds take its small path). Under the ISA
+# caps the isa tests run the same sweeps (tools/isa-matrix.sh); in the sanitizer build, where the
+# isa tests do not run, "avx2" runs them capped to AVX2 (the AVX2 kernels on a bigger CPU).
+if("onednn" IN_LIST XCHECK_BACKENDS)
+  set(XCHECK_SWEEPS
+    "matmul:matmul:"
+    "matmul_other:matmul_rounded,scaled_mm:"
+    "convert:copy,layer_norm,layer_norm_backward:"
+    "tiles:matmul,matmul_rounded:TORC_ONEDNN_FMA_GEMM=all")
+  if(TORC_SANITIZE)
+    list(APPEND XCHECK_SWEEPS
+      "avx2:matmul,matmul_rounded,copy,layer_norm,layer_norm_backward:ONEDNN_MAX_CPU_ISA=AVX2+TORC_MAX_CPU_ISA=AVX2")
+  endif()
+  foreach(sweep IN LISTS XCHECK_SWEEPS)
+    string(REPLACE ":" ";" parts "${sweep}")
+    list(GET parts 0 sname)
+    list(GET parts 1 ops)
+    list(GET parts 2 env)  # variables joined by "+"
+    set(vars "TORC_NUM_THREADS=2")
+    if(env)
+      string(REPLACE "+" ";" env "${env}")
+      list(APPEND vars ${env})
+    endif()
+    add_test(NAME xcheck_onednn_sweep_${sname} COMMAND torc-xcheck --backend onednn --op ${ops} --sweep --quiet)
+    set_tests_properties(xcheck_onednn_sweep_${sname} PROPERTIES LABELS "xcheck" TIMEOUT 900 ENVIRONMENT "${vars}")
+  endforeach()
+endif()
+
 # The faulty backend is built for the tests only (not installed), in its own plugin directory.
 add_library(torc_xcheck_faulty MODULE ${CMAKE_CURRENT_SOURCE_DIR}/xcheck_faulty.c)
 target_include_directories(torc_xcheck_faulty PRIVATE ${PROJECT_SOURCE_DIR}/core/include)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tools/isa-matrix.sh LEVEL BUILD_DIR [suites|xcheck] — runs the onednn backend's suites or
-# torc-xcheck (every op, TORC_ONEDNN_MIN_WORK=0, values and --grad) with both ISA caps set to
-# LEVEL (ONEDNN_MAX_CPU_ISA for oneDNN's kernels, TORC_MAX_CPU_ISA for torc's own loops), so the
-# paths a smaller CPU takes run here too. LEVEL: SSE41, AVX2, AVX512_CORE, AVX512_CORE_BF16,
+# torc-xcheck (every op, TORC_ONEDNN_MIN_WORK=0, values, --grad and the --sweep layout sweeps)
+# with both ISA caps set to LEVEL (ONEDNN_MAX_CPU_ISA for oneDNN's kernels, TORC_MAX_CPU_ISA for
+# torc's own loops), so the paths a smaller CPU takes run here too. LEVEL: SSE41, AVX2, AVX512_CORE, AVX512_CORE_BF16,
 # AVX512_CORE_AMX. Exits 77 (ctest: skipped) with the reason when this CPU lacks LEVEL.
 set -uo pipefail
 level=$1 build=$2 what=${3:-suites}
@@ -39,6 +39,9 @@ if [ "$what" = suites ]; then
     case $r in 0|77) ;; *) echo "isa-matrix: $t FAILED under $level (log: $build/isa-$level-$t.log)"; rc=1 ;; esac
   done
 else
-  "$build/bin/torc-xcheck" --backend onednn --check --grad --quiet || rc=1
+  # with the layout sweeps (--sweep), and the matmuls' sweep once more on the FMA GEMM's tiles at
+  # every size (by default GEMMs under 1M multiply-adds take its small path)
+  "$build/bin/torc-xcheck" --backend onednn --check --grad --sweep --quiet || rc=1
+  TORC_ONEDNN_FMA_GEMM=all "$build/bin/torc-xcheck" --backend onednn --op matmul,matmul_rounded --sweep --quiet || rc=1
 fi
 exit $rc

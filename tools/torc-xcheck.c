@@ -30,6 +30,7 @@ typedef struct options {
     uint64_t seed;
     int64_t perf_n;                       // elements of an elementwise op under --perf
     int64_t perf_mm;                      // M = N = K of matmul under --perf
+    int sweep;                            // --sweep: 1, --sweep=full: 2 (layout sweeps; see there)
 } options;
 static options g_opt;
 
@@ -134,6 +135,9 @@ static void st_f(unsigned char *p, torc_dtype d, double v) {
 // ---- operand specs and buffer images ----
 // A strided operand inside its own buffer. The buffer's host image is PAD sentinel bytes, then
 // `extent` elements, then PAD sentinel bytes; element [0, ...] sits `offset` elements in.
+// A tight operand (the sweeps' inputs) has no bytes after its last element, and its buffer is a
+// whole number of 64-byte blocks, so that a backend reading past the view reads past the device's
+// allocation, which AddressSanitizer reports even where the values read would not show.
 #define PAD 64
 #define SENTINEL 0xA5
 
@@ -142,6 +146,7 @@ typedef struct spec {
     int ndim;
     int64_t shape[TORC_MAX_DIMS], stride[TORC_MAX_DIMS];
     int64_t offset, extent;
+    bool tight;
 } spec;
 
 static int64_t numel_of(int nd, const int64_t *shape) {
@@ -150,7 +155,7 @@ static int64_t numel_of(int nd, const int64_t *shape) {
     return n;
 }
 static int64_t spec_numel(const spec *s) { return numel_of(s->ndim, s->shape); }
-static size_t image_bytes(const spec *s) { return 2 * PAD + (size_t)s->extent * esize(s->dtype); }
+static size_t image_bytes(const spec *s) { return (s->tight ? 1 : 2) * PAD + (size_t)s->extent * esize(s->dtype); }
 
 static void contig_strides(int nd, const int64_t *shape, int64_t *stride) {
     int64_t st = 1;
@@ -161,7 +166,8 @@ static void contig_strides(int nd, const int64_t *shape, int64_t *stride) {
 }
 
 // Fixes extent: the last element reached plus three spare elements, so a write just past the
-// view lands in the buffer where the guard sees it.
+// view lands in the buffer where the guard sees it. A tight spec: no spare elements, and offset
+// the holes that make the buffer a multiple of 64 bytes.
 static spec spec_done(spec s) {
     int64_t reach = 0;
     bool empty = false;
@@ -169,8 +175,21 @@ static spec spec_done(spec s) {
         if (s.shape[i] == 0) empty = true;
         else reach += (s.shape[i] - 1) * s.stride[i];
     }
-    s.extent = s.offset + (empty ? 0 : reach + 1) + 3;
+    const int64_t used = empty ? 0 : reach + 1;
+    if (s.tight) {
+        const int64_t es = (int64_t)esize(s.dtype), bytes = used * es;
+        s.offset = (64 - bytes % 64) % 64 / es;
+        s.extent = s.offset + used;
+        if (s.extent == 0) s.offset = 0, s.extent = 64 / es;  // (no zero-byte buffers: one block of holes)
+        return s;
+    }
+    s.extent = s.offset + used + 3;
     return s;
+}
+
+static spec sp_tight(spec s) {
+    s.tight = true;
+    return spec_done(s);
 }
 
 static spec sp_contig(torc_dtype dt, int nd, const int64_t *shape) {
@@ -239,10 +258,24 @@ static int64_t spec_lin(const spec *s, int64_t lin) {
     }
     return off;
 }
-static int64_t spec_idx(const spec *s, const int64_t *idx) {
-    int64_t off = s->offset;
-    for (int d = 0; d < s->ndim; d++) off += idx[d] * s->stride[d];
-    return off;
+// The element offsets of s in row-major order (malloc'ed, numel entries), by an odometer instead
+// of spec_lin's divisions per dim per element, which the sweeps' many elements felt.
+static int64_t *spec_offsets(const spec *s) {
+    const int64_t n = spec_numel(s);
+    int64_t *o = malloc(sizeof *o * (size_t)(n > 0 ? n : 1)), idx[TORC_MAX_DIMS] = {0}, off = s->offset;
+    if (!o) xcheck_die("out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        o[i] = off;
+        for (int d = s->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < s->shape[d]) {
+                off += s->stride[d];
+                break;
+            }
+            off -= (s->shape[d] - 1) * s->stride[d];
+            idx[d] = 0;
+        }
+    }
+    return o;
 }
 static void unravel(int nd, const int64_t *shape, int64_t lin, int64_t *idx) {
     for (int d = nd - 1; d >= 0; d--) {
@@ -331,9 +364,13 @@ static unsigned char *make_input(const spec *s, domain dm, rng *r) {
     if (!img) xcheck_die("out of memory");
     memset(img, SENTINEL, image_bytes(s));
     const double hole = is_float(s->dtype) ? NAN : (s->dtype == TORC_DTYPE_BOOL ? 1 : 99);
-    for (int64_t e = 0; e < s->extent; e++) st_f(elem(img, s, e), s->dtype, hole);
-    const int64_t n = spec_numel(s);
-    for (int64_t i = 0; i < n; i++) st_f(elem(img, s, spec_lin(s, i)), s->dtype, gen_value(r, dm, s->dtype));
+    unsigned char hb[8];
+    const size_t es = esize(s->dtype);
+    st_f(hb, s->dtype, hole);
+    for (int64_t e = 0; e < s->extent; e++) memcpy(elem(img, s, e), hb, es);
+    const int64_t n = spec_numel(s), *off = spec_offsets(s);
+    for (int64_t i = 0; i < n; i++) st_f(elem(img, s, off[i]), s->dtype, gen_value(r, dm, s->dtype));
+    free((void *)off);
     return img;
 }
 
@@ -548,24 +585,24 @@ static double *magnitudes(const xcase *c, mag_kind mk) {
         }
         if (c->code == TORC_OP_MEAN && c->n_acc > 0)
             for (int64_t i = 0; i < n; i++) m[i] /= (double)c->n_acc;
-    } else {  // matmul: sum_k |a_ik| |b_kj| per batch
+    } else {  // matmul: sum_k |a_ik| |b_kj| per batch (a and b have out's batch dims)
         const spec *a = &c->in[0], *b = &c->in[1];
         const int nd = o->ndim;
-        const int64_t K = a->shape[nd - 1];
-        int64_t ia[TORC_MAX_DIMS], ib[TORC_MAX_DIMS];
+        const int64_t K = a->shape[nd - 1], M = o->shape[nd - 2], N = o->shape[nd - 1];
+        const int64_t na = spec_numel(a), nb = spec_numel(b);
+        int64_t *oa = spec_offsets(a), *ob = spec_offsets(b);
+        double *aa = malloc(sizeof *aa * (size_t)(na + 1)), *ab = malloc(sizeof *ab * (size_t)(nb + 1));
+        if (!aa || !ab) xcheck_die("out of memory");
+        for (int64_t i = 0; i < na; i++) aa[i] = fabs(ld_f(celem(c->img[0], a, oa[i]), a->dtype));
+        for (int64_t i = 0; i < nb; i++) ab[i] = fabs(ld_f(celem(c->img[1], b, ob[i]), b->dtype));
         for (int64_t i = 0; i < n; i++) {
-            unravel(nd, o->shape, i, idx);
-            memcpy(ia, idx, sizeof ia);
-            memcpy(ib, idx, sizeof ib);
+            const int64_t bl = i / (M * N), row = i / N % M, col = i % N;
+            const double *pa = aa + (bl * M + row) * K, *pb = ab + bl * K * N + col;
             double s = 0;
-            for (int64_t k = 0; k < K; k++) {
-                ia[nd - 1] = k, ib[nd - 2] = k;
-                ib[nd - 1] = idx[nd - 1];
-                s += fabs(ld_f(celem(c->img[0], a, spec_idx(a, ia)), a->dtype)) *
-                     fabs(ld_f(celem(c->img[1], b, spec_idx(b, ib)), b->dtype));
-            }
+            for (int64_t k = 0; k < K; k++) s += pa[k] * pb[k * N];
             m[i] = s;
         }
+        free(oa), free(ob), free(aa), free(ab);
         if (c->code == TORC_OP_SCALED_MM) {  // r = scale_a * scale_b * (a @ b) [* scale_out]
             double f = fabs(ld_f(celem(c->img[2], &c->in[2], c->in[2].offset), TORC_DTYPE_F32) *
                             ld_f(celem(c->img[3], &c->in[3], c->in[3].offset), TORC_DTYPE_F32));
@@ -615,8 +652,9 @@ static void compare(const xcase *c, int k, const unsigned char *eimg, const unsi
     }
     double e2 = 0, r2 = 0, t2 = 0;
     char ib[96];
+    int64_t *oe = spec_offsets(es), *oa = spec_offsets(as);
     for (int64_t i = 0; i < n; i++) {
-        const unsigned char *pe = celem(eimg, es, spec_lin(es, i)), *pa = celem(aimg, as, spec_lin(as, i));
+        const unsigned char *pe = celem(eimg, es, oe[i]), *pa = celem(aimg, as, oa[i]);
         if (dt == TORC_DTYPE_BOOL) {  // raw bytes: a bool must be 0 or 1
             if (*pe != *pa) {
                 cmp_fail(m, "element %s is byte %u, expected %u", idx_str(es, i, ib, sizeof ib), *pa, *pe);
@@ -680,6 +718,8 @@ static void compare(const xcase *c, int k, const unsigned char *eimg, const unsi
         cmp_fail(m, "RMS error %.3g exceeds 0.7 of the RMS tolerance, %.3g (normalised MSE %.3g)", sqrt(e2 / (double)n),
                  sqrt(0.5 * t2 / (double)n), m->nmse);
     free(mag);
+    free(oe);
+    free(oa);
 }
 
 // Bytes of an image that are not elements of s must be as they were before the run.
@@ -688,8 +728,9 @@ static void check_guard(const unsigned char *before, const unsigned char *after,
     const size_t nb = image_bytes(s), es = esize(s->dtype);
     unsigned char *is_elem = calloc(nb, 1);
     if (!is_elem) xcheck_die("out of memory");
-    const int64_t n = spec_numel(s);
-    for (int64_t i = 0; i < n; i++) memset(is_elem + PAD + (size_t)spec_lin(s, i) * es, 1, es);
+    const int64_t n = spec_numel(s), *off = spec_offsets(s);
+    for (int64_t i = 0; i < n; i++) memset(is_elem + PAD + (size_t)off[i] * es, 1, es);
+    free((void *)off);
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < nb; i++)
         if (!is_elem[i] && before[i] != after[i] && bad++ == 0) first = i;
@@ -1190,6 +1231,7 @@ static void check_inputs(const xcase *c, const run_out *r, cmp *m, const char *w
     for (int k = 0; k < c->n_in; k++) {
         if ((c->alias && k == 0) || !r->ibuf[k]) continue;
         const size_t nb = image_bytes(&c->in[k]);
+        if (!memcmp(r->ibuf[k], c->img[k], nb)) continue;
         for (size_t i = 0; i < nb; i++)
             if (r->ibuf[k][i] != c->img[k][i]) {
                 cmp_fail(m, "%s wrote into input %d (byte %lld of its buffer)", who, k, (long long)i - PAD);
@@ -1300,6 +1342,105 @@ done:
     run_out_free(&got);
     if (c->alias) free(u.oimg);
     xc_free(c);
+}
+
+// ---- --sweep: layout sweeps of the paths that pack or convert operands ----
+// The matmuls (MATMUL, MATMUL_ROUNDED, SCALED_MM), casts and copies (COPY) and LAYER_NORM (and its
+// backward) also run, under --sweep, over every layout of every operand at sizes on both sides of
+// the edges of the backends' blocking, instead of the sample of families each builder emits: a
+// path that one layout and size alone takes (onednn's f16 / bf16 GEMM read an expanded or sliced B
+// of K = 1 as contiguous, issue 34) cannot hide between samples. The sweeps' inputs are tight
+// (spec): under AddressSanitizer a read past one fails the run even where the values read would
+// not. --sweep is the CI's size: each size of each dim with two sets of partner sizes for the
+// others, out's layouts in turn; --sweep=full (hours on the reference's loops) adds partners,
+// every out layout and every batch form.
+//
+// A matrix operand's layout (its last two dims, R x C): row-major, column-major, a row expanded
+// (row stride 0), a column expanded (column stride 0), [:, ::2] of a wider buffer, and a
+// column-major one sliced [::3, ::3]. Outs take c, t and s2 (an expanded out has no meaning).
+typedef enum { W_C, W_T, W_E0, W_E1, W_S2, W_S3, W_COUNT } wlay;
+static const char *const g_wlay_name[W_COUNT] = {"c", "t", "e0", "e1", "s2", "s3"};
+static const wlay g_wlay_out[3] = {W_C, W_T, W_S2};
+
+// nb batch dims (batch; those in bmask stride 0, the broadcast ones) over an R x C matrix of layout l.
+static spec sp_matrix(wlay l, torc_dtype dt, int nb, const int64_t *batch, unsigned bmask, int64_t R, int64_t C) {
+    spec s = {.dtype = dt, .ndim = nb + 2};
+    const int64_t r = R > 0 ? R : 1, c = C > 0 ? C : 1;
+    int64_t rs = c, cs = 1, span = r * c;
+    switch (l) {
+    case W_T: rs = 1, cs = r; break;
+    case W_E0: rs = 0, span = c; break;
+    case W_E1: rs = 1, cs = 0, span = r; break;
+    case W_S2: rs = 2 * c + 1, cs = 2, span = r * rs; break;
+    case W_S3: rs = 3, cs = 3 * r + 1, span = c * cs; break;
+    default: break;
+    }
+    for (int d = nb - 1; d >= 0; d--) {
+        const bool bc = bmask >> d & 1;
+        s.shape[d] = batch[d];
+        s.stride[d] = bc ? 0 : span;
+        if (!bc) span *= batch[d] > 0 ? batch[d] : 1;
+    }
+    s.shape[nb] = R, s.shape[nb + 1] = C, s.stride[nb] = rs, s.stride[nb + 1] = cs;
+    return spec_done(s);
+}
+
+// Sizes on both sides of the edges of the backends' blocking. onednn's FMA GEMM: AVX2 tiles of 6 x
+// 16 (4- and 2-row ones), AVX-512 12 x 32 (8, 4), Zen 4 16 x 16; its small path's vectors of 8 / 16
+// and runs of 4 of them, its 4-row GEMV, 4-column dots and 8-lane dot products; blocks of 96 rows,
+// runs of 256 and 2048 k, 128-column pack groups; CUDA's tiles of 16 to 128. Each size of one dim
+// meets partner sizes of the other two (sweep_mm_shapes).
+static const int64_t SW_M[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 15, 16, 17, 95, 96, 97};
+static const int64_t SW_N[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129};
+static const int64_t SW_K[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 255, 256, 257, 2047, 2048, 2049};
+#define SW_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+typedef struct mm_shape { int64_t m, k, n; } mm_shape;
+
+// The sweep's (M, K, N) into sh (at most cap), without repeats: each size v of each dim with the
+// other two dims (small, mid), (mid, small) and (wide, wide); small from 1, 2, 3 and mid from 8,
+// 17, 33 in turn (--sweep=full: every pair of them), mid 5, 7, 9 beside K >= 255 (the work stays
+// small); wide from 16, 17, 33 and 17, 33, 16 in turn (16 and 17 beside K >= 255), where no dim
+// is under 16 (onednn's AMX GEMM).
+static int sweep_mm_shapes(mm_shape *sh, int cap) {
+    static const int64_t small[] = {1, 2, 3}, mid[] = {8, 17, 33}, mid_long[] = {5, 7, 9}, wide[] = {16, 17, 33};
+    const int64_t *lists[3] = {SW_M, SW_K, SW_N};
+    const int lens[3] = {SW_LEN(SW_M), SW_LEN(SW_K), SW_LEN(SW_N)};
+    int n = 0;
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < lens[d]; i++) {
+            const int64_t v = lists[d][i];
+            const bool long_k = d == 1 && v >= 255;
+            const int np = g_opt.sweep >= 2 ? 9 : 1;
+            for (int p = 0; p < np; p++) {
+                const int si = np == 1 ? i % 3 : p / 3, mi = np == 1 ? i % 3 : p % 3;
+                const int64_t lo = small[si], hi = long_k ? mid_long[mi] : mid[mi];
+                for (int o = 0; o < 3; o++) {
+                    if (o == 2 && p > 0) break;  // (wide partners: one pair per size)
+                    int64_t x[3];
+                    x[d] = v;
+                    x[(d + 1) % 3] = o == 2 ? wide[long_k ? 0 : i % 3] : o ? hi : lo;
+                    x[(d + 2) % 3] = o == 2 ? wide[long_k ? 1 : (i + 1) % 3] : o ? lo : hi;
+                    bool seen = false;
+                    for (int j = 0; j < n && !seen; j++) seen = sh[j].m == x[0] && sh[j].k == x[1] && sh[j].n == x[2];
+                    if (!seen && n < cap) sh[n++] = (mm_shape){x[0], x[1], x[2]};
+                }
+            }
+        }
+    return n;
+}
+
+// The batch forms of a batched case: (2, 3) with a and b whole, a broadcast along dim 0, b along
+// dim 1, a one matrix for all (both dims), b one matrix for all.
+static const unsigned g_bforms[5][2] = {{0, 0}, {0x1, 0}, {0, 0x2}, {0x3, 0}, {0, 0x3}};
+
+static void sweep_matmul(builder *b);
+static void sweep_layer_norm(builder *b);
+
+// Whether a row's sweep runs: checking values, and the backend ran some of the row's ordinary
+// families itself (a row it declines entirely would sweep the reference against itself).
+static bool sweep_row(const builder *b) {
+    return g_opt.sweep && b->mode == EMIT_CHECK && b->row->by_mode[M_NATIVE] > 0;
 }
 
 // ---- case builders: one per op class, each emitting its shape families ----
@@ -1498,6 +1639,8 @@ static void build_fused(builder *b) {
     ew_case(b, &e, "weight_large_inplace", 2, S_LARGE, L_C, L_C, NULL, false, true);
 }
 
+static void sweep_copy(builder *b, const ew *e);
+
 // COPY: b->dt is the source dtype, b->odt the destination's.
 static void build_copy(builder *b) {
     const torc_dtype s = b->dt, d = b->odt;
@@ -1505,6 +1648,7 @@ static void build_copy(builder *b) {
     ew e = {.n_in = 1, .in_dt = {s}, .dom = {DOM(d == TORC_DTYPE_U8 ? D_UWIDE : D_WIDE)}, .out_dt = d,
             .alias_ok = s == d, .bcast_ok = true, .no_special = !is_float(d) && d != TORC_DTYPE_BOOL};
     emit_ew(b, &e);
+    if (sweep_row(b)) sweep_copy(b, &e);
 }
 
 static void build_fill(builder *b) {
@@ -1726,6 +1870,7 @@ static void build_matmul_rounded(builder *b) {
     mmr_case(b, "sliced", 130, 97, 90, L_S, L_S, F, c, c);
     mmr_case(b, "small", 33, 65, 17, L_C, L_T, c, F, F);
     mmr_case(b, "zero_k", 7, 0, 5, L_C, L_C, F, F, c);
+    if (sweep_row(b)) sweep_matmul(b);
 }
 
 // SCALED_MM: a (b->dt) @ b (b->dt2) with one-element f32 scales -> b->odt; fp8 outs get a
@@ -1768,6 +1913,7 @@ static void build_scaled_mm(builder *b) {
     smm_case(b, "odd", 33, 65, 17, L_C, L_T, L_C, 0.5, true);
     smm_case(b, "large", 64, 96, 48, L_C, L_T, L_C, 0.5, true);
     if (torc_dtype_is_fp8(b->odt)) smm_case(b, "saturate", 7, 13, 5, L_C, L_C, L_C, 64.0, true);
+    if (sweep_row(b)) sweep_matmul(b);
 }
 
 static void build_matmul(builder *b) {
@@ -1801,6 +1947,7 @@ static void build_matmul(builder *b) {
     // Over 8M multiply-adds: where backends change kernels (onednn: bf16 through f32 without AMX).
     if (is_float(d)) mm_case(b, "over_8m", 0, NULL, 257, 129, 255, L_C, L_T, L_C, 0, 0, false);
     if (is_float(d)) mm_case(b, "special", 0, NULL, 6, 7, 5, L_C, L_C, L_C, 0, 0, true);
+    if (sweep_row(b)) sweep_matmul(b);
 }
 
 // ---- indexing ----
@@ -2094,6 +2241,7 @@ static void build_layer_norm(builder *b) {
     layer_norm_case(b, "zero_rows", 2, s05, L_C, 1, 3);
     layer_norm_case(b, "large", 2, S_LARGE, L_C, 1, 3);
     layer_norm_case(b, "many_rows", 2, sbig, L_C, 1, 3);
+    if (sweep_row(b)) sweep_layer_norm(b);
 }
 
 // One Adam/AdamW step in place: param (out), exp_avg, exp_avg_sq [, max_exp_avg_sq] hold data.
@@ -2133,6 +2281,180 @@ static void build_adam(builder *b) {
     adam_case(b, "zero_size", 2, s05, L_C, 0, 0);
     adam_case(b, "large", 2, sbig, L_C, TORC_ADAM_DECOUPLED, 0.01);
     adam_case(b, "large_amsgrad", 2, sbig, L_C, TORC_ADAM_AMSGRAD, 0.01);
+}
+
+// ---- --sweep: the sweeps themselves (see "--sweep" above) ----
+// One matmul-family case: a (.., M, K) @ b (.., K, N) -> out, the inputs tight. MATMUL_ROUNDED's
+// operands and out take their dtypes from the specs; SCALED_MM gets its two scales. Where a's rows
+// and b's columns are each one value (a:e1, b:e0) every term of a sum is the same product, and an
+// f32 sum's rounding errors add up with K, not as a random walk with sqrt(K) (the tolerance's
+// model): n_acc K^2 then gives the bound of a sum in order, about K ulps.
+static void mm_sweep_case(builder *b, const char *fam, spec sa, spec sb, spec so, int64_t K, bool same_terms) {
+    xcase c;
+    const bool smm = b->code == TORC_OP_SCALED_MM;
+    xc_begin(&c, b, fam, smm ? 4 : 2);
+    c.n_acc = same_terms ? K * K : K;
+    if (b->code == TORC_OP_MATMUL_ROUNDED) c.params.matmul.dtype = (int32_t)b->dt;
+    xc_in(&c, b, 0, sp_tight(sa), DOM(D_REAL));
+    xc_in(&c, b, 1, sp_tight(sb), DOM(D_REAL));
+    if (smm) {
+        c.sm_scale_out = torc_dtype_is_fp8(b->odt) ? 0.5 : 0;
+        c.sm_amax = true;
+        xc_in(&c, b, 2, sp_tight(sp_contig(TORC_DTYPE_F32, 0, S_11)), DOM(D_REAL));
+        xc_in(&c, b, 3, sp_tight(sp_contig(TORC_DTYPE_F32, 0, S_11)), DOM(D_REAL));
+        st_f(elem(c.img[2], &c.in[2], c.in[2].offset), TORC_DTYPE_F32, 0.75);
+        st_f(elem(c.img[3], &c.in[3], c.in[3].offset), TORC_DTYPE_F32, 1.25);
+    }
+    xc_out(&c, so);
+    emit(b, &c);
+}
+
+// MATMUL (b->dt x b->dt -> b->odt), MATMUL_ROUNDED in b->dt (operands and out f32 or b->dt, the
+// combinations autocast makes in turn) and SCALED_MM (b->dt x b->dt2 -> b->odt, 2-D only) over
+// every (a, b) layout pair of every sweep shape, out's layout in turn (--sweep=full: each), and
+// batched: every 4th shape of up to 32K multiply-adds (--sweep=full: each) in a batch form in turn
+// (each).
+static void sweep_matmul(builder *b) {
+    static mm_shape sh[2048];
+    const int n = sweep_mm_shapes(sh, SW_LEN(sh));
+    const bool full = g_opt.sweep >= 2, smm = b->code == TORC_OP_SCALED_MM, mmr = b->code == TORC_OP_MATMUL_ROUNDED;
+    const torc_dtype F = TORC_DTYPE_F32, c = b->dt;
+    // MATMUL_ROUNDED's (a, b, out) dtypes: forward (f32 weight), grad input, grad weight, all f32
+    const torc_dtype rdt[4][3] = {{c, F, c}, {c, F, c}, {c, c, F}, {F, F, F}};
+    static const int64_t batch[2] = {2, 3};
+    int turn = 0;
+    for (int i = 0; i < n; i++) {
+        const int64_t M = sh[i].m, K = sh[i].k, N = sh[i].n;
+        if (smm && !full && i % 2) continue;  // (one path for every size: fp8 decoded, then sgemm)
+        for (int la = 0; la < W_COUNT; la++)
+            for (int lb = 0; lb < W_COUNT; lb++) {
+                const int nlo = full ? 3 : 1, nbf = smm ? 0 : full ? 5 : (i % 4 == 0 && M * N * K <= 32768);
+                for (int q = 0; q < nlo + nbf; q++, turn++) {
+                    const bool batched = q >= nlo;
+                    const int lo = full ? q % 3 : (i + la + lb) % 3, bf = full ? q - nlo : turn % 5;
+                    const int nb = batched ? 2 : 0;
+                    const unsigned bma = batched ? g_bforms[bf][0] : 0, bmb = batched ? g_bforms[bf][1] : 0;
+                    const torc_dtype *r = rdt[turn % 4];
+                    const torc_dtype ta = mmr ? r[0] : b->dt, tb = mmr ? r[1] : smm ? b->dt2 : b->dt,
+                                     to = mmr ? r[2] : b->odt;
+                    char fam[96];
+                    snprintf(fam, sizeof fam, "sweep %lldx%lldx%lld a:%s b:%s out:%s%s%s", (long long)M, (long long)K,
+                             (long long)N, g_wlay_name[la], g_wlay_name[lb], g_wlay_name[g_wlay_out[lo]],
+                             batched ? " batch:" : "", batched ? (bf == 0 ? "2x3" : bf == 1 ? "a0" : bf == 2 ? "b1" : bf == 3 ? "a_one" : "b_one") : "");
+                    mm_sweep_case(b, fam, sp_matrix((wlay)la, ta, nb, batch, bma, M, K),
+                                  sp_matrix((wlay)lb, tb, nb, batch, bmb, K, N),
+                                  sp_matrix(g_wlay_out[lo], to, nb, batch, 0, M, N), K, la == W_E1 && lb == W_E0);
+                }
+            }
+    }
+}
+
+// COPY (b->dt -> b->odt): 1-D runs around the vector widths (and past the threads' threshold,
+// ONEDNN_SMALL_STREAM); 2-D over every in layout, out's in turn (--sweep=full: each), sizes around
+// the 32 x 32 blocks of a transposing move; batched with a broadcast; a large transpose.
+static void sweep_copy(builder *b, const ew *e) {
+    static const int64_t runs[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 65537};
+    static const int64_t sizes[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
+    static const int64_t partners[] = {3, 17, 33, 1, 2, 8, 64};
+    static const int64_t batch[2] = {2, 3};
+    const bool full = g_opt.sweep >= 2;
+    const domain dm = e->dom[0];
+    char fam[96];
+    for (int i = 0; i < SW_LEN(runs); i++) {
+        xcase c;
+        snprintf(fam, sizeof fam, "sweep run %lld", (long long)runs[i]);
+        xc_begin(&c, b, fam, 1);
+        xc_in(&c, b, 0, sp_tight(sp_contig(b->dt, 1, &runs[i])), dm);
+        xc_out(&c, sp_contig(b->odt, 1, &runs[i]));
+        emit(b, &c);
+    }
+    int turn = 0;
+    for (int i = 0; i < SW_LEN(sizes); i++)
+        for (int p = 0; p < (full ? SW_LEN(partners) : 1); p++)
+            for (int o = 0; o < 2; o++) {
+                const int64_t v = sizes[i], w = partners[full ? p : i % 3], R = o ? w : v, C = o ? v : w;
+                for (int li = 0; li < W_COUNT; li++)
+                    for (int q = 0; q < (full ? 3 : 1) + (i % 4 == 0 || full); q++, turn++) {
+                        const bool batched = q == (full ? 3 : 1);
+                        const int lo = full ? q % 3 : (i + li + o) % 3;
+                        const unsigned bm = batched ? (turn % 2 ? 0x1 : 0x2) : 0;
+                        snprintf(fam, sizeof fam, "sweep %lldx%lld in:%s out:%s%s", (long long)R, (long long)C,
+                                 g_wlay_name[li], g_wlay_name[g_wlay_out[lo]], batched ? (bm == 1 ? " batch:a0" : " batch:a1") : "");
+                        xcase c;
+                        xc_begin(&c, b, fam, 1);
+                        xc_in(&c, b, 0, sp_tight(sp_matrix((wlay)li, b->dt, batched ? 2 : 0, batch, bm, R, C)), dm);
+                        xc_out(&c, sp_matrix(g_wlay_out[lo], b->odt, batched ? 2 : 0, batch, 0, R, C));
+                        emit(b, &c);
+                    }
+            }
+    // past the threads' threshold: a transposing move / cast of 257 x 257
+    xcase c;
+    xc_begin(&c, b, "sweep 257x257 in:t out:c", 1);
+    xc_in(&c, b, 0, sp_tight(sp_matrix(W_T, b->dt, 0, NULL, 0, 257, 257)), dm);
+    xc_out(&c, sp_matrix(W_C, b->odt, 0, NULL, 0, 257, 257));
+    emit(b, &c);
+}
+
+// LAYER_NORM / LAYER_NORM_BACKWARD over rows of N around the vector widths, M rows in turn, every x
+// (and dy) layout, affine forms in turn, weight and bias in x's dtype or f32 (for f16 / bf16 x, in
+// turn), and two normalized dims; --sweep=full: every M, affine form and parameter dtype.
+static void ln_sweep_case(builder *b, const char *fam, int nb, const int64_t *batch, int64_t M, int64_t N, wlay l,
+                          unsigned affine, torc_dtype pd) {
+    const bool bwd = b->code == TORC_OP_LAYER_NORM_BACKWARD;
+    const int n_aff = (affine & 1) + (bwd ? 0 : (affine >> 1 & 1));
+    xcase c;
+    xc_begin(&c, b, fam, (bwd ? 4 : 1) + n_aff);
+    // x (batch.., M, N) normalized over its last dim (nb = 0) or its last two (nb = 1: axis 1 of 3)
+    const int nd = nb + 2, axis = 1;
+    int64_t shape[TORC_MAX_DIMS], ss[TORC_MAX_DIMS];
+    for (int d = 0; d < nb; d++) shape[d] = batch[d];
+    shape[nb] = M, shape[nb + 1] = N;
+    c.params.norm.eps = 1e-5, c.params.norm.axis = axis, c.params.norm.affine = affine;
+    for (int d = 0; d < nd; d++) {
+        ss[d] = d >= axis ? 1 : shape[d];
+        if (d >= axis) c.n_acc *= shape[d];
+    }
+    const torc_dtype sd = b->dt == TORC_DTYPE_F64 ? TORC_DTYPE_F64 : TORC_DTYPE_F32;
+    const int nn = nd - axis;
+    int k = 0;
+    if (bwd) xc_in(&c, b, k++, sp_tight(sp_matrix(l, b->dt, nb, batch, 0, M, N)), DOM(D_REAL));  // dy
+    xc_in(&c, b, k++, sp_tight(sp_matrix(l, b->dt, nb, batch, 0, M, N)), DOM(D_REAL));           // x
+    if (bwd) {
+        xc_in(&c, b, k++, sp_tight(sp_contig(sd, nd, ss)), DOMS(D_REAL, 0.25));  // mean
+        xc_in(&c, b, k++, sp_tight(sp_contig(sd, nd, ss)), DOM(D_POS));          // rstd
+    }
+    for (int bit = 0; bit < 2; bit++)
+        if ((affine >> bit & 1) && !(bwd && bit == 1)) xc_in(&c, b, k++, sp_tight(sp_contig(pd, nn, shape + axis)), DOM(D_REAL));
+    xc_out(&c, sp_matrix(l == W_S2 || l == W_T ? l : W_C, b->dt, nb, batch, 0, M, N));
+    if (bwd) {
+        for (int bit = 0; bit < 2; bit++)
+            if (affine >> bit & 1) xc_xout(&c, b, sp_contig(pd, nn, shape + axis), NULL);
+    } else {
+        xc_xout(&c, b, sp_contig(sd, nd, ss), NULL);
+        xc_xout(&c, b, sp_contig(sd, nd, ss), NULL);
+    }
+    emit(b, &c);
+}
+
+static void sweep_layer_norm(builder *b) {
+    static const int64_t Ns[] = {1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129};
+    static const int64_t Ms[] = {1, 2, 3, 5, 0};
+    static const int64_t batch[1] = {3};
+    const bool full = g_opt.sweep >= 2, mixed = b->dt == TORC_DTYPE_F16 || b->dt == TORC_DTYPE_BF16;
+    int turn = 0;
+    char fam[96];
+    for (int i = 0; i < SW_LEN(Ns); i++)
+        for (int mi = 0; mi < (full ? SW_LEN(Ms) : 1); mi++)
+            for (int l = 0; l < W_COUNT; l++)
+                for (int a = 0; a < (full ? 8 : 1); a++, turn++) {
+                    const int64_t M = Ms[full ? mi : turn % SW_LEN(Ms)], N = Ns[i];
+                    const unsigned affine = (unsigned)(full ? a % 4 : turn % 4);
+                    const torc_dtype pd = mixed && (full ? a >= 4 : turn % 3 == 1) ? TORC_DTYPE_F32 : b->dt;
+                    const bool two = !full && turn % 5 == 2;  // normalized over two dims: (3, M, N), axis 1
+                    snprintf(fam, sizeof fam, "sweep %s%lldx%lld x:%s affine:%u params:%s", two ? "3x" : "", (long long)M,
+                             (long long)N, g_wlay_name[l], affine, dshort(pd));
+                    ln_sweep_case(b, fam, two ? 1 : 0, batch, M, N, (wlay)l, affine, pd);
+                }
 }
 
 static void build_op(builder *b) {
@@ -2501,7 +2823,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: torc-xcheck [--backend NAME] [--op NAME[,NAME...]] [--dtype NAME[,NAME...]]\n"
             "                   [--grad] [--perf] [--check] [--csv] [--quiet] [--verbose] [--api]\n"
-            "                   [--tol-scale X] [--seed N] [--perf-n ELEMENTS] [--perf-mm N]\n"
+            "                   [--tol-scale X] [--seed N] [--perf-n ELEMENTS] [--perf-mm N] [--sweep[=full]]\n"
             "Cross-checks a backend against the reference backend: every op x dtype x shape family\n"
             "(contiguous, transposed, sliced with a step, broadcast, zero-size, zero-dim, size 1, odd\n"
             "sizes, large, in place, NaN/inf) runs as one op on the backend (torc_run_op) with sentinel bytes\n"
@@ -2519,7 +2841,14 @@ static void usage(FILE *f) {
             "  --verbose       also list op/dtype pairs the reference has no kernel for\n"
             "  --api           run every shape family through the public API as well (as a fallback\n"
             "                  would), not only the 'frontend' family\n"
-            "  --tol-scale X   multiply every tolerance by X (default 1)\n");
+            "  --tol-scale X   multiply every tolerance by X (default 1)\n"
+            "  --sweep         also sweep the ops that pack or convert operands (matmul, matmul_rounded,\n"
+            "                  scaled_mm, copy, layer_norm, layer_norm_backward) over every layout of\n"
+            "                  every operand (contiguous, transposed, expanded, sliced by 2 and 3,\n"
+            "                  batched with broadcast) at sizes around the backends' tile and vector\n"
+            "                  edges, inputs in buffers that end at their last element (for ASan)\n"
+            "  --sweep=full    the exhaustive sweep: more partner sizes, every out layout and batch\n"
+            "                  form (hours; narrow it with --op and --dtype)\n");
 }
 
 static void parse_list(const char *arg, bool *on, int n, bool is_op) {
@@ -2648,6 +2977,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) g_opt.quiet = true;
         else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) g_opt.verbose = true;
         else if (!strcmp(a, "--api")) g_opt.api = true;
+        else if (!strcmp(a, "--sweep")) g_opt.sweep = 1;
+        else if (!strcmp(a, "--sweep=full")) g_opt.sweep = 2;
         else if (!strcmp(a, "--tol-scale")) g_opt.tol_scale = atof(arg_value(argc, argv, &i));
         else if (!strcmp(a, "--seed")) g_opt.seed = strtoull(arg_value(argc, argv, &i), NULL, 0);
         else if (!strcmp(a, "--perf-n")) g_opt.perf_n = atoll(arg_value(argc, argv, &i));
