@@ -17,7 +17,7 @@ static void run_case(const char *name) {
     const int n = (int)ng_param(c, "n", 0);
     torc_tensor *params[4], *grads[4];
     for (int i = 0; i < n; i++) {
-        char tag[16];
+        char tag[32];
         snprintf(tag, sizeof tag, "grad%d", i);
         grads[i] = ng_make(ng_get(c, tag));
         params[i] = torc_zeros_like(grads[i]);
@@ -32,7 +32,7 @@ static void run_case(const char *name) {
         ck_assert_int_eq(torc_last_status(), TORC_ERR_RUNTIME);
         torc_clear_error();
         for (int i = 0; i < n; i++) {  // nothing changed
-            char tag[16];
+            char tag[32];
             snprintf(tag, sizeof tag, "grad%d", i);
             ng_assert_close("grad", torc_grad(params[i]), ng_get(c, tag), 0, 0);
         }
@@ -44,7 +44,7 @@ static void run_case(const char *name) {
     ng_assert_close("total", total, ng_get(c, "total"), tol, 0);
     ck_assert_int_eq(torc_get_dtype(total), ng_get(c, "total")->dtype);
     for (int i = 0; i < n; i++) {
-        char tag[16];
+        char tag[32];
         snprintf(tag, sizeof tag, "clipped%d", i);
         torc_tensor *g = torc_grad(params[i]);
         ck_assert_ptr_eq(g, grads[i]);  // clipped in place
