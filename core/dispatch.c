@@ -148,9 +148,18 @@ void *torc__dev_alloc(torc_device *dev, size_t nbytes) {
                     torc_device_backend_name(dev));
         return NULL;
     }
-    void *p = dev->vt->alloc(dev->ctx, dev->index, nbytes);
+    void *p = dev->vt->alloc(dev->ctx, dev->index, nbytes);  // nbytes > 0: tensor.c keeps empty storage
     if (!p) torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu bytes (%s)", dev->name,
                         nbytes, backend_msg(dev));
+    // Host memory is shared by every host backend and read by the core: one alignment for all.
+    if (p && dev->host_memory && (uintptr_t)p % TORC_HOST_ALIGNMENT) {
+        dev->vt->free(dev->ctx, dev->index, p);
+        torc__error(TORC_ERR_BACKEND,
+                    "%s: backend '%s' returned host memory at %p for %zu bytes, not aligned to %d bytes (backend.h: "
+                    "alloc of a host-memory backend returns memory aligned to TORC_HOST_ALIGNMENT)",
+                    dev->name, torc_device_backend_name(dev), p, nbytes, TORC_HOST_ALIGNMENT);
+        return NULL;
+    }
     return p;
 }
 

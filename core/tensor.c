@@ -169,9 +169,14 @@ static inline void obj_free(pool_cache *c, torc__pool_kind kind, void *p, size_t
 void *torc__pool_alloc(torc__pool_kind kind, size_t size) { return obj_alloc(pool_get(), kind, size); }
 void torc__pool_free(torc__pool_kind kind, void *p, size_t size) { obj_free(pool_get(), kind, p, size); }
 
+// The data of every storage of 0 bytes: backends are never asked for 0 bytes (backend.h's Memory
+// rule). Nothing reads or writes it; it is aligned as any allocation is.
+static max_align_t g_empty_data;
+
 // Data for nbytes on dev: a pooled buffer of its size class when there is one, else the device's.
 static void *data_alloc(pool_cache *c, torc_device *dev, size_t nbytes) {
-    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory ||
+    if (nbytes == 0) return &g_empty_data;
+    if (!c || nbytes > POOL_DATA_MAX || !dev->host_memory ||
         atomic_load_explicit(&g_data_closed, memory_order_relaxed))
         return torc__dev_alloc(dev, nbytes);
     const size_t k = (nbytes - 1) / 64, size = (k + 1) * 64;
@@ -182,7 +187,8 @@ static void *data_alloc(pool_cache *c, torc_device *dev, size_t nbytes) {
 }
 
 static void data_free(pool_cache *c, torc_device *dev, void *p, size_t nbytes) {
-    if (!c || nbytes == 0 || nbytes > POOL_DATA_MAX || !dev->host_memory ||
+    if (nbytes == 0) return;  // g_empty_data
+    if (!c || nbytes > POOL_DATA_MAX || !dev->host_memory ||
         atomic_load_explicit(&g_data_closed, memory_order_relaxed)) {
         torc__dev_free(dev, p);
         return;
@@ -304,8 +310,8 @@ torc_tensor *torc_keep(torc_tensor *t) {
 // ---- storage ----
 static torc_storage *storage_new(pool_cache *c, torc_device *dev, size_t nbytes) {
     torc_storage *s = obj_alloc(c, TORC__POOL_STORAGE, sizeof *s);
-    if (!s) return NULL;
-    s->data = data_alloc(c, dev, nbytes);
+    if (!s) return TORC_FAIL_NULL(TORC_ERR_OOM, "%s: out of host memory for a storage header", dev->name);
+    s->data = data_alloc(c, dev, nbytes);  // on failure torc__dev_alloc says why
     if (!s->data) {
         obj_free(c, TORC__POOL_STORAGE, s, sizeof *s);
         return NULL;
@@ -351,10 +357,8 @@ torc_tensor *torc__new(torc_device *dev, torc_dtype dtype, int ndim, const int64
     torc_tensor *t = obj_alloc(c, TORC__POOL_TENSOR, sizeof *t);
     if (!t) return TORC_FAIL_NULL(TORC_ERR_OOM, "out of host memory for a tensor header");
     t->storage = storage_new(c, dev, nbytes);
-    if (!t->storage) {
+    if (!t->storage) {  // storage_new said why (out of memory, shut down, a misaligned block)
         obj_free(c, TORC__POOL_TENSOR, t, sizeof *t);
-        if (!torc__dev_shut_down(dev) && torc_last_status() != TORC_ERR_OOM)  // (shut down: dev_alloc said so)
-            torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu bytes", dev->name, nbytes);
         return NULL;
     }
     atomic_init(&t->refcount, 1);

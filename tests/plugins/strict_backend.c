@@ -1,9 +1,12 @@
 // tests/plugins/strict_backend.c — host-memory backends that hold the core to backend.h's
-// shutdown contract, for tests/test_shutdown.c. Built three times:
+// shutdown and memory contracts, for tests/test_shutdown.c and tests/test_host_memory.c. Built
+// three times:
 //  - "strict" (no define): its context is malloc'ed in init and poisoned and freed in shutdown,
 //    with every block still allocated; any call after shutdown aborts, naming the member (under
-//    ASan the freed context is reported first). It runs no op: the reference runs them, on the
-//    same pointers (the host-memory fallback).
+//    ASan the freed context is reported first), and so does alloc(0), which the Memory rule
+//    rules out. It runs no op: the reference runs them, on the same pointers (the host-memory
+//    fallback). With the init option misalign=1 its blocks are 8 bytes off TORC_HOST_ALIGNMENT,
+//    which the core must refuse. strict_backend_memory() reports what it was asked.
 //  - "exitctor" (EXIT_IN_CTOR): its constructor calls exit(3), as libgfortran or libgomp do when
 //    memory runs out while they load.
 //  - "exitop" (EXIT_IN_RUN): takes FILL, and its run() calls exit(3) holding the backend's lock,
@@ -36,15 +39,28 @@ typedef struct strict_ctx {
     unsigned long long magic;
     pthread_mutex_t lock;
     block *blocks;
-    long live;  // blocks allocated and not yet freed
+    long live;       // blocks allocated and not yet freed
+    long allocs;     // alloc calls that returned a block
+    size_t last;     // the size the last alloc was asked for
+    long copies;     // copy calls
+    size_t misalign;  // bytes added to every block's address (misalign=1: 8)
 } strict_ctx;
 
 static int g_down;  // shutdown has run: every later call is a bug in the core
+static strict_ctx *g_ctx;  // for strict_backend_memory
 static long g_live_at_shutdown = -1;
 static _Thread_local char g_error[256];
 
 // What the test reads (dlsym): blocks still allocated when shutdown ran (-1: it has not run).
 TORC_API long strict_backend_live_at_shutdown(void) { return __atomic_load_n(&g_live_at_shutdown, __ATOMIC_SEQ_CST); }
+
+// What the test reads (dlsym): blocks live, alloc calls, the last alloc's size, copy calls.
+TORC_API void strict_backend_memory(long *live, long *allocs, size_t *last, long *copies) {
+    strict_ctx *c = g_ctx;
+    pthread_mutex_lock(&c->lock);
+    *live = c->live, *allocs = c->allocs, *last = c->last, *copies = c->copies;
+    pthread_mutex_unlock(&c->lock);
+}
 
 static strict_ctx *check(void *vctx, const char *member) {
     strict_ctx *c = vctx;
@@ -57,12 +73,20 @@ static strict_ctx *check(void *vctx, const char *member) {
 }
 
 static int s_init(const char *const *options, void **ctx) {
-    (void)options;
+    size_t misalign = 0;
+    for (int i = 0; options && options[i]; i++) {
+        if (strcmp(options[i], "misalign=1")) {
+            snprintf(g_error, sizeof g_error, "%s: unknown option '%s' (known: misalign=1)", NAME, options[i]);
+            return 1;
+        }
+        misalign = 8;
+    }
     strict_ctx *c = calloc(1, sizeof *c);
     if (!c) return 1;
     c->magic = MAGIC;
+    c->misalign = misalign;
     pthread_mutex_init(&c->lock, NULL);
-    *ctx = c;
+    *ctx = g_ctx = c;
     return 0;
 }
 
@@ -97,7 +121,11 @@ static int s_info(void *ctx, int device, torc_device_info *info) {
 static void *s_alloc(void *ctx, int device, size_t n) {
     strict_ctx *c = check(ctx, "alloc");
     (void)device;
-    block *b = malloc(sizeof *b + (n ? n : 1));
+    if (n == 0) {  // backend.h: an empty tensor's data is the core's
+        fprintf(stderr, "%s backend: alloc(0) called\n", NAME);
+        abort();
+    }
+    block *b = malloc(sizeof *b + c->misalign + n);
     if (!b) {
         snprintf(g_error, sizeof g_error, "%s: out of memory", NAME);
         return NULL;
@@ -108,15 +136,17 @@ static void *s_alloc(void *ctx, int device, size_t n) {
     if (c->blocks) c->blocks->prev = b;
     c->blocks = b;
     c->live++;
+    c->allocs++;
+    c->last = n;
     pthread_mutex_unlock(&c->lock);
-    return b->data;
+    return (char *)b->data + c->misalign;
 }
 
 static void s_free(void *ctx, int device, void *p) {
     strict_ctx *c = check(ctx, "free");
     (void)device;
     if (!p) return;
-    block *b = (block *)((char *)p - offsetof(block, data));
+    block *b = (block *)((char *)p - c->misalign - offsetof(block, data));
     pthread_mutex_lock(&c->lock);
     if (b->prev) b->prev->next = b->next;
     else c->blocks = b->next;
@@ -127,8 +157,11 @@ static void s_free(void *ctx, int device, void *p) {
 }
 
 static int s_copy(void *ctx, int device, void *dst, const void *src, size_t n, torc_copy_kind kind, bool async) {
-    check(ctx, "copy");
+    strict_ctx *c = check(ctx, "copy");
     (void)device, (void)kind, (void)async;
+    pthread_mutex_lock(&c->lock);
+    c->copies++;
+    pthread_mutex_unlock(&c->lock);
     memmove(dst, src, n);
     return 0;
 }

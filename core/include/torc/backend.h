@@ -367,6 +367,10 @@ typedef enum torc_copy_kind {
 // handed back (its free is dropped), so a backend may release everything, its ctx included.
 // Before it, the core returns every thread's pooled small host buffers through free(), so the
 // blocks a backend sees freed before shutdown are all those not held by live tensors.
+// What alloc of a host-memory device returns is aligned to at least this many bytes (the vtable's
+// Memory rule): alignof(max_align_t), malloc's.
+#define TORC_HOST_ALIGNMENT 16
+
 // At exit, shutdown must never block: exit() may be called while one of the backend's calls holds
 // its lock, by a library that ends the process on a failed allocation (libgomp, OpenBLAS,
 // libgfortran), on the calling thread or on a worker thread of the backend's own. If exit() comes
@@ -409,10 +413,30 @@ typedef struct torc_backend_vtable {
     void (*shutdown)(void *ctx);
     int (*device_count)(void *ctx);
     int (*device_info)(void *ctx, int device, torc_device_info *info);
-    void *(*alloc)(void *ctx, int device, size_t nbytes);  // NULL on failure
+    void *(*alloc)(void *ctx, int device, size_t nbytes);  // nbytes > 0; NULL on failure (see Memory)
     void (*free)(void *ctx, int device, void *ptr);
     int (*copy)(void *ctx, int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
                 bool async);
+// Memory. alloc is never asked for 0 bytes: an empty tensor's data is an address of the core's
+// that nothing reads or writes (an operand with no elements may point there) and free never sees.
+// NULL from alloc means out of memory (last_error says why). free gets only pointers alloc
+// returned, from any thread. On a host-memory device (device_info's host_memory):
+//  - alloc returns memory aligned to at least TORC_HOST_ALIGNMENT bytes (malloc's alignment); the
+//    core frees a block aligned less and fails the allocation, naming the backend. Operands are
+//    views into such blocks, so only their dtype's size can be assumed of an operand's data.
+//  - The core keeps a per-thread pool of small blocks: a request of at most 1024 bytes arrives
+//    rounded up to a multiple of 64, and such a block, once its tensor is freed, may serve later
+//    tensors of that device without another alloc. So alloc and free do not balance while the
+//    backend runs; every pooled block is freed before shutdown (see Instances).
+//  - The memory is the process's, shared by every host backend: the core reads and writes it
+//    without calling run or copy (torc_tensor_from and moves between host devices copy with
+//    memcpy, small contiguous f32 and f64 fills are written in place, item and printing read it),
+//    a tensor moved to another host device keeps its storage (freed through the backend that
+//    allocated it), and an op this backend declines runs on the reference backend on the same
+//    pointers. So run may be given any host backend's memory, a backend keeps no state that such
+//    writes would make stale, copy need be no more than a memmove, and host_alloc / host_free are
+//    not used.
+//
     int (*synchronize)(void *ctx, int device);
     bool (*supports)(void *ctx, int device, const torc_op *op);
     int (*run)(void *ctx, int device, const torc_op *op);
