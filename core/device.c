@@ -50,9 +50,26 @@ static void *accept_backend(void *vreq, const char *path, void *h, void *entry_s
     if (!torc__plugin_version_ok("backend", TORC_BACKEND_ABI_VERSION, vt->abi_version, vt->struct_size,
                                  TORC_VTABLE_V2_0_SIZE, why, n))
         return NULL;
-    if (!vt->init || !vt->shutdown || !vt->device_count || !vt->device_info || !vt->alloc || !vt->free || !vt->copy ||
-        !vt->synchronize || !vt->supports || !vt->run || !vt->last_error) {
-        snprintf(why, n, "plugin vtable lacks a required member");
+    // As the optimizer and comm loaders: the file's name is the plugin's own (it names the device).
+    if (!vt->name || strcmp(vt->name, req->name)) {
+        snprintf(why, n, "file is named for backend '%s' but its vtable says '%s'", req->name,
+                 vt->name ? vt->name : "(null)");
+        return NULL;
+    }
+    const char *missing = !vt->init           ? "init"
+                          : !vt->shutdown     ? "shutdown"
+                          : !vt->device_count ? "device_count"
+                          : !vt->device_info  ? "device_info"
+                          : !vt->alloc        ? "alloc"
+                          : !vt->free         ? "free"
+                          : !vt->copy         ? "copy"
+                          : !vt->synchronize  ? "synchronize"
+                          : !vt->supports     ? "supports"
+                          : !vt->run          ? "run"
+                          : !vt->last_error   ? "last_error"
+                                              : NULL;
+    if (missing) {
+        snprintf(why, n, "plugin vtable lacks the required member %s (it is NULL)", missing);
         return NULL;
     }
     void *ctx = NULL;

@@ -1,7 +1,7 @@
 # Comm plugins that the loader must refuse (tests/plugins/bad_comm.c), found by test_comm through
 # TORC_PLUGIN_PATH.
 set(TORC_TEST_COMM_DIR ${CMAKE_BINARY_DIR}/tests/comm_plugins)
-foreach(kind major size name)
+foreach(kind major size name member)
   string(TOUPPER ${kind} KIND)
   add_library(torc_comm_bad${kind} MODULE ${CMAKE_CURRENT_SOURCE_DIR}/plugins/bad_comm.c)
   target_include_directories(torc_comm_bad${kind} PRIVATE ${PROJECT_SOURCE_DIR}/core/include)

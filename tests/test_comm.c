@@ -51,6 +51,8 @@ START_TEST(refuses_other_major_short_vtable_and_wrong_name) {
     tu_assert_error(TORC_ERR_BACKEND, "plugin vtable is 64 bytes, smaller than the 128 bytes");
     ck_assert_int_eq(torc_dist_init("badname"), TORC_ERR_BACKEND);
     tu_assert_error(TORC_ERR_BACKEND, "file is named for comm plugin 'badname' but its vtable says 'mpi'");
+    ck_assert_int_eq(torc_dist_init("badmember"), TORC_ERR_BACKEND);
+    tu_assert_error(TORC_ERR_BACKEND, "plugin vtable lacks the required member init (it is NULL)");
     ck_assert_int_eq(torc_dist_init("../mpi"), TORC_ERR_INVALID_ARG);
     tu_assert_error(TORC_ERR_INVALID_ARG, "invalid comm plugin name");
 }

@@ -64,6 +64,13 @@ START_TEST(plugin_with_a_truncated_vtable_is_refused) {
 }
 END_TEST
 
+START_TEST(a_vtable_without_a_required_member_is_refused_naming_it) {
+    setenv("TORC_PLUGIN_PATH", getenv("TORC_TEST_PLUGIN_DIR"), 1);
+    ck_assert_ptr_null(torc_device_get("badmember"));
+    tu_assert_error(TORC_ERR_BACKEND, "libtorc_badmember.so: plugin vtable lacks the required member copy (it is NULL)");
+}
+END_TEST
+
 START_TEST(device_names_are_checked) {
     ck_assert_ptr_null(torc_device_get("cuda:x"));
     tu_assert_error(TORC_ERR_INVALID_ARG, "Invalid device string: 'cuda:x'");
@@ -231,6 +238,23 @@ START_TEST(a_bad_optimizer_file_first_on_the_path_is_the_error) {
 }
 END_TEST
 
+// A backend under another backend's file name (the strict test backend as libtorc_reference.so)
+// is refused, as optimizers and comm plugins are: torc names the device after the file.
+START_TEST(a_backend_whose_vtable_names_another_is_refused) {
+    char dir[1024], from[1100], path[1100];
+    snprintf(dir, sizeof dir, "%s", tmp_path("bad"));
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(from, sizeof from, "%s/libtorc_strict.so", getenv("TORC_TEST_PLUGIN_DIR"));
+    snprintf(path, sizeof path, "%s/libtorc_reference.so", dir);
+    copy_file(from, path);
+    setenv("TORC_PLUGIN_PATH", dir, 1);
+    ck_assert_ptr_null(torc_device_get("reference"));
+    char want[1200];
+    snprintf(want, sizeof want, "%s: file is named for backend 'reference' but its vtable says 'strict'", path);
+    tu_assert_error(TORC_ERR_BACKEND, want);
+}
+END_TEST
+
 START_TEST(the_available_list_keeps_each_kind_apart) {
     setenv("TORC_BACKEND", "nosuch", 1);
     ck_assert_ptr_null(torc_default_device());
@@ -251,6 +275,7 @@ int main(void) {
     tcase_add_test(tc, unknown_backend_lists_files_tried_and_available);
     tcase_add_test(tc, plugin_from_another_abi_major_is_refused);
     tcase_add_test(tc, plugin_with_a_truncated_vtable_is_refused);
+    tcase_add_test(tc, a_vtable_without_a_required_member_is_refused_naming_it);
     tcase_add_test(tc, device_names_are_checked);
     tcase_add_test(tc, cuda_without_a_device_is_a_clear_error);
     suite_add_tcase(s, tc);
@@ -259,6 +284,7 @@ int main(void) {
     tcase_add_loop_test(bad, a_bad_backend_file_first_on_the_path_is_the_error, 0, N_BAD);
     tcase_add_loop_test(bad, a_bad_optimizer_file_first_on_the_path_is_the_error, 0, N_BAD);
     tcase_add_test(bad, the_available_list_keeps_each_kind_apart);
+    tcase_add_test(bad, a_backend_whose_vtable_names_another_is_refused);
     suite_add_tcase(s, bad);
     return tu_run(s);
 }

@@ -142,8 +142,13 @@ TORC_API const torc_backend_vtable *torc_backend_entry(uint32_t host_abi_version
     return host_abi_version >> 16 == TORC_BACKEND_ABI_MAJOR ? &g_vt.v2_0 : NULL;
 }
 #else
+#ifdef ABI_DEVICE
+#define ABI_NAME "abiolddev"  // the loader requires the file's name
+#else
+#define ABI_NAME "abiold"
+#endif
 static const torc_backend_vtable g_vt = {
-    .abi_version = TORC_BACKEND_ABI_VERSION, .struct_size = sizeof(torc_backend_vtable), .name = "abiold",
+    .abi_version = TORC_BACKEND_ABI_VERSION, .struct_size = sizeof(torc_backend_vtable), .name = ABI_NAME,
     ABI_MEMBERS,
 };
 TORC_API const torc_backend_vtable *torc_backend_entry(uint32_t host_abi_version) {
