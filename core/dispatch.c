@@ -210,10 +210,12 @@ torc_status torc__dev_copy_async(torc_device *dev, void *dst, const void *src, s
 }
 
 #ifdef TORC_TEST_EXTRA_ABI
-// tests/abi's test build only: runs its extra opcode (a copy, dst = src, same shape and dtype).
-TORC_API torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src);
-torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src) {
-    torc_op op = {.code = TORC_OP_TEST_EXTRA, .n_in = 1, .n_out = 1};
+// tests/abi's test build only: runs its extra opcode, dst = src * scale + shift (same shape and
+// dtype), its parameters in a struct larger than the params union (params.ext).
+TORC_API torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src, double scale, double shift);
+torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src, double scale, double shift) {
+    const torc_test_extra_params p = {.struct_size = sizeof p, .scale = scale, .shift = shift};
+    torc_op op = {.code = TORC_OP_TEST_EXTRA, .n_in = 1, .n_out = 1, .params.ext.data = &p};
     torc__operand(src, &op.in[0]);
     torc__operand(dst, &op.out[0]);
     return torc__dispatch(dst->device, &op, 0);

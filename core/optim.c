@@ -15,30 +15,7 @@
 // The v1 vtable ends with step; a plugin must provide at least that much.
 #define OPTIM_VTABLE_V1_SIZE (offsetof(torc_optim_vtable, step) + sizeof(void *))
 
-// Pin the ABI: moving a member breaks every plugin built before, so it must fail the build.
-_Static_assert(offsetof(torc_optim_vtable, abi_version) == 0, "optim ABI: abi_version first");
-_Static_assert(offsetof(torc_optim_vtable, struct_size) == 4, "optim ABI: struct_size second");
-_Static_assert(offsetof(torc_optim_vtable, name) == 8, "optim ABI: name third");
-_Static_assert(offsetof(torc_optim_vtable, n_hparams) == 16, "optim ABI: v1 members moved");
-_Static_assert(offsetof(torc_optim_vtable, hparams) == 24, "optim ABI: v1 members moved");
-_Static_assert(offsetof(torc_optim_vtable, n_states) == 32, "optim ABI: v1 members moved");
-_Static_assert(offsetof(torc_optim_vtable, state_names) == 40, "optim ABI: v1 members moved");
-_Static_assert(offsetof(torc_optim_vtable, check) == 48, "optim ABI: v1 members moved");
-_Static_assert(offsetof(torc_optim_vtable, step) == 56, "optim ABI: v1 members moved");
-_Static_assert(sizeof(torc_optim_hparam) == 8 + 4 + 4 + 8 * TORC_OPTIM_HP_MAX_VALUES + 16 + 8 + 8,
-               "optim ABI: torc_optim_hparam layout changed");
-_Static_assert(offsetof(torc_optim_hparam, defaults) == 16, "optim ABI: torc_optim_hparam layout changed");
-_Static_assert(sizeof(torc_optim_group) == 16, "optim ABI: torc_optim_group layout changed");
-_Static_assert(offsetof(torc_optim_host, error) == 8, "optim ABI: host table v1 members moved");
-_Static_assert(offsetof(torc_optim_host, zeros_like) == 8 + 4 * sizeof(void *), "optim ABI: host table moved");
-_Static_assert(offsetof(torc_optim_host, add) == 8 + 7 * sizeof(void *), "optim ABI: host table moved");
-_Static_assert(offsetof(torc_optim_host, copy_) == 8 + 20 * sizeof(void *), "optim ABI: host table moved");
-_Static_assert(offsetof(torc_optim_host, pow) == 8 + 36 * sizeof(void *), "optim ABI: host table moved");
-_Static_assert(offsetof(torc_optim_host, sign) == 8 + 40 * sizeof(void *), "optim ABI: host table v1.0 size changed");
-_Static_assert(offsetof(torc_optim_host, clamp) == 8 + 42 * sizeof(void *), "optim ABI: host table v1.1 members moved");
-_Static_assert(offsetof(torc_optim_host, where) == 8 + 49 * sizeof(void *), "optim ABI: host table v1.1 members moved");
-_Static_assert(offsetof(torc_optim_host, adam_step_) == 8 + 50 * sizeof(void *), "optim ABI: host table v1.1 size changed");
-_Static_assert(sizeof(torc_optim_host) == 8 + 51 * sizeof(void *), "optim ABI: host table v1.2 size changed");
+// Every layout it shares with plugins is pinned in optim.h.
 
 #define MAX_OPTIM_PLUGINS 64
 #define MAX_HP_TOTAL 64  // hyperparameter values per group, all hyperparameters together

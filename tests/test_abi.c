@@ -226,7 +226,9 @@ START_TEST(memory_stats_of_any_backend) {
 END_TEST
 
 #ifdef TORC_TEST_EXTRA_ABI
-TORC_API torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src);  // core/dispatch.c
+// core/dispatch.c: dst = src * scale + shift, the parameters in a struct past the params union's
+// 64 bytes (params.ext)
+TORC_API torc_status torc_test_extra_op(torc_tensor *dst, const torc_tensor *src, double scale, double shift);
 
 START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
     torc_device *d = abi_device("abiold");
@@ -238,10 +240,12 @@ START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
     torc_tensor *xf = torc_to_dtype(x, TORC_DTYPE_F32);
     ck_assert_msg(xf != NULL, "%s", torc_last_error());
     tu_assert_values(xf, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
-    // an opcode of minor 2.4 on f32, which the plugin would otherwise take
+    // an opcode of minor 2.4 on f32, which the plugin would otherwise take; the reference runs
+    // it, reading its shift from byte 80 of params.ext's struct
+    ck_assert_uint_gt(offsetof(torc_test_extra_params, shift), sizeof(torc_op_params));
     torc_tensor *y = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
-    ck_assert_int_eq(torc_test_extra_op(y, xf), TORC_OK);
-    tu_assert_values(y, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
+    ck_assert_int_eq(torc_test_extra_op(y, xf, 2.0, 0.25), TORC_OK);
+    tu_assert_values(y, TU_ARR(5.25, 5.25, 5.25, 5.25), 0);
     assert_never_sent_newer("abiold");
     torc_release(x), torc_release(xf), torc_release(y);
     torc_set_default_device(NULL);
@@ -257,7 +261,7 @@ START_TEST(device_backend_of_an_older_minor_refuses_newer_ops_clearly) {
                                             "in ABI 2.4)");
     torc_tensor *a = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32), *b = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
     ck_assert_msg(a && b, "%s", torc_last_error());
-    ck_assert_int_eq(torc_test_extra_op(b, a), TORC_ERR_NOT_SUPPORTED);
+    ck_assert_int_eq(torc_test_extra_op(b, a, 1.0, 0.0), TORC_ERR_NOT_SUPPORTED);
     tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.4");
     assert_never_sent_newer("abiolddev");
     torc_release(a), torc_release(b);

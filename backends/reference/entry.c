@@ -67,6 +67,35 @@ const char *ref_last_error(void *ctx) {
     return error_buffer();
 }
 
+#ifdef TORC_TEST_EXTRA_ABI
+// ---- tests/abi's extra opcode: out = in0 * scale + shift, parameters through params.ext ----
+static bool test_extra_dtypes(const torc_op *op) {
+    return op->in[0].dtype == op->out[0].dtype && ref_is_float(op->out[0].dtype);
+}
+
+static void test_extra_loop(char *const *ptr, const int64_t *step, int64_t n, void *vctx) {
+    const torc_op *op = vctx;
+    const torc_test_extra_params *p = op->params.ext.data;
+    const torc_dtype dt = op->out[0].dtype;
+    for (int64_t i = 0; i < n; i++)
+        ref_store_f(ptr[0] + i * step[0], dt, ref_load_f(ptr[1] + i * step[1], dt) * p->scale + p->shift);
+}
+
+static int test_extra_run(const torc_op *op) {
+    const torc_test_extra_params *p = op->params.ext.data;
+    if (!p || !TORC_STRUCT_HAS(p, torc_test_extra_params, shift))
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: test_extra: params.ext.data is %s",
+                         p ? "too short" : "NULL");
+    int st = ref_check_same_shape(&op->in[0], "in0", &op->out[0], "out");
+    if (st) return st;
+    const torc_operand *ops[2] = {&op->out[0], &op->in[0]};
+    ref_iter it;
+    ref_iter_ops(&it, op->out[0].ndim, op->out[0].shape, 2, ops);
+    ref_iter_run(&it, test_extra_loop, (void *)op);
+    return TORC_OK;
+}
+
+#endif
 // ---- the kernel table ----
 // One entry per opcode, in enum order. The size assert makes an appended opcode without a
 // reference kernel a compile error; init() refuses a table with a hole in the middle.
@@ -150,7 +179,7 @@ static const ref_kernel kernels[] = {
     [TORC_OP_REMAINDER] = {"remainder_cpu", ref_binary_dtypes, ref_binary_run},
     [TORC_OP_FMOD] = {"fmod_cpu", ref_binary_dtypes, ref_binary_run},
 #ifdef TORC_TEST_EXTRA_ABI
-    [TORC_OP_TEST_EXTRA] = {"test_extra", ref_copy_dtypes, ref_copy_run},  // tests/abi: a copy
+    [TORC_OP_TEST_EXTRA] = {"test_extra", test_extra_dtypes, test_extra_run},  // tests/abi: params.ext
 #endif
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,

@@ -245,8 +245,10 @@ extern "C" {
     X(FMOD, "fmod", 3)                  /* C's fmod / %: the result has in0's sign */                                    \
     /* end */
 
-// A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor: it copies
-// in[0] to out[0] (same dtype), to prove that an older plugin is never sent it.
+// A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor, to prove
+// that an older plugin is never sent it and that params.ext carries parameters larger than the
+// union: out = in0 * p->scale + p->shift (same shape and dtype), p = params.ext.data, a
+// torc_test_extra_params.
 #ifdef TORC_TEST_EXTRA_ABI
 #define TORC_OP_LIST(X) \
     TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) X(TEST_EXTRA, "test_extra", 4)
@@ -286,10 +288,27 @@ typedef union torc_op_params {
     struct { double eps; int32_t axis; uint32_t affine; } norm;  // LAYER_NORM*: affine 1 weight, 2 bias (v2.1)
     struct { double lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt; uint32_t flags; } adam;  // (v2.1)
     struct { int32_t dtype; } matmul;                    // MATMUL_ROUNDED: c, a torc_dtype (v2.2)
-    double raw[8];                                       // room to grow without an ABI break
+    // Parameters larger than this union, for an opcode whose comment says it uses ext: data points
+    // to that opcode's parameter struct (defined beside it in this header), which starts with
+    // uint32_t struct_size, the struct's size in the core that built the op. Such a struct grows
+    // only by appending, so a backend reads a member only where struct_size covers it
+    // (TORC_STRUCT_HAS(p, type, m)). The struct is valid only during the call, like the operands.
+    // No opcode of 2.0 to 2.3 uses it; a later one that does needs no major version.
+    struct { const void *data; } ext;
+    double raw[8];                                       // the union's size: 64 bytes
 } torc_op_params;
 
 enum { TORC_ADAM_DECOUPLED = 1, TORC_ADAM_AMSGRAD = 2, TORC_ADAM_MAXIMIZE = 4 };  // params.adam.flags
+
+#ifdef TORC_TEST_EXTRA_ABI
+// TEST_EXTRA's parameters (params.ext.data): larger than the union, shift past its 64 bytes.
+typedef struct torc_test_extra_params {
+    uint32_t struct_size;  // sizeof(torc_test_extra_params) of the core
+    double scale;
+    double unused[8];
+    double shift;
+} torc_test_extra_params;
+#endif
 
 // One op. The core fills every field; a backend reads it and writes only out[0 .. n_out) data.
 // The core has checked the operand counts and every shape the op's contract above relates (also
@@ -348,6 +367,10 @@ typedef struct torc_device_info {
     char peak_source[192];
 } torc_device_info;
 
+// What alloc of a host-memory device returns is aligned to at least this many bytes (the vtable's
+// Memory rule): alignof(max_align_t), malloc's.
+#define TORC_HOST_ALIGNMENT 16
+
 typedef enum torc_copy_kind {
     TORC_COPY_HOST_TO_DEVICE = 0,
     TORC_COPY_DEVICE_TO_HOST,
@@ -367,10 +390,6 @@ typedef enum torc_copy_kind {
 // handed back (its free is dropped), so a backend may release everything, its ctx included.
 // Before it, the core returns every thread's pooled small host buffers through free(), so the
 // blocks a backend sees freed before shutdown are all those not held by live tensors.
-// What alloc of a host-memory device returns is aligned to at least this many bytes (the vtable's
-// Memory rule): alignof(max_align_t), malloc's.
-#define TORC_HOST_ALIGNMENT 16
-
 // At exit, shutdown must never block: exit() may be called while one of the backend's calls holds
 // its lock, by a library that ends the process on a failed allocation (libgomp, OpenBLAS,
 // libgfortran), on the calling thread or on a worker thread of the backend's own. If exit() comes
@@ -398,25 +417,6 @@ typedef enum torc_copy_kind {
 //
 // There are no events: the core times device work with a clock around synchronize().
 //
-// Lifetimes. An op, its operands and the options array are valid only during the call: a
-// backend that returns early keeps what it needs (the device memory the operands point to stays
-// valid until freed, as above). last_error's text is per thread and valid until the next call
-// into the backend on that thread; last_error(NULL) gives the reason init failed.
-typedef struct torc_backend_vtable {
-    uint32_t abi_version;   // TORC_BACKEND_ABI_VERSION the plugin was built with
-    uint32_t struct_size;   // sizeof(torc_backend_vtable) the plugin was built with
-    const char *name;       // "reference", "onednn", "cuda"
-
-    // v2.0
-    int (*init)(const char *const *options, void **ctx);  // may fail (no driver, no device, a bad
-                                                          // option): a clean error, ctx untouched
-    void (*shutdown)(void *ctx);
-    int (*device_count)(void *ctx);
-    int (*device_info)(void *ctx, int device, torc_device_info *info);
-    void *(*alloc)(void *ctx, int device, size_t nbytes);  // nbytes > 0; NULL on failure (see Memory)
-    void (*free)(void *ctx, int device, void *ptr);
-    int (*copy)(void *ctx, int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
-                bool async);
 // Memory. alloc is never asked for 0 bytes: an empty tensor's data is an address of the core's
 // that nothing reads or writes (an operand with no elements may point there) and free never sees.
 // NULL from alloc means out of memory (last_error says why). free gets only pointers alloc
@@ -437,6 +437,25 @@ typedef struct torc_backend_vtable {
 //    writes would make stale, copy need be no more than a memmove, and host_alloc / host_free are
 //    not used.
 //
+// Lifetimes. An op, its operands and the options array are valid only during the call: a
+// backend that returns early keeps what it needs (the device memory the operands point to stays
+// valid until freed, as above). last_error's text is per thread and valid until the next call
+// into the backend on that thread; last_error(NULL) gives the reason init failed.
+typedef struct torc_backend_vtable {
+    uint32_t abi_version;   // TORC_BACKEND_ABI_VERSION the plugin was built with
+    uint32_t struct_size;   // sizeof(torc_backend_vtable) the plugin was built with
+    const char *name;       // "reference", "onednn", "cuda"
+
+    // v2.0
+    int (*init)(const char *const *options, void **ctx);  // may fail (no driver, no device, a bad
+                                                          // option): a clean error, ctx untouched
+    void (*shutdown)(void *ctx);
+    int (*device_count)(void *ctx);
+    int (*device_info)(void *ctx, int device, torc_device_info *info);
+    void *(*alloc)(void *ctx, int device, size_t nbytes);  // nbytes > 0; NULL on failure (see Memory)
+    void (*free)(void *ctx, int device, void *ptr);
+    int (*copy)(void *ctx, int device, void *dst, const void *src, size_t nbytes, torc_copy_kind kind,
+                bool async);
     int (*synchronize)(void *ctx, int device);
     bool (*supports)(void *ctx, int device, const torc_op *op);
     int (*run)(void *ctx, int device, const torc_op *op);
@@ -459,9 +478,14 @@ TORC_API const torc_backend_vtable *torc_backend_entry(uint32_t host_abi_version
 typedef const torc_backend_vtable *(*torc_backend_entry_fn)(uint32_t host_abi_version);
 #define TORC_BACKEND_ENTRY_SYMBOL "torc_backend_entry"
 
-// ---- the 2.0 layout, pinned (LP64) ----
+// ---- layouts, pinned per minor (LP64) ----
+// Every member of every struct that crosses the boundary, with the minor that gave it its place.
+// A minor adds only what these asserts leave alone: vtable members past the end, union members
+// inside the params' 64 bytes.
 #if defined(__LP64__) || defined(_WIN64)
-#define TORC__PIN(type, m, off) TORC__STATIC_ASSERT(offsetof(type, m) == (off), "ABI 2.0: " #type "." #m " moved")
+#define TORC__PIN_V(v, type, m, off) TORC__STATIC_ASSERT(offsetof(type, m) == (off), "ABI " v ": " #type "." #m " moved")
+#define TORC__PIN(type, m, off) TORC__PIN_V("2.0", type, m, off)
+#define TORC__PIN_SIZE(v, type, m, n) TORC__STATIC_ASSERT(sizeof(((type *)0)->m) == (n), "ABI " v ": " #type "." #m " resized")
 TORC__PIN(torc_operand, data, 0);
 TORC__PIN(torc_operand, dtype, 8);
 TORC__PIN(torc_operand, ndim, 12);
@@ -469,6 +493,40 @@ TORC__PIN(torc_operand, shape, 16);
 TORC__PIN(torc_operand, stride, 16 + 8 * TORC_MAX_DIMS);
 TORC__STATIC_ASSERT(sizeof(torc_operand) == 16 + 16 * TORC_MAX_DIMS, "ABI 2.0: torc_operand size");
 TORC__STATIC_ASSERT(sizeof(torc_op_params) == 64, "ABI 2.0: torc_op_params size");
+TORC__PIN(torc_op_params, scalar.value, 0);
+TORC__PIN(torc_op_params, range.start, 0);
+TORC__PIN(torc_op_params, range.step, 8);
+TORC__PIN(torc_op_params, range.end, 16);
+TORC__PIN(torc_op_params, range.count, 24);
+TORC__PIN(torc_op_params, rng.seed, 0);
+TORC__PIN(torc_op_params, rng.offset, 8);
+TORC__PIN(torc_op_params, rng.a, 16);
+TORC__PIN(torc_op_params, rng.b, 24);
+TORC__PIN(torc_op_params, reduce.mask, 0);
+TORC__PIN(torc_op_params, reduce.correction, 8);
+TORC__PIN(torc_op_params, reduce.p, 16);
+TORC__PIN(torc_op_params, dim.dim, 0);
+TORC__PIN(torc_op_params, tri.k, 0);
+TORC__PIN(torc_op_params, gelu.approximate, 0);
+TORC__PIN_SIZE("2.0", torc_op_params, reduce.mask, 4);
+TORC__PIN_SIZE("2.0", torc_op_params, dim.dim, 4);
+TORC__PIN_SIZE("2.0", torc_op_params, gelu.approximate, 4);
+TORC__PIN_V("2.1", torc_op_params, norm.eps, 0);
+TORC__PIN_V("2.1", torc_op_params, norm.axis, 8);
+TORC__PIN_V("2.1", torc_op_params, norm.affine, 12);
+TORC__PIN_V("2.1", torc_op_params, adam.lr, 0);
+TORC__PIN_V("2.1", torc_op_params, adam.beta1, 8);
+TORC__PIN_V("2.1", torc_op_params, adam.beta2, 16);
+TORC__PIN_V("2.1", torc_op_params, adam.eps, 24);
+TORC__PIN_V("2.1", torc_op_params, adam.weight_decay, 32);
+TORC__PIN_V("2.1", torc_op_params, adam.step_size, 40);
+TORC__PIN_V("2.1", torc_op_params, adam.bc2_sqrt, 48);
+TORC__PIN_V("2.1", torc_op_params, adam.flags, 56);
+TORC__PIN_SIZE("2.1", torc_op_params, adam.flags, 4);
+TORC__PIN_V("2.2", torc_op_params, matmul.dtype, 0);
+TORC__PIN_SIZE("2.2", torc_op_params, matmul.dtype, 4);
+TORC__PIN_V("2.3", torc_op_params, ext.data, 0);
+TORC__PIN_SIZE("2.3", torc_op_params, ext, 8);
 TORC__PIN(torc_op, struct_size, 0);
 TORC__PIN(torc_op, flags, 4);
 TORC__PIN(torc_op, code, 8);
@@ -504,7 +562,9 @@ TORC__PIN(torc_backend_vtable, empty_cache, 112);
 TORC__PIN(torc_backend_vtable, host_alloc, 120);
 TORC__PIN(torc_backend_vtable, host_free, 128);
 TORC__STATIC_ASSERT(sizeof(torc_backend_vtable) == 136, "ABI 2.0: torc_backend_vtable size");
+#undef TORC__PIN_SIZE
 #undef TORC__PIN
+#undef TORC__PIN_V
 #endif
 
 #ifdef __cplusplus

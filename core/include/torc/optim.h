@@ -205,6 +205,93 @@ TORC_API const torc_optim_vtable *torc_optim_entry(uint32_t host_abi_version);
 typedef const torc_optim_vtable *(*torc_optim_entry_fn)(uint32_t host_abi_version);
 #define TORC_OPTIM_ENTRY_SYMBOL "torc_optim_entry"
 
+
+// ---- layouts, pinned per minor (LP64) ----
+// Every member of every struct a plugin shares with the host, with the minor that gave it its
+// place: a change that would break a built plugin fails the build instead. A minor only appends.
+#if defined(__LP64__) || defined(_WIN64)
+#define TORC__OPTIM_PIN(v, type, m, off) \
+    TORC__STATIC_ASSERT(offsetof(type, m) == (off), "optimizer ABI " v ": " #type "." #m " moved")
+TORC__OPTIM_PIN("1.0", torc_optim_vtable, abi_version, 0);
+TORC__OPTIM_PIN("1.0", torc_optim_vtable, struct_size, 4);
+TORC__OPTIM_PIN("1.0", torc_optim_vtable, name, 8);
+TORC__OPTIM_PIN("1.0", torc_optim_vtable, n_hparams, 16);
+TORC__OPTIM_PIN("1.0", torc_optim_vtable, hparams, 24);
+TORC__OPTIM_PIN("1.0", torc_optim_vtable, n_states, 32);
+TORC__OPTIM_PIN("1.0", torc_optim_vtable, state_names, 40);
+TORC__OPTIM_PIN("1.0", torc_optim_vtable, check, 48);
+TORC__OPTIM_PIN("1.0", torc_optim_vtable, step, 56);
+TORC__STATIC_ASSERT(sizeof(torc_optim_vtable) == 64, "optimizer ABI 1.0: torc_optim_vtable size");
+TORC__OPTIM_PIN("1.0", torc_optim_hparam, name, 0);
+TORC__OPTIM_PIN("1.0", torc_optim_hparam, n_values, 8);
+TORC__OPTIM_PIN("1.0", torc_optim_hparam, kind, 12);
+TORC__OPTIM_PIN("1.0", torc_optim_hparam, defaults, 16);
+TORC__OPTIM_PIN("1.0", torc_optim_hparam, min, 16 + 8 * TORC_OPTIM_HP_MAX_VALUES);
+TORC__OPTIM_PIN("1.0", torc_optim_hparam, max, 24 + 8 * TORC_OPTIM_HP_MAX_VALUES);
+TORC__OPTIM_PIN("1.0", torc_optim_hparam, flags, 32 + 8 * TORC_OPTIM_HP_MAX_VALUES);
+TORC__OPTIM_PIN("1.0", torc_optim_hparam, what, 40 + 8 * TORC_OPTIM_HP_MAX_VALUES);
+TORC__STATIC_ASSERT(sizeof(torc_optim_hparam) == 48 + 8 * TORC_OPTIM_HP_MAX_VALUES,
+                    "optimizer ABI 1.0: torc_optim_hparam size");
+TORC__OPTIM_PIN("1.0", torc_optim_group, hp, 0);
+TORC__OPTIM_PIN("1.0", torc_optim_group, index, 8);
+TORC__STATIC_ASSERT(sizeof(torc_optim_group) == 16, "optimizer ABI 1.0: torc_optim_group size");
+TORC__OPTIM_PIN("1.0", torc_optim_host, abi_version, 0);
+TORC__OPTIM_PIN("1.0", torc_optim_host, struct_size, 4);
+TORC__OPTIM_PIN("1.0", torc_optim_host, error, 8 + 0 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, last_error, 8 + 1 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, numel, 8 + 2 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, dtype, 8 + 3 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, zeros_like, 8 + 4 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, full_like, 8 + 5 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, clone, 8 + 6 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, add, 8 + 7 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, add_scaled, 8 + 8 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, sub, 8 + 9 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, mul, 8 + 10 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, div, 8 + 11 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, maximum, 8 + 12 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, add_scalar, 8 + 13 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, mul_scalar, 8 + 14 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, div_scalar, 8 + 15 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, neg, 8 + 16 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, sqrt, 8 + 17 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, square, 8 + 18 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, addcmul, 8 + 19 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, copy_, 8 + 20 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, fill_, 8 + 21 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, zero_, 8 + 22 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, add_, 8 + 23 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, add_scaled_, 8 + 24 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, sub_, 8 + 25 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, mul_, 8 + 26 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, div_, 8 + 27 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, maximum_, 8 + 28 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, add_scalar_, 8 + 29 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, mul_scalar_, 8 + 30 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, div_scalar_, 8 + 31 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, sqrt_, 8 + 32 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, addcmul_, 8 + 33 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, addcdiv_, 8 + 34 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, lerp_, 8 + 35 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, pow, 8 + 36 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, sqrt_d, 8 + 37 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, exp_d, 8 + 38 * 8);
+TORC__OPTIM_PIN("1.0", torc_optim_host, log_d, 8 + 39 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, sign, 8 + 40 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, abs, 8 + 41 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, clamp, 8 + 42 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, eq, 8 + 43 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, ne, 8 + 44 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, lt, 8 + 45 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, le, 8 + 46 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, gt, 8 + 47 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, ge, 8 + 48 * 8);
+TORC__OPTIM_PIN("1.1", torc_optim_host, where, 8 + 49 * 8);
+TORC__OPTIM_PIN("1.2", torc_optim_host, adam_step_, 8 + 50 * 8);
+TORC__STATIC_ASSERT(sizeof(torc_optim_host) == 8 + 51 * 8, "optimizer ABI 1.2: torc_optim_host size");
+#undef TORC__OPTIM_PIN
+#endif
+
 #ifdef __cplusplus
 }
 #endif
