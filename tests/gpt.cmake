@@ -1,0 +1,5 @@
+# The GPT suite (test_gpt.c, registered as "gpt" on the default host backend) again on the
+# reference backend: PyTorch's logits, loss, gradients and 50-step trajectories on both.
+add_test(NAME gpt_reference COMMAND test_gpt)
+set_tests_properties(gpt_reference PROPERTIES LABELS "unit"
+  ENVIRONMENT "TORC_BACKEND=reference;TORC_TEST_DATA=${CMAKE_CURRENT_SOURCE_DIR}/golden;TORC_BUILD_DIR=${CMAKE_BINARY_DIR}")
