@@ -413,6 +413,25 @@ START_TEST(too_short_for_a_window) {
     ck_assert_int_eq(torc_dataset_set_position(ds, 11), TORC_ERR_INVALID_ARG);
     tu_assert_error(TORC_ERR_INVALID_ARG, "set_position: position 11 is outside [0, 10] of '");
     ck_assert_int_eq(torc_dataset_set_position(ds, -1), TORC_ERR_INVALID_ARG);
+    // Sizes that overflow are refused before anything is drawn or moved.
+    torc_generator *g = torc_generator_new(1);
+    ck_assert_int_eq(torc_next_batch(ds, (int64_t)1 << 62, 4, host(), &x, &y), TORC_ERR_INVALID_ARG);
+    tu_assert_error(TORC_ERR_INVALID_ARG, "Storage size calculation overflowed");
+    ck_assert_int_eq(torc_get_batch(ds, (int64_t)1 << 62, 4, host(), g, &x, &y), TORC_ERR_INVALID_ARG);
+    uint64_t seed, off;
+    torc_generator_get_state(g, &seed, &off);
+    ck_assert_uint_eq(off, 0);
+    ck_assert_int_eq(torc_dataset_position(ds), 0);
+    torc_generator_free(g);
+    torc_dataset_close(ds);
+    // Floating-point data holds no tokens.
+    const float f[4] = {1, 2, 3, 4};
+    const char *fpath = tmp_path("f.bin");
+    write_file(fpath, f, sizeof f, NULL, 0);
+    ds = torc_dataset_open(fpath, "float32");
+    ck_assert_int_eq(torc_tokens_check(ds, NULL), TORC_ERR_INVALID_ARG);
+    tu_assert_error(TORC_ERR_INVALID_ARG, "f.bin' holds float32 data, not tokens");
+    ck_assert_int_eq(torc_tokens_format(ds), TORC_TOKENS_AUTO);  // not a token file
     torc_dataset_close(ds);
 }
 END_TEST

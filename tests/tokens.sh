@@ -100,5 +100,6 @@ if [ "$(id -u)" != 0 ]; then  # root reads anything
   expect 1 "cannot read '$t/b/one.txt': Permission denied" --out-dir "$dir/out" "$t"
   chmod 644 "$t/b/one.txt"
 fi
-"$tool" --help | grep -q -- "--val-fraction" || fail "--help"
+help=$("$tool" --help)
+grep -q -- "--val-fraction" <<<"$help" || fail "--help"
 echo "tokens_tool: ok"

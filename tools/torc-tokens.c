@@ -125,7 +125,7 @@ static void walk(file_list *fl, const char *dir) {
     }
     if (errno) die("cannot read directory '%s': %s", dir, strerror(errno));
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, by_name);
+    if (n) qsort(names, (size_t)n, sizeof *names, by_name);  // (names is NULL in an empty directory)
     for (int i = 0; i < n; i++) {
         char path[4096];
         if (snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]) >= (int)sizeof path)
@@ -258,6 +258,7 @@ int main(int argc, char **argv) {
             flags = false;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
+            free(inputs);
             return 0;
         } else if (!strcmp(a, "--verbose")) {
             g_verbose = true;
