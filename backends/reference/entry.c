@@ -1,8 +1,5 @@
 // backends/reference/entry.c — the reference backend's vtable: device info, host memory,
 // the thread-local error, and supports()/run() dispatching by opcode through the kernel table.
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,61 +8,9 @@
 #include "ref-impl.h"
 
 // ---- errors ----
-// Reporting an error must not allocate: it is how out of memory gets reported. glibc gives a
-// dlopen'ed library's ordinary thread-locals memory from malloc on each thread's first access and
-// aborts the process when that fails ("cannot allocate memory for thread-local data"). So the
-// messages live in a static pool and each thread keeps only its slot number, in initial-exec TLS:
-// that sits in the static TLS block every thread is created with (if none is left, dlopen fails
-// cleanly instead). A slot goes back to the pool when its thread exits; threads beyond
-// ERROR_SLOTS alive at once share the last buffer, where one may overwrite another's message.
-#define ERROR_SLOTS 256
-#define ERROR_LEN 1024
-static char g_errors[ERROR_SLOTS + 1][ERROR_LEN];
-static _Atomic uint64_t g_slot_used[ERROR_SLOTS / 64];
-static __thread unsigned tls_slot __attribute__((tls_model("initial-exec")));  // slot + 1; 0: none yet
-static pthread_key_t g_slot_key;
-static bool g_slot_key_ok;
-
-static void slot_release(void *v) {
-    const unsigned slot = (unsigned)(uintptr_t)v - 1;
-    g_errors[slot][0] = '\0';  // the next thread to take it starts without a stale message
-    atomic_fetch_and(&g_slot_used[slot / 64], ~(UINT64_C(1) << (slot % 64)));
-}
-static void slot_key_create(void) { g_slot_key_ok = pthread_key_create(&g_slot_key, slot_release) == 0; }
-
-static char *error_buffer(void) {
-    if (!tls_slot) {
-        static pthread_once_t once = PTHREAD_ONCE_INIT;
-        pthread_once(&once, slot_key_create);
-        for (unsigned w = 0; w < ERROR_SLOTS / 64 && !tls_slot; w++) {
-            uint64_t used = atomic_load(&g_slot_used[w]);
-            while (~used && !tls_slot) {
-                const unsigned bit = (unsigned)__builtin_ctzll(~used);
-                if (atomic_compare_exchange_weak(&g_slot_used[w], &used, used | UINT64_C(1) << bit))
-                    tls_slot = w * 64 + bit + 1;
-            }
-        }
-        // Without the key the slot is never returned; it still works for this thread.
-        if (tls_slot && g_slot_key_ok) pthread_setspecific(g_slot_key, (void *)(uintptr_t)tls_slot);
-        if (!tls_slot) return g_errors[ERROR_SLOTS];  // all taken: the shared buffer, slot stays 0
-    }
-    return g_errors[tls_slot - 1];
-}
-
-int ref_error(int status, const char *fmt, ...) {
-    char buf[ERROR_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    memcpy(error_buffer(), buf, sizeof buf);
-    return status;
-}
-
-const char *ref_last_error(void *ctx) {
-    (void)ctx;  // per thread, whatever the context (NULL too: a failed init)
-    return error_buffer();
-}
+// The thread's last message, in torc/plugin_error.h's pool: reporting an error never allocates,
+// which is how running out of memory gets reported.
+TORC_PLUGIN_ERROR_DEFINE(ref)
 
 #ifdef TORC_TEST_EXTRA_ABI
 // ---- tests/abi's extra opcode: out = in0 * scale + shift, parameters through params.ext ----

@@ -10,12 +10,12 @@
 
 #include <torc/backend.h>
 #include <torc/convert.h>
+#include <torc/plugin_error.h>
 
 // ---- errors ----
 // The thread-local last error of the backend (vtable.last_error). Returns status, so a kernel
 // can `return ref_error(TORC_ERR_INDEX, "...")`.
-int ref_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-const char *ref_last_error(void *ctx);
+TORC_PLUGIN_ERROR_DECLARE(ref)  // ref_error and ref_last_error, defined in entry.c
 
 // ---- dtypes ----
 static inline bool ref_is_float(torc_dtype dt) {

@@ -5,7 +5,7 @@
 // plugin includes only <torc/backend.h>, the contract (read its comments), and never links
 // libtorc: the core hands it one op at a time, shapes already checked, and it computes.
 // Build: the CMakeLists.txt beside it, or cc -std=c11 -O2 -shared -fPIC -fvisibility=hidden
-//   -I PREFIX/include tiny.c -o libtorc_tiny.so -lm
+//   -pthread -I PREFIX/include tiny.c -o libtorc_tiny.so -lm
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <torc/backend.h>
+#include <torc/plugin_error.h>
 
 // ---- state ----
 // One context for every device and thread. Members other than init and shutdown may run
@@ -22,12 +23,9 @@ typedef struct tiny_ctx {
     atomic_ullong ran[TORC_OP_COUNT];    // ops this backend ran itself, by opcode
 } tiny_ctx;
 
-static _Thread_local char tiny_error[256];  // last_error's text: per thread, as the contract says
-
-static int fail(int status, const char *msg) {
-    snprintf(tiny_error, sizeof tiny_error, "tiny: %s", msg);
-    return status;
-}
+// last_error's text, per thread as the contract says: tiny_error(status, fmt, ...) sets it and
+// returns status, tiny_last_error(ctx) reads it. It never allocates, so it can report out of memory.
+TORC_PLUGIN_ERROR_DEFINE(tiny)
 
 // ---- strided iteration ----
 // Visits every element of shape (ndim dims) in row-major order, keeping one element offset per
@@ -80,7 +78,7 @@ static bool tiny_supports(void *ctx, int device, const torc_op *op) {
     const bool mine = op->code == TORC_OP_FILL || op->code == TORC_OP_ADD || op->code == TORC_OP_MUL ||
                       op->code == TORC_OP_MATMUL;
     if (mine && one_float_dtype(op)) return true;
-    fail(TORC_ERR_NOT_SUPPORTED, "only fill, add, mul and matmul of f32 or f64");
+    tiny_error(TORC_ERR_NOT_SUPPORTED, "tiny: only fill, add, mul and matmul of f32 or f64");
     return false;
 }
 
@@ -148,11 +146,11 @@ static int tiny_init(const char *const *options, void **ctx) {
             stats = options[i][6] == '1';
             continue;
         }
-        snprintf(tiny_error, sizeof tiny_error, "tiny: unknown option '%s' (known: stats=0|1)", options[i]);
-        return TORC_ERR_INVALID_ARG;  // *ctx untouched
+        // *ctx stays untouched
+        return tiny_error(TORC_ERR_INVALID_ARG, "tiny: unknown option '%s' (known: stats=0|1)", options[i]);
     }
     tiny_ctx *t = calloc(1, sizeof *t);
-    if (!t) return fail(TORC_ERR_OOM, "out of memory");
+    if (!t) return tiny_error(TORC_ERR_OOM, "tiny: out of memory");
     t->stats = stats;
     *ctx = t;
     return TORC_OK;
@@ -193,9 +191,14 @@ static int tiny_device_info(void *ctx, int device, torc_device_info *info) {
     snprintf(info->peak_source, sizeof info->peak_source, "no promise");
     return TORC_OK;
 }
+// backend.h's Memory rule: never asked for 0 bytes; malloc's alignment is what torc requires of
+// host memory; NULL means out of memory. Small requests arrive rounded up to 64 bytes, and the
+// core keeps freed small blocks for reuse, so allocs and frees balance only at shutdown.
 static void *tiny_alloc(void *ctx, int device, size_t nbytes) {
     (void)ctx, (void)device;
-    return malloc(nbytes ? nbytes : 1);  // NULL means out of memory, so never NULL for 0 bytes
+    void *p = malloc(nbytes);
+    if (!p) tiny_error(TORC_ERR_OOM, "tiny: cannot allocate %zu bytes", nbytes);
+    return p;
 }
 static void tiny_free(void *ctx, int device, void *ptr) {
     (void)ctx, (void)device;
@@ -211,10 +214,6 @@ static int tiny_copy(void *ctx, int device, void *dst, const void *src, size_t n
 static int tiny_synchronize(void *ctx, int device) {  // run and copy finish before they return
     (void)ctx, (void)device;
     return TORC_OK;
-}
-static const char *tiny_last_error(void *ctx) {  // ctx is NULL after a failed init
-    (void)ctx;
-    return tiny_error;
 }
 
 // ---- the vtable ----

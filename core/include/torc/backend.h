@@ -59,7 +59,7 @@ extern "C" {
 // scale_b * sum_k |a*b|. Hopper's fp8 MMA truncates its running sum to 13 mantissa bits (e8m13),
 // each k-step of 32 losing up to 2^-13 of it, and cuBLASLt (fast accumulation off) promotes it to
 // f32 every few k-steps: 2^-11 covers four. Measured on an H200: up to 2^-12.8 (K = 64).
-#define TORC_FP8_MMA_SUM_TOL 0x1p-11
+#define TORC_FP8_MMA_SUM_TOL (1.0 / 2048)  // 2^-11
 // X(ID, name, minor): every opcode in enum order, its name (torc_op_name) and the backend ABI minor
 // (of TORC_BACKEND_ABI_MAJOR) it appeared in: the core never sends an opcode to a plugin built for
 // an older minor. Append only.

@@ -118,25 +118,25 @@ typedef struct torc_comm_vtable {
 // Offsets pinned (LP64): a change that moves a member breaks every built plugin, so it must
 // fail the build instead.
 #if defined(__LP64__) || defined(_LP64)
-_Static_assert(offsetof(torc_comm_vtable, abi_version) == 0, "comm ABI: abi_version");
-_Static_assert(offsetof(torc_comm_vtable, struct_size) == 4, "comm ABI: struct_size");
-_Static_assert(offsetof(torc_comm_vtable, name) == 8, "comm ABI: name");
-_Static_assert(offsetof(torc_comm_vtable, memory) == 16, "comm ABI: memory");
-_Static_assert(offsetof(torc_comm_vtable, init) == 24, "comm ABI: init");
-_Static_assert(offsetof(torc_comm_vtable, shutdown) == 32, "comm ABI: shutdown");
-_Static_assert(offsetof(torc_comm_vtable, rank) == 40, "comm ABI: rank");
-_Static_assert(offsetof(torc_comm_vtable, world_size) == 48, "comm ABI: world_size");
-_Static_assert(offsetof(torc_comm_vtable, local_rank) == 56, "comm ABI: local_rank");
-_Static_assert(offsetof(torc_comm_vtable, all_reduce) == 64, "comm ABI: all_reduce");
-_Static_assert(offsetof(torc_comm_vtable, broadcast) == 72, "comm ABI: broadcast");
-_Static_assert(offsetof(torc_comm_vtable, all_gather) == 80, "comm ABI: all_gather");
-_Static_assert(offsetof(torc_comm_vtable, reduce_scatter) == 88, "comm ABI: reduce_scatter");
-_Static_assert(offsetof(torc_comm_vtable, barrier) == 96, "comm ABI: barrier");
-_Static_assert(offsetof(torc_comm_vtable, wait) == 104, "comm ABI: wait");
-_Static_assert(offsetof(torc_comm_vtable, abort) == 112, "comm ABI: abort");
-_Static_assert(offsetof(torc_comm_vtable, last_error) == 120, "comm ABI: last_error");
-_Static_assert(offsetof(torc_comm_vtable, device) == 128, "comm ABI: device");
-_Static_assert(sizeof(torc_comm_vtable) == 136, "comm ABI v1.1 size");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, abi_version) == 0, "comm ABI 1.0: abi_version");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, struct_size) == 4, "comm ABI 1.0: struct_size");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, name) == 8, "comm ABI 1.0: name");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, memory) == 16, "comm ABI 1.0: memory");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, init) == 24, "comm ABI 1.0: init");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, shutdown) == 32, "comm ABI 1.0: shutdown");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, rank) == 40, "comm ABI 1.0: rank");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, world_size) == 48, "comm ABI 1.0: world_size");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, local_rank) == 56, "comm ABI 1.0: local_rank");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, all_reduce) == 64, "comm ABI 1.0: all_reduce");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, broadcast) == 72, "comm ABI 1.0: broadcast");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, all_gather) == 80, "comm ABI 1.0: all_gather");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, reduce_scatter) == 88, "comm ABI 1.0: reduce_scatter");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, barrier) == 96, "comm ABI 1.0: barrier");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, wait) == 104, "comm ABI 1.0: wait");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, abort) == 112, "comm ABI 1.0: abort");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, last_error) == 120, "comm ABI 1.0: last_error");
+TORC__STATIC_ASSERT(offsetof(torc_comm_vtable, device) == 128, "comm ABI 1.1: device");
+TORC__STATIC_ASSERT(sizeof(torc_comm_vtable) == 136, "comm ABI 1.1: size");
 #endif
 #define TORC_COMM_VTABLE_V1_SIZE 128u  // the v1.0 vtable, the smallest the core takes
 

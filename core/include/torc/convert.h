@@ -25,7 +25,8 @@ TORC_HD static inline float torc_f16_to_f32(uint16_t h) {
     const uint32_t sign = w & UINT32_C(0x80000000);
     const uint32_t two_w = w + w;
     const uint32_t exp_offset = UINT32_C(0xE0) << 23;
-    const float normalized = torc_f32_from_bits((two_w >> 4) + exp_offset) * 0x1.0p-112f;
+    const float exp_scale = torc_f32_from_bits(UINT32_C(0x07800000));  // 2^-112 (no hex floats in C++11)
+    const float normalized = torc_f32_from_bits((two_w >> 4) + exp_offset) * exp_scale;
     const uint32_t magic_mask = UINT32_C(126) << 23;
     const float denormalized = torc_f32_from_bits((two_w >> 17) | magic_mask) - 0.5f;
     const uint32_t denormalized_cutoff = UINT32_C(1) << 27;
@@ -34,7 +35,9 @@ TORC_HD static inline float torc_f16_to_f32(uint16_t h) {
 }
 
 TORC_HD static inline uint16_t torc_f32_to_f16(float f) {
-    float base = (__builtin_fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;
+    const float scale_to_inf = torc_f32_from_bits(UINT32_C(0x77800000));   // 2^112
+    const float scale_to_zero = torc_f32_from_bits(UINT32_C(0x08800000));  // 2^-110
+    float base = (__builtin_fabsf(f) * scale_to_inf) * scale_to_zero;
     const uint32_t w = torc_f32_bits(f);
     const uint32_t shl1_w = w + w;
     const uint32_t sign = w & UINT32_C(0x80000000);
@@ -63,7 +66,7 @@ TORC_HD static inline float torc_f8e4m3fn_to_f32(uint8_t b) {
     const uint32_t exp = (b >> 3) & 0xF, mant = b & 0x7;
     if (exp == 0xF && mant == 0x7) return torc_f32_from_bits(sign | UINT32_C(0x7FC00000));
     float v;
-    if (exp == 0) v = (float)mant * 0x1.0p-9f; // subnormal: mant/8 * 2^-6
+    if (exp == 0) v = (float)mant * 0.001953125f; // subnormal: mant/8 * 2^-6
     else v = torc_f32_from_bits(((exp + 120) << 23) | (mant << 20));
     return torc_f32_from_bits(sign | torc_f32_bits(v));
 }

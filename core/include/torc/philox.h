@@ -1,6 +1,8 @@
 // torc/philox.h — the counter-based generator every backend uses for rand/randn/randint:
 // Philox 4x32-10 keyed by the seed, counter = offset + element index, so a tensor's random
 // numbers depend only on (seed, offset, index) and are the same on every backend.
+// Constants are decimal, the shortest that reads back as the same double, so that the header
+// compiles as C++11 (no hexadecimal floats before C++17).
 #ifndef TORC_PHILOX_H
 #define TORC_PHILOX_H
 
@@ -39,7 +41,7 @@ TORC_HD static inline double torc_philox_uniform(uint64_t seed, uint64_t offset,
     uint32_t w[4];
     torc_philox_words(seed, offset, index, w);
     const uint64_t u53 = ((uint64_t)w[0] << 21) | (w[1] >> 11);
-    return (double)u53 * 0x1.0p-53;
+    return (double)u53 * 1.1102230246251565e-16;
 }
 
 // ---- the normal transform, the same bits on every backend ----
@@ -55,27 +57,28 @@ TORC_HD static inline double torc_philox_uniform(uint64_t seed, uint64_t offset,
 TORC_HD static inline double torc_philox_log(double u) {
     int e;
     double m = frexp(u, &e);            // u = m 2^e, m in [1/2, 1): exact
-    if (m < 0x1.6a09e667f3bcdp-1) {     // below sqrt(1/2): into [sqrt(1/2), sqrt(2))
+    if (m < 0.7071067811865476) {       // below sqrt(1/2): into [sqrt(1/2), sqrt(2))
         m *= 2.0;
         e -= 1;
     }
     const double f = m - 1.0;           // exact (Sterbenz)
     const double s = f / (2.0 + f);
     const double z = s * s;
-    double p = 0x1.8618618618618p-5;    // 1/21, then 1/19 ... 1/3
-    p = fma(p, z, 0x1.af286bca1af28p-5);
-    p = fma(p, z, 0x1.e1e1e1e1e1e1ep-5);
-    p = fma(p, z, 0x1.1111111111111p-4);
-    p = fma(p, z, 0x1.3b13b13b13b14p-4);
-    p = fma(p, z, 0x1.745d1745d1746p-4);
-    p = fma(p, z, 0x1.c71c71c71c71cp-4);
-    p = fma(p, z, 0x1.2492492492492p-3);
-    p = fma(p, z, 0x1.999999999999ap-3);
-    p = fma(p, z, 0x1.5555555555555p-2);
+    double p = 0.047619047619047616;    // 1/21, then 1/19 ... 1/3
+    p = fma(p, z, 0.05263157894736842);
+    p = fma(p, z, 0.058823529411764705);
+    p = fma(p, z, 0.06666666666666667);
+    p = fma(p, z, 0.07692307692307693);
+    p = fma(p, z, 0.09090909090909091);
+    p = fma(p, z, 0.1111111111111111);
+    p = fma(p, z, 0.14285714285714285);
+    p = fma(p, z, 0.2);
+    p = fma(p, z, 0.3333333333333333);
     const double log_m = fma(2.0 * s * z, p, 2.0 * s);
-    // e log 2 with log 2 split in two: e * hi is exact (hi has 20 zero low bits, |e| <= 1075)
+    // e log 2 with log 2 split in two: e * hi is exact (hi, 0x1.62e42fefa3800p-1, has 20 zero
+    // low bits, |e| <= 1075)
     const double de = (double)e;
-    return fma(de, 0x1.62e42fefa3800p-1, fma(de, 0x1.ef35793c76730p-45, log_m));
+    return fma(de, 0.6931471805598903, fma(de, 5.497923018708371e-14, log_m));
 }
 
 // cos(2 pi v / 2^53) for an integer v < 2^53: the quadrant and the reflection about pi/4 come
@@ -86,27 +89,27 @@ TORC_HD static inline double torc_philox_cos2pi(uint64_t v) {
     uint64_t r = v & ((UINT64_C(1) << 51) - 1);                  // position in it, of 2^51
     const int reflect = r > (UINT64_C(1) << 50);                 // past pi/4: use pi/2 - x
     if (reflect) r = (UINT64_C(1) << 51) - r;
-    const double x = (double)r * 0x1.921fb54442d18p-51;          // r (pi/2) / 2^51
+    const double x = (double)r * 6.975736996017264e-16;          // r (pi/2) / 2^51
     const double z = x * x;
-    double c = -0x1.6827863b97d97p-53;  // (-1)^k / (2k)!, k = 9 down to 1
-    c = fma(c, z, 0x1.ae7f3e733b81fp-45);
-    c = fma(c, z, -0x1.93974a8c07c9dp-37);
-    c = fma(c, z, 0x1.1eed8eff8d898p-29);
-    c = fma(c, z, -0x1.27e4fb7789f5cp-22);
-    c = fma(c, z, 0x1.a01a01a01a01ap-16);
-    c = fma(c, z, -0x1.6c16c16c16c17p-10);
-    c = fma(c, z, 0x1.5555555555555p-5);
+    double c = -1.5619206968586225e-16;  // (-1)^k / (2k)!, k = 9 down to 1
+    c = fma(c, z, 4.779477332387385e-14);
+    c = fma(c, z, -1.1470745597729725e-11);
+    c = fma(c, z, 2.08767569878681e-09);
+    c = fma(c, z, -2.755731922398589e-07);
+    c = fma(c, z, 2.48015873015873e-05);
+    c = fma(c, z, -0.001388888888888889);
+    c = fma(c, z, 0.041666666666666664);
     c = fma(c, z, -0.5);
     const double cos_x = fma(c, z, 1.0);
-    double t = -0x1.2f49b46814157p-57;  // (-1)^k / (2k+1)!, k = 9 down to 1
-    t = fma(t, z, 0x1.952c77030ad4ap-49);
-    t = fma(t, z, -0x1.ae7f3e733b81fp-41);
-    t = fma(t, z, 0x1.6124613a86d09p-33);
-    t = fma(t, z, -0x1.ae64567f544e4p-26);
-    t = fma(t, z, 0x1.71de3a556c734p-19);
-    t = fma(t, z, -0x1.a01a01a01a01ap-13);
-    t = fma(t, z, 0x1.1111111111111p-7);
-    t = fma(t, z, -0x1.5555555555555p-3);
+    double t = -8.22063524662433e-18;  // (-1)^k / (2k+1)!, k = 9 down to 1
+    t = fma(t, z, 2.8114572543455206e-15);
+    t = fma(t, z, -7.647163731819816e-13);
+    t = fma(t, z, 1.6059043836821613e-10);
+    t = fma(t, z, -2.505210838544172e-08);
+    t = fma(t, z, 2.7557319223985893e-06);
+    t = fma(t, z, -0.0001984126984126984);
+    t = fma(t, z, 0.008333333333333333);
+    t = fma(t, z, -0.16666666666666666);
     const double sin_x = fma(x * z, t, x);
     // angle = q pi/2 + phi, phi = x (or pi/2 - x when reflected)
     const double cos_phi = reflect ? sin_x : cos_x, sin_phi = reflect ? cos_x : sin_x;
@@ -123,7 +126,7 @@ TORC_HD static inline double torc_philox_cos2pi(uint64_t v) {
 TORC_HD static inline double torc_philox_normal(uint64_t seed, uint64_t offset, uint64_t index) {
     uint32_t w[4];
     torc_philox_words(seed, offset, index, w);
-    const double u1 = (double)((((uint64_t)w[0] << 21) | (w[1] >> 11)) + 1) * 0x1.0p-53;
+    const double u1 = (double)((((uint64_t)w[0] << 21) | (w[1] >> 11)) + 1) * 1.1102230246251565e-16;
     const uint64_t v2 = ((uint64_t)w[2] << 21) | (w[3] >> 11);
     return sqrt(-2.0 * torc_philox_log(u1)) * torc_philox_cos2pi(v2);
 }
