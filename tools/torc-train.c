@@ -1,5 +1,6 @@
 // tools/torc-train.c — the course's training loop as a command: a Cruncher learns y = x @ w
 // with w = 0..D-1 (mse_loss, backward, step, zero_grad), with checkpoints and an accounting summary.
+// --model gpt (the default with --data) trains a GPT-2 on token files instead: tools/train_gpt.c.
 //
 // Shapes: B = batch, D = dim, L = layers. x (B, D) ~ randn, y (B) = x @ arange(D).
 // The Cruncher is L Linear(D, D) without bias ("layers.i.weight", (D, D)) and a Linear(D, 1)
@@ -22,6 +23,7 @@
 #include "torc/torc.h"
 
 #include "train_args.h"
+#include "train_gpt.h"
 
 // "torc-train: rank 1: " before a message, unless the message names its rank already (the comm
 // plugin's errors do).
@@ -293,6 +295,7 @@ int main(int argc, char **argv) {
     case TRAIN_ARGS_ERROR: die("%s", err); break;
     case TRAIN_ARGS_OK: break;
     }
+    if (!strcmp(o.model, "gpt")) return train_gpt(&o);  // tools/train_gpt.c
     // ---- data parallel: on under mpirun (or with TORC_COMM, --dist, --deterministic) ----
     const bool under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
     const char *tc = getenv("TORC_COMM");
@@ -347,7 +350,7 @@ int main(int argc, char **argv) {
     // optimizer's own default lr, or cruncher_lr's where the plugin's diverges here.
     char settings[1200];
     if (o.lr_given) snprintf(settings, sizeof settings, "lr=%.17g%s", o.lr, o.hparams);
-    else snprintf(settings, sizeof settings, "%s", o.hparams[0] ? o.hparams + 1 : "");  // o.hparams: " a=1 b=2"
+    else snprintf(settings, sizeof settings, "%.1023s", o.hparams[0] ? o.hparams + 1 : "");  // o.hparams: " a=1 b=2"
     torc_optimizer *opt = torc_optimizer_new(o.optim, n_params, params, settings);
     CHECK_PTR(opt);
     char lr_note[160] = "";  // where the learning rate came from, when not from the command line

@@ -14,6 +14,7 @@
 #define TRAIN_MAX_LAYERS 255LL
 #define TRAIN_MAX_BATCH 16777216LL       // 2^24
 #define TRAIN_MAX_STEPS 4611686018427387904LL  // 2^62: step + 1 never overflows
+#define TRAIN_MAX_WIDTH 65536LL          // --n-embd (torc_gpt_config_check's bound)
 
 typedef struct train_options {
     const char *backend;      // device name, NULL: torc's default
@@ -37,6 +38,20 @@ typedef struct train_options {
     int64_t micro_batches;    // the global batch's fixed pieces, each a backward (0: not given: 4 with
                               // --deterministic, else one a process)
     double bucket_cap_mb;     // gradient bucket cap in MiB (default 25, PyTorch's)
+    // --model gpt (tools/train_gpt.c): a GPT-2 language model on token files
+    const char *model;        // "cruncher" or "gpt" (default: gpt when --data is given, else cruncher)
+    const char *data, *val_data;  // token files (torc_tokens_open: llm.c shards, uint16 .bin, .npy)
+    int64_t n_layer, n_head, n_embd, block_size;
+    int64_t vocab_size;       // 0: from the data (256 for byte-level files)
+    int64_t grad_accum;       // micro-batches of --batch rows per step, one backward each
+    double min_lr;            // cosine floor (default lr / 10)
+    bool min_lr_given, batch_given, steps_given;
+    int64_t warmup;           // linear warmup steps
+    double weight_decay, grad_clip, dropout;  // grad_clip 0: off
+    int64_t eval_every, eval_batches;  // val loss every N steps (0: at the end only) over M batches
+    int64_t sample_every, sample_tokens;  // a sample every N steps (0: at the end only) of K tokens
+    uint64_t sample_seed;     // --sample-seed: the sampling generator's seed
+    const char *gpt_flag, *cruncher_flag;  // the first flag given that only one model takes
 } train_options;
 
 typedef enum train_args_result { TRAIN_ARGS_OK, TRAIN_ARGS_HELP, TRAIN_ARGS_ERROR } train_args_result;

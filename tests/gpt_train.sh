@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tests/gpt_train.sh — the demo's path on a tiny config: torc-tokens makes byte-level token files
+# from the repository's own docs, torc-train --model gpt trains on them (loss falls, val loss and a
+# sample print, the FLOP and memory formulas hold), resuming is exact (6 steps == 3 + checkpoint +
+# resume + 3, the checkpoints byte-identical, generator and data position included), every bad
+# flag, config and file is refused before the first step with nothing written, a diverging run
+# stops naming the step and keeps its last good checkpoint, and torc-generate samples from the
+# checkpoint. Usage: gpt_train.sh TORC_TRAIN TORC_TOKENS TORC_GENERATE SOURCE_DIR
+set -euo pipefail
+train=$1 tokens=$2 generate=$3 src=$4
+dir=$(mktemp -d "${TORC_BUILD_DIR:-/tmp}/gpt_train_test_XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+
+"$tokens" --out-dir "$dir/data" "$src/docs/semantics.md" "$src/docs/data.md" >/dev/null
+tiny=(--data "$dir/data/train.bin" --val-data "$dir/data/val.bin" --n-layer 1 --n-head 2 --n-embd 32
+      --block-size 32 --batch 4 --eval-batches 2 --sample-tokens 40 --lr 3e-3 --warmup 2)
+has() { grep -qF -- "$2" "$1" || { cat "$1"; echo "$1 lacks '$2'"; exit 1; }; }
+
+# Trains: the loss falls from ln(256) = 5.5; the summary's formulas hold.
+"$train" "${tiny[@]}" --steps 30 --log-every 10 >"$dir/run.log"
+has "$dir/run.log" "GPT(n_layer=1, n_head=2, n_embd=32, block_size=32, vocab_size=256 padded to 256)"
+has "$dir/run.log" "val loss"
+has "$dir/run.log" "---- sample (40 tokens"
+has "$dir/run.log" "biases and LayerNorms multiply nothing) ="
+grep -q "multiply nothing) = .*: exact" "$dir/run.log" || { cat "$dir/run.log"; echo "matmul FLOPs differ from the formula"; exit 1; }
+[ "$(grep -c ': as counted)' "$dir/run.log")" = 3 ] || { cat "$dir/run.log"; echo "memory differs from 4N / 4N / 8N"; exit 1; }
+line=$(grep -E '^  loss ' "$dir/run.log")
+awk -v f="$(awk '{print $2}' <<<"$line")" -v l="$(awk '{print $8}' <<<"$line")" \
+  'BEGIN { if (!(f > 5.3 && f < 5.8 && l < f - 1.0)) { print "loss " f " -> " l ": did not fall"; exit 1 } }'
+grep -qE '^step +10/30 \| loss [0-9.]+ \| lr [0-9.e+-]+ \| norm [0-9.]+ \| [0-9]+ tok/s \| MFU ' "$dir/run.log" ||
+  { cat "$dir/run.log"; echo "no progress line"; exit 1; }
+
+# Exact resume, with grad accumulation and dropout drawing from the generator.
+more=(--grad-accum 2 --dropout 0.1)
+"$train" "${tiny[@]}" "${more[@]}" --steps 6 --checkpoint "$dir/straight.st" >/dev/null
+"$train" "${tiny[@]}" "${more[@]}" --steps 3 --checkpoint "$dir/half.st" >/dev/null
+"$train" "${tiny[@]}" "${more[@]}" --steps 6 --resume "$dir/half.st" --checkpoint "$dir/resumed.st" >"$dir/resume.log"
+has "$dir/resume.log" "resumed from $dir/half.st at step 3"
+cmp "$dir/straight.st" "$dir/resumed.st" || { echo "resumed run differs from the straight one"; exit 1; }
+
+# Sampling from the checkpoint: text for a byte-level model, the same text for the same seed.
+a=$("$generate" --checkpoint "$dir/straight.st" --prompt "The " --tokens 30 --seed 5)
+b=$("$generate" --checkpoint "$dir/straight.st" --prompt "The " --tokens 30 --seed 5)
+[ "$a" = "$b" ] && [ "${a:0:4}" = "The " ] || { echo "torc-generate: '$a' / '$b'"; exit 1; }
+if "$generate" --checkpoint "$dir/straight.st" --tokens -1 2>/dev/null; then echo "--tokens -1 accepted"; exit 1; fi
+set +e; "$generate" --tokens 3 2>/dev/null; rc=$?; set -e
+[ $rc = 2 ] || { echo "torc-generate without --checkpoint: exit $rc, expected 2"; exit 1; }
+
+# Refusals before the first step, nothing written.
+expect_fail() {
+  local want=$1; shift
+  rm -f "$dir/none.st"
+  if msg=$("$train" "$@" --checkpoint "$dir/none.st" 2>&1 >/dev/null); then echo "torc-train $* succeeded"; exit 1; fi
+  grep -qF -- "$want" <<<"$msg" || { echo "torc-train $*: '$msg' lacks '$want'"; exit 1; }
+  [ ! -e "$dir/none.st" ] || { echo "torc-train $*: wrote a checkpoint"; exit 1; }
+}
+expect_fail "--n-embd 30 must be divisible by --n-head 4" "${tiny[@]}" --n-embd 30 --n-head 4
+expect_fail "--block-size 100000 needs at least 100001" "${tiny[@]}" --block-size 100000
+expect_fail "which --vocab-size 100 does not have" "${tiny[@]}" --vocab-size 100
+expect_fail "the checkpoint's n_embd is 32, this run's --n-embd is 64" "${tiny[@]}" --n-embd 64 --resume "$dir/half.st"
+expect_fail "--dim is the Cruncher's" "${tiny[@]}" --dim 8
+expect_fail "--n-layer needs --model gpt" --model cruncher --n-layer 2
+expect_fail "--model gpt needs --data" --model gpt
+expect_fail "--data: " --data "$dir/nosuch.bin"
+head -c 1500 "$dir/data/train.bin" >"$dir/short.bin"
+expect_fail "short.bin" --data "$dir/short.bin"
+
+# A diverging run stops with the step number; the checkpoint keeps the last finite step.
+if msg=$("$train" "${tiny[@]}" --steps 50 --lr 1e30 --grad-clip 0 --every 1 --checkpoint "$dir/div.st" 2>&1 >/dev/null); then
+  echo "lr 1e30 trained 50 steps"; exit 1
+fi
+grep -qE "the loss is (nan|inf|-nan) at step [0-9]+: stopped; .*div.st keeps the last good step" <<<"$msg" ||
+  { echo "divergence: '$msg'"; exit 1; }
+stopped=$(sed -E 's/.* at step ([0-9]+):.*/\1/' <<<"$msg")
+"$generate" --checkpoint "$dir/div.st" --tokens 1 >/dev/null
+python3 - "$dir/div.st" "$((stopped - 1))" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]
+step = json.loads(b[8:8 + n])['__metadata__']['step']
+sys.exit(0 if step == sys.argv[2] else print("checkpoint at step", step, "expected", sys.argv[2]) or 1)
+PY
+echo "gpt_train: all checks passed"
