@@ -234,12 +234,19 @@ static torc_tensor *block(const torc_gpt *m, int64_t l, torc_tensor *x, torc_gen
 }
 
 // Embeddings, the blocks and ln_f: idx (B, T) at positions pos0.. -> (B, T, C).
-static torc_tensor *trunk(const torc_gpt *m, const torc_tensor *idx, int64_t pos0, torc_generator *gen,
-                          torc_tensor **k_cache, torc_tensor **v_cache) {
+// wte as this forward uses it twice (embedding and head): one view of the parameter, so the two
+// gradients meet in the view's node and reach the parameter as one accumulation, as PyTorch's
+// AccumulateGrad sums them (data-parallel training reduces a parameter's bucket at its first).
+static torc_tensor *wte_alias(const torc_gpt *m) {
+    return torc_view(m->slot[WTE], TORC_SHAPE(m->cfg.padded_vocab_size, m->cfg.n_embd));
+}
+
+static torc_tensor *trunk(const torc_gpt *m, torc_tensor *wte_all, const torc_tensor *idx, int64_t pos0,
+                          torc_generator *gen, torc_tensor **k_cache, torc_tensor **v_cache) {
     const int64_t T = torc_size(idx, 1);
     torc_tensor *pos = torc_arange((double)pos0, (double)(pos0 + T), 1, TORC_DTYPE_I64);  // (T)
     // wte's first V rows: a token >= V is "index out of range", and the padding rows get no gradient
-    torc_tensor *wte = torc_narrow(m->slot[WTE], 0, 0, m->cfg.vocab_size);
+    torc_tensor *wte = torc_narrow(wte_all, 0, 0, m->cfg.vocab_size);
     torc_tensor *x = torc_add(torc_embedding(wte, idx, TORC_EMBEDDING_NO_PADDING),  // (B, T, C)
                               torc_embedding(m->slot[WPE], pos, TORC_EMBEDDING_NO_PADDING));  // + (T, C)
     x = dropout(m, x, gen);
@@ -249,8 +256,8 @@ static torc_tensor *trunk(const torc_gpt *m, const torc_tensor *idx, int64_t pos
 }
 
 // The tied LM head: x (..., C) @ wte^T -> (..., Vp), then the first V columns (a view).
-static torc_tensor *lm_head(const torc_gpt *m, const torc_tensor *x) {
-    torc_tensor *logits = torc_matmul(x, torc_transpose(m->slot[WTE], 0, 1));
+static torc_tensor *lm_head(const torc_gpt *m, torc_tensor *wte_all, const torc_tensor *x) {
+    torc_tensor *logits = torc_matmul(x, torc_transpose(wte_all, 0, 1));
     return torc_narrow(logits, -1, 0, m->cfg.vocab_size);
 }
 
@@ -281,7 +288,8 @@ torc_status torc_gpt_forward(torc_gpt *m, const torc_tensor *idx, const torc_ten
         return torc__error(TORC_ERR_DTYPE, "torc_gpt_forward: targets must be int64, got %s",
                            torc_dtype_name(torc_get_dtype(targets)));
     torc_scope_push();
-    torc_tensor *lg = lm_head(m, trunk(m, idx, 0, gen, NULL, NULL));  // (B, T, V)
+    torc_tensor *wte = wte_alias(m);
+    torc_tensor *lg = lm_head(m, wte, trunk(m, wte, idx, 0, gen, NULL, NULL));  // (B, T, V)
     torc_tensor *l = NULL;
     if (lg && targets)  // llm.c's loss: softmax over the V real columns only
         l = torc_cross_entropy_ex(torc_reshape(lg, TORC_SHAPE(B * T, V)),
@@ -339,8 +347,8 @@ static torc_status step_cached(const torc_gpt *m, const int64_t *tokens, int64_t
     for (int64_t b = 0; !st && b < B; b++) memcpy(buf + b * Tn, tokens + b * stride, (size_t)Tn * sizeof *buf);
     torc_tensor *idx = st ? NULL : torc_tensor_from(buf, TORC_SHAPE(B, Tn), TORC_DTYPE_I64);
     free(buf);
-    torc_tensor *x = idx ? trunk(m, idx, pos0, NULL, kc, vc) : NULL;               // (B, Tn, C)
-    torc_tensor *lg = x ? lm_head(m, torc_select(x, 1, Tn - 1)) : NULL;             // (B, V)
+    torc_tensor *x = idx ? trunk(m, m->slot[WTE], idx, pos0, NULL, kc, vc) : NULL;  // (B, Tn, C)
+    torc_tensor *lg = x ? lm_head(m, m->slot[WTE], torc_select(x, 1, Tn - 1)) : NULL;  // (B, V)
     lg = torc_contiguous(torc_to_dtype(lg, TORC_DTYPE_F32));
     if (!st) st = lg ? torc_copy_to_host(lg, out, (size_t)(B * m->cfg.vocab_size) * sizeof *out) : torc_last_status();
     torc_scope_pop();

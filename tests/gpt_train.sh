@@ -38,6 +38,26 @@ more=(--grad-accum 2 --dropout 0.1)
 has "$dir/resume.log" "resumed from $dir/half.st at step 3"
 cmp "$dir/straight.st" "$dir/resumed.st" || { echo "resumed run differs from the straight one"; exit 1; }
 
+# f16 autocast: the GradScaler's state is in the checkpoint, so its resume is exact too; bf16 trains.
+"$train" "${tiny[@]}" --autocast f16 --steps 4 --checkpoint "$dir/f16a.st" >/dev/null
+"$train" "${tiny[@]}" --autocast f16 --steps 2 --checkpoint "$dir/f16h.st" >/dev/null
+"$train" "${tiny[@]}" --autocast f16 --steps 4 --resume "$dir/f16h.st" --checkpoint "$dir/f16b.st" >"$dir/f16.log"
+has "$dir/f16.log" "dynamic loss scaling"
+cmp "$dir/f16a.st" "$dir/f16b.st" || { echo "f16: resumed run differs from the straight one"; exit 1; }
+"$train" "${tiny[@]}" --autocast bf16 --steps 3 >"$dir/bf16.log"
+has "$dir/bf16.log" "autocast bfloat16"
+
+# Data parallel under mpirun: 2 processes train the global batch 1 process trains, the same loss
+# up to the order of the gradients' sums.
+if command -v mpirun >/dev/null && [ -e "$(dirname "$train")/../lib/torc/libtorc_comm_mpi.so" ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  timeout 120 mpirun -np 2 --oversubscribe --bind-to none "$train" "${tiny[@]}" --steps 8 --sample-tokens 0 >"$dir/mpi.log"
+  "$train" "${tiny[@]}" --steps 8 --sample-tokens 0 >"$dir/one.log"
+  has "$dir/mpi.log" "data parallel: 2 processes, 2 rows each"
+  [ "$(grep -E '^  loss ' "$dir/mpi.log")" = "$(grep -E '^  loss ' "$dir/one.log")" ] ||
+    { grep -E '^  loss ' "$dir/mpi.log" "$dir/one.log"; echo "2 processes' loss differs from 1's"; exit 1; }
+fi
+
 # Sampling from the checkpoint: text for a byte-level model, the same text for the same seed.
 a=$("$generate" --checkpoint "$dir/straight.st" --prompt "The " --tokens 30 --seed 5)
 b=$("$generate" --checkpoint "$dir/straight.st" --prompt "The " --tokens 30 --seed 5)

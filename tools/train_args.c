@@ -129,7 +129,7 @@ train_args_result train_args_parse(int argc, char **argv, train_options *o, char
                                            "--warmup", "--weight-decay", "--grad-clip", "--eval-every",
                                            "--eval-batches", "--sample-every", "--sample-tokens", "--sample-seed"};
     static const char *const cruncher_only[] = {"--dim", "--layers", "--init-from", "--micro-batches",
-                                                "--deterministic", "--dist", "--bucket-cap-mb"};
+                                                "--deterministic"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return TRAIN_ARGS_HELP;

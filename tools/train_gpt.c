@@ -30,7 +30,9 @@ static void die(const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     fflush(stdout);
-    fprintf(stderr, "torc-train: %s\n", msg);
+    if (torc_dist_world_size() > 1) fprintf(stderr, "torc-train: rank %d: %s\n", torc_dist_rank(), msg);
+    else fprintf(stderr, "torc-train: %s\n", msg);
+    if (torc_dist_world_size() > 1) torc_dist_abort(1);  // the other ranks would wait for this one
     exit(1);
 }
 #define CHECK(call) do { if ((call) != TORC_OK) die("%s", torc_last_error()); } while (0)
@@ -81,6 +83,7 @@ static torc_dataset *open_tokens(const char *flag, const char *path, int64_t T, 
 // nothing else. With f16 autocast the GradScaler's state too.
 static void save(const char *path, const torc_gpt *m, const torc_optimizer *opt, int64_t step, const torc_generator *gen,
                  const torc_grad_scaler *scaler) {
+    if (torc_dist_rank() != 0) return;  // every rank holds the same state: rank 0 writes it
     torc_state_dict *sd = torc_state_dict_new();
     CHECK_PTR(sd);
     char v[32];
@@ -190,10 +193,21 @@ static void print_sample(torc_gpt *m, int64_t n, uint64_t seed) {
 }
 
 int train_gpt(const train_options *o) {
-    // One process: data parallel for the GPT is not wired yet (the Cruncher has it).
+    // ---- data parallel: on under mpirun (or with TORC_COMM, --dist) ----
+    // --batch is the global batch: rank r trains on rows [r B / N, (r + 1) B / N) of the batch one
+    // process would draw (torc_get_batch_shard), DDP averages the gradients, rank 0 prints and
+    // saves. The ranks share the generator's state, so their dropout masks repeat across ranks.
+    const bool under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+    const char *tc = getenv("TORC_COMM");
+    const bool dist = strcmp(o->dist, "off") && (strcmp(o->dist, "auto") || under_mpirun || (tc && *tc));
     const char *launched = getenv("OMPI_COMM_WORLD_SIZE") ? getenv("OMPI_COMM_WORLD_SIZE") : getenv("PMI_SIZE");
-    if (launched && atoi(launched) > 1)
-        die("--model gpt trains on one process; under mpirun only --model cruncher is data parallel (yet)");
+    if (!dist && launched && atoi(launched) > 1)
+        die("--dist off, but this process is one of %d that mpirun started: it would train alone", atoi(launched));
+    if (dist) CHECK(torc_dist_init(strcmp(o->dist, "auto") ? o->dist : NULL));
+    const int rank = torc_dist_rank(), world = torc_dist_world_size();
+    if (rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d's output", rank);
+    if (o->batch % world)
+        die("--batch %lld (the global batch) must be divisible by the %d processes", (long long)o->batch, world);
     // ---- device, data ----
     torc_device *dev = o->backend ? torc_device_get(o->backend) : torc_default_device();
     CHECK_PTR(dev);
@@ -211,7 +225,8 @@ int train_gpt(const train_options *o) {
         die("%s holds token %lld, which --vocab-size %lld does not have (the largest token id must be below it)",
             max_train >= V ? o->data : o->val_data, (long long)max_token, (long long)V);
     // ---- model, optimizer ----
-    torc_gpt_config cfg = {V, 0, T, o->n_layer, o->n_head, o->n_embd, o->dropout, true};
+    const int64_t L_ = o->n_layer;
+    torc_gpt_config cfg = {V, 0, T, L_, o->n_head, o->n_embd, o->dropout, true};
     if (torc_gpt_config_check(&cfg)) die("%s", torc_last_error());
     torc_generator *gen = torc_generator_new(o->seed);
     CHECK_PTR(gen);
@@ -240,6 +255,20 @@ int train_gpt(const train_options *o) {
     }
     int64_t step = 0;
     if (o->resume) resume(o->resume, &cfg, m, opt, &step, gen, scaler);
+    torc_ddp *ddp = NULL;
+    if (dist) {  // the same run on every rank (refused by name otherwise), then rank 0's weights everywhere
+        char v[8][64];
+        const char *fields[8] = {"--n-layer", "--n-head", "--n-embd", "--block-size", "--vocab-size", "--batch",
+                                 "--steps", "the starting step (--resume)"};
+        const int64_t vals[8] = {L_, cfg.n_head, cfg.n_embd, T, V, B, o->steps, step};
+        const char *values[8];
+        for (int i = 0; i < 8; i++) snprintf(v[i], sizeof v[i], "%lld", (long long)vals[i]), values[i] = v[i];
+        if (torc_dist_check_same(8, fields, values)) die("%s (start every rank with the same options)", torc_last_error());
+        torc_ddp_options dopt = TORC_DDP_OPTIONS_DEFAULT;
+        dopt.bucket_cap_bytes = (int64_t)(o->bucket_cap_mb * 1048576.0);
+        if (dopt.first_bucket_bytes > dopt.bucket_cap_bytes) dopt.first_bucket_bytes = dopt.bucket_cap_bytes;
+        CHECK_PTR(ddp = torc_ddp_new(n, params, &dopt));
+    }
 
     // ---- what this run is ----
     const int64_t N = torc_gpt_num_parameters(m, false), N_est = torc_gpt_num_parameters(m, true);
@@ -253,6 +282,7 @@ int train_gpt(const train_options *o) {
     if (val) printf(", val %s (%lld tokens)", o->val_data, (long long)torc_dataset_numel(val));
     printf("; batch %lld x %lld tokens%s = %lld tokens a step\n", (long long)B, (long long)T,
            A > 1 ? " x grad-accum" : "", (long long)tokens);
+    if (ddp) printf("  data parallel: %d processes, %lld rows each per micro-batch\n", world, (long long)(B / world));
     printf("  %s (lr %g -> %g: %lld warmup steps, cosine to step %lld; weight decay %g on %d of %d tensors; clip %g) "
            "on %s (%s)\n", torc_optimizer_name(opt), max_lr, min_lr, (long long)o->warmup, (long long)o->steps,
            o->weight_decay, n_decay, n, o->grad_clip, torc_device_name(dev), info.name);
@@ -282,19 +312,24 @@ int train_gpt(const train_options *o) {
         double sum = 0;
         for (int64_t k = 0; k < A; k++) {  // micro-batches: gradients add up in .grad
             torc_tensor *x, *y, *l;
-            CHECK(torc_get_batch(train, B, T, NULL, gen, &x, &y));
+            CHECK(torc_get_batch_shard(train, B, T, rank, world, NULL, gen, &x, &y));
             if (o->autocast != TORC_DTYPE_F32) CHECK(torc_autocast_begin(o->autocast));
             CHECK(torc_gpt_forward(m, x, y, gen, NULL, &l));
             if (o->autocast != TORC_DTYPE_F32) CHECK(torc_autocast_end());
             torc_tensor *lb = A > 1 ? torc_div_scalar(l, torc_s((double)A)) : l;  // the mean over micro-batches
             if (scaler) lb = torc_grad_scaler_scale(scaler, lb);
             CHECK_PTR(lb);
+            if (ddp && k == A - 1) CHECK(torc_ddp_begin(ddp, 0));  // the last backward reduces the sum
             CHECK(torc_backward(lb, NULL, false));
             double v;
             CHECK(torc_item(l, &v));
             sum += v;
         }
         loss = sum / (double)A;
+        if (ddp) {  // the averaged gradients, and the global batch's loss
+            CHECK(torc_ddp_finish(ddp));
+            CHECK(torc_ddp_reduce_loss(ddp, &loss, 1, &loss));
+        }
         const uint64_t f1 = torc_flops(TORC_PHASE_FORWARD, -1, -1);
         fwd += f1 - f0, bwd += torc_flops(TORC_PHASE_BACKWARD, -1, -1) - g0;
         mm += torc_flops(TORC_PHASE_FORWARD, TORC_OP_MATMUL, -1) + torc_flops(TORC_PHASE_BACKWARD, TORC_OP_MATMUL, -1) - m0;
@@ -337,7 +372,7 @@ int train_gpt(const train_options *o) {
             printf("step %5lld/%lld | val loss %.4f\n", (long long)step + 1, (long long)o->steps, val_loss);
             last_t = now();  // the evaluation is not the training's time
         }
-        if (o->sample_every && (step + 1) % o->sample_every == 0 && step + 1 < o->steps) {
+        if (rank == 0 && o->sample_every && (step + 1) % o->sample_every == 0 && step + 1 < o->steps) {
             print_sample(m, o->sample_tokens, o->sample_seed);
             last_t = now();
         }
@@ -420,8 +455,10 @@ int train_gpt(const train_options *o) {
     }
     printf("    %-16s %10s / %s\n", "total", bytes_str(ms.total_in_use, b1, sizeof b1), bytes_str(ms.total_peak, b2, sizeof b2));
     if (o->checkpoint) printf("  checkpoint        %s (step %lld)\n", o->checkpoint, (long long)step);
-    print_sample(m, o->sample_tokens, o->sample_seed);
+    if (rank == 0) print_sample(m, o->sample_tokens, o->sample_seed);
 
+    torc_ddp_free(ddp);
+    if (dist) CHECK(torc_dist_shutdown());
     torc_grad_scaler_free(scaler);
     torc_optimizer_free(opt);
     free(names);
