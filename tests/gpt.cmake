@@ -10,3 +10,10 @@ add_test(NAME gpt_train COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt_train.sh $<
   $<TARGET_FILE:torc-tokens> $<TARGET_FILE:torc-generate> ${PROJECT_SOURCE_DIR})
 set_tests_properties(gpt_train PROPERTIES LABELS "unit" TIMEOUT 300
   ENVIRONMENT "TORC_BACKEND=reference;TORC_BUILD_DIR=${CMAKE_BINARY_DIR}")
+
+# On a GPU (label gpu; 77, skipped, where none loads): the same PyTorch comparisons on cuda.
+if(TORC_WITH_CUDA AND TARGET torc_cuda)
+  add_test(NAME gpt_cuda COMMAND test_gpt)
+  set_tests_properties(gpt_cuda PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77
+    ENVIRONMENT "TORC_BACKEND=cuda;TORC_TEST_DATA=${CMAKE_CURRENT_SOURCE_DIR}/golden;TORC_BUILD_DIR=${CMAKE_BINARY_DIR}")
+endif()
