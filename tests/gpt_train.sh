@@ -81,6 +81,9 @@ expect_fail "the checkpoint's n_embd is 32, this run's --n-embd is 64" "${tiny[@
 expect_fail "--dim is the Cruncher's" "${tiny[@]}" --dim 8
 expect_fail "--n-layer needs --model gpt" --model cruncher --n-layer 2
 expect_fail "--model gpt needs --data" --model gpt
+expect_fail "--eval-every and --eval-batches need --val-data" --data "$dir/data/train.bin" --eval-every 5
+if msg=$("$train" "${tiny[@]}" --checkpoint "$dir/nosuchdir/x.st" 2>&1 >/dev/null); then echo "unwritable checkpoint accepted"; exit 1; fi
+grep -qF "cannot write in $dir/nosuchdir" <<<"$msg" || { echo "unwritable checkpoint: '$msg'"; exit 1; }
 expect_fail "--data: " --data "$dir/nosuch.bin"
 head -c 1500 "$dir/data/train.bin" >"$dir/short.bin"
 expect_fail "short.bin" --data "$dir/short.bin"

@@ -241,6 +241,8 @@ train_args_result train_args_parse(int argc, char **argv, train_options *o, char
     if (gpt && o->n_embd % o->n_head)
         return fail(err, errcap, "--n-embd %lld must be divisible by --n-head %lld", (long long)o->n_embd,
                     (long long)o->n_head);
+    if (gpt && (o->eval_every || o->eval_batches != 20) && !o->val_data)
+        return fail(err, errcap, "--eval-every and --eval-batches need --val-data PATH");
     if (gpt && !o->batch_given) o->batch = 16;
     if (gpt && !o->steps_given) o->steps = 500;
     if (gpt && !optim_given) o->optim = "adamw";

@@ -7,6 +7,7 @@
 // Shapes: B = --batch, T = --block-size, C = --n-embd, L = --n-layer, NH = --n-head, V the vocab,
 // Vp its padding to 128. A step is --grad-accum micro-batches of (B, T) tokens.
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -208,6 +209,15 @@ int train_gpt(const train_options *o) {
     if (rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d's output", rank);
     if (o->batch % world)
         die("--batch %lld (the global batch) must be divisible by the %d processes", (long long)o->batch, world);
+    // A checkpoint that could not be written would fail only at the first save, minutes in.
+    if (o->checkpoint) {
+        char d[4096];
+        snprintf(d, sizeof d, "%s", o->checkpoint);
+        char *slash = strrchr(d, '/');
+        if (slash) *(slash == d ? slash + 1 : slash) = '\0';
+        if (access(slash ? d : ".", W_OK))
+            die("--checkpoint %s: cannot write in %s (%s)", o->checkpoint, slash ? d : ".", strerror(errno));
+    }
     // ---- device, data ----
     torc_device *dev = o->backend ? torc_device_get(o->backend) : torc_default_device();
     CHECK_PTR(dev);
