@@ -28,8 +28,8 @@ static void seed(unsigned char sel, const void *head, size_t nh, const void *bod
     unsigned char buf[4096];
     if (1 + nh + nb > sizeof buf) abort();
     buf[0] = sel;
-    memcpy(buf + 1, head, nh);
-    memcpy(buf + 1 + nh, body, nb);
+    if (nh) memcpy(buf + 1, head, nh);  // head may be NULL (a raw file has none)
+    if (nb) memcpy(buf + 1 + nh, body, nb);
     fuzz_seed(buf, 1 + nh + nb);
 }
 
