@@ -326,6 +326,20 @@ START_TEST(test_llmc_save_load_roundtrip) {
                          TU_ARR(0.0), 0.0);
     torc_scope_pop();
     torc_gpt_free(back);
+    // llm.c's own layout, written from Python as its train_gpt2.py writes (Linear weights (out, in)):
+    // the reference's logits.
+    char llmc[1100];
+    snprintf(llmc, sizeof llmc, "%s/gpt2_tiny_llmc.bin", getenv("TORC_TEST_DATA"));
+    torc_gpt *py = torc_gpt_from_llmc(llmc);
+    ck_assert_msg(py != NULL, "%s", torc_last_error());
+    torc_scope_push();
+    torc_state_dict *sd = torc_load(ref_path, NULL);
+    torc_tensor *logits;
+    ck_assert_int_eq(torc_gpt_forward(py, as_i64(ref(sd, "x")), NULL, NULL, &logits, NULL), TORC_OK);
+    assert_close("logits (llm.c file)", logits, ref(sd, "logits"), 1e-5);
+    torc_state_dict_free(sd);
+    torc_scope_pop();
+    torc_gpt_free(py);
     // A truncated file and another magic are refused, naming the file.
     f = fopen(path, "r+b");
     ck_assert_int_eq(ftruncate(fileno(f), 5000), 0);

@@ -2,7 +2,10 @@
 # tools/golden/gen_gpt2_golden.py — writes tests/golden/gpt2_tiny.safetensors (a small random
 # Hugging Face GPT2LMHeadModel, saved by save_pretrained) and tests/golden/gpt2_tiny_ref.safetensors
 # (what PyTorch computes with it), read by tests/test_gpt.c, which never needs torch.
-"""Rerun (from the repository root; needs torch and transformers, takes a few seconds):
+"""Also gpt2_tiny_llmc.bin: the same weights in llm.c's model file (version 3), written as llm.c's
+train_gpt2.py writes it (Linear weights (out, in), wte padded to 128 rows).
+
+Rerun (from the repository root; needs torch and transformers, takes a few seconds):
 
     python3 tools/golden/gen_gpt2_golden.py               # writes the two files under tests/golden/
     python3 tools/golden/gen_gpt2_golden.py --out DIR     # somewhere else (to diff)
@@ -58,7 +61,8 @@ def get_lr(it):  # nanoGPT's train.py get_lr with lr_decay_iters = STEPS (torc_l
 def make_model(outdir):
     torch.manual_seed(0)
     cfg = GPT2Config(vocab_size=V, n_positions=T, n_embd=32, n_layer=2, n_head=4, activation_function="gelu_new",
-                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5)
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5,
+                     bos_token_id=0, eos_token_id=0)
     model = GPT2LMHeadModel(cfg)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -71,6 +75,27 @@ def make_model(outdir):
     if os.path.exists(gc):
         os.remove(gc)
     return model
+
+
+def write_llmc(model, path):
+    """llm.c's model file (train_gpt2.py's write_model, version 3 = float32) of the same weights: the
+    Conv1D weights (in, out) transposed to llm.c's (out, in), wte padded to 128 rows of zeros."""
+    sd, L = model.state_dict(), model.config.n_layer
+    header = torch.zeros(256, dtype=torch.int32)
+    header[:8] = torch.tensor([20240326, 3, T, V, L, model.config.n_head, model.config.n_embd, 128])
+    wte = torch.zeros(128, model.config.n_embd)
+    wte[:V] = sd["transformer.wte.weight"]
+    parts = [wte, sd["transformer.wpe.weight"]]
+    for kind in ["ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
+                 "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
+                 "mlp.c_proj.weight", "mlp.c_proj.bias"]:
+        ts = [sd["transformer.h.%d.%s" % (i, kind)] for i in range(L)]
+        parts.append(torch.stack([t.t() if t.dim() == 2 else t for t in ts]))
+    parts += [sd["transformer.ln_f.weight"], sd["transformer.ln_f.bias"]]
+    with open(path, "wb") as f:
+        f.write(header.numpy().tobytes())
+        for t in parts:
+            f.write(t.detach().float().contiguous().numpy().tobytes())
 
 
 def loss_of(model, x, y):
@@ -105,6 +130,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     model = make_model(out)
     model.config._attn_implementation = "eager"
+    write_llmc(model, os.path.join(out, "gpt2_tiny_llmc.bin"))
     init = {k: v.clone() for k, v in model.state_dict().items()}
 
     data = torch.tensor([max(0, min(V - 1, c - 32)) for c in TEXT * 40], dtype=torch.int64)
