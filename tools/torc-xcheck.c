@@ -384,6 +384,7 @@ typedef struct xcase {
     bool alias;       // out is in[0] itself (in-place elementwise: same buffer, dtype and strides)
     bool out_read;    // the op reads out's old values (index_add, scatter_add, masked_scatter)
     bool frontend;    // check through the public API on the backend's device
+    bool sweep;       // a --sweep case: where the backend declines it, counted, not run (emit)
     unsigned char *img[TORC_OP_MAX_INPUTS];
     unsigned char *oimg;  // out's image before the run (NULL when alias: it is img[0])
     int64_t n_acc;    // terms accumulated per output element (for tolerances)
@@ -1259,6 +1260,23 @@ static void emit(builder *b, xcase *c) {
         xc_free(c);
         return;
     }
+    // A sweep case the backend declines is counted as the fallback (or unsupported) it is, not
+    // run: its fallback is the oracle itself, whose public path the ordinary families check.
+    if (c->sweep && !c->frontend) {
+        devbufs d;
+        bool declined = false;
+        if (db_prepare(&d, g_t.dev, c, msg, sizeof msg)) {
+            declined = torc_op_supported(g_t.dev, &d.call) != TORC_OK;
+            db_release(&d);
+        }
+        torc_clear_error();
+        if (declined) {
+            const cmp ok = {.ok = true};
+            record(b, c, g_t.host ? M_FALLBACK : M_UNSUPPORTED, &ok);
+            xc_free(c);
+            return;
+        }
+    }
     // The oracle: the reference on its own buffers, never aliased, so it gives the true values.
     xcase u = *c;
     u.alias = false;
@@ -1351,9 +1369,10 @@ done:
 // path that one layout and size alone takes (onednn's f16 / bf16 GEMM read an expanded or sliced B
 // of K = 1 as contiguous, issue 34) cannot hide between samples. The sweeps' inputs are tight
 // (spec): under AddressSanitizer a read past one fails the run even where the values read would
-// not. --sweep is the CI's size: each size of each dim with two sets of partner sizes for the
-// others, out's layouts in turn; --sweep=full (hours on the reference's loops) adds partners,
-// every out layout and every batch form.
+// not. A case the backend declines is counted as its fallback, not run (emit). --sweep is the
+// CI's size: each size of each dim with three sets of partner sizes for the others, out's layouts
+// in turn; --sweep=full (hours on the reference's loops) adds partners, every out layout and every
+// batch form.
 //
 // A matrix operand's layout (its last two dims, R x C): row-major, column-major, a row expanded
 // (row stride 0), a column expanded (column stride 0), [:, ::2] of a wider buffer, and a
@@ -1400,8 +1419,8 @@ typedef struct mm_shape { int64_t m, k, n; } mm_shape;
 // The sweep's (M, K, N) into sh (at most cap), without repeats: each size v of each dim with the
 // other two dims (small, mid), (mid, small) and (wide, wide); small from 1, 2, 3 and mid from 8,
 // 17, 33 in turn (--sweep=full: every pair of them), mid 5, 7, 9 beside K >= 255 (the work stays
-// small); wide from 16, 17, 33 and 17, 33, 16 in turn (16 and 17 beside K >= 255), where no dim
-// is under 16 (onednn's AMX GEMM).
+// small); wide from 16, 17, 33 and 17, 33, 16 in turn, where no dim is under 16 (onednn's AMX
+// GEMM), beside K >= 255 only past its blocks (257, 2049: 16 and 17, most of the sweep's work).
 static int sweep_mm_shapes(mm_shape *sh, int cap) {
     static const int64_t small[] = {1, 2, 3}, mid[] = {8, 17, 33}, mid_long[] = {5, 7, 9}, wide[] = {16, 17, 33};
     const int64_t *lists[3] = {SW_M, SW_K, SW_N};
@@ -1416,7 +1435,7 @@ static int sweep_mm_shapes(mm_shape *sh, int cap) {
                 const int si = np == 1 ? i % 3 : p / 3, mi = np == 1 ? i % 3 : p % 3;
                 const int64_t lo = small[si], hi = long_k ? mid_long[mi] : mid[mi];
                 for (int o = 0; o < 3; o++) {
-                    if (o == 2 && p > 0) break;  // (wide partners: one pair per size)
+                    if (o == 2 && (p > 0 || (long_k && v != 257 && v != 2049))) break;
                     int64_t x[3];
                     x[d] = v;
                     x[(d + 1) % 3] = o == 2 ? wide[long_k ? 0 : i % 3] : o ? hi : lo;
@@ -2293,6 +2312,7 @@ static void mm_sweep_case(builder *b, const char *fam, spec sa, spec sb, spec so
     xcase c;
     const bool smm = b->code == TORC_OP_SCALED_MM;
     xc_begin(&c, b, fam, smm ? 4 : 2);
+    c.sweep = true;
     c.n_acc = same_terms ? K * K : K;
     if (b->code == TORC_OP_MATMUL_ROUNDED) c.params.matmul.dtype = (int32_t)b->dt;
     xc_in(&c, b, 0, sp_tight(sa), DOM(D_REAL));
@@ -2364,6 +2384,7 @@ static void sweep_copy(builder *b, const ew *e) {
         xcase c;
         snprintf(fam, sizeof fam, "sweep run %lld", (long long)runs[i]);
         xc_begin(&c, b, fam, 1);
+        c.sweep = true;
         xc_in(&c, b, 0, sp_tight(sp_contig(b->dt, 1, &runs[i])), dm);
         xc_out(&c, sp_contig(b->odt, 1, &runs[i]));
         emit(b, &c);
@@ -2382,6 +2403,7 @@ static void sweep_copy(builder *b, const ew *e) {
                                  g_wlay_name[li], g_wlay_name[g_wlay_out[lo]], batched ? (bm == 1 ? " batch:a0" : " batch:a1") : "");
                         xcase c;
                         xc_begin(&c, b, fam, 1);
+                        c.sweep = true;
                         xc_in(&c, b, 0, sp_tight(sp_matrix((wlay)li, b->dt, batched ? 2 : 0, batch, bm, R, C)), dm);
                         xc_out(&c, sp_matrix(g_wlay_out[lo], b->odt, batched ? 2 : 0, batch, 0, R, C));
                         emit(b, &c);
@@ -2390,6 +2412,7 @@ static void sweep_copy(builder *b, const ew *e) {
     // past the threads' threshold: a transposing move / cast of 257 x 257
     xcase c;
     xc_begin(&c, b, "sweep 257x257 in:t out:c", 1);
+    c.sweep = true;
     xc_in(&c, b, 0, sp_tight(sp_matrix(W_T, b->dt, 0, NULL, 0, 257, 257)), dm);
     xc_out(&c, sp_matrix(W_C, b->odt, 0, NULL, 0, 257, 257));
     emit(b, &c);
@@ -2404,6 +2427,7 @@ static void ln_sweep_case(builder *b, const char *fam, int nb, const int64_t *ba
     const int n_aff = (affine & 1) + (bwd ? 0 : (affine >> 1 & 1));
     xcase c;
     xc_begin(&c, b, fam, (bwd ? 4 : 1) + n_aff);
+    c.sweep = true;
     // x (batch.., M, N) normalized over its last dim (nb = 0) or its last two (nb = 1: axis 1 of 3)
     const int nd = nb + 2, axis = 1;
     int64_t shape[TORC_MAX_DIMS], ss[TORC_MAX_DIMS];
