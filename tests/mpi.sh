@@ -123,7 +123,7 @@ agree)  # torc-train ranks started with other options: refused on every rank, na
   # Under the sanitizers (each refused job there takes about 6 s) the bucket cap, whose mismatch
   # overflowed a buffer, and two more; the rest only in the plain build.
   expect_refused "the ranks disagree on --bucket-cap-mb: rank 0 has 25, rank 1 has 0.001" --bucket-cap-mb 0.001
-  expect_refused "the ranks disagree on --lr: rank 0 has 0.01, rank 1 has 0.02" --lr 0.02
+  expect_refused "the ranks disagree on --lr: rank 0 has 0.001, rank 1 has 0.02" --lr 0.02
   expect_refused "the ranks disagree on --steps: rank 0 has 3, rank 1 has 7" --steps 7
   if [ -z "${ASAN_OPTIONS:-}" ]; then
     expect_refused "the ranks disagree on --optim: rank 0 has adam, rank 1 has sgd" --optim sgd
