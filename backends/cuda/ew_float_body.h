@@ -60,12 +60,17 @@ TORC_HD static inline TCU_T TCU_F(tcu_divmod)(int op, TCU_T x, TCU_T y, const tc
     return q;
 }
 
-// ADD / SUB with an alpha: alpha cast to the common dtype, one fma (PyTorch's vec::fmadd).
-TORC_HD static inline TCU_T TCU_F(tcu_binary)(int op, TCU_T x, TCU_T y, const tcu_ew_args *a) {
+// ADD / SUB's alpha (s0) cast to the common dtype: the factor of their fma (PyTorch's
+// vec::fmadd). The same for every element: the kernels compute it once per thread.
+TORC_HD static inline TCU_T TCU_F(tcu_alpha)(const tcu_ew_args *a) { return TCU_RT((TCU_T)a->s0); }
+
+// The binary arithmetic ops but floor_divide / remainder / fmod, alpha = tcu_alpha(a): what the
+// device's generic and vectorised kernels inline (the three run in kernels of their own: ew_ops.h,
+// tcu_ew_divmod). ADD / SUB with an alpha: one fma.
+TORC_HD static inline TCU_T TCU_F(tcu_arith_alpha)(int op, TCU_T x, TCU_T y, const tcu_ew_args *a, TCU_T alpha) {
     switch (op) {
-    case TORC_OP_ADD: return a->s0 == 1.0 ? x + y : TCU_M(fma)(TCU_RT((TCU_T)a->s0), y, x);
-    case TORC_OP_SUB: return a->s0 == 1.0 ? x - y : TCU_M(fma)(-TCU_RT((TCU_T)a->s0), y, x);
-    case TORC_OP_FLOOR_DIVIDE: case TORC_OP_REMAINDER: case TORC_OP_FMOD: return TCU_F(tcu_divmod)(op, x, y, a);
+    case TORC_OP_ADD: return a->s0 == 1.0 ? x + y : TCU_M(fma)(alpha, y, x);
+    case TORC_OP_SUB: return a->s0 == 1.0 ? x - y : TCU_M(fma)(-alpha, y, x);
     case TORC_OP_MUL: return x * y;
     case TORC_OP_DIV: return x / y;
     case TORC_OP_POW: return TCU_M(pow)(x, y);
@@ -73,6 +78,15 @@ TORC_HD static inline TCU_T TCU_F(tcu_binary)(int op, TCU_T x, TCU_T y, const tc
     case TORC_OP_MINIMUM: return x != x ? x : (y != y ? y : (x < y ? x : y));
     default: return x;
     }
+}
+
+TORC_HD static inline TCU_T TCU_F(tcu_arith)(int op, TCU_T x, TCU_T y, const tcu_ew_args *a) {
+    return TCU_F(tcu_arith_alpha)(op, x, y, a, TCU_F(tcu_alpha)(a));
+}
+
+// Every binary arithmetic op.
+TORC_HD static inline TCU_T TCU_F(tcu_binary)(int op, TCU_T x, TCU_T y, const tcu_ew_args *a) {
+    return tcu_op_is_divmod(op) ? TCU_F(tcu_divmod)(op, x, y, a) : TCU_F(tcu_arith)(op, x, y, a);
 }
 
 // The fused ops in PyTorch's CPU rounding (backend.h): s is self, x and y the tensors (x is end

@@ -129,13 +129,14 @@ static inline bool tcu_ew_choose_types(tcu_ew_args *a) {
 
 // The vectorised path: one contiguous run (inputs may be broadcast scalars), every operand of
 // the same f32/f16/bf16 dtype, float math, 16-byte aligned, and an op without a dtype change.
+// Not floor_divide / remainder / fmod: they run in kernels of their own (tcu_ew_divmod).
 static inline bool tcu_ew_fast_ok(const tcu_ew_args *a, const tcu_iter *it) {
     const int op = a->op;
     const torc_dtype dt = a->dt[0];
     if (it->ndim != 1 || a->ct != TCU_CT_F32 || it->numel < 1) return false;
     if (dt != TORC_DTYPE_F32 && dt != TORC_DTYPE_F16 && dt != TORC_DTYPE_BF16) return false;
     const bool unary = tcu_op_is_unary(op) && op != TORC_OP_LOGICAL_NOT;
-    const bool binary = tcu_op_is_binary(op) && !tcu_op_is_compare(op) &&
+    const bool binary = tcu_op_is_binary(op) && !tcu_op_is_compare(op) && !tcu_op_is_divmod(op) &&
                         op != TORC_OP_LOGICAL_AND && op != TORC_OP_LOGICAL_OR;
     if (!(unary && a->n_in == 1) && !(binary && a->n_in == 2)) return false;
     if (it->stride[0][TCU_D - 1] != 1 || ((uintptr_t)a->data[0] & 15)) return false;
@@ -282,10 +283,10 @@ TORC_HD static inline int64_t tcu_divmod_i64(int op, int64_t x, int64_t y, const
     return m;
 }
 
-TORC_HD static inline int64_t tcu_binary_i64(int op, int64_t x, int64_t y, const tcu_ew_args *a) {
+// The binary arithmetic ops but the three above (tcu_arith_f32 / _f64 likewise).
+TORC_HD static inline int64_t tcu_arith_i64(int op, int64_t x, int64_t y, const tcu_ew_args *a) {
     const int64_t alpha = tcu_f64_to_i64(a->s0);
     switch (op) {
-    case TORC_OP_FLOOR_DIVIDE: case TORC_OP_REMAINDER: case TORC_OP_FMOD: return tcu_divmod_i64(op, x, y, a);
     case TORC_OP_ADD: return tcu_wrap_add(x, tcu_wrap_mul(alpha, y));
     case TORC_OP_SUB: return tcu_wrap_add(x, (int64_t)(0 - (uint64_t)tcu_wrap_mul(alpha, y)));
     case TORC_OP_MUL: return tcu_wrap_mul(x, y);
@@ -294,6 +295,11 @@ TORC_HD static inline int64_t tcu_binary_i64(int op, int64_t x, int64_t y, const
     case TORC_OP_MINIMUM: return x < y ? x : y;
     default: return x;
     }
+}
+
+// Every binary arithmetic op.
+TORC_HD static inline int64_t tcu_binary_i64(int op, int64_t x, int64_t y, const tcu_ew_args *a) {
+    return tcu_op_is_divmod(op) ? tcu_divmod_i64(op, x, y, a) : tcu_arith_i64(op, x, y, a);
 }
 
 TORC_HD static inline bool tcu_compare_i64(int op, int64_t x, int64_t y) {
@@ -341,8 +347,32 @@ TCU_HDI void tcu_ew_fused(const tcu_ew_args *a, const int64_t *off, int ct) {
     }
 }
 
+// FLOOR_DIVIDE, REMAINDER, FMOD (two inputs) in compute type ct (a constant in each kernel):
+// inputs loaded and rounded to the common dtype as the generic bodies load them, then
+// tcu_divmod_f32 / _f64 / _i64. Kernels of their own, as the fused ops: fmod's loop and the
+// rounding steps inlined into the generic bodies raised every op's register use there, and made
+// ew_kernel32<F64> spill.
+TCU_HDI void tcu_ew_divmod(const tcu_ew_args *a, const int64_t *off, int ct) {
+    const int op = a->op;
+    if (ct == TCU_CT_F64) {
+        const double x = tcu_load_f64(a->data[1], off[1], a->dt[1]), y = tcu_load_f64(a->data[2], off[2], a->dt[2]);
+        tcu_store_f64(a->data[0], off[0], a->dt[0], tcu_divmod_f64(op, x, y, a));
+    } else if (ct == TCU_CT_F32) {
+        float x = tcu_load_f32(a->data[1], off[1], a->dt[1]), y = tcu_load_f32(a->data[2], off[2], a->dt[2]);
+        if (a->dt[1] != a->common) x = tcu_round_to(x, a->common);
+        if (a->dt[2] != a->common) y = tcu_round_to(y, a->common);
+        tcu_store_f32(a->data[0], off[0], a->dt[0], tcu_divmod_f32(op, x, y, a));
+    } else {
+        const int64_t x = tcu_load_i64(a->data[1], off[1], a->dt[1]), y = tcu_load_i64(a->data[2], off[2], a->dt[2]);
+        tcu_store_i64(a->data[0], off[0], a->dt[0], tcu_divmod_i64(op, x, y, a));
+    }
+}
+
 // ---- the per-element bodies (one per compute type; kernels pick one at compile time) ----
 // off[k]: element offsets of out and inputs; linear: the row-major index of the element in out.
+// tcu_ew_generic_*: every op of its compute type but FLOOR_DIVIDE / REMAINDER / FMOD (the
+// device's generic kernels; the three go to tcu_ew_divmod's kernels); tcu_ew_f32 / _f64 / _i64:
+// every op, dispatched as tcu_launch_ew dispatches (the host emulations).
 
 // Fills, ranges and random numbers: out only, computed in double from the row-major index.
 TCU_HDI void tcu_ew_gen(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
@@ -382,8 +412,7 @@ TCU_HDI void tcu_ew_gen(const tcu_ew_args *a, const int64_t *off, int64_t linear
     tcu_store_f64(a->data[0], off[0], a->dt[0], r);
 }
 
-TCU_HDI void tcu_ew_f64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
-    (void)linear;
+TCU_HDI void tcu_ew_generic_f64(const tcu_ew_args *a, const int64_t *off) {
     const int op = a->op;
     double r;
     switch (op) {
@@ -399,15 +428,15 @@ TCU_HDI void tcu_ew_f64(const tcu_ew_args *a, const int64_t *off, int64_t linear
                 tcu_store_i64(a->data[0], off[0], a->dt[0], tcu_compare_f64(op, x, y));
                 return;
             }
-            r = tcu_binary_f64(op, x, y, a);
+            r = tcu_arith_f64(op, x, y, a);
         }
     }
     }
     tcu_store_f64(a->data[0], off[0], a->dt[0], r);
 }
 
-TCU_HDI void tcu_ew_f32(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
-    (void)linear;
+// alpha: tcu_alpha_f32(a) (the kernels compute it once per thread).
+TCU_HDI void tcu_ew_generic_f32(const tcu_ew_args *a, const int64_t *off, float alpha) {
     const int op = a->op;
     float r;
     if (op == TORC_OP_COPY) {
@@ -427,14 +456,13 @@ TCU_HDI void tcu_ew_f32(const tcu_ew_args *a, const int64_t *off, int64_t linear
                 tcu_store_i64(a->data[0], off[0], a->dt[0], tcu_compare_f32(op, x, y));
                 return;
             }
-            r = tcu_binary_f32(op, x, y, a);
+            r = tcu_arith_alpha_f32(op, x, y, a, alpha);
         }
     }
     tcu_store_f32(a->data[0], off[0], a->dt[0], r);
 }
 
-TCU_HDI void tcu_ew_i64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
-    (void)linear;
+TCU_HDI void tcu_ew_generic_i64(const tcu_ew_args *a, const int64_t *off) {
     const int op = a->op;
     int64_t r;
     switch (op) {
@@ -453,11 +481,27 @@ TCU_HDI void tcu_ew_i64(const tcu_ew_args *a, const int64_t *off, int64_t linear
             r = tcu_unary_i64(op, x, a);
         } else {
             const int64_t y = tcu_load_i64(a->data[2], off[2], a->dt[2]);
-            r = tcu_op_is_compare(op) ? (int64_t)tcu_compare_i64(op, x, y) : tcu_binary_i64(op, x, y, a);
+            r = tcu_op_is_compare(op) ? (int64_t)tcu_compare_i64(op, x, y) : tcu_arith_i64(op, x, y, a);
         }
     }
     }
     tcu_store_i64(a->data[0], off[0], a->dt[0], r);
+}
+
+TCU_HDI void tcu_ew_f32(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
+    (void)linear;
+    if (tcu_op_is_divmod(a->op)) tcu_ew_divmod(a, off, TCU_CT_F32);
+    else tcu_ew_generic_f32(a, off, tcu_alpha_f32(a));
+}
+TCU_HDI void tcu_ew_f64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
+    (void)linear;
+    if (tcu_op_is_divmod(a->op)) tcu_ew_divmod(a, off, TCU_CT_F64);
+    else tcu_ew_generic_f64(a, off);
+}
+TCU_HDI void tcu_ew_i64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
+    (void)linear;
+    if (tcu_op_is_divmod(a->op)) tcu_ew_divmod(a, off, TCU_CT_I64);
+    else tcu_ew_generic_i64(a, off);
 }
 
 #ifdef __cplusplus
