@@ -13,7 +13,7 @@
 // the reference backend.
 // Results do not depend on the thread count: a library GEMM (sgemm, OpenBLAS, the primitive) of 1M
 // multiply-adds and more runs in fixed pieces, each on one thread (pieces.c); torc's own GEMMs never
-// split K.
+// split K, and run the AVX2 family's f32 GEMMs of that size.
 #include <omp.h>
 #include <string.h>
 
@@ -213,9 +213,9 @@ static dnnl_status_t gemm_one(const onednn_gemm *g, const float *a, const float 
 // so no call opens a nested team: one did when sgemm ran inside a parallel region with the team's
 // count, its threads spinning beside the top-level team's, three on two cores (a 512x1024x1024 sgemm
 // after any other parallel region took 10-16 ms instead of 6-7). An earlier split, one sgemm block
-// per thread, measured 1.5-2x slower at 2048 on two quiet Sapphire Rapids cores (105-140 against
-// 200-230 GFLOP/s) before that nested team was found; the pieces have not been timed on a quiet
-// two-core machine since (this one is shared: figures in pieces.c are one core's).
+// per thread, measured 1.5-2x slower at 2048 on a quiet two-core machine (105-140 against 200-230
+// GFLOP/s) before that nested team was found; the pieces have not been timed on a quiet two-core
+// machine since (the one they were written on is shared: figures in pieces.c are one core's).
 
 // C = A B for the piece (i, j, kk) of matrix (a, b, c): rows [i bm, ..), columns [j bn, ..), k [kk bk, ..);
 // the first piece of K writes C, the others their own (M, N) slab of partial sums (ldc N).
@@ -456,7 +456,16 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     // on the tiles and packing they ran slower than through f32 and sgemm, a Cruncher D=256 f16
     // step 0.57-0.59 against 0.55 ms on one Zen 4 core), or, where it does not take the layout,
     // the conversions and sgemm.
-    if ((dt != TORC_DTYPE_F32 || onednn__fma_f32()) && (on_fma_gemm(op, &a, &b, &c) || (K == 0 && onednn__fma_usable())))
+    // f32 of the AVX2 family from ONEDNN_SMALL_WORK multiply-adds runs there too: its threads share a
+    // GEMM without splitting K, where OpenBLAS's sums change with its thread count and OpenBLAS in fixed
+    // pieces (pieces.c) costs 4-13% of one core. One Zen 4 core, AVX2-capped: the FMA GEMM even with
+    // OpenBLAS at 1024^3 and 2048^3 (105-108 against 104-109 GFLOP/s), 75-82 against 78-87 at 512^3.
+    // Capped to AVX2 on an Emerald Rapids core (best of 5, CPU time): 78 against OpenBLAS's 79 at 512^3,
+    // 63 / 64 against 80 / 82 at 1024^3 / 2048^3, 83 against 70 on the Cruncher D=256 GEMMs
+    // (64x256x256). Smaller f32 GEMMs stay on OpenBLAS (or sgemm), one thread.
+    const bool f32_fma = onednn__fma_f32() ||
+                         (onednn__dnnl_isa() == ONEDNN_ISA_AVX2 && onednn__work(op) >= ONEDNN_SMALL_WORK);
+    if ((dt != TORC_DTYPE_F32 || f32_fma) && (on_fma_gemm(op, &a, &b, &c) || (K == 0 && onednn__fma_usable())))
         return plan_fma(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 
     onednn_gemm g;

@@ -19,9 +19,13 @@
 // ---- the pieces' sizes ----
 // Until there are ONEDNN_PIECES_MAX of them or one has under 2 x ONEDNN_SMALL_WORK multiply-adds:
 // halve the longer of C's sides (rows and columns rounded up to 16, neither below PIECE_SIDE_MIN),
-// then, where split_k allows, K (rounded up to 256, not below PIECE_K_MIN). One core of a Sapphire
-// Rapids Xeon, dnnl_sgemm 2048^3 as one call and in 16 pieces of 512 x 512: best of 4 interleaved
-// runs 150 against 143 GFLOP/s (each piece packs its rows of A and its columns of B again).
+// then, where split_nk allows, K (rounded up to 256, not below PIECE_K_MIN). What the pieces cost one
+// core (an Emerald Rapids Xeon, f32, best of 5 interleaved runs in CPU time, GFLOP/s, one call
+// against the pieces): dnnl_sgemm 512^3 165-170 / 167, 1024^3 150-159 / 141-142, 2048^3 151-156 /
+// 144-145, 512x1024x1024 150-155 / 137, with B transposed 150-155 / 126-130, 64x256x256 168 / 154;
+// OpenBLAS AVX2-capped 512^3 78-79 / 69-71, 1024^3 80 / 75-77, 2048^3 80-82 / 76-77 (matmul.c runs
+// those sizes on the FMA GEMM). At most 4 pieces OpenBLAS came within 2% of one call and dnnl_sgemm
+// 0-12% behind it (as noisy as with 16), leaving a GEMM at most 4 threads.
 #define PIECE_SIDE_MIN 64
 #define PIECE_K_MIN 1024
 
