@@ -1,8 +1,10 @@
 // core/dispatch.c — the one place the core calls a backend's vtable: op dispatch with the
 // minor-version gate and the host-memory fallback to the reference backend, FLOP counting, and
 // memory wrappers.
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "torc-impl.h"
@@ -109,6 +111,127 @@ static torc_status counted(const torc_device *runner, const torc_op *op, int rc,
     return TORC_OK;
 }
 
+// ---- the host round trip of a device backend's declined op (TORC_DEVICE_FALLBACK=1) ----
+// Each operand's span (the bytes its strided view reaches) is copied to a host buffer, spans
+// that overlap (an in-place op, an output that is a view of an input) sharing one; the reference
+// backend runs the op with the same strides on the host copies; the spans holding an output are
+// copied back whole, so the elements of an output view the op leaves alone keep their values.
+
+static _Atomic uint64_t g_fallbacks[TORC_OP_COUNT];
+
+uint64_t torc_fallback_count(int opcode) {
+    uint64_t sum = 0;
+    for (int o = 0; o < TORC_OP_COUNT; o++)
+        if (opcode < 0 || o == opcode) sum += atomic_load_explicit(&g_fallbacks[o], memory_order_relaxed);
+    return sum;
+}
+
+void torc_fallback_reset(void) {
+    for (int o = 0; o < TORC_OP_COUNT; o++) atomic_store(&g_fallbacks[o], 0);
+}
+
+// TORC_DEVICE_FALLBACK, read once (at the first op a device backend declines): on when set to
+// anything but "" or "0".
+static bool device_fallback_on(void) {
+    static _Atomic int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("TORC_DEVICE_FALLBACK");
+        v = e && *e && strcmp(e, "0") != 0;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v != 0;
+}
+
+typedef struct span {
+    uintptr_t lo, hi;  // device bytes [lo, hi)
+    char *host;        // its host copy
+    bool written;      // holds an output
+} span;
+
+// The bytes operand o reaches, [*lo, *hi); false when it has no elements.
+static bool operand_span(const torc_operand *o, uintptr_t *lo, uintptr_t *hi) {
+    int64_t neg = 0, pos = 0;
+    for (int d = 0; d < o->ndim; d++) {
+        if (o->shape[d] == 0) return false;
+        const int64_t ext = (o->shape[d] - 1) * o->stride[d];
+        if (ext < 0) neg += ext;
+        else pos += ext;
+    }
+    const int64_t es = (int64_t)torc_dtype_size(o->dtype);
+    *lo = (uintptr_t)o->data + (uintptr_t)(neg * es);
+    *hi = (uintptr_t)o->data + (uintptr_t)((pos + 1) * es);
+    return true;
+}
+
+static torc_status host_round_trip(torc_device *dev, torc_op *op, uint64_t flops) {
+    torc_device *ref = torc__reference_device();
+    if (!ref) return torc_last_status();
+    char why[160];
+    if (predates(ref, op, why, sizeof why)) return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", why);
+    enum { MAX_OPS = TORC_OP_MAX_INPUTS + TORC_OP_MAX_OUTPUTS };
+    span spans[MAX_OPS];
+    int n = 0;
+    torc_operand *ops[MAX_OPS];
+    const int nops = op->n_in + op->n_out;
+    for (int i = 0; i < nops; i++) ops[i] = i < op->n_in ? &op->in[i] : &op->out[i - op->n_in];
+    // The spans, overlapping ones merged (merging can make a span overlap an earlier one: repeat).
+    for (int i = 0; i < nops; i++) {
+        uintptr_t lo, hi;
+        if (!ops[i]->data || !operand_span(ops[i], &lo, &hi)) continue;
+        span s = {lo, hi, NULL, i >= op->n_in};
+        for (bool merged = true; merged;) {
+            merged = false;
+            for (int k = 0; k < n; k++)
+                if (spans[k].lo < s.hi && s.lo < spans[k].hi) {
+                    s.lo = spans[k].lo < s.lo ? spans[k].lo : s.lo;
+                    s.hi = spans[k].hi > s.hi ? spans[k].hi : s.hi;
+                    s.written = s.written || spans[k].written;
+                    spans[k] = spans[--n];
+                    merged = true;
+                    break;
+                }
+        }
+        spans[n++] = s;
+    }
+    torc_op host_op = *op;
+    torc_status st = TORC_OK;
+    for (int k = 0; k < n && !st; k++) {
+        const size_t bytes = spans[k].hi - spans[k].lo;
+        const size_t alloc = (bytes + TORC_HOST_ALIGNMENT - 1) / TORC_HOST_ALIGNMENT * TORC_HOST_ALIGNMENT;
+        if (!(spans[k].host = aligned_alloc(TORC_HOST_ALIGNMENT, alloc)))
+            st = torc__error(TORC_ERR_OOM, "%s: out of memory allocating %zu host bytes for the fallback of op '%s'",
+                             dev->name, bytes, torc_op_name(op->code));
+        else
+            st = torc__dev_copy(dev, spans[k].host, (const void *)spans[k].lo, bytes, TORC_COPY_DEVICE_TO_HOST);
+    }
+    if (!st) {
+        for (int i = 0; i < nops; i++) {
+            uintptr_t lo, hi;
+            if (!ops[i]->data || !operand_span(ops[i], &lo, &hi)) continue;
+            torc_operand *h = i < op->n_in ? &host_op.in[i] : &host_op.out[i - op->n_in];
+            for (int k = 0; k < n; k++)
+                if (spans[k].lo <= lo && hi <= spans[k].hi)
+                    h->data = spans[k].host + ((uintptr_t)ops[i]->data - spans[k].lo);
+        }
+        // As the host-memory fallback: run() first, supports() only to word a refusal.
+        const int rc = vt_run(ref, &host_op);
+        if (rc != 0)
+            st = !vt_supports(ref, &host_op) ? torc__error(TORC_ERR_NOT_SUPPORTED, "%s", backend_msg(ref))
+                                              : run_failed(ref, rc);
+        for (int k = 0; k < n && !st; k++)
+            if (spans[k].written)
+                st = torc__dev_copy(dev, (void *)spans[k].lo, spans[k].host, spans[k].hi - spans[k].lo,
+                                    TORC_COPY_HOST_TO_DEVICE);
+        if (!st) {
+            atomic_fetch_add_explicit(&g_fallbacks[op->code], 1, memory_order_relaxed);
+            st = counted(ref, op, 0, flops);
+        }
+    }
+    for (int k = 0; k < n; k++) free(spans[k].host);
+    return st;
+}
+
 torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     torc_device *runner = dev;
     int rc;
@@ -116,11 +239,14 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     char why[160];
     const bool too_new = predates(dev, op, why, sizeof why);
     if (too_new || !vt_supports(dev, op)) {
-        if (!dev->host_memory)
+        if (!dev->host_memory) {
+            if (device_fallback_on()) return host_round_trip(dev, op, flops);
             return torc__error(TORC_ERR_NOT_SUPPORTED,
-                               "backend '%s' cannot run op '%s' for dtype %s and has no fallback (%s)",
+                               "backend '%s' cannot run op '%s' for dtype %s (%s); set TORC_DEVICE_FALLBACK=1 to run "
+                               "the ops its backend declines on the host (copied there and back)",
                                torc_device_backend_name(dev), torc_op_name(op->code),
                                torc_dtype_name(op->out[0].dtype), too_new ? why : backend_msg(dev));
+        }
         // Host memory: the reference backend runs it on the same pointers, no copies.
         runner = torc__reference_device();
         if (!runner) return torc_last_status();

@@ -158,6 +158,25 @@ static void check_ranks_agree(const train_options *o, int64_t M, const torc_devi
 // divergence, reaches 6e-11 by step 300 (seeds 0 to 4; 6e-8 with momentum 0.9). The other
 // bundled defaults converge there as they are: by step 300 adam and adamw (0.001) from 1e4 to 2.5,
 // adagrad (0.01) to 2.1, rmsprop (0.01) to 4e-6. A larger --dim needs a smaller SGD lr still.
+// The summary's line for the ops the device's backend declined that ran on the host through
+// TORC_DEVICE_FALLBACK=1 (the whole run, the model's initialisation included), most first.
+static void print_fallbacks(void) {
+    const uint64_t total = torc_fallback_count(-1);
+    if (!total) return;
+    uint64_t n[TORC_OP_COUNT];
+    for (int i = 0; i < TORC_OP_COUNT; i++) n[i] = torc_fallback_count(i);
+    printf("  fallback          %llu op%s ran on the host (", (unsigned long long)total, total == 1 ? "" : "s");
+    for (bool first = true;; first = false) {
+        int best = -1;
+        for (int i = 0; i < TORC_OP_COUNT; i++)
+            if (n[i] && (best < 0 || n[i] > n[best])) best = i;
+        if (best < 0) break;
+        printf("%s%s %llu", first ? "" : ", ", torc_op_name((torc_opcode)best), (unsigned long long)n[best]);
+        n[best] = 0;
+    }
+    printf("; TORC_DEVICE_FALLBACK=1)\n");
+}
+
 static const struct { const char *optim; double lr; } cruncher_lr[] = {{"sgd", 1e-4}};
 
 // The optimizer's declared default for hyperparameter name, or NAN.
@@ -587,6 +606,7 @@ int main(int argc, char **argv) {
                torc_dtype_name(mm_dtype), any && info.peak_source[0] ? " (" : "", any ? info.peak_source : "",
                any && info.peak_source[0] ? ")" : "");
     }
+    print_fallbacks();
     if (o.checkpoint) printf("  checkpoint        %s (step %lld)\n", o.checkpoint, (long long)step);
     if (ddp && todo) {
         torc_ddp_stats ds;

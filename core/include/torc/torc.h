@@ -928,6 +928,12 @@ typedef enum torc_phase { TORC_PHASE_FORWARD = 0, TORC_PHASE_BACKWARD = 1 } torc
 // per input element; copies, fills and views count 0 FLOPs.
 TORC_API uint64_t torc_flops(torc_phase phase, int opcode, int dtype);
 TORC_API void torc_flops_reset(void);
+// Ops a device-memory backend declined that ran on the host instead (TORC_DEVICE_FALLBACK=1: the
+// operands copied to host buffers, the reference backend runs the op, the outputs copied back),
+// since the last reset; opcode -1 sums every op. The host-memory fallback (a host backend's
+// declined op run by the reference on the same pointers) is not counted here.
+TORC_API uint64_t torc_fallback_count(int opcode);
+TORC_API void torc_fallback_reset(void);
 TORC_API const char *torc_op_name(torc_opcode op);  // "matmul"
 
 // ---- state dicts: named tensors + string metadata (what checkpoints are made of) ----
