@@ -242,8 +242,8 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
         if (!dev->host_memory) {
             if (device_fallback_on()) return host_round_trip(dev, op, flops);
             return torc__error(TORC_ERR_NOT_SUPPORTED,
-                               "backend '%s' cannot run op '%s' for dtype %s (%s); set TORC_DEVICE_FALLBACK=1 to run "
-                               "the ops its backend declines on the host (copied there and back)",
+                               "backend '%s' cannot run op '%s' for dtype %s and has no fallback (%s); set "
+                               "TORC_DEVICE_FALLBACK=1 to run the ops it declines on the host (copied there and back)",
                                torc_device_backend_name(dev), torc_op_name(op->code),
                                torc_dtype_name(op->out[0].dtype), too_new ? why : backend_msg(dev));
         }
