@@ -38,6 +38,8 @@ static options g_opt;
 typedef struct target {
     torc_device *dev, *ref;
     bool host;     // the backend's memory is host memory (ops it lacks fall back to the reference)
+    bool fallback; // ops it declines run on the reference: host memory, or a device backend under
+                   // TORC_DEVICE_FALLBACK=1 (copied to the host and back)
 } target;
 static target g_t;
 
@@ -1214,12 +1216,12 @@ static void perf_case(builder *b, const xcase *c) {
     const char *unit = flops > 0 ? "GFLOP/s" : "GB/s";
     const double work = flops > 0 ? flops : bytes;
     if (g_opt.csv) {
-        printf("%s,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%s\n", b->row->op, b->label, shape, native ? "native" : (g_t.host ? "fallback" : "unsupported"),
+        printf("%s,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%s\n", b->row->op, b->label, shape, native ? "native" : (g_t.fallback ? "fallback" : "unsupported"),
                tb * 1e3, tb > 0 ? work / tb * 1e-9 : 0.0, tr * 1e3, tr > 0 ? work / tr * 1e-9 : 0.0, unit);
         return;
     }
     char bt[40] = "fallback", br[40] = "-", rt[40] = "-", rr[40] = "-", sp[24] = "-";
-    if (!native && !g_t.host) snprintf(bt, sizeof bt, "unsupported");
+    if (!native && !g_t.fallback) snprintf(bt, sizeof bt, "unsupported");
     if (tb > 0) snprintf(bt, sizeof bt, "%.4g ms", tb * 1e3), snprintf(br, sizeof br, "%.4g %s", work / tb * 1e-9, unit);
     if (tr > 0) snprintf(rt, sizeof rt, "%.4g ms", tr * 1e3), snprintf(rr, sizeof rr, "%.4g %s", work / tr * 1e-9, unit);
     if (tb > 0 && tr > 0) snprintf(sp, sizeof sp, "%.2fx", tr / tb);
@@ -1272,7 +1274,7 @@ static void emit(builder *b, xcase *c) {
         torc_clear_error();
         if (declined) {
             const cmp ok = {.ok = true};
-            record(b, c, g_t.host ? M_FALLBACK : M_UNSUPPORTED, &ok);
+            record(b, c, g_t.fallback ? M_FALLBACK : M_UNSUPPORTED, &ok);
             xc_free(c);
             return;
         }
@@ -1303,16 +1305,21 @@ static void emit(builder *b, xcase *c) {
     if (c->frontend) {
         rs = run_frontend(c, &got, &as);
         if (rs == RUN_UNSUPPORTED) goto done;  // no public entry point: nothing to add
+        if (rs == RUN_FAILED && !g_t.fallback && strstr(got.msg, "TORC_DEVICE_FALLBACK")) {
+            mode = M_UNSUPPORTED;  // the device backend declined an op of it: declined, not failed
+            record(b, c, mode, &m);
+            goto done;
+        }
         out_image = c->alias || writes_into_out(c->code);
     } else {
         rs = run_op(g_t.dev, true, c, &got);
         if (rs == RUN_UNSUPPORTED) {
-            if (!g_t.host) {  // a device backend has no fallback: the op is an error there
+            if (!g_t.fallback) {  // a device backend without TORC_DEVICE_FALLBACK: an error there
                 mode = M_UNSUPPORTED;
                 record(b, c, mode, &m);
                 goto done;
             }
-            // What the core does: the reference runs it on the backend's memory. Checked
+            // What the core does: the reference runs it (on a device, on host copies). Checked
             // through the public API where torc.h can express the op.
             mode = M_FALLBACK;
             rs = run_frontend(c, &got, &as);
@@ -3025,6 +3032,8 @@ int main(int argc, char **argv) {
     torc_device_info info;
     torc_device_info_get(g_t.dev, &info);
     g_t.host = info.host_memory;
+    const char *fb = getenv("TORC_DEVICE_FALLBACK");  // read as the core reads it (backends.md)
+    g_t.fallback = g_t.host || (fb && *fb && strcmp(fb, "0") != 0);
     if (!g_opt.csv)
         printf("torc-xcheck: backend '%s' (device %s: %s, %s memory) against the reference; seed %llu\n",
                torc_device_backend_name(g_t.dev), torc_device_name(g_t.dev), info.name, g_t.host ? "host" : "device",
@@ -3059,7 +3068,7 @@ int main(int argc, char **argv) {
             if (!g_opt.op_on[code] || !differentiable(code)) continue;
             torc_dtype G = probe_native(code, TORC_DTYPE_F64) ? TORC_DTYPE_F64 : TORC_DTYPE_F32;
             if (!g_opt.dtype_on[G]) G = g_opt.dtype_on[TORC_DTYPE_F64] ? TORC_DTYPE_F64 : TORC_DTYPE_F32;
-            const run_mode mode = probe_native(code, G) ? M_NATIVE : (g_t.host ? M_FALLBACK : M_UNSUPPORTED);
+            const run_mode mode = probe_native(code, G) ? M_NATIVE : (g_t.fallback ? M_FALLBACK : M_UNSUPPORTED);
             row r;
             memset(&r, 0, sizeof r);
             snprintf(r.op, sizeof r.op, "%s", torc_op_name(code));

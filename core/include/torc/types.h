@@ -115,7 +115,7 @@ typedef enum torc_status {
     TORC_ERR_INDEX,         // an index out of range
     TORC_ERR_OOM,           // an allocation failed
     TORC_ERR_BACKEND,       // a backend failed to load or to run an op
-    TORC_ERR_NOT_SUPPORTED, // the device's backend cannot run this op and has no fallback
+    TORC_ERR_NOT_SUPPORTED, // the device's backend cannot run this op and has no fallback (TORC_DEVICE_FALLBACK)
     TORC_ERR_IO,            // file missing, truncated, corrupted or unwritable
     TORC_ERR_AUTOGRAD,      // autograd misuse (second backward, in-place on a saved tensor, ...)
     TORC_ERR_RUNTIME,       // anything else
