@@ -29,10 +29,11 @@ rc=0
 if [ "$what" = suites ]; then
   # test_max_dim and test_layer_norm run their goldens on onednn too (its own loops; they must hold
   # under every cap); test_autocast its fused matmuls (the FMA GEMM's rounding, or the casts where
-  # a level declines them) bit for bit against explicit casts.
+  # a level declines them) bit for bit against explicit casts; test_gpt the GPT-2 against PyTorch's
+  # logits, gradients and 50-step trajectory.
   export TORC_TEST_DATA=${TORC_TEST_DATA:-$(cd "$(dirname "$0")/.." && pwd)/tests/golden}
   for t in onednn_backend_test onednn_pointwise_test onednn_amx_test test_max_dim test_layer_norm test_adam \
-           test_autocast; do
+           test_autocast test_gpt; do
     "$build/bin/$t" >"$build/isa-$level-$t.log" 2>&1
     r=$?
     tail -n 3 "$build/isa-$level-$t.log"
