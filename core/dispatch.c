@@ -21,6 +21,51 @@ static const char *backend_msg(const torc_device *dev) {
 // The backend a member runs on this thread (torc-impl.h): the exit handler must not wait for it.
 TORC__TLS_HOT _Thread_local torc_backend_lib *torc__tls_calling;
 
+// ---- op tracing (torc_op_trace_start): per (opcode, first input's dtype, output's dtype, declined) ----
+// Off, a dispatch pays one relaxed load of g_trace_on. Counters are relaxed atomics: ops dispatched
+// from several threads are all counted; a start or stop racing with a dispatch may miss it.
+#define TRACE_NO_INPUT TORC_DTYPE_COUNT  // the in-dtype slot of an op without inputs (fills)
+static atomic_bool g_trace_on;
+static _Atomic uint64_t g_trace[TORC_OP_COUNT][TORC_DTYPE_COUNT + 1][TORC_DTYPE_COUNT][2];
+
+static inline void trace_op(const torc_op *op, bool declined) {
+    if (!atomic_load_explicit(&g_trace_on, memory_order_relaxed)) return;
+    const unsigned code = (unsigned)op->code;
+    const unsigned in = op->n_in > 0 ? (unsigned)op->in[0].dtype : TRACE_NO_INPUT;
+    const unsigned out = op->n_out > 0 ? (unsigned)op->out[0].dtype : TORC_DTYPE_COUNT;
+    if (code >= TORC_OP_COUNT || in > TRACE_NO_INPUT || out >= TORC_DTYPE_COUNT) return;
+    atomic_fetch_add_explicit(&g_trace[code][in][out][declined], 1, memory_order_relaxed);
+}
+
+void torc_op_trace_start(void) {
+    for (int o = 0; o < TORC_OP_COUNT; o++)
+        for (int i = 0; i <= TRACE_NO_INPUT; i++)
+            for (int d = 0; d < TORC_DTYPE_COUNT; d++)
+                for (int k = 0; k < 2; k++) atomic_store_explicit(&g_trace[o][i][d][k], 0, memory_order_relaxed);
+    atomic_store(&g_trace_on, true);
+}
+
+void torc_op_trace_stop(void) { atomic_store(&g_trace_on, false); }
+
+uint64_t torc_op_trace_count(int opcode, int in_dtype, int out_dtype, int declined) {
+    uint64_t sum = 0;
+    for (int o = 0; o < TORC_OP_COUNT; o++) {
+        if (opcode >= 0 && o != opcode) continue;
+        for (int i = 0; i <= TRACE_NO_INPUT; i++) {
+            if (in_dtype >= 0 && i != in_dtype) continue;
+            if (in_dtype == -2 && i != TRACE_NO_INPUT) continue;
+            if (in_dtype < -2) continue;
+            for (int d = 0; d < TORC_DTYPE_COUNT; d++) {
+                if (out_dtype >= 0 && d != out_dtype) continue;
+                for (int k = 0; k < 2; k++)
+                    if (declined < 0 || (declined != 0) == (k != 0))
+                        sum += atomic_load_explicit(&g_trace[o][i][d][k], memory_order_relaxed);
+            }
+        }
+    }
+    return sum;
+}
+
 static inline int vt_run(const torc_device *dev, const torc_op *op) {
     torc_backend_lib *outer = torc__tls_calling;
     torc__tls_calling = dev->lib;
@@ -96,6 +141,7 @@ torc_status torc__native_check(torc_device *dev, torc_op *op) {
 
 torc_status torc__dispatch_native(torc_device *dev, torc_op *op) {
     torc_status st = torc__native_check(dev, op);
+    trace_op(op, st != TORC_OK);
     if (st) return st;
     const int rc = vt_run(dev, op);
     return rc ? run_failed(dev, rc) : TORC_OK;
@@ -238,7 +284,9 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
     op->struct_size = sizeof *op;
     char why[160];
     const bool too_new = predates(dev, op, why, sizeof why);
-    if (too_new || !vt_supports(dev, op)) {
+    const bool declined = too_new || !vt_supports(dev, op);
+    trace_op(op, declined);
+    if (declined) {
         if (!dev->host_memory) {
             if (device_fallback_on()) return host_round_trip(dev, op, flops);
             return torc__error(TORC_ERR_NOT_SUPPORTED,
@@ -265,6 +313,7 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
 }
 
 torc_status torc__dispatch_supported(torc_device *dev, torc_op *op, uint64_t flops) {
+    trace_op(op, false);
     return counted(dev, op, vt_run(dev, op), flops);
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <torc/convert.h>
+#include <torc/gpt.h>
 #include <torc/torc.h>
 
 // Tools may exit on setup errors (STYLE.md); the library never does.
@@ -2855,6 +2856,7 @@ static void usage(FILE *f) {
             "usage: torc-xcheck [--backend NAME] [--op NAME[,NAME...]] [--dtype NAME[,NAME...]]\n"
             "                   [--grad] [--perf] [--check] [--csv] [--quiet] [--verbose] [--api]\n"
             "                   [--tol-scale X] [--seed N] [--perf-n ELEMENTS] [--perf-mm N] [--sweep[=full]]\n"
+            "       torc-xcheck [--backend NAME] [--seed N] --workload train|gpt\n"
             "Cross-checks a backend against the reference backend: every op x dtype x shape family\n"
             "(contiguous, transposed, sliced with a step, broadcast, zero-size, zero-dim, size 1, odd\n"
             "sizes, large, in place, NaN/inf) runs as one op on the backend (torc_run_op) with sentinel bytes\n"
@@ -2879,7 +2881,12 @@ static void usage(FILE *f) {
             "                  batched with broadcast) at sizes around the backends' tile and vector\n"
             "                  edges, inputs in buffers that end at their last element (for ASan)\n"
             "  --sweep=full    the exhaustive sweep: more partner sizes, every out layout and batch\n"
-            "                  form (hours; narrow it with --op and --dtype)\n");
+            "                  form (hours; narrow it with --op and --dtype)\n"
+            "  --workload NAME run a workload on the backend instead of the checks and list the ops and\n"
+            "                  dtypes it dispatches and which the backend declines: train (torc-train's\n"
+            "                  Cruncher: Linear layers, mse_loss, backward, adam) or gpt (a tiny GPT:\n"
+            "                  forward with targets, backward, clip_grad_norm, adamw); exit status 0\n"
+            "                  (informational) unless the workload cannot run\n");
 }
 
 static void parse_list(const char *arg, bool *on, int n, bool is_op) {
@@ -2988,6 +2995,139 @@ static bool probe_native(torc_opcode code, torc_dtype dt) {
     return b.probe_total > 0 && b.probe_native == b.probe_total;
 }
 
+// ---- --workload: the ops a training workload dispatches, and which of them the backend declines ----
+// The workload runs on the backend's device under op tracing (torc_op_trace_start); each op is
+// recorded by (opcode, first input's dtype, output's dtype) with whether the backend took it or
+// declined it at that very dispatch, so the table is the workload's own descriptors, not a probe.
+// On a device-memory backend TORC_DEVICE_FALLBACK=1 is set, so its declined ops run on the host
+// and the workload runs to the end (a host backend's declined ops run on the reference anyway).
+#define WL_OK(x) \
+    do { if ((x) != TORC_OK) xcheck_die("--workload: %s failed: %s", #x, torc_last_error()); } while (0)
+#define WL_PTR(p) \
+    do { if (!(p)) xcheck_die("--workload: %s failed: %s", #p, torc_last_error()); } while (0)
+
+enum { WL_STEPS = 2 };
+
+// A Cruncher (torc-train's model: Linear(D, D) x L without bias, then Linear(D, 1)) learning
+// random targets with mse_loss, backward and an Adam step, as torc-train's loop does.
+static void workload_train(void) {
+    const int64_t D = 16, B = 8;
+    torc_generator *gen = torc_generator_new(g_opt.seed);
+    WL_PTR(gen);
+    torc_module *model = torc_cruncher_new(D, 2, TORC_DTYPE_F32, gen);
+    WL_PTR(model);
+    const int n = torc_module_param_count(model);
+    if (n < 1 || n > 64) xcheck_die("--workload train: the Cruncher has %d parameters", n);
+    torc_tensor *params[64];
+    for (int i = 0; i < n; i++) params[i] = torc_module_param(model, i);
+    torc_optimizer *opt = torc_optimizer_new("adam", n, params, "lr=0.001");
+    WL_PTR(opt);
+    printf("workload 'train': Cruncher(dim=%lld, layers=2), batch %lld, mse_loss, backward, adam; %d steps\n",
+           (long long)D, (long long)B, WL_STEPS);
+    for (int step = 0; step < WL_STEPS; step++) {
+        torc_scope_push();
+        torc_tensor *x = torc_randn(2, (int64_t[]){B, D}, TORC_DTYPE_F32, gen);
+        WL_PTR(x);
+        torc_tensor *y = torc_randn(1, (int64_t[]){B}, TORC_DTYPE_F32, gen);
+        WL_PTR(y);
+        torc_tensor *pred = torc_module_forward(model, x);
+        WL_PTR(pred);
+        torc_tensor *l = torc_mse_loss(pred, y);
+        WL_PTR(l);
+        WL_OK(torc_backward(l, NULL, false));
+        double v;
+        WL_OK(torc_item(l, &v));
+        WL_OK(torc_optimizer_step(opt));
+        WL_OK(torc_optimizer_zero_grad(opt, true));
+        torc_scope_pop();
+    }
+    torc_optimizer_free(opt);
+    torc_module_free(model);
+    torc_generator_free(gen);
+}
+
+// A tiny GPT (torc/gpt.h) trained as train_gpt does: forward with targets, backward, the
+// gradients clipped to norm 1, an AdamW step with weight decay on the matrices.
+static void workload_gpt(void) {
+    const torc_gpt_config cfg = {64, 0, 16, 2, 2, 32, 0.0, true};
+    const int64_t B = 2, T = 16;
+    torc_generator *gen = torc_generator_new(g_opt.seed);
+    WL_PTR(gen);
+    torc_gpt *m = torc_gpt_new(&cfg, gen);
+    WL_PTR(m);
+    const int n = torc_gpt_param_count(m);
+    if (n < 1 || n > 256) xcheck_die("--workload gpt: the model has %d parameters", n);
+    torc_tensor *params[256];
+    const char *names[256];
+    for (int i = 0; i < n; i++) params[i] = torc_gpt_param(m, i), names[i] = torc_gpt_param_name(m, i);
+    torc_optimizer *opt = torc_optimizer_new_decay_groups("adamw", n, names, params, "lr=6e-4 betas=0.9,0.95 eps=1e-8",
+                                                          0.1, NULL, NULL, NULL);
+    WL_PTR(opt);
+    printf("workload 'gpt': GPT(vocab=%lld, block=%lld, layers=%lld, heads=%lld, embd=%lld), batch %lld x %lld, "
+           "forward with targets, backward, clip_grad_norm 1, adamw; %d steps\n",
+           (long long)cfg.vocab_size, (long long)cfg.block_size, (long long)cfg.n_layer, (long long)cfg.n_head,
+           (long long)cfg.n_embd, (long long)B, (long long)T, WL_STEPS);
+    for (int step = 0; step < WL_STEPS; step++) {
+        torc_scope_push();
+        torc_tensor *idx = torc_randint(0, cfg.vocab_size, 2, (int64_t[]){B, T}, TORC_DTYPE_I64, gen);
+        WL_PTR(idx);
+        torc_tensor *tgt = torc_randint(0, cfg.vocab_size, 2, (int64_t[]){B, T}, TORC_DTYPE_I64, gen);
+        WL_PTR(tgt);
+        torc_tensor *loss = NULL;
+        WL_OK(torc_gpt_forward(m, idx, tgt, gen, NULL, &loss));
+        WL_OK(torc_backward(loss, NULL, false));
+        torc_tensor *norm = torc_clip_grad_norm_(n, params, 1.0, 2.0, false);
+        WL_PTR(norm);
+        double v;
+        WL_OK(torc_item(loss, &v));
+        WL_OK(torc_optimizer_step(opt));
+        WL_OK(torc_optimizer_zero_grad(opt, true));
+        torc_scope_pop();
+    }
+    torc_optimizer_free(opt);
+    torc_gpt_free(m);
+    torc_generator_free(gen);
+}
+
+// Runs workload name on g_t.dev under op tracing and prints the table; exit status 0.
+static int run_workload(const char *name) {
+    if (!g_t.host) setenv("TORC_DEVICE_FALLBACK", "1", 1);  // read by the core at the first declined op
+    WL_OK(torc_set_default_device(g_t.dev));
+    const char *bname = torc_device_backend_name(g_t.dev);
+    torc_op_trace_start();
+    if (!strcmp(name, "train")) workload_train();
+    else workload_gpt();
+    torc_op_trace_stop();
+    printf("\n%-19s %-16s %8s  %s\n", "op", "dtypes", "count", bname);
+    int pairs = 0, declined = 0;
+    for (int o = 0; o < TORC_OP_COUNT; o++) {
+        if (!torc_op_trace_count(o, -1, -1, -1)) continue;
+        for (int i = -2; i < TORC_DTYPE_COUNT; i++) {
+            if (i == -1) continue;
+            for (int d = 0; d < TORC_DTYPE_COUNT; d++) {
+                const uint64_t took = torc_op_trace_count(o, i, d, 0), no = torc_op_trace_count(o, i, d, 1);
+                if (!took && !no) continue;
+                char dt[40];
+                if (i == -2) snprintf(dt, sizeof dt, "-> %s", dshort((torc_dtype)d));
+                else if (i == d) snprintf(dt, sizeof dt, "%s", dshort((torc_dtype)d));
+                else snprintf(dt, sizeof dt, "%s -> %s", dshort((torc_dtype)i), dshort((torc_dtype)d));
+                char verdict[64];
+                if (!no) snprintf(verdict, sizeof verdict, "takes");
+                else if (!took) snprintf(verdict, sizeof verdict, "DECLINES");
+                else snprintf(verdict, sizeof verdict, "DECLINES %llu of them", (unsigned long long)no);
+                printf("%-19s %-16s %8llu  %s\n", torc_op_name((torc_opcode)o), dt, (unsigned long long)(took + no), verdict);
+                pairs++;
+                declined += no != 0;
+            }
+        }
+    }
+    printf("\ntorc-xcheck: %d of %d op/dtype pairs declined by '%s' in workload '%s'%s\n", declined, pairs, bname, name,
+           declined && !g_t.host ? " (they ran on the host: TORC_DEVICE_FALLBACK=1)"
+           : declined           ? " (the reference backend ran them on the same memory)"
+                                : "");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     g_opt.tol_scale = 1;
     g_opt.seed = 20240501;
@@ -2996,6 +3136,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < TORC_OP_COUNT; i++) g_opt.op_on[i] = true;
     for (int i = 0; i < TORC_DTYPE_COUNT; i++) g_opt.dtype_on[i] = true;
     bool want_check = false;
+    const char *workload = NULL;  // --workload NAME
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--backend")) g_opt.backend = arg_value(argc, argv, &i);
@@ -3014,6 +3155,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) g_opt.seed = strtoull(arg_value(argc, argv, &i), NULL, 0);
         else if (!strcmp(a, "--perf-n")) g_opt.perf_n = atoll(arg_value(argc, argv, &i));
         else if (!strcmp(a, "--perf-mm")) g_opt.perf_mm = atoll(arg_value(argc, argv, &i));
+        else if (!strcmp(a, "--workload")) {
+            workload = arg_value(argc, argv, &i);
+            if (strcmp(workload, "train") && strcmp(workload, "gpt"))
+                xcheck_die("--workload '%s': known workloads are train and gpt", workload);
+        }
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
         else return usage(stderr), 2;
     }
@@ -3038,6 +3184,7 @@ int main(int argc, char **argv) {
         printf("torc-xcheck: backend '%s' (device %s: %s, %s memory) against the reference; seed %llu\n",
                torc_device_backend_name(g_t.dev), torc_device_name(g_t.dev), info.name, g_t.host ? "host" : "device",
                (unsigned long long)g_opt.seed);
+    if (workload) return run_workload(workload);
 
     if (g_opt.check) {
         if (g_opt.csv) printf("op,dtype,family,mode,status,numel,max_abs_err,nmse,err_over_tol,detail\n");

@@ -935,6 +935,17 @@ TORC_API void torc_flops_reset(void);
 TORC_API uint64_t torc_fallback_count(int opcode);
 TORC_API void torc_fallback_reset(void);
 TORC_API const char *torc_op_name(torc_opcode op);  // "matmul"
+// Op tracing: which ops a workload dispatches. Between torc_op_trace_start (which zeroes the counts)
+// and torc_op_trace_stop (which keeps them), every op the core hands to a backend is counted by its
+// opcode, its first input's dtype (none for ops without inputs: fills, random draws), its first
+// output's dtype, and whether the device's own backend declined it (the reference ran it on host
+// memory, TORC_DEVICE_FALLBACK ran it on the host, or it failed as unsupported). Queries
+// (torc_op_supported) are not counted. Off, it costs a dispatch one relaxed atomic load; the
+// counters are atomic, so ops from any thread count. torc_op_trace_count sums the counts that
+// match: -1 matches anything; in_dtype -2 only ops without inputs; declined 0 taken, 1 declined.
+TORC_API void torc_op_trace_start(void);
+TORC_API void torc_op_trace_stop(void);
+TORC_API uint64_t torc_op_trace_count(int opcode, int in_dtype, int out_dtype, int declined);
 
 // ---- state dicts: named tensors + string metadata (what checkpoints are made of) ----
 // An ordered map name -> tensor (insertion order) plus a string map for everything else, the
