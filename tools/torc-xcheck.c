@@ -3181,9 +3181,9 @@ int main(int argc, char **argv) {
     const char *fb = getenv("TORC_DEVICE_FALLBACK");  // read as the core reads it (backends.md)
     g_t.fallback = g_t.host || (fb && *fb && strcmp(fb, "0") != 0);
     if (!g_opt.csv)
-        printf("torc-xcheck: backend '%s' (device %s: %s, %s memory) against the reference; seed %llu\n",
+        printf("torc-xcheck: backend '%s' (device %s: %s, %s memory) %s; seed %llu\n",
                torc_device_backend_name(g_t.dev), torc_device_name(g_t.dev), info.name, g_t.host ? "host" : "device",
-               (unsigned long long)g_opt.seed);
+               workload ? "under op tracing" : "against the reference", (unsigned long long)g_opt.seed);
     if (workload) return run_workload(workload);
 
     if (g_opt.check) {
