@@ -16,25 +16,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "header_check.h"
 #include "torc/comm.h"
 
-typedef enum { JOB_ALL_REDUCE, JOB_BROADCAST, JOB_ALL_GATHER, JOB_REDUCE_SCATTER, JOB_BARRIER } job_kind;
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static const char *const job_names[] = {"all-reduce", "broadcast", "all-gather", "reduce-scatter", "barrier"};
-static const char *const dtype_names[] = {"float32", "float64", "int32", "int64", "uint8"};
-static const char *const op_names[] = {"sum", "max", "min"};
-_Static_assert(sizeof dtype_names / sizeof *dtype_names == TORC_COMM_DTYPE_COUNT, "a comm dtype without a name");
-_Static_assert(sizeof op_names / sizeof *op_names == TORC_COMM_OP_COUNT, "a comm op without a name");
-
-// The header's fields; it travels as the fields then their negations, all-reduced by MAX, so
-// every rank learns each field's largest and smallest value. H_BAD: this rank cannot start the
-// collective (a count beyond MPI's int), so that no rank starts it.
-enum { H_KIND, H_DTYPE, H_OP, H_ROOT, H_COUNT, H_BAD, H_FIELDS };
 typedef enum { PHASE_QUEUED, PHASE_HEADER, PHASE_DATA } phase;
 
 struct torc_comm_request {
@@ -115,47 +105,17 @@ static void fill_header(torc_comm_request *r) {
 static bool header_agrees(const ctx *c, torc_comm_request *r) {
     torc_comm_request t = {.kind = r->kind, .count = r->count, .dtype = r->dtype, .op = r->op, .root = r->root};
     fill_header(&t);  // this rank's own fields (r->header now holds the maxima)
-    const int64_t *mine = t.header;
-    int f = -1;
-    for (int i = 0; i < H_FIELDS && f < 0; i++)
-        if (r->header[i] != -r->header[H_FIELDS + i]) f = i;
+    const int f = header_differs(r->header, t.header, r->kind, c->rank, r->refused, sizeof r->refused);
     if (f < 0) return true;
-    const int64_t hi = r->header[f], lo = -r->header[H_FIELDS + f], other = mine[f] == hi ? lo : hi;
-    const char *what = job_names[r->kind];
-    char d[200];
-    switch (f) {
-    case H_KIND:
-        snprintf(d, sizeof d, "this rank called %s, another rank %s", what,
-                 other >= 0 && other <= JOB_BARRIER ? job_names[other] : "an unknown collective");
-        break;
-    case H_DTYPE:
-        snprintf(d, sizeof d, "this rank's %s is of %s, another rank's of %s", what, dtype_names[mine[f]],
-                 other >= 0 && other < TORC_COMM_DTYPE_COUNT ? dtype_names[other] : "an unknown dtype");
-        break;
-    case H_OP:
-        snprintf(d, sizeof d, "this rank's %s reduces by %s, another rank's by %s", what, op_names[mine[f]],
-                 other >= 0 && other < TORC_COMM_OP_COUNT ? op_names[other] : "an unknown op");
-        break;
-    case H_ROOT:
-        snprintf(d, sizeof d, "this rank's %s is from rank %lld, another rank's from rank %lld", what, (long long)mine[f],
-                 (long long)other);
-        break;
-    case H_COUNT:
-        snprintf(d, sizeof d, "this rank's %s has %lld elements%s, another rank's %lld", what, (long long)mine[f],
-                 r->kind == JOB_ALL_GATHER || r->kind == JOB_REDUCE_SCATTER ? " a rank" : "", (long long)other);
-        break;
-    default:
-        if (mine[H_BAD])
+    if (f == H_BAD) {
+        const char *what = job_names[r->kind];
+        char d[200];
+        if (t.header[H_BAD])
             snprintf(d, sizeof d, "this rank's %s of %zu elements exceeds MPI's int count", what, r->count);
         else
             snprintf(d, sizeof d, "another rank's %s exceeds MPI's int count", what);
         snprintf(r->refused, sizeof r->refused, "rank %d: %s; no rank started it", c->rank, d);
-        return false;
     }
-    snprintf(r->refused, sizeof r->refused,
-             "rank %d: the ranks called different collectives: %s; every rank must issue the same collectives in "
-             "the same order with the same sizes (nothing was sent: do the ranks run the same model and options?)",
-             c->rank, d);
     return false;
 }
 

@@ -19,18 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "header_check.h"
 #include "torc/comm.h"
-
-typedef enum { JOB_ALL_REDUCE, JOB_BROADCAST, JOB_ALL_GATHER, JOB_REDUCE_SCATTER, JOB_BARRIER } job_kind;
-static const char *const job_names[] = {"all-reduce", "broadcast", "all-gather", "reduce-scatter", "barrier"};
-static const char *const dtype_names[] = {"float32", "float64", "int32", "int64", "uint8"};
-static const char *const op_names[] = {"sum", "max", "min"};
-_Static_assert(sizeof dtype_names / sizeof *dtype_names == TORC_COMM_DTYPE_COUNT, "a comm dtype without a name");
-_Static_assert(sizeof op_names / sizeof *op_names == TORC_COMM_OP_COUNT, "a comm op without a name");
-
-// The header's fields, sent with their negations and all-reduced by MAX (every rank learns each
-// field's largest and smallest value); H_BAD: this rank cannot run it (a count beyond an int).
-enum { H_KIND, H_DTYPE, H_OP, H_ROOT, H_COUNT, H_BAD, H_FIELDS };
 
 struct torc_comm_request {
     job_kind kind;
@@ -183,43 +173,11 @@ static void fill_header(const torc_comm_request *r, int64_t *h) {
 static bool header_agrees(const ctx *c, torc_comm_request *r) {
     int64_t mine[2 * H_FIELDS];
     fill_header(r, mine);
-    int f = -1;
-    for (int i = 0; i < H_FIELDS && f < 0; i++)
-        if (r->header[i] != -r->header[H_FIELDS + i]) f = i;
+    const int f = header_differs(r->header, mine, r->kind, c->rank, r->error, sizeof r->error);
     if (f < 0) return true;
-    const int64_t hi = r->header[f], lo = -r->header[H_FIELDS + f], other = mine[f] == hi ? lo : hi;
-    const char *what = job_names[r->kind];
-    char d[200];
-    switch (f) {
-    case H_KIND:
-        snprintf(d, sizeof d, "this rank called %s, another rank %s", what,
-                 other >= 0 && other <= JOB_BARRIER ? job_names[other] : "an unknown collective");
-        break;
-    case H_DTYPE:
-        snprintf(d, sizeof d, "this rank's %s is of %s, another rank's of %s", what, dtype_names[mine[f]],
-                 other >= 0 && other < TORC_COMM_DTYPE_COUNT ? dtype_names[other] : "an unknown dtype");
-        break;
-    case H_OP:
-        snprintf(d, sizeof d, "this rank's %s reduces by %s, another rank's by %s", what, op_names[mine[f]],
-                 other >= 0 && other < TORC_COMM_OP_COUNT ? op_names[other] : "an unknown op");
-        break;
-    case H_ROOT:
-        snprintf(d, sizeof d, "this rank's %s is from rank %lld, another rank's from rank %lld", what, (long long)mine[f],
-                 (long long)other);
-        break;
-    case H_COUNT:
-        snprintf(d, sizeof d, "this rank's %s has %lld elements%s, another rank's %lld", what, (long long)mine[f],
-                 r->kind == JOB_ALL_GATHER || r->kind == JOB_REDUCE_SCATTER ? " a rank" : "", (long long)other);
-        break;
-    default:
+    if (f == H_BAD)
         snprintf(r->error, sizeof r->error, "rank %d: %s of %zu elements is too large; no rank started it", c->rank,
-                 mine[H_BAD] ? what : "another rank's collective", r->count);
-        return false;
-    }
-    snprintf(r->error, sizeof r->error,
-             "rank %d: the ranks called different collectives: %s; every rank must issue the same collectives in "
-             "the same order with the same sizes (nothing was sent: do the ranks run the same model and options?)",
-             c->rank, d);
+                 mine[H_BAD] ? job_names[r->kind] : "another rank's collective", r->count);
     return false;
 }
 
