@@ -162,4 +162,18 @@ static inline void ng_assert_close_at(const char *file, int line, const char *wh
 #define ng_assert_close(what, got, expect, rtol, atol) \
     ng_assert_close_at(__FILE__, __LINE__, (what), (got), (expect), (rtol), (atol))
 
+// The two loop tests of a golden suite: run(cases[_i]) on the default device
+// (golden_default_backend) and on the reference backend (golden_reference_backend), the default
+// device restored after. Register them with tcase_add_loop_test(tc, golden_..., 0, N_CASES).
+#define NG_GOLDEN_TESTS(run, cases)                                                  \
+    START_TEST(golden_default_backend) { run(cases[_i]); }                           \
+    END_TEST                                                                         \
+    START_TEST(golden_reference_backend) {                                           \
+        torc_device *def = torc_default_device();                                    \
+        ck_assert_int_eq(torc_set_default_device(torc_device_get("reference")), TORC_OK); \
+        run(cases[_i]);                                                              \
+        torc_set_default_device(def);                                                \
+    }                                                                                \
+    END_TEST
+
 #endif

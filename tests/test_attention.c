@@ -81,16 +81,7 @@ static const char *const g_cases[] = {
     "sdpa_err_mask_f64",   "sdpa_err_gqa_heads", "sdpa_err_dropout"};
 #define N_CASES ((int)(sizeof g_cases / sizeof g_cases[0]))
 
-START_TEST(golden_default_backend) { run_case(g_cases[_i]); }
-END_TEST
-
-START_TEST(golden_reference_backend) {
-    torc_device *def = torc_default_device();
-    ck_assert_int_eq(torc_set_default_device(torc_device_get("reference")), TORC_OK);
-    run_case(g_cases[_i]);
-    torc_set_default_device(def);
-}
-END_TEST
+NG_GOLDEN_TESTS(run_case, g_cases)
 
 // Dropout on the attention weights: softmax(q k^T / sqrt(E)) through torc_dropout with the same
 // generator state, then @ v; the same numbers on the reference backend; the generator advances

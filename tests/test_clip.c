@@ -60,16 +60,7 @@ static const char *const g_cases[] = {"clip_l2",         "clip_l2_no_clip",     
                                       "clip_nan_error_inf_norm"};
 #define N_CASES ((int)(sizeof g_cases / sizeof g_cases[0]))
 
-START_TEST(golden_default_backend) { run_case(g_cases[_i]); }
-END_TEST
-
-START_TEST(golden_reference_backend) {
-    torc_device *def = torc_default_device();
-    ck_assert_int_eq(torc_set_default_device(torc_device_get("reference")), TORC_OK);
-    run_case(g_cases[_i]);
-    torc_set_default_device(def);
-}
-END_TEST
+NG_GOLDEN_TESTS(run_case, g_cases)
 
 // Parameters without a gradient are skipped; none at all gives torch.tensor(0.0) and changes nothing.
 START_TEST(parameters_without_gradients) {

@@ -62,16 +62,7 @@ static const char *const g_cases[] = {
     "ce_err_probs_dtype", "ce_err_logits_dtype",  "ce_err_multi_target"};
 #define N_CASES ((int)(sizeof g_cases / sizeof g_cases[0]))
 
-START_TEST(golden_default_backend) { run_case(g_cases[_i]); }
-END_TEST
-
-START_TEST(golden_reference_backend) {
-    torc_device *def = torc_default_device();
-    ck_assert_int_eq(torc_set_default_device(torc_device_get("reference")), TORC_OK);
-    run_case(g_cases[_i]);
-    torc_set_default_device(def);
-}
-END_TEST
+NG_GOLDEN_TESTS(run_case, g_cases)
 
 // torc_cross_entropy and torc_nll_loss are the _ex forms with PyTorch's defaults: -100 is ignored.
 START_TEST(wrappers_use_pytorchs_defaults) {
