@@ -64,30 +64,6 @@ static void die_together(const char *fmt, ...) {
 #define CHECK(call) do { if ((call) != TORC_OK) die("%s", torc_last_error()); } while (0)
 #define CHECK_PTR(p) do { if (!(p)) die("%s", torc_last_error()); } while (0)
 
-// ---- output helpers ----
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static const char *bytes_str(uint64_t b, char *buf, size_t n) {
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 4) v /= 1024, u++;
-    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
-    return buf;
-}
-
-static const char *si_str(double v, const char *unit, char *buf, size_t n) {
-    const char *prefix[] = {"", "k", "M", "G", "T", "P", "E"};
-    int p = 0;
-    while (fabs(v) >= 1000 && p < 6) v /= 1000, p++;
-    snprintf(buf, n, "%.3g %s%s", v, prefix[p], unit);
-    return buf;
-}
-
 // ---- the ranks agree on what they train ----
 // Every setting that must be the same on every rank (the model, the batch and its split, the
 // steps, the seed, the optimizer and its hyperparameters as they stand after a resume, mixed
@@ -466,7 +442,7 @@ int main(int argc, char **argv) {
     torc_memory_reset_peak(dev);
     uint64_t model_fwd = 0, model_bwd = 0, optim_flops = 0;
     double first_loss = NAN, loss = NAN;
-    const double t0 = now();
+    const double t0 = train_now();
     // The first step loads libraries and builds kernels and primitives (a GPU's first step took
     // 0.6 s where the others took 0.4 ms): rates and MFU are of the steps after it.
     double t1 = t0, first_flops = 0, last_log_t = t0;
@@ -509,10 +485,10 @@ int main(int argc, char **argv) {
         }
         torc_generator_set_state(gen, seed, offset + (uint64_t)(o.batch * o.dim));  // past the whole batch
         if (ddp) {  // the averaged gradients, and the loss of the global batch
-            const double tw = now();
+            const double tw = train_now();
             CHECK(torc_ddp_finish(ddp));
             CHECK(torc_ddp_reduce_loss(ddp, losses, micro_count, &losses[0]));
-            exposed += now() - tw;
+            exposed += train_now() - tw;
         } else {
             for (int k = 1; k < micro_count; k++) losses[0] += losses[k];
             losses[0] /= micro_count;
@@ -535,13 +511,13 @@ int main(int argc, char **argv) {
         if (done == 0) {
             first_loss = loss;
             CHECK(torc_device_synchronize(dev));
-            t1 = last_log_t = now(), last_log_done = 1, first_flops = (double)(model_fwd + model_bwd);
+            t1 = last_log_t = train_now(), last_log_done = 1, first_flops = (double)(model_fwd + model_bwd);
         }
         if (!isfinite(loss)) {
             if (tty) printf("\n");
             die("the loss is %g at step %lld: diverged (lower --lr?)", loss, (long long)step + 1);
         }
-        const double t = now();
+        const double t = train_now();
         if (tty && (t - last_draw >= 0.05 || step + 1 == o.steps)) {
             progress_bar(step + 1, o.steps, loss, done > 0 ? (double)done / (t - t1) : 1.0 / (t - t0));
             last_draw = t;
@@ -554,7 +530,7 @@ int main(int argc, char **argv) {
         if (o.checkpoint && o.every && (step + 1) % o.every == 0) save(o.checkpoint, model, opt, step + 1, gen, scaler);
     }
     CHECK(torc_device_synchronize(dev));
-    const double now_done = now(), elapsed = now_done - t0, model_flops = (double)(model_fwd + model_bwd);
+    const double now_done = train_now(), elapsed = now_done - t0, model_flops = (double)(model_fwd + model_bwd);
     if (tty && todo) printf("\n");
     if (o.checkpoint && !(o.every && step % o.every == 0 && todo)) save(o.checkpoint, model, opt, step, gen, scaler);
 
@@ -562,7 +538,7 @@ int main(int argc, char **argv) {
     char b1[32], b2[32], b3[32];
     const int64_t n = torc_module_num_parameters(model);
     printf("\nsummary\n");
-    printf("  parameters        %lld (%s as float32)\n", (long long)n, bytes_str((uint64_t)n * 4, b1, sizeof b1));
+    printf("  parameters        %lld (%s as float32)\n", (long long)n, train_bytes_str((uint64_t)n * 4, b1, sizeof b1));
     if (todo)
         printf("  loss              %.6e at the first step -> %.6e at step %lld\n", first_loss, loss, (long long)step);
     // after the first step (all of it where there was only one)
@@ -585,20 +561,20 @@ int main(int argc, char **argv) {
     };
     printf("  memory on %s     now / peak\n", torc_device_name(dev));
     for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
-        printf("    %-16s %10s / %s\n", cats[i].label, bytes_str(ms.in_use[cats[i].tag], b1, sizeof b1),
-               bytes_str(ms.peak[cats[i].tag], b2, sizeof b2));
-    printf("    %-16s %10s / %s\n", "total", bytes_str(ms.total_in_use, b1, sizeof b1),
-           bytes_str(ms.total_peak, b2, sizeof b2));
-    printf("  FLOPs             forward %s, backward %s (model), optimizer %s\n", si_str((double)model_fwd, "", b1, sizeof b1),
-           si_str((double)model_bwd, "", b2, sizeof b2), si_str((double)optim_flops, "", b3, sizeof b3));
+        printf("    %-16s %10s / %s\n", cats[i].label, train_bytes_str(ms.in_use[cats[i].tag], b1, sizeof b1),
+               train_bytes_str(ms.peak[cats[i].tag], b2, sizeof b2));
+    printf("    %-16s %10s / %s\n", "total", train_bytes_str(ms.total_in_use, b1, sizeof b1),
+           train_bytes_str(ms.total_peak, b2, sizeof b2));
+    printf("  FLOPs             forward %s, backward %s (model), optimizer %s\n", train_si_str(3, (double)model_fwd, "", b1, sizeof b1),
+           train_si_str(3, (double)model_bwd, "", b2, sizeof b2), train_si_str(3, (double)optim_flops, "", b3, sizeof b3));
     const double achieved = steady > 0 ? steady_flops / steady : 0;
-    printf("  achieved          %s (model forward + backward over the wall time%s)\n", si_str(achieved, "FLOP/s", b1, sizeof b1),
+    printf("  achieved          %s (model forward + backward over the wall time%s)\n", train_si_str(3, achieved, "FLOP/s", b1, sizeof b1),
            todo > 1 ? " of the steps after the first" : "");
     const torc_dtype mm_dtype = o.autocast == TORC_DTYPE_F8_E4M3FN ? TORC_DTYPE_F8_E4M3FN : o.autocast;
     const double peak = info.peak_flops[mm_dtype];
     if (peak > 0)
         printf("  MFU               %.2f%% of %s promised for %s (%s)\n", 100.0 * achieved / peak,
-               si_str(peak, "FLOP/s", b2, sizeof b2), torc_dtype_name(mm_dtype), info.peak_source);
+               train_si_str(3, peak, "FLOP/s", b2, sizeof b2), torc_dtype_name(mm_dtype), info.peak_source);
     else {  // the source of the device's promises, where it has some for other dtypes
         bool any = false;
         for (int d = 0; d < TORC_DTYPE_COUNT; d++) any = any || info.peak_flops[d] > 0;
@@ -615,7 +591,7 @@ int main(int argc, char **argv) {
         printf("  data parallel     %d processes, global batch %lld%s\n", world, (long long)o.batch,
                o.deterministic ? " (deterministic)" : "");
         printf("    %-16s %s per step (%s)\n", o.deterministic ? "all-gathered" : "all-reduced",
-               bytes_str((uint64_t)ds.bytes_per_step, b1, sizeof b1), o.deterministic ? "each rank's sums" : "gradients");
+               train_bytes_str((uint64_t)ds.bytes_per_step, b1, sizeof b1), o.deterministic ? "each rank's sums" : "gradients");
         printf("    %-16s %.2f ms per step in flight, %.0f%% of it overlapped backward; %.2f ms per step waited after\n",
                "communication", 1e3 * ds.comm_s / per, ds.comm_s > 0 ? 100.0 * ds.hidden_s / ds.comm_s : 0.0,
                1e3 * exposed / per);

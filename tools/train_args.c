@@ -1,5 +1,7 @@
 // tools/train_args.c — torc-train's command-line parser: every value is checked against the
-// range its option accepts before the training loop sees it (no silent casts or wraps).
+// range its option accepts before the training loop sees it (no silent casts or wraps); and the
+// clock and number formatting that torc-train.c and train_gpt.c both print with.
+#define _POSIX_C_SOURCE 200809L
 #include "train_args.h"
 
 #include <errno.h>
@@ -7,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void train_args_usage(FILE *f) {
     fprintf(f,
@@ -248,4 +251,27 @@ train_args_result train_args_parse(int argc, char **argv, train_options *o, char
     if (gpt && !o->steps_given) o->steps = 500;
     if (gpt && !optim_given) o->optim = "adamw";
     return TRAIN_ARGS_OK;
+}
+
+double train_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *train_bytes_str(uint64_t b, char *buf, size_t n) {
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 4) v /= 1024, u++;
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+    return buf;
+}
+
+const char *train_si_str(int digits, double v, const char *unit, char *buf, size_t n) {
+    const char *prefix[] = {"", "k", "M", "G", "T", "P", "E"};
+    int p = 0;
+    while (fabs(v) >= 1000 && p < 6) v /= 1000, p++;
+    snprintf(buf, n, "%.*g %s%s", digits, v, prefix[p], unit);
+    return buf;
 }

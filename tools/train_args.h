@@ -62,4 +62,11 @@ typedef enum train_args_result { TRAIN_ARGS_OK, TRAIN_ARGS_HELP, TRAIN_ARGS_ERRO
 train_args_result train_args_parse(int argc, char **argv, train_options *o, char *err, size_t errcap);
 void train_args_usage(FILE *f);
 
+// Output helpers of both trainers (torc-train.c and train_gpt.c): the monotonic clock in seconds;
+// a byte count in B/KiB/MiB/GiB/TiB ("%.1f", whole bytes "%.0f"); v with an SI prefix (k to E)
+// and unit, to `digits` significant digits. Both return buf.
+double train_now(void);
+const char *train_bytes_str(uint64_t b, char *buf, size_t n);
+const char *train_si_str(int digits, double v, const char *unit, char *buf, size_t n);
+
 #endif

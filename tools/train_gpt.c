@@ -39,29 +39,6 @@ static void die(const char *fmt, ...) {
 #define CHECK(call) do { if ((call) != TORC_OK) die("%s", torc_last_error()); } while (0)
 #define CHECK_PTR(p) do { if (!(p)) die("%s", torc_last_error()); } while (0)
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static const char *bytes_str(uint64_t b, char *buf, size_t n) {
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 4) v /= 1024, u++;
-    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
-    return buf;
-}
-
-static const char *si_str(double v, const char *unit, char *buf, size_t n) {
-    const char *prefix[] = {"", "k", "M", "G", "T", "P", "E"};
-    int p = 0;
-    while (fabs(v) >= 1000 && p < 6) v /= 1000, p++;
-    snprintf(buf, n, "%.4g %s%s", v, prefix[p], unit);
-    return buf;
-}
-
 // ---- data ----
 // Opens a token file, reads every token once (a vocabulary that does not fit the data is refused
 // before the first step) and checks that it holds a window of T + 1 tokens.
@@ -286,7 +263,7 @@ int train_gpt(const train_options *o) {
     char b1[32], b2[32], b3[32];
     printf("torc-train: GPT(n_layer=%lld, n_head=%lld, n_embd=%lld, block_size=%lld, vocab_size=%lld padded to %lld%s), "
            "%s parameters\n", (long long)L, (long long)cfg.n_head, (long long)C, (long long)T, (long long)V,
-           (long long)cfg.padded_vocab_size, cfg.dropout > 0 ? ", dropout" : "", si_str((double)N, "", b1, sizeof b1));
+           (long long)cfg.padded_vocab_size, cfg.dropout > 0 ? ", dropout" : "", train_si_str(4, (double)N, "", b1, sizeof b1));
     printf("  data: %s (%s, %lld tokens)", o->data, torc_token_format_name(torc_tokens_format(train)),
            (long long)torc_dataset_numel(train));
     if (val) printf(", val %s (%lld tokens)", o->val_data, (long long)torc_dataset_numel(val));
@@ -310,7 +287,7 @@ int train_gpt(const train_options *o) {
     const double peak = info.peak_flops[mm_dtype];
     uint64_t fwd = 0, bwd = 0, mm = 0;
     double first_loss = NAN, loss = NAN, val_loss = NAN, t1 = 0, first_flops = 0;
-    const double t0 = now();
+    const double t0 = train_now();
     double last_t = t0;
     int64_t last_done = 0, skipped = 0;
     for (int64_t done = 0; step < o->steps; step++, done++) {
@@ -364,9 +341,9 @@ int train_gpt(const train_options *o) {
         if (done == 0) {
             first_loss = loss;
             CHECK(torc_device_synchronize(dev));
-            t1 = last_t = now(), last_done = 1, first_flops = (double)(fwd + bwd);
+            t1 = last_t = train_now(), last_done = 1, first_flops = (double)(fwd + bwd);
         }
-        const double t = now();
+        const double t = train_now();
         if ((done + 1) % log_every == 0 || step + 1 == o->steps) {
             const double dt = done + 1 > last_done && t > last_t ? (t - last_t) / (double)(done + 1 - last_done) : t - t0;
             const double per_step = (double)(fwd + bwd) / (double)(done + 1);
@@ -380,16 +357,16 @@ int train_gpt(const train_options *o) {
         if (val && o->eval_every && (step + 1) % o->eval_every == 0 && step + 1 < o->steps) {
             val_loss = evaluate(m, val, B, T, o->eval_batches, o->seed + 1, o->autocast);
             printf("step %5lld/%lld | val loss %.4f\n", (long long)step + 1, (long long)o->steps, val_loss);
-            last_t = now();  // the evaluation is not the training's time
+            last_t = train_now();  // the evaluation is not the training's time
         }
         if (rank == 0 && o->sample_every && (step + 1) % o->sample_every == 0 && step + 1 < o->steps) {
             print_sample(m, o->sample_tokens, o->sample_seed);
-            last_t = now();
+            last_t = train_now();
         }
         if (o->checkpoint && o->every && (step + 1) % o->every == 0) save(o->checkpoint, m, opt, step + 1, gen, scaler);
     }
     CHECK(torc_device_synchronize(dev));
-    const double done_t = now(), elapsed = done_t - t0;
+    const double done_t = train_now(), elapsed = done_t - t0;
     if (o->checkpoint && !(o->every && step % o->every == 0 && todo)) save(o->checkpoint, m, opt, step, gen, scaler);
     torc_memory_stats ms;
     CHECK(torc_memory_stats_get(dev, &ms));  // before the evaluation and the sample add their own
@@ -398,7 +375,7 @@ int train_gpt(const train_options *o) {
     // ---- summary ----
     printf("\nsummary\n");
     printf("  parameters        %lld (%s as float32); N = %lld without wpe, nanoGPT's count\n", (long long)N,
-           bytes_str((uint64_t)N * 4, b1, sizeof b1), (long long)N_est);
+           train_bytes_str((uint64_t)N * 4, b1, sizeof b1), (long long)N_est);
     if (todo) printf("  loss              %.4f at the first step -> %.4f at step %lld\n", first_loss, loss, (long long)step);
     if (val) printf("  val loss          %.4f (%lld batches of %s)\n", val_loss, (long long)o->eval_batches, o->val_data);
     const double steady = todo > 1 ? done_t - t1 : elapsed, steady_flops = todo > 1 ? (double)(fwd + bwd) - first_flops : (double)(fwd + bwd);
@@ -422,23 +399,23 @@ int train_gpt(const train_options *o) {
         const double vec = 6.0 * (double)(13 * L * C + 2 * C) * tok;
         char b4[32];
         printf("  FLOPs per step    torc counted %s: forward %s, backward %s; matmuls %s\n",
-               si_str((double)(fwd + bwd) * per, "", b1, sizeof b1), si_str((double)fwd * per, "", b2, sizeof b2),
-               si_str((double)bwd * per, "", b3, sizeof b3), si_str((double)mm * per, "", b4, sizeof b4));
+               train_si_str(4, (double)(fwd + bwd) * per, "", b1, sizeof b1), train_si_str(4, (double)fwd * per, "", b2, sizeof b2),
+               train_si_str(4, (double)bwd * per, "", b3, sizeof b3), train_si_str(4, (double)mm * per, "", b4, sizeof b4));
         printf("    estimate        6 N tokens + 12 L C T tokens = %s (6 N tokens %s, attention %s)\n",
-               si_str(est, "", b1, sizeof b1), si_str(6.0 * (double)N_est * tok, "", b2, sizeof b2),
-               si_str(12.0 * (double)(L * C * T) * tok, "", b3, sizeof b3));
+               train_si_str(4, est, "", b1, sizeof b1), train_si_str(4, 6.0 * (double)N_est * tok, "", b2, sizeof b2),
+               train_si_str(4, 12.0 * (double)(L * C * T) * tok, "", b3, sizeof b3));
         const double mm_step = (double)mm * per;
         printf("    matmuls         = estimate - 6 (13 L C + 2 C) tokens (biases and LayerNorms multiply nothing) = %s: %s\n",
-               si_str(est - vec, "", b1, sizeof b1), fabs(mm_step - (est - vec)) <= 1e-9 * est ? "exact" : "differs");
+               train_si_str(4, est - vec, "", b1, sizeof b1), fabs(mm_step - (est - vec)) <= 1e-9 * est ? "exact" : "differs");
         printf("    other ops       %s (%.1f%% of torc's count: LayerNorm, GELU, softmax, adds, the loss)\n",
-               si_str((double)(fwd + bwd) * per - mm_step, "", b1, sizeof b1),
+               train_si_str(4, (double)(fwd + bwd) * per - mm_step, "", b1, sizeof b1),
                100.0 * (1.0 - mm_step / ((double)(fwd + bwd) * per)));
         const double achieved = steady > 0 ? steady_flops / steady : 0;
         printf("  achieved          %s (torc's count over the wall time of the steps after the first)\n",
-               si_str(achieved, "FLOP/s", b1, sizeof b1));
+               train_si_str(4, achieved, "FLOP/s", b1, sizeof b1));
         if (peak > 0)
             printf("  MFU               %.2f%% of %s promised for %s (%s)\n", 100.0 * achieved / peak,
-                   si_str(peak, "FLOP/s", b2, sizeof b2), torc_dtype_name(mm_dtype), info.peak_source);
+                   train_si_str(4, peak, "FLOP/s", b2, sizeof b2), torc_dtype_name(mm_dtype), info.peak_source);
         else
             printf("  MFU               unknown: %s promises no FLOP/s for %s\n", torc_device_name(dev), torc_dtype_name(mm_dtype));
     }
@@ -459,11 +436,11 @@ int train_gpt(const train_options *o) {
                      ms.peak[cats[i].tag] == want ? "as counted" : "differs");
         if (cats[i].tag == TORC_MEM_ACTIVATION && todo)
             snprintf(note, sizeof note, "  (attention weights (B, NH, T, T) f32: %s a layer)",
-                     bytes_str((uint64_t)(B * cfg.n_head * T * T * 4), b3, sizeof b3));
-        printf("    %-16s %10s / %s%s\n", cats[i].label, bytes_str(ms.in_use[cats[i].tag], b1, sizeof b1),
-               bytes_str(ms.peak[cats[i].tag], b2, sizeof b2), note);
+                     train_bytes_str((uint64_t)(B * cfg.n_head * T * T * 4), b3, sizeof b3));
+        printf("    %-16s %10s / %s%s\n", cats[i].label, train_bytes_str(ms.in_use[cats[i].tag], b1, sizeof b1),
+               train_bytes_str(ms.peak[cats[i].tag], b2, sizeof b2), note);
     }
-    printf("    %-16s %10s / %s\n", "total", bytes_str(ms.total_in_use, b1, sizeof b1), bytes_str(ms.total_peak, b2, sizeof b2));
+    printf("    %-16s %10s / %s\n", "total", train_bytes_str(ms.total_in_use, b1, sizeof b1), train_bytes_str(ms.total_peak, b2, sizeof b2));
     if (o->checkpoint) printf("  checkpoint        %s (step %lld)\n", o->checkpoint, (long long)step);
     if (rank == 0) print_sample(m, o->sample_tokens, o->sample_seed);
 
