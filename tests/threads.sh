@@ -6,7 +6,8 @@
 # byte (with no cap also at 3 threads). First with no ISA cap, then under each cap below the CPU's own level that it reaches
 # (ONEDNN_MAX_CPU_ISA and TORC_MAX_CPU_ISA together, as tools/isa-matrix.sh sets them): the AVX2
 # family's GEMMs, the AVX-512 ones, AMX. TORC_BACKEND picks the backend (onednn from threads.cmake).
-# TORC_THREADS_LEVELS (space-separated, "none" for no cap) overrides the levels run.
+# TORC_THREADS_LEVELS (space-separated, "none" for no cap, LEVEL,VAR=VALUE with one more variable)
+# overrides the levels run.
 set -uo pipefail
 probe=$1 train=$2
 dir=$(mktemp -d "${TORC_BUILD_DIR:-/tmp}/threads_test_XXXXXX")
@@ -27,6 +28,11 @@ if [ -z "$levels" ]; then
   for l in SSE41 AVX2 AVX512_CORE AVX512_CORE_BF16 AVX512_CORE_AMX; do
     if has "$l" && [ "$l" != "$top" ]; then levels="$levels $l"; fi
   done
+  # The paths another CPU of a level takes, forced here: AMD's AVX2 family runs large f32 GEMMs on
+  # the FMA GEMM (TORC_ONEDNN_FMA_GEMM=all: every f32 GEMM there); without torc's AMX GEMM, bf16
+  # runs on oneDNN's matmul primitive, in pieces (Zen 4's path; TORC_ONEDNN_AMX_GEMM=0).
+  has AVX2 && levels="$levels AVX2,TORC_ONEDNN_FMA_GEMM=all"
+  has AVX512_CORE_AMX && levels="$levels none,TORC_ONEDNN_AMX_GEMM=0"
 fi
 echo "threads: levels: $levels on$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 
@@ -36,8 +42,9 @@ fail=0
 run() {
   local level=$1 n=$2 out=$dir/$1-$2
   mkdir -p "$out"
-  local caps=()
-  [ "$level" = none ] || caps=(ONEDNN_MAX_CPU_ISA="$level" TORC_MAX_CPU_ISA="$level")
+  local caps=() cap=${level%%,*}
+  [ "$cap" = none ] || caps=(ONEDNN_MAX_CPU_ISA="$cap" TORC_MAX_CPU_ISA="$cap")
+  [ "$cap" = "$level" ] || caps+=("${level#*,}")
   if ! env "${caps[@]}" TORC_NUM_THREADS="$n" THREADS_PROBE_CHECK=$([ "$n" = 1 ] && echo 1 || echo 0) \
        "$probe" "$out" >"$out.log" 2>&1; then
     echo "threads: the probe failed under $level with $n threads:"; cat "$out.log"; fail=1; return 1

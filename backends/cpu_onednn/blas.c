@@ -11,9 +11,8 @@
 // OpenMP build follows the caller's omp_set_num_threads (TORC_NUM_THREADS) and runs one thread
 // inside a parallel region, as oneDNN's sgemm does. Its sums change with its thread count
 // (AVX2-capped, D = 128: a fifth of a model's weights one ulp apart between 1 and 2 threads), so it
-// only ever runs on one: it takes the f32 GEMMs under 1M multiply-adds (larger matmuls run on torc's
-// FMA GEMM, matmul.c), and onednn__gemm_run hands it fixed pieces of larger ones (the conversions'
-// path, scaled_mm; pieces.c).
+// only ever runs on one: onednn__gemm_run hands it a GEMM of 1M multiply-adds and more in fixed
+// pieces (pieces.c), and on AMD's CPUs matmuls of that size run on torc's FMA GEMM instead (matmul.c).
 #define _POSIX_C_SOURCE 200809L  // setenv, strdup
 #include <dlfcn.h>
 #include <limits.h>

@@ -119,7 +119,9 @@ int onednn__device_info(torc_device_info *info) {
                  "%d cores x %.2f GHz (%s) x FLOP/cycle: f32 %d (%s), f64 %d, bf16 %d (%s), "
                  "f16 %d (via f32); f32 GEMM: %s%s", cores, mhz / 1000.0, clock_src, f32, f32_isa, f64, bf16,
                  bf16_isa, f32, onednn__blas_active() ? "OpenBLAS" : "oneDNN sgemm",
-                 onednn__dnnl_isa() == ONEDNN_ISA_AVX2 && onednn__fma_usable() ? ", torc's FMA GEMM from 1M MACs" : "");
+                 onednn__dnnl_isa() == ONEDNN_ISA_AVX2 && onednn__fma_usable() && !onednn__cpu_is_intel()
+                     ? ", torc's FMA GEMM from 1M MACs"
+                     : "");
     } else {
         snprintf(info->peak_source, sizeof info->peak_source,
                  "unknown: no clock in cpuinfo_max_freq or /proc/cpuinfo (%d cores, %s)", cores,

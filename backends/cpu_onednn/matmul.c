@@ -13,7 +13,7 @@
 // the reference backend.
 // Results do not depend on the thread count: a library GEMM (sgemm, OpenBLAS, the primitive) of 1M
 // multiply-adds and more runs in fixed pieces, each on one thread (pieces.c); torc's own GEMMs never
-// split K, and run the AVX2 family's f32 GEMMs of that size.
+// split K, and run the f32 GEMMs of that size of AMD's AVX2 family.
 #include <omp.h>
 #include <string.h>
 
@@ -456,15 +456,17 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     // on the tiles and packing they ran slower than through f32 and sgemm, a Cruncher D=256 f16
     // step 0.57-0.59 against 0.55 ms on one Zen 4 core), or, where it does not take the layout,
     // the conversions and sgemm.
-    // f32 of the AVX2 family from ONEDNN_SMALL_WORK multiply-adds runs there too: its threads share a
-    // GEMM without splitting K, where OpenBLAS's sums change with its thread count and OpenBLAS in fixed
-    // pieces (pieces.c) costs 4-13% of one core. One Zen 4 core, AVX2-capped: the FMA GEMM even with
-    // OpenBLAS at 1024^3 and 2048^3 (105-108 against 104-109 GFLOP/s), 75-82 against 78-87 at 512^3.
-    // Capped to AVX2 on an Emerald Rapids core (best of 5, CPU time): 78 against OpenBLAS's 79 at 512^3,
-    // 63 / 64 against 80 / 82 at 1024^3 / 2048^3, 83 against 70 on the Cruncher D=256 GEMMs
-    // (64x256x256). Smaller f32 GEMMs stay on OpenBLAS (or sgemm), one thread.
-    const bool f32_fma = onednn__fma_f32() ||
-                         (onednn__dnnl_isa() == ONEDNN_ISA_AVX2 && onednn__work(op) >= ONEDNN_SMALL_WORK);
+    // f32 of the AVX2 family from ONEDNN_SMALL_WORK multiply-adds runs there too on AMD's CPUs: its
+    // threads share a GEMM without splitting K, where OpenBLAS's sums change with its thread count and
+    // OpenBLAS in fixed pieces (pieces.c) costs some of its speed. One Zen 4 core, AVX2-capped: the FMA
+    // GEMM even with OpenBLAS at 1024^3 and 2048^3 (105-108 against 104-109 GFLOP/s), 75-82 against
+    // 78-87 at 512^3. On Intel's it stays on OpenBLAS's pieces: an Emerald Rapids core capped to AVX2
+    // (best of 4-5 interleaved runs, CPU time, GFLOP/s; OpenBLAS as one call / in pieces / the FMA
+    // GEMM): 512^3 75-79 / 69-71 / 74-78, 1024^3 75-80 / 74-77 / 58-63, 2048^3 77-82 / 75-77 / 52-64,
+    // 512x1024x1024 72-79 / 73 / 56-64; only the Cruncher D=256 GEMMs (64x256x256) ran faster on
+    // the FMA GEMM, 77-83 against 66-70. Smaller f32 GEMMs stay on OpenBLAS (or sgemm), one thread.
+    const bool f32_fma = onednn__fma_f32() || (onednn__dnnl_isa() == ONEDNN_ISA_AVX2 && !onednn__cpu_is_intel() &&
+                                               onednn__work(op) >= ONEDNN_SMALL_WORK);
     if ((dt != TORC_DTYPE_F32 || f32_fma) && (on_fma_gemm(op, &a, &b, &c) || (K == 0 && onednn__fma_usable())))
         return plan_fma(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 

@@ -23,9 +23,9 @@
 // core (an Emerald Rapids Xeon, f32, best of 5 interleaved runs in CPU time, GFLOP/s, one call
 // against the pieces): dnnl_sgemm 512^3 165-170 / 167, 1024^3 150-159 / 141-142, 2048^3 151-156 /
 // 144-145, 512x1024x1024 150-155 / 137, with B transposed 150-155 / 126-130, 64x256x256 168 / 154;
-// OpenBLAS AVX2-capped 512^3 78-79 / 69-71, 1024^3 80 / 75-77, 2048^3 80-82 / 76-77 (matmul.c runs
-// those sizes on the FMA GEMM). At most 4 pieces OpenBLAS came within 2% of one call and dnnl_sgemm
-// 0-12% behind it (as noisy as with 16), leaving a GEMM at most 4 threads.
+// OpenBLAS AVX2-capped 512^3 78-79 / 69-71, 1024^3 80 / 75-77, 2048^3 80-82 / 76-77. With at most
+// 4 pieces OpenBLAS came within 2% of one call and dnnl_sgemm 0-12% behind it (as noisy as with
+// 16), but a GEMM then has at most 4 threads.
 #define PIECE_SIDE_MIN 64
 #define PIECE_K_MIN 1024
 
