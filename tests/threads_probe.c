@@ -154,6 +154,15 @@ static void matmuls(void) {
         check_matmul("matmul_batched_f32_8x32x32x2048", a, b, c);
         emit("matmul_batched_f32_bcast", c0);
         check_matmul("matmul_batched_f32_bcast", a, b0, c0);
+        // Many small matrices: one matrix per thread (each GEMM under 1M multiply-adds), f32 and bf16.
+        for (int d = 0; d < 2; d++) {
+            const torc_dtype dt = d ? TORC_DTYPE_BF16 : TORC_DTYPE_F32;
+            char name[64];
+            snprintf(name, sizeof name, "matmul_batched_%s_64x32x48x512", torc_dtype_short_name(dt));
+            torc_tensor *x = randn(TORC_SHAPE(64, 32, 512), dt), *y = randn(TORC_SHAPE(64, 512, 48), dt), *z = torc_matmul(x, y);
+            emit(name, z);
+            check_matmul(name, x, y, z);
+        }
         torc_scope_pop();
     }
     // Autocast's fused matmuls (f32 operands rounded to f16 / bf16 on the way).
