@@ -4,6 +4,8 @@
 #ifndef TORC_COMM_HEADER_CHECK_H
 #define TORC_COMM_HEADER_CHECK_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,6 +23,22 @@ _Static_assert(sizeof op_names / sizeof *op_names == TORC_COMM_OP_COUNT, "a comm
 // every rank learns each field's largest and smallest value. H_BAD: this rank cannot start the
 // collective (a count beyond what the transport takes), so that no rank starts it.
 enum { H_KIND, H_DTYPE, H_OP, H_ROOT, H_COUNT, H_BAD, H_FIELDS };
+
+// What this rank is about to call, as the header's fields then their negations (h holds
+// 2 * H_FIELDS); the fields a collective does not use are 0.
+static inline void header_fill(int64_t *h, job_kind kind, torc_comm_dtype dtype, torc_comm_op op, int root,
+                               size_t count, bool bad) {
+    const bool reduces = kind == JOB_ALL_REDUCE || kind == JOB_REDUCE_SCATTER;
+    const int64_t f[H_FIELDS] = {
+        [H_KIND] = kind,
+        [H_DTYPE] = kind == JOB_BARRIER ? 0 : dtype,
+        [H_OP] = reduces ? op : 0,
+        [H_ROOT] = kind == JOB_BROADCAST ? root : 0,
+        [H_COUNT] = kind == JOB_BARRIER ? 0 : (int64_t)(count > (size_t)INT64_MAX ? INT64_MAX : count),
+        [H_BAD] = bad,
+    };
+    for (int i = 0; i < H_FIELDS; i++) h[i] = f[i], h[H_FIELDS + i] = -f[i];
+}
 
 // After the header's all-reduce: hdr holds the maxima then the negated minima, mine this rank's
 // own fields, kind this rank's collective. -1 when every rank called the same collective; else

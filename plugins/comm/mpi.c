@@ -88,16 +88,7 @@ static int start(ctx *c, torc_comm_request *r) {
 
 // What this rank is about to call, as the header's fields (the negations follow).
 static void fill_header(torc_comm_request *r) {
-    const bool reduces = r->kind == JOB_ALL_REDUCE || r->kind == JOB_REDUCE_SCATTER;
-    const int64_t f[H_FIELDS] = {
-        [H_KIND] = r->kind,
-        [H_DTYPE] = r->kind == JOB_BARRIER ? 0 : r->dtype,
-        [H_OP] = reduces ? r->op : 0,
-        [H_ROOT] = r->kind == JOB_BROADCAST ? r->root : 0,
-        [H_COUNT] = r->kind == JOB_BARRIER ? 0 : (int64_t)(r->count > (size_t)INT64_MAX ? INT64_MAX : r->count),
-        [H_BAD] = r->count > (size_t)INT_MAX,
-    };
-    for (int i = 0; i < H_FIELDS; i++) r->header[i] = f[i], r->header[H_FIELDS + i] = -f[i];
+    header_fill(r->header, r->kind, r->dtype, r->op, r->root, r->count, r->count > (size_t)INT_MAX);
 }
 
 // After the header's all-reduce: true when every rank called the same collective; else the

@@ -156,16 +156,8 @@ static int nccl_device(void *c) { return ((ctx *)c)->device; }
 static int nccl_wait(void *vc, torc_comm_request *r, double timeout_s, double *finished_at);
 
 static void fill_header(const torc_comm_request *r, int64_t *h) {
-    const bool reduces = r->kind == JOB_ALL_REDUCE || r->kind == JOB_REDUCE_SCATTER;
-    const int64_t f[H_FIELDS] = {
-        [H_KIND] = r->kind,
-        [H_DTYPE] = r->kind == JOB_BARRIER ? 0 : r->dtype,
-        [H_OP] = reduces ? r->op : 0,
-        [H_ROOT] = r->kind == JOB_BROADCAST ? r->root : 0,
-        [H_COUNT] = r->kind == JOB_BARRIER ? 0 : (int64_t)(r->count > (size_t)INT64_MAX ? INT64_MAX : r->count),
-        [H_BAD] = 0,  // NCCL takes size_t counts: every count can start
-    };
-    for (int i = 0; i < H_FIELDS; i++) h[i] = f[i], h[H_FIELDS + i] = -f[i];
+    // NCCL takes size_t counts: every count can start
+    header_fill(h, r->kind, r->dtype, r->op, r->root, r->count, false);
 }
 
 // After the header came back: true when every rank called the same collective; else the first
