@@ -496,15 +496,7 @@ int main(int argc, char **argv) {
         const uint64_t f1 = torc_flops(TORC_PHASE_FORWARD, -1, -1);
         model_fwd += f1 - f0 - data_flops;
         model_bwd += torc_flops(TORC_PHASE_BACKWARD, -1, -1) - b0;
-        if (scaler) {  // skips the step when a gradient overflowed, then adjusts the scale
-            bool stepped;
-            CHECK(torc_grad_scaler_step(scaler, opt, &stepped));
-            CHECK(torc_grad_scaler_update(scaler));
-            skipped += !stepped;
-        } else {
-            CHECK(torc_optimizer_step(opt));
-        }
-        CHECK(torc_optimizer_zero_grad(opt, true));
+        CHECK(train_optimizer_step(opt, scaler, &skipped));  // the scaler skips a step with inf/NaN gradients
         optim_flops += torc_flops(TORC_PHASE_FORWARD, -1, -1) - f1;
         loss = losses[0];
         torc_scope_pop();

@@ -1,6 +1,6 @@
 // tools/train_args.c — torc-train's command-line parser: every value is checked against the
 // range its option accepts before the training loop sees it (no silent casts or wraps); and the
-// clock and number formatting that torc-train.c and train_gpt.c both print with.
+// clock, number formatting and optimizer step that torc-train.c and train_gpt.c share.
 #define _POSIX_C_SOURCE 200809L
 #include "train_args.h"
 
@@ -274,4 +274,17 @@ const char *train_si_str(int digits, double v, const char *unit, char *buf, size
     while (fabs(v) >= 1000 && p < 6) v /= 1000, p++;
     snprintf(buf, n, "%.*g %s%s", digits, v, prefix[p], unit);
     return buf;
+}
+
+torc_status train_optimizer_step(torc_optimizer *opt, torc_grad_scaler *scaler, int64_t *skipped) {
+    torc_status s;
+    if (scaler) {
+        bool stepped;
+        if ((s = torc_grad_scaler_step(scaler, opt, &stepped)) != TORC_OK) return s;
+        if ((s = torc_grad_scaler_update(scaler)) != TORC_OK) return s;
+        *skipped += !stepped;
+    } else if ((s = torc_optimizer_step(opt)) != TORC_OK) {
+        return s;
+    }
+    return torc_optimizer_zero_grad(opt, true);
 }

@@ -69,4 +69,9 @@ double train_now(void);
 const char *train_bytes_str(uint64_t b, char *buf, size_t n);
 const char *train_si_str(int digits, double v, const char *unit, char *buf, size_t n);
 
+// The end of both trainers' steps: the optimizer's step, through the GradScaler when there is
+// one (which skips the step when a gradient overflowed, counted in *skipped, then adjusts the
+// scale), then the gradients set to None. TORC_OK, else the first failure's status.
+torc_status train_optimizer_step(torc_optimizer *opt, torc_grad_scaler *scaler, int64_t *skipped);
+
 #endif

@@ -328,15 +328,7 @@ int train_gpt(const train_options *o) {
         CHECK_PTR(norm);
         double gnorm;
         CHECK(torc_item(norm, &gnorm));
-        if (scaler) {
-            bool stepped;
-            CHECK(torc_grad_scaler_step(scaler, opt, &stepped));
-            CHECK(torc_grad_scaler_update(scaler));
-            skipped += !stepped;
-        } else {
-            CHECK(torc_optimizer_step(opt));
-        }
-        CHECK(torc_optimizer_zero_grad(opt, true));
+        CHECK(train_optimizer_step(opt, scaler, &skipped));  // the scaler skips a step with inf/NaN gradients
         torc_scope_pop();
         if (done == 0) {
             first_loss = loss;
