@@ -85,7 +85,7 @@ static inline ng_file *ng_load(const char *name) {
             ok = c->nt < NG_MAX_TENSORS;
             if (ok) {
                 ng_tensor *t = &c->t[c->nt++];
-                snprintf(t->tag, sizeof t->tag, "%s", line);
+                snprintf(t->tag, sizeof t->tag, "%.31s", line);  // tags are short names
                 ok = ng__values(rest, t);
             }
         }
