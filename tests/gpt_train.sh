@@ -51,6 +51,12 @@ has "$dir/bf16.log" "autocast bfloat16"
 # up to the order of the gradients' sums.
 if command -v mpirun >/dev/null && [ -e "$(dirname "$train")/../lib/torc/libtorc_comm_mpi.so" ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  # Under the sanitizers, as tests/mpi.sh: Open MPI's components stay mapped and stacks are unwound
+  # in full, so every frame keeps its library's name, and Open MPI's own allocations (kept until
+  # exit) are not reported.
+  OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1 \
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:fast_unwind_on_malloc=0}" \
+  LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/mpi_lsan.supp:print_suppressions=0" \
   timeout 120 mpirun -np 2 --oversubscribe --bind-to none "$train" "${tiny[@]}" --steps 8 --sample-tokens 0 >"$dir/mpi.log"
   "$train" "${tiny[@]}" --steps 8 --sample-tokens 0 >"$dir/one.log"
   has "$dir/mpi.log" "data parallel: 2 processes, 2 rows each"
