@@ -742,6 +742,8 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_COUNT: return &R_NONE;  // no inputs, or integer / bool results
     case TORC_OP_LAYER_NORM: return &R_LAYER_NORM;
     case TORC_OP_LAYER_NORM_BACKWARD: return &R_NONE;  // recorded by nothing: double backward is not supported
+    case TORC_OP_ATTENTION:           // its node is core/attention.c's own (ScaledDotProductFlashAttentionBackward0)
+    case TORC_OP_ATTENTION_BACKWARD: return &R_NONE;  // double backward is not supported, as PyTorch's flash path
     case TORC_OP_MAX_DIM: return &R_MAX_DIM;
     case TORC_OP_MIN_DIM: return &R_MIN_DIM;
     case TORC_OP_COPY: return &R_COPY_OP;

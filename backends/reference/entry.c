@@ -123,6 +123,9 @@ static const ref_kernel kernels[] = {
     [TORC_OP_FLOOR_DIVIDE] = {"div_floor_cpu", ref_binary_dtypes, ref_binary_run},
     [TORC_OP_REMAINDER] = {"remainder_cpu", ref_binary_dtypes, ref_binary_run},
     [TORC_OP_FMOD] = {"fmod_cpu", ref_binary_dtypes, ref_binary_run},
+    [TORC_OP_ATTENTION] = {"_scaled_dot_product_flash_attention", ref_attention_dtypes, ref_attention_run},
+    [TORC_OP_ATTENTION_BACKWARD] = {"_scaled_dot_product_flash_attention_backward", ref_attention_dtypes,
+                                    ref_attention_run},
 #ifdef TORC_TEST_EXTRA_ABI
     [TORC_OP_TEST_EXTRA] = {"test_extra", test_extra_dtypes, test_extra_run},  // tests/abi: params.ext
 #endif

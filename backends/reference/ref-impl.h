@@ -264,6 +264,7 @@ REF_KERNEL_DECL(scaled_mm)
 REF_KERNEL_DECL(pointwise)
 REF_KERNEL_DECL(layer_norm)
 REF_KERNEL_DECL(adam)
+REF_KERNEL_DECL(attention)
 #undef REF_KERNEL_DECL
 
 // The kernel table entry of an opcode (entry.c), for messages naming the op.

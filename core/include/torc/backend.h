@@ -25,10 +25,10 @@ extern "C" {
 // break a built plugin fails the build instead.
 #define TORC_BACKEND_ABI_MAJOR 2
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_BACKEND_ABI_MINOR 4  // tests/abi's test build: its extra opcode and dtype are minor 4's
+#define TORC_BACKEND_ABI_MINOR 5  // tests/abi's test build: its extra opcode and dtype are minor 5's
 #else
-#define TORC_BACKEND_ABI_MINOR 3  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED;
-                                  // 2.3: FLOOR_DIVIDE, REMAINDER, FMOD
+#define TORC_BACKEND_ABI_MINOR 4  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED;
+                                  // 2.3: FLOOR_DIVIDE, REMAINDER, FMOD; 2.4: ATTENTION(_BACKWARD)
 #endif
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
@@ -245,15 +245,43 @@ extern "C" {
     X(FMOD, "fmod", 3)                  /* C's fmod / %: the result has in0's sign */                                    \
     /* end */
 
+// v2.4: fused scaled-dot-product attention, FlashAttention-2's pair: the forward returns the output
+// and each query row's log-sum-exp, the backward recomputes the probabilities from them, so no
+// (L, S) matrix is stored between the two. Operands are 4-D (B, H, rows, features), any strides
+// (0 included on the batch and head dims), one floating dtype T (f64, f32, f16, bf16) for q, k, v,
+// o, do and the gradients; lse is f32 (f64 when T is). The core sends these only without a mask,
+// dropout or grouped heads; the scale is params.attention.scale (the core resolves PyTorch's
+// default 1/sqrt(E)); params.attention.causal = 1: query i attends keys 0..i (top-left aligned, as
+// PyTorch's is_causal), 0: every key. With s_ij = scale * sum_e q_ie k_je over the attended j:
+//   lse_i = log(sum_j exp(s_ij)), p_ij = exp(s_ij - lse_i), o_i = sum_j p_ij v_j;
+// with S = 0 (no key to attend) o_i = 0 and lse_i = -inf. The reference computes in double and rounds once to T (lse
+// to its dtype); a backend computes T = f32, f16, bf16 in f32 or better (f16/bf16 loaded exactly,
+// accumulated in f32, each output rounded once), f64 in double, in any summation order: the
+// result is within the tolerance docs/backends.md gives for attention of the reference's. A
+// backend may decline any case in supports(); the core then composes the op from matmul and
+// softmax (torc_scaled_dot_product_attention's math path).
+#define TORC_OP_LIST_V2_4(X) \
+    X(ATTENTION, "attention", 4)        /* in0 = q (B, H, L, E), in1 = k (B, H, S, E), in2 = v (B, H, S, Ev); */       \
+                                        /* out[0] = o (B, H, L, Ev), out[1] = lse (B, H, L). */                          \
+    X(ATTENTION_BACKWARD, "attention_backward", 4) /* in0 = do (o's shape), in1 = q, in2 = k, in3 = v, in4 = o, */     \
+                                        /* in5 = lse (as ATTENTION wrote them); out[0] = dq, out[1] = dk, */             \
+                                        /* out[2] = dv (q's, k's, v's shapes, dtype T). With D_i = sum_e do_ie o_ie, */  \
+                                        /* p_ij = exp(s_ij - lse_i) over the attended j, dp_ij = do_i . v_j, */          \
+                                        /* ds_ij = p_ij (dp_ij - D_i): dv_j = sum_i p_ij do_i, */                        \
+                                        /* dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i. */                \
+    /* end */
+
 // A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor, to prove
 // that an older plugin is never sent it and that params.ext carries parameters larger than the
 // union: out = in0 * p->scale + p->shift (same shape and dtype), p = params.ext.data, a
 // torc_test_extra_params.
 #ifdef TORC_TEST_EXTRA_ABI
 #define TORC_OP_LIST(X) \
-    TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) X(TEST_EXTRA, "test_extra", 4)
+    TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) TORC_OP_LIST_V2_4(X) \
+    X(TEST_EXTRA, "test_extra", 5)
 #else
-#define TORC_OP_LIST(X) TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X)
+#define TORC_OP_LIST(X) \
+    TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) TORC_OP_LIST_V2_4(X)
 #endif
 
 typedef enum torc_opcode {
@@ -288,12 +316,13 @@ typedef union torc_op_params {
     struct { double eps; int32_t axis; uint32_t affine; } norm;  // LAYER_NORM*: affine 1 weight, 2 bias (v2.1)
     struct { double lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt; uint32_t flags; } adam;  // (v2.1)
     struct { int32_t dtype; } matmul;                    // MATMUL_ROUNDED: c, a torc_dtype (v2.2)
+    struct { double scale; int32_t causal; } attention;  // ATTENTION(_BACKWARD) (v2.4)
     // Parameters larger than this union, for an opcode whose comment says it uses ext: data points
     // to that opcode's parameter struct (defined beside it in this header), which starts with
     // uint32_t struct_size, the struct's size in the core that built the op. Such a struct grows
     // only by appending, so a backend reads a member only where struct_size covers it
     // (TORC_STRUCT_HAS(p, type, m)). The struct is valid only during the call, like the operands.
-    // No opcode of 2.0 to 2.3 uses it; a later one that does needs no major version.
+    // No opcode of 2.0 to 2.4 uses it; a later one that does needs no major version.
     struct { const void *data; } ext;
     double raw[8];                                       // the union's size: 64 bytes
 } torc_op_params;
@@ -346,6 +375,8 @@ static inline void torc_op_counts(const torc_op *op, int *in_lo, int *in_hi, int
     else if (c == TORC_OP_LAYER_NORM_BACKWARD) in = 4 + w, out = 1 + w + b;
     else if (c == TORC_OP_MAX_DIM || c == TORC_OP_MIN_DIM) out = 2;
     else if (c == TORC_OP_ADAM_STEP) out = op->params.adam.flags & TORC_ADAM_AMSGRAD ? 4 : 3;
+    else if (c == TORC_OP_ATTENTION) in = 3, out = 2;
+    else if (c == TORC_OP_ATTENTION_BACKWARD) in = 6, out = 3;
     *in_lo = in, *in_hi = in + in_opt, *out_lo = out, *out_hi = out + out_opt;
 }
 
@@ -527,6 +558,9 @@ TORC__PIN_V("2.2", torc_op_params, matmul.dtype, 0);
 TORC__PIN_SIZE("2.2", torc_op_params, matmul.dtype, 4);
 TORC__PIN_V("2.3", torc_op_params, ext.data, 0);
 TORC__PIN_SIZE("2.3", torc_op_params, ext, 8);
+TORC__PIN_V("2.4", torc_op_params, attention.scale, 0);
+TORC__PIN_V("2.4", torc_op_params, attention.causal, 8);
+TORC__PIN_SIZE("2.4", torc_op_params, attention.causal, 4);
 TORC__PIN(torc_op, struct_size, 0);
 TORC__PIN(torc_op, flags, 4);
 TORC__PIN(torc_op, code, 8);
