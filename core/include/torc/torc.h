@@ -758,6 +758,31 @@ TORC_API torc_tensor *torc_cross_entropy_ex(const torc_tensor *logits, const tor
                                             int64_t ignore_index, torc_reduction reduction, double label_smoothing);
 // torc_cross_entropy_ex(logits, target, TORC_IGNORE_INDEX_DEFAULT, TORC_REDUCTION_MEAN, 0.0).
 TORC_API torc_tensor *torc_cross_entropy(const torc_tensor *logits, const torc_tensor *target);
+// A linear layer and cross-entropy fused (an LM head's loss; PyTorch has no such op, Liger-Kernel's
+// LigerFusedLinearCrossEntropy and Apple's Cut Cross-Entropy do this): the value, gradients and
+// errors of cross_entropy_ex(x @ weight[:n_classes]^T, target, ignore_index, reduction, 0) over
+// x's rows, without storing the (rows, n_classes) logits. x (..., C) with target (...) (x's shape
+// without its last dim; class indices, int64 or uint8); weight (V, C) with V >= n_classes
+// (n_classes 0: V), its rows n_classes.. take no part and get a zero gradient. The rows go through
+// in chunks of max(8, 2^22 / n_classes) (16 MiB of f32 logits, a choice of the shapes alone):
+// per chunk the logits, their log-softmax, the loss rows and, when x or weight requires grad, the
+// gradients at once (softmax - onehot, scaled by the reduction, through two matmuls), weight's
+// accumulated chunk by chunk in f32 in a fixed order; backward multiplies the saved dx and dW by
+// the upstream gradient. REDUCTION_NONE while a gradient is needed runs the composed ops (per-row
+// upstream gradients would need the logits again); so do inputs that are not f32/f64/f16/bf16 of
+// one dtype and fp8 autocast. Under bf16/f16 autocast the matmuls take the autocast dtype (the
+// logits rounded to it, as torc_matmul's) and the log-softmax runs in f32. Counted FLOPs: the
+// forward matmul 2 N C n_classes, the gradient matmuls (4 N C n_classes) in the backward phase.
+// Not twice differentiable (dx and dW are saved as constants). Errors, with nothing computed:
+// NULL arguments, an unknown reduction, n_classes > V (narrow's "start (0) + length (7) exceeds
+// dimension size (5)."), weight not 2-D, x's C not weight's ("mm: mat1 and mat2 shapes cannot
+// be multiplied (4x3 and 5x7)"), x and weight of different dtypes outside autocast, and
+// torc_cross_entropy_ex's shape, target dtype and "Target 5 is out of bounds." errors.
+// Returns a new reference: a zero-dim loss (MEAN: nan when every target is ignored) or the
+// target's shape (NONE).
+TORC_API torc_tensor *torc_linear_cross_entropy(const torc_tensor *x, const torc_tensor *weight,
+                                                const torc_tensor *target, int64_t n_classes, int64_t ignore_index,
+                                                torc_reduction reduction);
 
 // torch.nn.functional.layer_norm: normalizes x over its last n_normalized dims, which must equal
 // normalized_shape ("Given normalized_shape=[3], expected input with shape [*, 3], but got input
