@@ -5,7 +5,8 @@ set_tests_properties(gpt_reference PROPERTIES LABELS "unit"
   ENVIRONMENT "TORC_BACKEND=reference;TORC_TEST_DATA=${CMAKE_CURRENT_SOURCE_DIR}/golden;TORC_BUILD_DIR=${CMAKE_BINARY_DIR}")
 
 # The demo's path on a tiny config (tests/gpt_train.sh): torc-tokens, torc-train --model gpt,
-# exact resume, refusals, divergence, torc-generate.
+# exact resume, refusals, divergence, torc-generate; under mpirun, data parallel and its
+# deterministic mode (the same checkpoint bits on 1, 2 and 4 processes).
 add_test(NAME gpt_train COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpt_train.sh $<TARGET_FILE:torc-train>
   $<TARGET_FILE:torc-tokens> $<TARGET_FILE:torc-generate> ${PROJECT_SOURCE_DIR})
 set_tests_properties(gpt_train PROPERTIES LABELS "unit" TIMEOUT 300

@@ -5,7 +5,9 @@
 # resume + 3, the checkpoints byte-identical, generator and data position included), every bad
 # flag, config and file is refused before the first step with nothing written, a diverging run
 # stops naming the step and keeps its last good checkpoint, and torc-generate samples from the
-# checkpoint. Usage: gpt_train.sh TORC_TRAIN TORC_TOKENS TORC_GENERATE SOURCE_DIR
+# checkpoint. Under mpirun (when it and the mpi plugin are there): 2 processes against 1, and
+# --deterministic's checkpoints the same bits on 1, 2 and 4 processes with dropout, --grad-accum
+# and bf16. Usage: gpt_train.sh TORC_TRAIN TORC_TOKENS TORC_GENERATE SOURCE_DIR
 set -euo pipefail
 train=$1 tokens=$2 generate=$3 src=$4
 dir=$(mktemp -d "${TORC_BUILD_DIR:-/tmp}/gpt_train_test_XXXXXX")
@@ -49,19 +51,56 @@ has "$dir/bf16.log" "autocast bfloat16"
 
 # Data parallel under mpirun: 2 processes train the global batch 1 process trains, the same loss
 # up to the order of the gradients' sums.
+mpi=false
 if command -v mpirun >/dev/null && [ -e "$(dirname "$train")/../lib/torc/libtorc_comm_mpi.so" ]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  mpi=true
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_base_warn_component_unused=0
   # Under the sanitizers, as tests/mpi.sh: Open MPI's components stay mapped and stacks are unwound
   # in full, so every frame keeps its library's name, and Open MPI's own allocations (kept until
   # exit) are not reported.
-  OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1 \
-  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:fast_unwind_on_malloc=0}" \
-  LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/mpi_lsan.supp:print_suppressions=0" \
-  timeout 120 mpirun -np 2 --oversubscribe --bind-to none "$train" "${tiny[@]}" --steps 8 --sample-tokens 0 >"$dir/mpi.log"
+  run() {
+    local np=$1; shift
+    OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1 \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:fast_unwind_on_malloc=0}" \
+    LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/mpi_lsan.supp:print_suppressions=0" \
+    timeout 120 mpirun -np "$np" --oversubscribe --bind-to none "$train" "$@"
+  }
+  run 2 "${tiny[@]}" --steps 8 --sample-tokens 0 >"$dir/mpi.log"
   "$train" "${tiny[@]}" --steps 8 --sample-tokens 0 >"$dir/one.log"
   has "$dir/mpi.log" "data parallel: 2 processes, 2 rows each"
   [ "$(grep -E '^  loss ' "$dir/mpi.log")" = "$(grep -E '^  loss ' "$dir/one.log")" ] ||
     { grep -E '^  loss ' "$dir/mpi.log" "$dir/one.log"; echo "2 processes' loss differs from 1's"; exit 1; }
+
+  # --deterministic: the checkpoint after 4 steps is the same bits on 1, 2 and 4 processes, with
+  # dropout (each micro-batch's masks from its own (seed, step, micro-batch) key) and --grad-accum 2
+  # (4 x 2 micro-batches of 1 row a step), and under bf16 autocast; saved by 2 processes at step 2
+  # and resumed by 1, the same bits again.
+  plain=("${tiny[@]}" --dropout 0.1 --grad-accum 2 --sample-tokens 0 --log-every 1)
+  det=("${plain[@]}" --deterministic)
+  nps="1 2 4"; [ -z "${ASAN_OPTIONS:-}" ] || nps="1 2"  # 4 slow processes on 2 cores under the sanitizers
+  for np in $nps; do
+    run "$np" "${det[@]}" --steps 4 --checkpoint "$dir/det.$np.st" >"$dir/det.$np.log"
+    cmp "$dir/det.1.st" "$dir/det.$np.st" ||
+      { grep -h "^  loss" "$dir"/det.*.log; echo "deterministic GPT on $np processes differs from 1"; exit 1; }
+    [ "$(grep -oE '^step .* \| norm [0-9.]+' "$dir/det.$np.log")" = "$(grep -oE '^step .* \| norm [0-9.]+' "$dir/det.1.log")" ] ||
+      { grep -h "^step" "$dir"/det.*.log; echo "deterministic GPT on $np processes prints another loss than 1"; exit 1; }
+  done
+  has "$dir/det.2.log" "data parallel: 2 processes, 2 rows each of every batch, deterministic"
+  has "$dir/det.2.log" "micro-batches: 4 of 1 rows, 2 a process in each round of --grad-accum"
+  for np in 1 2; do
+    run "$np" "${det[@]}" --autocast bf16 --steps 3 --checkpoint "$dir/bf16.$np.st" >/dev/null
+  done
+  cmp "$dir/bf16.1.st" "$dir/bf16.2.st" || { echo "deterministic GPT under bf16 on 2 processes differs from 1"; exit 1; }
+  run 2 "${det[@]}" --steps 2 --checkpoint "$dir/det.half.st" >/dev/null
+  run 1 "${det[@]}" --steps 4 --resume "$dir/det.half.st" --checkpoint "$dir/det.resumed.st" >/dev/null
+  cmp "$dir/det.1.st" "$dir/det.resumed.st" || { echo "deterministic: saved on 2 processes, resumed on 1, differs"; exit 1; }
+  # Plain DDP gives each micro-batch its own dropout masks too (its ranks used to share the
+  # generator and repeat each other's): on 2 processes it runs the micro-batches that
+  # --deterministic --micro-batches 2 runs there, with the same masks, and its sums come to the same
+  # bits (each rank's two halves added, the ranks averaged; the tree adds the pairs, divides by 4).
+  run 2 "${plain[@]}" --steps 3 --checkpoint "$dir/plain.st" >/dev/null
+  run 2 "${det[@]}" --micro-batches 2 --steps 3 --checkpoint "$dir/det.m2.st" >/dev/null
+  cmp "$dir/plain.st" "$dir/det.m2.st" || { echo "plain DDP with dropout differs from deterministic --micro-batches 2"; exit 1; }
 fi
 
 # Sampling from the checkpoint: text for a byte-level model, the same text for the same seed.
@@ -91,6 +130,13 @@ expect_fail "--eval-every and --eval-batches need --val-data" --data "$dir/data/
 if msg=$("$train" "${tiny[@]}" --checkpoint "$dir/nosuchdir/x.st" 2>&1 >/dev/null); then echo "unwritable checkpoint accepted"; exit 1; fi
 grep -qF "cannot write in $dir/nosuchdir" <<<"$msg" || { echo "unwritable checkpoint: '$msg'"; exit 1; }
 expect_fail "--data: " --data "$dir/nosuch.bin"
+expect_fail "--deterministic needs data parallel (--dist auto, mpi or nccl)" "${tiny[@]}" --deterministic --dist off
+if $mpi; then
+  expect_fail "--deterministic: --grad-accum 3 must be a power of two" "${tiny[@]}" --deterministic --grad-accum 3
+  expect_fail "--deterministic: --micro-batches 8 must be a multiple of the 1 processes and divide --batch 4" \
+    "${tiny[@]}" --deterministic --micro-batches 8
+  expect_fail "--micro-batches 8 must be a multiple of the 1 process and divide --batch 4" "${tiny[@]}" --micro-batches 8
+fi
 head -c 1500 "$dir/data/train.bin" >"$dir/short.bin"
 expect_fail "short.bin" --data "$dir/short.bin"
 

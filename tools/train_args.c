@@ -53,8 +53,9 @@ void train_args_usage(FILE *f) {
             "                      (accumulation; default 4 with --deterministic, else one a process)\n"
             "  --bucket-cap-mb X   gradient bucket cap in MiB (default 25)\n"
             "GPT (--model gpt; --backend, --optim, --lr, --hp, --batch, --steps, --seed, --checkpoint,\n"
-            "--every, --resume, --log-every, --autocast bf16|f16, --loss-scale, --dist and\n"
-            "--bucket-cap-mb apply as well; under mpirun --batch is the global batch):\n"
+            "--every, --resume, --log-every, --autocast bf16|f16, --loss-scale, --dist, --deterministic,\n"
+            "--micro-batches and --bucket-cap-mb apply as well; under mpirun --batch is the global batch,\n"
+            "and --deterministic also holds with --grad-accum (a power of two) and --dropout):\n"
             "  --data PATH         training tokens: an llm.c shard, a uint16 .bin or a .npy (torc-tokens\n"
             "                      makes byte-level ones from text); random windows from the seed\n"
             "  --val-data PATH     validation tokens: the val loss at each --eval-every and at the end\n"
@@ -132,8 +133,7 @@ train_args_result train_args_parse(int argc, char **argv, train_options *o, char
                                            "--block-size", "--vocab-size", "--dropout", "--grad-accum", "--min-lr",
                                            "--warmup", "--weight-decay", "--grad-clip", "--eval-every",
                                            "--eval-batches", "--sample-every", "--sample-tokens", "--sample-seed"};
-    static const char *const cruncher_only[] = {"--dim", "--layers", "--init-from", "--micro-batches",
-                                                "--deterministic"};
+    static const char *const cruncher_only[] = {"--dim", "--layers", "--init-from"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return TRAIN_ARGS_HELP;

@@ -5,7 +5,8 @@
 // memory by category, MFU).
 //
 // Shapes: B = --batch, T = --block-size, C = --n-embd, L = --n-layer, NH = --n-head, V the vocab,
-// Vp its padding to 128. A step is --grad-accum micro-batches of (B, T) tokens.
+// Vp its padding to 128. A step is A = --grad-accum rounds of a (B, T) batch, each cut into
+// M = --micro-batches pieces of B / M rows (one backward each): A M micro-batches a step.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -112,6 +113,37 @@ static void resume(const char *path, const torc_gpt_config *want, torc_gpt *m, t
     torc_state_dict_free(sd);
 }
 
+// ---- which rows, which dropout masks ----
+// Micro-batch g of a step (0 <= g < M A) is piece j = g / A (rows [j B / M, (j + 1) B / M)) of
+// round k = g % A's batch, so a rank running M / N pieces holds a contiguous range of g, the one
+// torc_ddp_micro_batches names, and plain DDP's rank r (pieces r M / N ...) runs the same
+// micro-batches as deterministic mode's. Round k's batch is what torc_get_batch draws from the
+// generator at the step's starting (seed, offset) moved past k batches: it depends on g alone,
+// never on which rank draws it or on what ran before on that rank.
+static void micro_batch(torc_dataset *ds, int64_t B, int64_t T, int64_t M, int64_t A, int64_t g, torc_generator *gen,
+                        uint64_t seed, uint64_t offset, torc_tensor **x, torc_tensor **y) {
+    torc_generator_set_state(gen, seed, offset + (uint64_t)(g % A * B));
+    CHECK(torc_get_batch_shard(ds, B, T, (int)(g / A), (int)M, NULL, gen, x, y));
+}
+
+// splitmix64's finaliser (Steele, Lea and Flood 2014): every input bit reaches every output bit.
+static uint64_t mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+// The dropout masks of micro-batch g at step `step` come from a generator of their own, keyed by
+// (seed, step, g) and starting at counter 0: each micro-batch its own masks (ranks no longer
+// repeat each other's), the same on every process count and after a resume (the checkpoint holds
+// seed and step). A key of its own rather than a range of the training generator's counters: one
+// micro-batch's forward draws B / M x T x (C + L (2 C + NH T)) numbers, more than a fixed 2^32
+// stride holds at GPT-2 XL's sizes.
+static uint64_t dropout_key(uint64_t seed, int64_t step, int64_t g) {
+    return mix64(mix64(mix64(seed) ^ (uint64_t)step) ^ (uint64_t)g);
+}
+
 // ---- evaluation and samples ----
 // The mean loss over n random windows of ds, in eval mode under no_grad. The windows come from a
 // generator of their own seeded alike at every evaluation: each val loss is over the same tokens,
@@ -171,21 +203,38 @@ static void print_sample(torc_gpt *m, int64_t n, uint64_t seed) {
 }
 
 int train_gpt(const train_options *o) {
-    // ---- data parallel: on under mpirun (or with TORC_COMM, --dist) ----
-    // --batch is the global batch: rank r trains on rows [r B / N, (r + 1) B / N) of the batch one
-    // process would draw (torc_get_batch_shard), DDP averages the gradients, rank 0 prints and
-    // saves. The ranks share the generator's state, so their dropout masks repeat across ranks.
+    // ---- data parallel: on under mpirun (or with TORC_COMM, --dist, --deterministic) ----
+    // --batch is the global batch, cut into M pieces (default one a process): rank r trains on
+    // pieces [r M / N, (r + 1) M / N) of each round's batch (micro_batch above), DDP averages the
+    // gradients, rank 0 prints and saves. --deterministic sums the M A micro-batches' gradients in
+    // one fixed tree (torc_ddp_options.deterministic), so the run is the same bits on any N.
     const bool under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
     const char *tc = getenv("TORC_COMM");
-    const bool dist = strcmp(o->dist, "off") && (strcmp(o->dist, "auto") || under_mpirun || (tc && *tc));
+    const bool dist = strcmp(o->dist, "off") && (strcmp(o->dist, "auto") || under_mpirun || (tc && *tc) || o->deterministic);
+    if (!dist && o->deterministic) die("--deterministic needs data parallel (--dist auto, mpi or nccl)");
     const char *launched = getenv("OMPI_COMM_WORLD_SIZE") ? getenv("OMPI_COMM_WORLD_SIZE") : getenv("PMI_SIZE");
     if (!dist && launched && atoi(launched) > 1)
         die("--dist off, but this process is one of %d that mpirun started: it would train alone", atoi(launched));
     if (dist) CHECK(torc_dist_init(strcmp(o->dist, "auto") ? o->dist : NULL));
     const int rank = torc_dist_rank(), world = torc_dist_world_size();
     if (rank != 0 && !freopen("/dev/null", "w", stdout)) die("cannot silence rank %d's output", rank);
-    if (o->batch % world)
+    // The Cruncher's rules and messages (torc-train.c), and deterministic mode's tree over M A
+    // micro-batches needs A a power of two as M is.
+    const int64_t M = o->micro_batches ? o->micro_batches : o->deterministic ? 4 : world;
+    if (o->deterministic && (M % world || o->batch % M))
+        die("--deterministic: --micro-batches %lld must be a multiple of the %d processes and divide --batch %lld",
+            (long long)M, world, (long long)o->batch);
+    if (!o->micro_batches && o->batch % M)
         die("--batch %lld (the global batch) must be divisible by the %d processes", (long long)o->batch, world);
+    if (M % world || o->batch % M)
+        die("--micro-batches %lld must be a multiple of the %d process%s and divide --batch %lld", (long long)M, world,
+            world > 1 ? "es" : "", (long long)o->batch);
+    if (o->deterministic && (o->grad_accum & (o->grad_accum - 1)))
+        die("--deterministic: --grad-accum %lld must be a power of two (the step's --micro-batches x --grad-accum "
+            "gradients are summed in one pairwise tree)", (long long)o->grad_accum);
+    if (o->deterministic && M * o->grad_accum > 1 << 20)
+        die("--deterministic: --micro-batches %lld x --grad-accum %lld micro-batches a step, more than the %d the "
+            "tree takes", (long long)M, (long long)o->grad_accum, 1 << 20);
     // A checkpoint that could not be written would fail only at the first save, minutes in.
     if (o->checkpoint) {
         char d[4096];
@@ -244,18 +293,34 @@ int train_gpt(const train_options *o) {
     if (o->resume) resume(o->resume, &cfg, m, opt, &step, gen, scaler);
     torc_ddp *ddp = NULL;
     if (dist) {  // the same run on every rank (refused by name otherwise), then rank 0's weights everywhere
-        char v[8][64];
-        const char *fields[8] = {"--n-layer", "--n-head", "--n-embd", "--block-size", "--vocab-size", "--batch",
-                                 "--steps", "the starting step (--resume)"};
-        const int64_t vals[8] = {L_, cfg.n_head, cfg.n_embd, T, V, B, o->steps, step};
-        const char *values[8];
-        for (int i = 0; i < 8; i++) snprintf(v[i], sizeof v[i], "%lld", (long long)vals[i]), values[i] = v[i];
-        if (torc_dist_check_same(8, fields, values)) die("%s (start every rank with the same options)", torc_last_error());
+        enum { NF = 14 };
+        char v[NF][64];
+        const char *fields[NF] = {"--n-layer", "--n-head", "--n-embd", "--block-size", "--vocab-size", "--batch",
+                                  "--steps", "the starting step (--resume)", "--micro-batches", "--grad-accum",
+                                  "--deterministic", "--seed", "--dropout", "--autocast"};
+        const int64_t vals[10] = {L_, cfg.n_head, cfg.n_embd, T, V, B, o->steps, step, M, A};
+        const char *values[NF];
+        for (int i = 0; i < 10; i++) snprintf(v[i], sizeof v[i], "%lld", (long long)vals[i]);
+        snprintf(v[10], sizeof v[10], "%s", o->deterministic ? "on" : "off");
+        snprintf(v[11], sizeof v[11], "%llu", (unsigned long long)o->seed);
+        snprintf(v[12], sizeof v[12], "%.17g", o->dropout);
+        snprintf(v[13], sizeof v[13], "%s", o->autocast == TORC_DTYPE_F32 ? "off" : torc_dtype_name(o->autocast));
+        for (int i = 0; i < NF; i++) values[i] = v[i];
+        if (torc_dist_check_same(NF, fields, values)) die("%s (start every rank with the same options)", torc_last_error());
         torc_ddp_options dopt = TORC_DDP_OPTIONS_DEFAULT;
         dopt.bucket_cap_bytes = (int64_t)(o->bucket_cap_mb * 1048576.0);
         if (dopt.first_bucket_bytes > dopt.bucket_cap_bytes) dopt.first_bucket_bytes = dopt.bucket_cap_bytes;
+        dopt.deterministic = o->deterministic;
+        dopt.micro_batches = (int)(M * A);
         CHECK_PTR(ddp = torc_ddp_new(n, params, &dopt));
     }
+    // This rank's micro-batches: [first, first + count) of the step's M A (micro_batch above).
+    int first = (int)(rank * (M / world) * A), count = (int)(M / world * A);
+    if (ddp && o->deterministic) torc_ddp_micro_batches(ddp, &first, &count);
+    double *losses = malloc(sizeof *losses * (size_t)count);  // this rank's micro-batch losses, in order
+    torc_generator *drop = torc_generator_new(0);             // the masks' (dropout_key)
+    if (!losses) die("out of memory");
+    CHECK_PTR(drop);
 
     // ---- what this run is ----
     const int64_t N = torc_gpt_num_parameters(m, false), N_est = torc_gpt_num_parameters(m, true);
@@ -269,7 +334,12 @@ int train_gpt(const train_options *o) {
     if (val) printf(", val %s (%lld tokens)", o->val_data, (long long)torc_dataset_numel(val));
     printf("; batch %lld x %lld tokens%s = %lld tokens a step\n", (long long)B, (long long)T,
            A > 1 ? " x grad-accum" : "", (long long)tokens);
-    if (ddp) printf("  data parallel: %d processes, %lld rows each per micro-batch\n", world, (long long)(B / world));
+    if (ddp)
+        printf("  data parallel: %d process%s, %lld rows each of every batch%s\n", world, world > 1 ? "es" : "",
+               (long long)(B / world), o->deterministic ? ", deterministic" : "");
+    if (M > world)
+        printf("  micro-batches: %lld of %lld rows, %lld a process%s\n", (long long)M, (long long)(B / M),
+               (long long)(M / world), A > 1 ? " in each round of --grad-accum" : "");
     printf("  %s (lr %g -> %g: %lld warmup steps, cosine to step %lld; weight decay %g on %d of %d tensors; clip %g) "
            "on %s (%s)\n", torc_optimizer_name(opt), max_lr, min_lr, (long long)o->warmup, (long long)o->steps,
            o->weight_decay, n_decay, n, o->grad_clip, torc_device_name(dev), info.name);
@@ -296,26 +366,34 @@ int train_gpt(const train_options *o) {
         const uint64_t f0 = torc_flops(TORC_PHASE_FORWARD, -1, -1), g0 = torc_flops(TORC_PHASE_BACKWARD, -1, -1);
         const uint64_t m0 = torc_flops(TORC_PHASE_FORWARD, TORC_OP_MATMUL, -1) + torc_flops(TORC_PHASE_BACKWARD, TORC_OP_MATMUL, -1);
         torc_scope_push();
-        double sum = 0;
-        for (int64_t k = 0; k < A; k++) {  // micro-batches: gradients add up in .grad
+        uint64_t seed, offset;
+        torc_generator_get_state(gen, &seed, &offset);
+        for (int i = 0; i < count; i++) {  // gradients add up in .grad (deterministic: in DDP's tree)
             torc_tensor *x, *y, *l;
-            CHECK(torc_get_batch_shard(train, B, T, rank, world, NULL, gen, &x, &y));
+            micro_batch(train, B, T, M, A, first + i, gen, seed, offset, &x, &y);
+            torc_generator_set_state(drop, dropout_key(seed, step, first + i), 0);
             if (o->autocast != TORC_DTYPE_F32) CHECK(torc_autocast_begin(o->autocast));
-            CHECK(torc_gpt_forward(m, x, y, gen, NULL, &l));
+            CHECK(torc_gpt_forward(m, x, y, drop, NULL, &l));
             if (o->autocast != TORC_DTYPE_F32) CHECK(torc_autocast_end());
-            torc_tensor *lb = A > 1 ? torc_div_scalar(l, torc_s((double)A)) : l;  // the mean over micro-batches
+            // Accumulated gradients are a sum: each loss counts 1 / count for their mean (the DDP
+            // average over ranks makes it the global batch's). Deterministic mode divides its
+            // tree's sum by M A itself.
+            torc_tensor *lb = count > 1 && !o->deterministic ? torc_div_scalar(l, torc_s((double)count)) : l;
             if (scaler) lb = torc_grad_scaler_scale(scaler, lb);
             CHECK_PTR(lb);
-            if (ddp && k == A - 1) CHECK(torc_ddp_begin(ddp, 0));  // the last backward reduces the sum
+            // Plain: the last backward reduces the sum; deterministic: every micro-batch announced.
+            if (ddp && (o->deterministic || i == count - 1)) CHECK(torc_ddp_begin(ddp, first + i));
             CHECK(torc_backward(lb, NULL, false));
-            double v;
-            CHECK(torc_item(l, &v));
-            sum += v;
+            CHECK(torc_item(l, &losses[i]));
         }
-        loss = sum / (double)A;
+        torc_generator_set_state(gen, seed, offset + (uint64_t)(A * B));  // past the step's A batches
         if (ddp) {  // the averaged gradients, and the global batch's loss
             CHECK(torc_ddp_finish(ddp));
-            CHECK(torc_ddp_reduce_loss(ddp, &loss, 1, &loss));
+            CHECK(torc_ddp_reduce_loss(ddp, losses, count, &loss));
+        } else {
+            double sum = 0;
+            for (int i = 0; i < count; i++) sum += losses[i];
+            loss = sum / (double)count;
         }
         const uint64_t f1 = torc_flops(TORC_PHASE_FORWARD, -1, -1);
         fwd += f1 - f0, bwd += torc_flops(TORC_PHASE_BACKWARD, -1, -1) - g0;
@@ -427,8 +505,8 @@ int train_gpt(const train_options *o) {
             snprintf(note, sizeof note, "  (%.0f N = %llu B: %s)", cats[i].per_param, (unsigned long long)want,
                      ms.peak[cats[i].tag] == want ? "as counted" : "differs");
         if (cats[i].tag == TORC_MEM_ACTIVATION && todo)
-            snprintf(note, sizeof note, "  (attention weights (B, NH, T, T) f32: %s a layer)",
-                     train_bytes_str((uint64_t)(B * cfg.n_head * T * T * 4), b3, sizeof b3));
+            snprintf(note, sizeof note, "  (attention weights (B / M, NH, T, T) f32: %s a layer)",
+                     train_bytes_str((uint64_t)(B / M * cfg.n_head * T * T * 4), b3, sizeof b3));
         printf("    %-16s %10s / %s%s\n", cats[i].label, train_bytes_str(ms.in_use[cats[i].tag], b1, sizeof b1),
                train_bytes_str(ms.peak[cats[i].tag], b2, sizeof b2), note);
     }
@@ -436,6 +514,8 @@ int train_gpt(const train_options *o) {
     if (o->checkpoint) printf("  checkpoint        %s (step %lld)\n", o->checkpoint, (long long)step);
     if (rank == 0) print_sample(m, o->sample_tokens, o->sample_seed);
 
+    free(losses);
+    torc_generator_free(drop);
     torc_ddp_free(ddp);
     if (dist) CHECK(torc_dist_shutdown());
     torc_grad_scaler_free(scaler);
