@@ -716,6 +716,9 @@ RULE(R_OVERWRITE, "FillBackward2", bw_zero, 0);  // uniform_ / normal_ / zero_ p
 RULE(R_COPY_SLICES, "CopySlices", bw_copy_slices, 0);
 RULE(R_LAYER_NORM, "NativeLayerNormBackward0", torc__layer_norm_backward,  // inputs x, weight, bias (layer_norm.c);
      TORC__SAVE_IN(0) | TORC__SAVE_IN(1));                                  // mean, rstd saved as outputs
+RULE(R_ATTENTION, "ScaledDotProductFlashAttentionForCpuBackward0",  // PyTorch's CPU name, on every device;
+     torc__attention_backward,                                         // q, k, v, o saved; lse as an aux
+     TORC__SAVE_IN(0) | TORC__SAVE_IN(1) | TORC__SAVE_IN(2) | TORC__SAVE_OUT);  // output (attention.c)
 RULE(R_SCALED_MM, "ScaledMmBackward0", torc__fp8_matmul_backward,  // fp8 autocast's matmul (autocast.c)
      TORC__SAVE_IN(0) | TORC__SAVE_IN(1) | TORC__SAVE_IN(2));
 
@@ -742,8 +745,8 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_COUNT: return &R_NONE;  // no inputs, or integer / bool results
     case TORC_OP_LAYER_NORM: return &R_LAYER_NORM;
     case TORC_OP_LAYER_NORM_BACKWARD: return &R_NONE;  // recorded by nothing: double backward is not supported
-    case TORC_OP_ATTENTION:           // its node is core/attention.c's own (ScaledDotProductFlashAttentionBackward0)
-    case TORC_OP_ATTENTION_BACKWARD: return &R_NONE;  // double backward is not supported, as PyTorch's flash path
+    case TORC_OP_ATTENTION: return &R_ATTENTION;
+    case TORC_OP_ATTENTION_BACKWARD: return &R_NONE;  // recorded by nothing: backward formulas run under no_grad
     case TORC_OP_MAX_DIM: return &R_MAX_DIM;
     case TORC_OP_MIN_DIM: return &R_MIN_DIM;
     case TORC_OP_COPY: return &R_COPY_OP;

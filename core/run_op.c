@@ -184,6 +184,27 @@ static bool shapes_ok(const checker *c) {
         return want_shape(c, op->n_in, nd, xx->shape) && want_shape(c, op->n_in + 1, nd, s) &&
                want_shape(c, op->n_in + 2, nd, s);
     }
+    case TORC_OP_ATTENTION:
+    case TORC_OP_ATTENTION_BACKWARD: {
+        // q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev), o (B, H, L, Ev), lse (B, H, L); the
+        // backward's do has o's shape and its dq, dk, dv q's, k's and v's.
+        const bool bwd = op->code == TORC_OP_ATTENTION_BACKWARD;
+        const int iq = bwd ? 1 : 0, io = bwd ? 4 : op->n_in;  // q's and o's operand numbers
+        const torc_operand *q = &op->in[iq], *k = &op->in[iq + 1], *v = &op->in[iq + 2];
+        if (op->params.attention.causal != 0 && op->params.attention.causal != 1) {
+            snprintf(c->why, c->n, "params.attention.causal is %d (0 or 1)", (int)op->params.attention.causal);
+            return false;
+        }
+        for (int i = 0; i < 3; i++)
+            if (!want_ndim(c, iq + i, 4, 4)) return false;
+        const int64_t B = q->shape[0], H = q->shape[1], L = q->shape[2], S = k->shape[2];
+        const int64_t ks[4] = {B, H, S, q->shape[3]}, vs[4] = {B, H, S, v->shape[3]}, os[4] = {B, H, L, v->shape[3]};
+        if (!want_shape(c, iq + 1, 4, ks) || !want_shape(c, iq + 2, 4, vs) || !want_shape(c, io, 4, os) ||
+            !want_shape(c, io + 1, 3, os))
+            return false;
+        return !bwd || (want_shape(c, 0, 4, os) && want_shape(c, 6, 4, q->shape) && want_shape(c, 7, 4, ks) &&
+                        want_shape(c, 8, 4, vs));
+    }
     case TORC_OP_MAX_DIM:
     case TORC_OP_MIN_DIM: {
         const int dim = op->params.dim.dim;

@@ -411,4 +411,10 @@ void torc__fp8_meta_free(torc__fp8_meta *m);
 // one LAYER_NORM_BACKWARD op from the saved x, weight, mean and rstd.
 torc_status torc__layer_norm_backward(const torc_node *n, const torc_tensor *g, const bool *need, torc_tensor **gin);
 
+// ---- attention (attention.c) ----
+// The backward of the fused attention node (code TORC_OP_ATTENTION, registered in backward.c):
+// one ATTENTION_BACKWARD op from the saved q, k, v, o and lse, or its composition where the
+// backend declines it.
+torc_status torc__attention_backward(const torc_node *n, const torc_tensor *g, const bool *need, torc_tensor **gin);
+
 #endif

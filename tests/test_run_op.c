@@ -202,6 +202,71 @@ START_TEST(malformed_calls_are_refused_before_the_backend) {
 }
 END_TEST
 
+// ATTENTION(_BACKWARD) (backend ABI 2.4): q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev), o
+// (B, H, L, Ev), lse (B, H, L), the backward's do of o's shape and dq, dk, dv of q's, k's, v's;
+// each mismatch named before the backend runs (the reference indexes k, v and lse by q's B, H, L).
+START_TEST(attention_shapes_are_checked) {
+    torc_device *d = dev_or_skip("reference");
+    ck_assert_ptr_nonnull(d);
+    torc_scope_push();
+    torc_tensor *q = torc_randn(TORC_SHAPE(1, 2, 3, 4), TORC_DTYPE_F32, NULL);
+    torc_tensor *k = torc_randn(TORC_SHAPE(1, 2, 5, 4), TORC_DTYPE_F32, NULL);
+    torc_tensor *v = torc_randn(TORC_SHAPE(1, 2, 5, 6), TORC_DTYPE_F32, NULL);
+    torc_tensor *o = torc_zeros(TORC_SHAPE(1, 2, 3, 6), TORC_DTYPE_F32), *lse = torc_zeros(TORC_SHAPE(1, 2, 3), TORC_DTYPE_F32);
+    q = torc_to_device(q, d), k = torc_to_device(k, d), v = torc_to_device(v, d);
+    o = torc_to_device(o, d), lse = torc_to_device(lse, d);
+    ck_assert_msg(q && k && v && o && lse, "%s", torc_last_error());
+    torc_op_call fwd = {.code = TORC_OP_ATTENTION, .n_in = 3, .n_out = 2, .in = {q, k, v}, .out = {o, lse}};
+    fwd.params.attention.scale = 0.5;
+    ck_assert_msg(torc_run_op(d, &fwd, TORC_RUN_NATIVE) == TORC_OK, "%s", torc_last_error());
+    torc_tensor *dq = torc_zeros_like(q), *dk = torc_zeros_like(k), *dv = torc_zeros_like(v);
+    torc_op_call bwd = {.code = TORC_OP_ATTENTION_BACKWARD, .n_in = 6, .n_out = 3, .in = {o, q, k, v, o, lse},
+                        .out = {dq, dk, dv}};
+    bwd.params = fwd.params;
+    ck_assert_msg(torc_run_op(d, &bwd, TORC_RUN_NATIVE) == TORC_OK, "%s", torc_last_error());
+
+    torc_op_call bad = fwd;
+    bad.in[1] = torc_to_device(torc_zeros(TORC_SHAPE(1, 2, 5, 3), TORC_DTYPE_F32), d);
+    assert_refused(d, &bad, TORC_ERR_SHAPE, "torc_run_op: op 'attention': in[1] has shape [1, 2, 5, 3]; the op needs "
+                   "[1, 2, 5, 4]");
+    bad = fwd, bad.in[2] = torc_to_device(torc_zeros(TORC_SHAPE(1, 2, 4, 6), TORC_DTYPE_F32), d);
+    assert_refused(d, &bad, TORC_ERR_SHAPE, "op 'attention': in[2] has shape [1, 2, 4, 6]; the op needs [1, 2, 5, 6]");
+    bad = fwd, bad.in[0] = torc_reshape(q, TORC_SHAPE(2, 3, 4));
+    assert_refused(d, &bad, TORC_ERR_SHAPE, "op 'attention': in[0] has shape [2, 3, 4]; the op needs 4 dims");
+    bad = fwd, bad.in[1] = torc_to_device(torc_zeros(TORC_SHAPE(2, 2, 5, 4), TORC_DTYPE_F32), d);  // B
+    assert_refused(d, &bad, TORC_ERR_SHAPE, "op 'attention': in[1] has shape [2, 2, 5, 4]; the op needs [1, 2, 5, 4]");
+    bad = fwd, bad.out[0] = torc_to_device(torc_zeros(TORC_SHAPE(1, 2, 3, 4), TORC_DTYPE_F32), d);
+    assert_refused(d, &bad, TORC_ERR_SHAPE, "op 'attention': out[0] has shape [1, 2, 3, 4]; the op needs [1, 2, 3, 6]");
+    bad = fwd, bad.out[1] = torc_to_device(torc_zeros(TORC_SHAPE(1, 2, 5), TORC_DTYPE_F32), d);
+    assert_refused(d, &bad, TORC_ERR_SHAPE, "op 'attention': out[1] has shape [1, 2, 5]; the op needs [1, 2, 3]");
+    bad = fwd, bad.params.attention.causal = 2;
+    assert_refused(d, &bad, TORC_ERR_SHAPE, "op 'attention': params.attention.causal is 2 (0 or 1)");
+    bad = fwd, bad.n_out = 1;
+    assert_refused(d, &bad, TORC_ERR_INVALID_ARG, "op 'attention' takes 3 input(s) and 2 output(s) here, got 3 and 1");
+
+    torc_op_call badb = bwd;
+    badb.in[0] = torc_to_device(torc_zeros(TORC_SHAPE(1, 2, 3, 4), TORC_DTYPE_F32), d);  // do
+    assert_refused(d, &badb, TORC_ERR_SHAPE, "op 'attention_backward': in[0] has shape [1, 2, 3, 4]; the op needs "
+                   "[1, 2, 3, 6]");
+    badb = bwd, badb.in[5] = torc_to_device(torc_zeros(TORC_SHAPE(1, 2, 5), TORC_DTYPE_F32), d);  // lse
+    assert_refused(d, &badb, TORC_ERR_SHAPE, "op 'attention_backward': in[5] has shape [1, 2, 5]; the op needs [1, 2, 3]");
+    badb = bwd, badb.out[0] = dk;
+    assert_refused(d, &badb, TORC_ERR_SHAPE, "op 'attention_backward': out[0] has shape [1, 2, 5, 4]; the op needs "
+                   "[1, 2, 3, 4]");
+    badb = bwd, badb.out[1] = dq;
+    assert_refused(d, &badb, TORC_ERR_SHAPE, "op 'attention_backward': out[1] has shape [1, 2, 3, 4]; the op needs "
+                   "[1, 2, 5, 4]");
+    badb = bwd, badb.out[2] = dk;
+    assert_refused(d, &badb, TORC_ERR_SHAPE, "op 'attention_backward': out[2] has shape [1, 2, 5, 4]; the op needs "
+                   "[1, 2, 5, 6]");
+    badb = bwd, badb.in[4] = q;  // o
+    assert_refused(d, &badb, TORC_ERR_SHAPE, "op 'attention_backward': in[4] has shape [1, 2, 3, 4]; the op needs "
+                   "[1, 2, 3, 6]");
+    torc_clear_error();
+    torc_scope_pop();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("run_op");
     TCase *tc = tcase_create("run_op");
@@ -211,6 +276,7 @@ int main(void) {
     tcase_add_test(tc, matmul_rounded_rounds_inputs_and_sum);
     tcase_add_test(tc, native_flag_refuses_what_the_backend_declines);
     tcase_add_test(tc, malformed_calls_are_refused_before_the_backend);
+    tcase_add_test(tc, attention_shapes_are_checked);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
