@@ -18,6 +18,19 @@ Each figure is the median of timed runs after warm-up, as the course's time_matm
 Usage: bench_peer.py [--quick] [--sizes N,N,...] [--threads N] [--cpu-time]
 --cpu-time times by the process's CPU time over --threads instead of wall time (torc-bench
 --cpu-time: for a machine shared with other work).
+
+With --gpt L,NH,C,V,T,B (torc-bench --gpt) it times only the GPT training step of core/gpt.c's
+eager twin instead (nanoGPT's model: F.scaled_dot_product_attention with is_causal, tanh GELU,
+the LM head tied to wte, the vocabulary padded to a multiple of 128 and the logits cut to V;
+AdamW lr 1e-3, betas (0.9, 0.95), weight decay 0.1 on the 2-D parameters, fused=False and
+foreach left to PyTorch; clip_grad_norm_(1.0); zero_grad(set_to_none=True)), in f32 and / or
+under bf16 autocast (--gpt-dtypes; one model each, their timed steps taking turns), and prints
+  gpt_<dtype>_step_ms            median of --gpt-steps timed steps after --gpt-warmup (each:
+  gpt_<dtype>_step_min_ms        forward, loss.item(), backward, clip, step, zero_grad); fastest
+  rss_base_kb                    resident memory after importing torch and setting threads
+  rss_peak_<dtype>_kb            the process's peak (ru_maxrss) after the first dtype's warm-up,
+                                 before the second model exists
+--gpt-profile also prints torch.profiler's table of one step of the first dtype to stderr.
 """
 import argparse
 import json
@@ -52,6 +65,117 @@ def per_call(fn, calls, batches):
     return median_time(batch, 1, batches) / calls
 
 
+def rss_kb():
+    """Resident memory now, in KiB (Linux's /proc/self/statm)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def gpt_bench(torch, args):
+    """The GPT training step of core/gpt.c's twin; see the module's docstring."""
+    import resource
+    import torch.nn as nn
+    import torch.nn.functional as F
+    L, NH, C, V, T, B = (int(v) for v in args.gpt.split(","))
+    Vp = (V + 127) // 128 * 128
+    base = rss_kb()
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(C)
+            self.c_attn = nn.Linear(C, 3 * C)
+            self.attn_proj = nn.Linear(C, C)
+            self.ln_2 = nn.LayerNorm(C)
+            self.c_fc = nn.Linear(C, 4 * C)
+            self.mlp_proj = nn.Linear(4 * C, C)
+
+        def forward(self, x):
+            Bx, Tx, _ = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+            q, k, v = (t.view(Bx, Tx, NH, C // NH).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.attn_proj(y.transpose(1, 2).contiguous().view(Bx, Tx, C))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(Vp, C)
+            self.wpe = nn.Embedding(T, C)
+            self.h = nn.ModuleList(Block() for _ in range(L))
+            self.ln_f = nn.LayerNorm(C)
+            self.lm_head = nn.Linear(C, Vp, bias=False)
+            self.lm_head.weight = self.wte.weight  # tied
+            for m in self.modules():  # GPT-2's init, as torc_gpt_new draws it
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(m.weight, 0.0, 0.02)
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            for b in self.h:
+                for p in (b.attn_proj.weight, b.mlp_proj.weight):
+                    nn.init.normal_(p, 0.0, 0.02 / (2 * L) ** 0.5)
+            with torch.no_grad():
+                self.wte.weight[V:] = 0
+
+        def forward(self, idx, targets):
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+            for b in self.h:
+                x = b(x)
+            logits = self.lm_head(self.ln_f(x))[..., :V]
+            return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+
+    def make(dname):
+        torch.manual_seed(0)
+        model = GPT()
+        params = [p for p in model.parameters() if p.requires_grad]
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.95), fused=False)
+
+        def step():
+            if dname == "bf16":
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    loss = model(idx, tgt)
+            else:
+                loss = model(idx, tgt)
+            loss.item()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        return step
+
+    idx = torch.randint(0, V, (B, T))
+    tgt = torch.randint(0, V, (B, T))
+    dnames = args.gpt_dtypes.split(",")
+    steps, res = [], {"rss_base_kb": base}
+    for i, dname in enumerate(dnames):
+        steps.append(make(dname))
+        for _ in range(args.gpt_warmup):
+            steps[-1]()
+        if i == 0:  # the first model's peak, before a second one exists
+            res[f"rss_peak_{dname}_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    times = [[] for _ in dnames]
+    for _ in range(args.gpt_steps):  # the dtypes' steps taking turns
+        for i, step in enumerate(steps):
+            t0 = clock()
+            step()
+            times[i].append(clock() - t0)
+    for dname, t in zip(dnames, times):
+        res[f"gpt_{dname}_step_ms"] = statistics.median(t) * 1e3
+        res[f"gpt_{dname}_step_min_ms"] = min(t) * 1e3
+    step = steps[0]
+    if args.gpt_profile:
+        from torch.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            step()
+        sys.stderr.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40) + "\n")
+        sys.stderr.write(prof.key_averages(group_by_input_shape=True).table(
+            sort_by="self_cpu_time_total", row_limit=30) + "\n")
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -59,6 +183,11 @@ def main():
     ap.add_argument("--sizes", default="2048", help="f32 matmul sizes (default 2048)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
     ap.add_argument("--cpu-time", action="store_true", help="time by CPU time over --threads")
+    ap.add_argument("--gpt", default="", help="L,NH,C,V,T,B: time only the GPT training step")
+    ap.add_argument("--gpt-dtypes", default="f32,bf16", help="f32 and / or bf16 (autocast), comma-separated")
+    ap.add_argument("--gpt-steps", type=int, default=5, help="timed GPT steps")
+    ap.add_argument("--gpt-warmup", type=int, default=2, help="GPT warm-up steps")
+    ap.add_argument("--gpt-profile", action="store_true", help="torch.profiler's table of one step (stderr)")
     args = ap.parse_args()
     if args.threads > 0:
         # numpy's BLAS on the same threads as torch and torc (torch imports numpy, so before it): with
@@ -76,6 +205,11 @@ def main():
         nthreads = args.threads if args.threads > 0 else torch.get_num_threads()
         clock = lambda: time.process_time() / nthreads
     out = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads()}
+    if args.gpt:
+        out.update(gpt_bench(torch, args))
+        json.dump(out, sys.stdout, indent=1, sort_keys=True)
+        sys.stdout.write("\n")
+        return 0
     reps = 3 if args.quick else 7
     sizes = [int(v) for v in args.sizes.split(",") if v]
 

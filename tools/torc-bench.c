@@ -16,12 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <torc/gpt.h>
 #include <torc/torc.h>
 
 // Tools may exit on setup errors (STYLE.md); the library never does.
@@ -35,6 +37,11 @@
 #endif
 
 // ---- options ----
+typedef struct gpt_cfg {  // a GPT of --gpt
+    char name[8];
+    int64_t L, NH, C, V, T, B;  // n_layer, n_head, n_embd, vocab (padded to 128 by the model), T, batch
+} gpt_cfg;
+
 typedef struct options {
     const char *backend;        // NULL: TORC_BACKEND / the default device
     bool quick, tiny, json, peer, train;
@@ -49,6 +56,14 @@ typedef struct options {
     const char *optim_step;     // --optim-step NAME: time that optimizer's step alone (and its Cruncher step)
     int64_t cr_D, cr_B;         // --cruncher D,L,B: the model --optim-step uses (default 1024,4,512)
     int cr_L;
+    // --gpt: the GPT training step beside PyTorch's (gpt_main)
+    gpt_cfg gpt[4];
+    int n_gpt;
+    torc_dtype gpt_dtypes[2];
+    int n_gpt_dtypes;
+    int gpt_steps, gpt_warmup;  // timed and warm-up steps a round
+    bool threads_given;         // --threads N: only N threads (else 1 and every CPU)
+    bool gpt_no_extra;          // skip the sampler's and the activations' figures
 } options;
 static options g_opt;
 static bool g_amx;  // the CPU has AMX-BF16 and this process may use it: torc-bench measures its peak
@@ -78,7 +93,7 @@ static void check(bool ok, const char *what) {
 }
 
 // ---- results (the table and --json share them) ----
-#define MAX_RESULTS 128
+#define MAX_RESULTS 256
 typedef struct result {
     char key[64];       // "matmul_f32_2048_gflops", as bench_peer.py names its figures
     double value;
@@ -565,7 +580,9 @@ static void optim_step_bench(const char *name, int64_t D, int L, int64_t B) {
 // Runs argv (a peer printing one flat JSON object) with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
 // removed from the child's environment only (so OpenBLAS picks its own kernels and cache sizes)
 // and returns its stdout; NULL when it failed.
-static char *run_peer(char *const argv[]) {
+// run_child: the same for a child of torc's own (peer false): the environment left as it is but
+// for TORC_NUM_THREADS set to threads (when > 0).
+static char *run_child(char *const argv[], bool peer, int threads) {
     int fds[2];
     if (pipe(fds)) bench_die("pipe failed: %s", strerror(errno));
     fflush(stdout);
@@ -575,8 +592,15 @@ static char *run_peer(char *const argv[]) {
         dup2(fds[1], STDOUT_FILENO);
         close(fds[0]);
         close(fds[1]);
-        unsetenv("OPENBLAS_CORETYPE");
-        unsetenv("OPENBLAS_L2_SIZE");
+        if (peer) {
+            unsetenv("OPENBLAS_CORETYPE");
+            unsetenv("OPENBLAS_L2_SIZE");
+        }
+        if (threads > 0) {
+            char tb[16];
+            snprintf(tb, sizeof tb, "%d", threads);
+            setenv("TORC_NUM_THREADS", tb, 1);
+        }
         execvp(argv[0], argv);
         fprintf(stderr, "torc-bench: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -602,6 +626,8 @@ static char *run_peer(char *const argv[]) {
     }
     return buf;
 }
+
+static char *run_peer(char *const argv[]) { return run_child(argv, true, 0); }
 
 // --blas-peer: f32 GEMM (C = A B, row-major n x n) through OpenBLAS's cblas_sgemm and BLIS's
 // bli_sgemm, each loaded with dlopen as the distribution ships it (libopenblas.so.0,
@@ -941,6 +967,587 @@ static void print_json(const torc_device_info *info, const char *isa, int thread
     printf("\n}\n");
 }
 
+// ---- --gpt: the GPT training step beside PyTorch's eager twin ----
+// core/gpt.c's step as tools/train_gpt.c takes it (forward with targets, loss.item(), backward,
+// clip_grad_norm_(1.0), AdamW with weight decay 0.1 on the 2-D parameters, zero_grad), timed in
+// a child process per configuration, thread count and round (this program as --gpt-child), then
+// its twin in tools/bench_peer.py --gpt, the two taking turns. Children of their own so that each
+// peak RSS is one framework's alone and the thread count is set before a backend loads.
+static const gpt_cfg gpt_cfg_A = {"A", 4, 4, 256, 50257, 256, 4};  // GPT-2's vocabulary
+static const gpt_cfg gpt_cfg_B = {"B", 6, 6, 384, 256, 256, 4};    // byte-level
+static const gpt_cfg gpt_cfg_tiny = {"tiny", 2, 2, 32, 96, 32, 2}; // --tiny: a smoke run
+
+static bool gpt_parse_cfg(const char *s, gpt_cfg *c) {
+    long long v[6];
+    if (sscanf(s, "%lld,%lld,%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6) return false;
+    for (int i = 0; i < 6; i++)
+        if (v[i] < 1) return false;
+    *c = (gpt_cfg){"custom", v[0], v[1], v[2], v[3], v[4], v[5]};
+    return c->C % c->NH == 0;
+}
+
+static void gpt_cfg_str(const gpt_cfg *c, char *buf, size_t len) {
+    snprintf(buf, len, "%lld,%lld,%lld,%lld,%lld,%lld", (long long)c->L, (long long)c->NH, (long long)c->C,
+             (long long)c->V, (long long)c->T, (long long)c->B);
+}
+
+static long rss_now_kb(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static long rss_peak_kb(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_maxrss;  // KiB on Linux
+}
+
+// The FLOPs torc counted since torc_flops_reset: every op's, and the matmuls' (fused attention's
+// included: its two products are what its count is made of).
+static double gpt_flops(bool matmuls_only) {
+    static const int mm[] = {TORC_OP_MATMUL, TORC_OP_MATMUL_ROUNDED, TORC_OP_ATTENTION, TORC_OP_ATTENTION_BACKWARD};
+    double f = 0;
+    for (int ph = TORC_PHASE_FORWARD; ph <= TORC_PHASE_BACKWARD; ph++) {
+        if (!matmuls_only) f += (double)torc_flops((torc_phase)ph, -1, -1);
+        else
+            for (size_t k = 0; k < sizeof mm / sizeof mm[0]; k++) f += (double)torc_flops((torc_phase)ph, mm[k], -1);
+    }
+    return f;
+}
+
+typedef struct gpt_run {
+    torc_gpt *m;
+    torc_optimizer *opt;
+    torc_tensor **params;  // borrowed from m
+    int n;
+    torc_dtype autocast;   // TORC_DTYPE_F32: none
+} gpt_run;
+
+static void gpt_setup(gpt_run *r, const gpt_cfg *c, torc_dtype autocast) {
+    torc_gpt_config cfg = {c->V, 0, c->T, c->L, c->NH, c->C, 0.0, true};
+    torc_generator *gen = torc_generator_new(0);
+    check(gen != NULL, "torc_generator_new");
+    r->m = torc_gpt_new(&cfg, gen);
+    check(r->m != NULL, "torc_gpt_new");
+    torc_generator_free(gen);
+    r->n = torc_gpt_param_count(r->m);
+    r->params = malloc(sizeof *r->params * (size_t)r->n);
+    const char **names = malloc(sizeof *names * (size_t)r->n);
+    check(r->params && names, "malloc");
+    for (int i = 0; i < r->n; i++) r->params[i] = torc_gpt_param(r->m, i), names[i] = torc_gpt_param_name(r->m, i);
+    r->opt = torc_optimizer_new_decay_groups("adamw", r->n, names, r->params, "lr=0.001 betas=0.9,0.95", 0.1, NULL,
+                                             NULL, NULL);
+    check(r->opt != NULL, "AdamW");
+    free(names);
+    r->autocast = autocast;
+}
+
+static void gpt_teardown(gpt_run *r) {
+    torc_optimizer_free(r->opt);
+    torc_gpt_free(r->m);
+    free(r->params);
+}
+
+// One training step on (x, y); its loss.
+static double gpt_step(gpt_run *r, const torc_tensor *x, const torc_tensor *y) {
+    torc_scope_push();
+    const bool ac = r->autocast != TORC_DTYPE_F32;
+    torc_tensor *loss = NULL;
+    if (ac) check(torc_autocast_begin(r->autocast) == TORC_OK, "autocast");
+    check(torc_gpt_forward(r->m, x, y, NULL, NULL, &loss) == TORC_OK, "GPT forward");
+    if (ac) check(torc_autocast_end() == TORC_OK, "autocast");
+    double v;
+    check(torc_item(loss, &v) == TORC_OK, "loss.item()");
+    check(torc_backward(loss, NULL, false) == TORC_OK, "GPT backward");
+    check(torc_clip_grad_norm_(r->n, r->params, 1.0, 2.0, false) != NULL, "clip_grad_norm_");
+    check(torc_optimizer_step(r->opt) == TORC_OK, "AdamW step");
+    check(torc_optimizer_zero_grad(r->opt, true) == TORC_OK, "zero_grad");
+    torc_scope_pop();
+    return v;
+}
+
+// --gpt-child L,NH,C,V,T,B: the steps of each dtype of --gpt-dtypes (one model each, their timed
+// steps taking turns), as one flat JSON object bench_peer.py's keys match: gpt_<dt>_step_ms (and
+// _min_ms), rss_base_kb (after the backend loaded), rss_peak_<dt>_kb (the first dtype's, after its
+// warm-up, before a second model exists); torc's own: gpt_<dt>_flops and _mm_flops (one step),
+// gpt_<dt>_act_peak_b (the activations' peak of one step) and the first dtype's peaks by tag.
+static int gpt_child_main(const gpt_cfg *c) {
+    g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
+    if (!g_dev) bench_die("cannot load backend: %s", torc_last_error());
+    torc_set_default_device(g_dev);
+    const long base = rss_now_kb();
+    torc_generator *gen = torc_generator_new(1);
+    torc_tensor *x = torc_randint(0, c->V, TORC_SHAPE(c->B, c->T), TORC_DTYPE_I64, gen);
+    torc_tensor *y = torc_randint(0, c->V, TORC_SHAPE(c->B, c->T), TORC_DTYPE_I64, gen);
+    check(x && y, "randint");
+    torc_generator_free(gen);
+    const int nd = g_opt.n_gpt_dtypes;
+    gpt_run runs[2];
+    printf("{\n \"rss_base_kb\": %ld", base);
+    for (int i = 0; i < nd; i++) {
+        const torc_dtype dt = g_opt.gpt_dtypes[i];
+        const char *dn = torc_dtype_short_name(dt);
+        gpt_setup(&runs[i], c, dt);
+        double loss = 0;
+        for (int w = 0; w < g_opt.gpt_warmup; w++) {
+            if (w == g_opt.gpt_warmup - 1) {  // the last warm-up step, optimizer state made: counted
+                sync_dev();
+                torc_memory_reset_peak(g_dev);
+                torc_flops_reset();
+            }
+            loss = gpt_step(&runs[i], x, y);
+        }
+        torc_memory_stats ms;
+        check(torc_memory_stats_get(g_dev, &ms) == TORC_OK, "memory stats");
+        printf(",\n \"gpt_%s_flops\": %.6g,\n \"gpt_%s_mm_flops\": %.6g,\n \"gpt_%s_act_peak_b\": %.6g,\n \"gpt_%s_loss\": %.6g",
+               dn, gpt_flops(false), dn, gpt_flops(true), dn, (double)ms.peak[TORC_MEM_ACTIVATION], dn, loss);
+        if (i == 0)
+            printf(",\n \"rss_peak_%s_kb\": %ld,\n \"mem_total_peak_b\": %.6g,\n \"mem_param_b\": %.6g,\n"
+                   " \"mem_grad_peak_b\": %.6g,\n \"mem_optim_b\": %.6g",
+                   dn, rss_peak_kb(), (double)ms.total_peak, (double)ms.peak[TORC_MEM_PARAMETER],
+                   (double)ms.peak[TORC_MEM_GRADIENT], (double)ms.peak[TORC_MEM_OPTIMIZER_STATE]);
+    }
+    const int steps = g_opt.gpt_steps;
+    double *t = malloc(sizeof *t * (size_t)(nd * steps));
+    check(t != NULL, "malloc");
+    for (int s = 0; s < steps; s++)
+        for (int i = 0; i < nd; i++) {
+            const double t0 = now_s();
+            gpt_step(&runs[i], x, y);
+            sync_dev();
+            t[i * steps + s] = now_s() - t0;
+        }
+    for (int i = 0; i < nd; i++) {
+        const char *dn = torc_dtype_short_name(g_opt.gpt_dtypes[i]);
+        double lo = HUGE_VAL;
+        for (int s = 0; s < steps; s++) lo = fmin(lo, t[i * steps + s]);
+        printf(",\n \"gpt_%s_step_ms\": %.6g,\n \"gpt_%s_step_min_ms\": %.6g", dn, median(t + i * steps, steps) * 1e3,
+               dn, lo * 1e3);
+        gpt_teardown(&runs[i]);
+    }
+    printf("\n}\n");
+    free(t);
+    torc_release(x);
+    torc_release(y);
+    return 0;
+}
+
+// The activations' bytes in use now (peak: their peak since the last reset).
+static double act_bytes(bool peak) {
+    torc_memory_stats ms;
+    check(torc_memory_stats_get(g_dev, &ms) == TORC_OK, "memory stats");
+    return (double)(peak ? ms.peak[TORC_MEM_ACTIVATION] : ms.in_use[TORC_MEM_ACTIVATION]);
+}
+
+// --gpt-extra-child: the sampler's per-token latency with its KV cache at two positions
+// (torc_gpt_generate of 1 + k tokens less that of 1 token after the same prompt, over k), and the
+// activations' peak of one forward + backward at two sequence lengths, of the model (B = 1) and of
+// torc_scaled_dot_product_attention alone; config B's width and depth with block_size 1024 (--tiny:
+// the tiny config with 128). One flat JSON object.
+static int gpt_extra_main(void) {
+    g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
+    if (!g_dev) bench_die("cannot load backend: %s", torc_last_error());
+    torc_set_default_device(g_dev);
+    const gpt_cfg *c = g_opt.tiny ? &gpt_cfg_tiny : &gpt_cfg_B;
+    const int64_t block = g_opt.tiny ? 128 : 1024, pos[2] = {g_opt.tiny ? 12 : 100, g_opt.tiny ? 100 : 900};
+    const int64_t Ts[2] = {block / 4, block};
+    torc_gpt_config cfg = {c->V, 0, block, c->L, c->NH, c->C, 0.0, true};
+    torc_generator *gen = torc_generator_new(0);
+    torc_gpt *m = torc_gpt_new(&cfg, gen);
+    check(m != NULL, "torc_gpt_new");
+    printf("{\n \"kv_block_size\": %lld,\n \"kv_pos_lo\": %lld,\n \"kv_pos_hi\": %lld", (long long)block,
+           (long long)pos[0], (long long)pos[1]);
+    const int64_t k = g_opt.tiny ? 4 : 16;
+    const int reps = g_opt.tiny ? 1 : g_opt.quick ? 3 : 5;
+    for (int p = 0; p < 2; p++) {
+        torc_scope_push();
+        torc_tensor *prompt = torc_randint(0, c->V, TORC_SHAPE(1, pos[p]), TORC_DTYPE_I64, gen);
+        check(prompt != NULL, "randint");
+        double d[16];
+        for (int r = -1; r < reps; r++) {  // r = -1: warm-up
+            double t0 = now_s();
+            check(torc_gpt_generate(m, prompt, 1, 0.0, 0, gen) != NULL, "generate");
+            sync_dev();
+            const double t1 = now_s() - t0;
+            t0 = now_s();
+            check(torc_gpt_generate(m, prompt, 1 + k, 0.0, 0, gen) != NULL, "generate");
+            sync_dev();
+            if (r >= 0) d[r] = (now_s() - t0 - t1) / (double)k;
+        }
+        printf(",\n \"kv_token_%s_ms\": %.6g", p ? "hi" : "lo", median(d, reps) * 1e3);
+        torc_scope_pop();
+    }
+    for (int i = 0; i < 2; i++) {
+        const int64_t T = Ts[i], hs = c->C / c->NH;
+        torc_scope_push();
+        torc_tensor *x = torc_randint(0, c->V, TORC_SHAPE(1, T), TORC_DTYPE_I64, gen);
+        torc_tensor *loss = NULL;
+        check(x != NULL, "randint");
+        sync_dev();
+        double base = act_bytes(false);
+        torc_memory_reset_peak(g_dev);
+        check(torc_gpt_forward(m, x, x, NULL, NULL, &loss) == TORC_OK && torc_backward(loss, NULL, false) == TORC_OK,
+              "GPT forward+backward");
+        const double model = act_bytes(true) - base;
+        for (int j = 0; j < torc_gpt_param_count(m); j++) torc_set_grad(torc_gpt_param(m, j), NULL);
+        torc_tensor *q = torc_randn(TORC_SHAPE(1, c->NH, T, hs), TORC_DTYPE_F32, gen);
+        torc_tensor *kk = torc_randn(TORC_SHAPE(1, c->NH, T, hs), TORC_DTYPE_F32, gen);
+        torc_tensor *v = torc_randn(TORC_SHAPE(1, c->NH, T, hs), TORC_DTYPE_F32, gen);
+        check(q && kk && v, "randn");
+        torc_set_requires_grad(q, true), torc_set_requires_grad(kk, true), torc_set_requires_grad(v, true);
+        sync_dev();
+        base = act_bytes(false);
+        torc_memory_reset_peak(g_dev);
+        torc_tensor *att = torc_scaled_dot_product_attention(q, kk, v, NULL, 0.0, true, NAN, false, NULL);
+        check(att && torc_backward(torc_sum(att, TORC_ALL_DIMS, false), NULL, false) == TORC_OK, "attention");
+        const double op = act_bytes(true) - base;
+        printf(",\n \"act_model_T%lld_b\": %.6g,\n \"act_attention_T%lld_b\": %.6g", (long long)T, model, (long long)T, op);
+        torc_scope_pop();
+    }
+    printf(",\n \"act_T_lo\": %lld,\n \"act_T_hi\": %lld\n}\n", (long long)Ts[0], (long long)Ts[1]);
+    torc_gpt_free(m);
+    torc_generator_free(gen);
+    return 0;
+}
+
+// ---- --gpt: the parent ----
+// Figures are kept per round as "<config>_t<threads>_<key>" (torc's in g_rounds[r].torc, the peer's
+// in .peer); the FMA loop's peak on t threads as "t<threads>_fma_peak_gflops"; the extra child's
+// figures in g_gpt_extra.
+static result g_gpt_extra[32];
+static int g_n_gpt_extra;
+
+static void gpt_key(char *buf, size_t len, const gpt_cfg *c, int t, const char *key) {
+    if (snprintf(buf, len, "%s_t%d_%s", c->name, t, key) >= (int)len) buf[len - 1] = '\0';  // keys are short
+}
+
+// Figure key of (c, t) in round r, torc's or the peer's.
+static bool gpt_get(int r, const gpt_cfg *c, int t, const char *key, bool peer, double *v) {
+    char k[64];
+    if (c) gpt_key(k, sizeof k, c, t, key);
+    else snprintf(k, sizeof k, "%s", key);
+    const round_res *rr = &g_rounds[r];
+    return peer ? get(rr->peer, rr->np, k, v) : get(rr->torc, rr->nt, k, v);
+}
+
+// The median over the rounds of one figure, and of a quotient of two figures of the same round
+// (each side torc's or the peer's; c NULL for a key without prefix); the rounds' quotients in q.
+static bool gpt_median(const gpt_cfg *c, int t, const char *key, bool peer, double *med) {
+    double v[MAX_ROUNDS];
+    int n = 0;
+    for (int r = 0; r < g_n_rounds; r++)
+        if (gpt_get(r, c, t, key, peer, &v[n])) n++;
+    if (n) *med = median(v, n);
+    return n > 0;
+}
+
+typedef double (*gpt_fig_fn)(int r, const gpt_cfg *c, int t, const char *dn, bool peer);  // NAN: missing
+
+static bool gpt_ratio(gpt_fig_fn fa, bool pa, gpt_fig_fn fb, bool pb, const gpt_cfg *c, int t, const char *dn,
+                      double *med, double *q, int *nq) {
+    double tmp[MAX_ROUNDS];
+    int n = 0;
+    for (int r = 0; r < g_n_rounds; r++) {
+        const double a = fa(r, c, t, dn, pa), b = fb(r, c, t, dn, pb);
+        if (isfinite(a) && isfinite(b) && b > 0) q[n] = tmp[n] = a / b, n++;
+    }
+    *nq = n;
+    if (n) *med = median(tmp, n);
+    return n > 0;
+}
+
+static double fig_step(int r, const gpt_cfg *c, int t, const char *dn, bool peer) {
+    char k[48];
+    double v;
+    snprintf(k, sizeof k, "gpt_%s_step_ms", dn);
+    return gpt_get(r, c, t, k, peer, &v) ? v : NAN;
+}
+static double fig_step_f32(int r, const gpt_cfg *c, int t, const char *dn, bool peer) {
+    (void)dn;
+    return fig_step(r, c, t, "f32", peer);
+}
+// The step's matmul GFLOP/s (torc's count over the step's time); the FMA loop's peak on t threads.
+static double fig_mm_rate(int r, const gpt_cfg *c, int t, const char *dn, bool peer) {
+    char k[48];
+    double f;
+    snprintf(k, sizeof k, "gpt_%s_mm_flops", dn);
+    const double ms = fig_step(r, c, t, dn, peer);
+    return gpt_get(r, c, t, k, false, &f) ? f / ms * 1e-6 : NAN;
+}
+static double fig_fma_peak(int r, const gpt_cfg *c, int t, const char *dn, bool peer) {
+    (void)c, (void)dn, (void)peer;
+    char k[48];
+    double v;
+    snprintf(k, sizeof k, "t%d_fma_peak_gflops", t);
+    return gpt_get(r, NULL, t, k, false, &v) ? v : NAN;
+}
+// Peak RSS over the RSS at start (after torch's import, after torc's backend loaded), KiB.
+static double fig_rss_growth(int r, const gpt_cfg *c, int t, const char *dn, bool peer) {
+    char k[48];
+    double peak, base;
+    snprintf(k, sizeof k, "rss_peak_%s_kb", dn);
+    return gpt_get(r, c, t, k, peer, &peak) && gpt_get(r, c, t, "rss_base_kb", peer, &base) ? peak - base : NAN;
+}
+
+static void print_rounds(const double *q, int n) {
+    if (n > 1) {
+        printf(" (rounds:");
+        for (int k = 0; k < n; k++) printf(" %.3g", q[k]);
+        printf(")");
+    }
+}
+
+// One target line: the median ratio, the goal and whether it is met.
+static void gpt_target(const char *what, bool ok, double ratio, const double *q, int nq, bool higher, double goal) {
+    char gb[16] = "-";
+    if (goal > 0) snprintf(gb, sizeof gb, "%s %.3g", higher ? ">=" : "<=", goal);
+    if (!ok) {
+        printf("  %-58s %8s %8s  not measured\n", what, "-", gb);
+        return;
+    }
+    const bool met = goal == 0 || (higher ? ratio >= goal : ratio <= goal);
+    printf("  %-58s %8.3g %8s  %s", what, ratio, gb, goal == 0 ? "-" : met ? "met" : "NOT MET");
+    print_rounds(q, nq);
+    printf("\n");
+}
+
+static int gpt_threads(int *ts) {
+    const int all = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (g_opt.threads_given) return ts[0] = g_opt.threads, 1;
+    ts[0] = 1, ts[1] = all;
+    return all > 1 ? 2 : 1;
+}
+
+static void gpt_print(const torc_device_info *info) {
+    int ts[2];
+    const int nt = gpt_threads(ts);
+    const double peak32 = info->peak_flops[TORC_DTYPE_F32];
+    printf("\nGPT training step on %s (%s%s; forward with targets, loss.item(), backward, clip_grad_norm_(1.0), "
+           "AdamW (0.9, 0.95) wd 0.1, zero_grad;\n%d round(s), each figure the rounds' median, each ratio the median "
+           "of the rounds' ratios):\n", info->name, g_amx ? "AMX" : "no AMX",
+           g_opt.cpu_time ? "; timed by CPU time over threads" : "; wall time", g_n_rounds);
+    for (int ci = 0; ci < g_opt.n_gpt; ci++) {
+        const gpt_cfg *c = &g_opt.gpt[ci];
+        const int64_t Vp = (c->V + 127) / 128 * 128, tokens = c->B * c->T;
+        double fl = NAN, mm = NAN;
+        gpt_median(c, ts[0], "gpt_f32_flops", false, &fl);
+        gpt_median(c, ts[0], "gpt_f32_mm_flops", false, &mm);
+        printf("\nconfig %s: n_layer %lld, n_head %lld, n_embd %lld, vocab %lld (padded %lld), T %lld, B %lld: "
+               "torc counts %.4g GFLOP a step (matmuls %.4g)\n", c->name, (long long)c->L, (long long)c->NH,
+               (long long)c->C, (long long)c->V, (long long)Vp, (long long)c->T, (long long)c->B, fl * 1e-9, mm * 1e-9);
+        printf("  %-7s %-5s %10s %10s %7s %10s %10s %7s %9s %s\n", "threads", "dtype", "torc ms", "PyTorch ms",
+               "ratio", "torc tok/s", "peer tok/s", "MFU", "mm/FMA", "memory");
+        for (int ti = 0; ti < nt; ti++)
+            for (int di = 0; di < g_opt.n_gpt_dtypes; di++) {
+                const char *dn = torc_dtype_short_name(g_opt.gpt_dtypes[di]);
+                char k[48];
+                double tt = NAN, tp = NAN, ratio = NAN, q[MAX_ROUNDS], mmr = NAN, act = NAN;
+                int nq = 0;
+                snprintf(k, sizeof k, "gpt_%s_step_ms", dn);
+                gpt_median(c, ts[ti], k, false, &tt);
+                gpt_median(c, ts[ti], k, true, &tp);
+                gpt_ratio(fig_step, false, fig_step, true, c, ts[ti], dn, &ratio, q, &nq);
+                gpt_ratio(fig_mm_rate, false, fig_fma_peak, false, c, ts[ti], dn, &mmr, q, &nq);
+                snprintf(k, sizeof k, "gpt_%s_flops", dn);
+                gpt_median(c, ts[ti], k, false, &fl);
+                snprintf(k, sizeof k, "gpt_%s_act_peak_b", dn);
+                gpt_median(c, ts[ti], k, false, &act);
+                char mfu[16] = "-", ratio_s[16] = "-", tp_s[16] = "-", ptok[16] = "-";
+                if (peak32 > 0 && isfinite(tt)) snprintf(mfu, sizeof mfu, "%.2f%%", 100 * fl / (tt * 1e-3) / peak32);
+                if (isfinite(ratio)) snprintf(ratio_s, sizeof ratio_s, "%.3g", ratio);
+                if (isfinite(tp)) snprintf(tp_s, sizeof tp_s, "%.4g", tp), snprintf(ptok, sizeof ptok, "%.0f", tokens / (tp * 1e-3));
+                printf("  %-7d %-5s %10.4g %10s %7s %10.0f %10s %7s %9.3g activations %.1f MiB", ts[ti], dn, tt, tp_s,
+                       ratio_s, tokens / (tt * 1e-3), ptok, mfu, mmr, act / 1048576.0);
+                if (di == 0) {
+                    double tot = NAN, rt = NAN, rp = NAN, g = NAN;
+                    gpt_median(c, ts[ti], "mem_total_peak_b", false, &tot);
+                    snprintf(k, sizeof k, "rss_peak_%s_kb", dn);
+                    gpt_median(c, ts[ti], k, false, &rt);
+                    gpt_median(c, ts[ti], k, true, &rp);
+                    gpt_median(c, ts[ti], "mem_optim_b", false, &g);
+                    char rps[24] = "-";
+                    if (isfinite(rp)) snprintf(rps, sizeof rps, "%.0f", rp / 1024.0);
+                    printf("; torc's peak %.1f MiB (AdamW state %.1f); peak RSS torc %.0f, PyTorch %s MiB", tot / 1048576.0,
+                           g / 1048576.0, rt / 1024.0, rps);
+                }
+                printf("\n");
+            }
+    }
+    printf("  (MFU: torc's whole FLOP count over the step time against the promised f32 peak, %.4g GFLOP/s; mm/FMA: the\n"
+           "  step's matmul FLOPs over its time against the FMA loop's peak on as many threads; peak RSS: in processes of\n"
+           "  their own, f32, the first model's warm-up)\n", peak32 * 1e-9);
+
+    printf("\ntargets (torc / PyTorch unless said; ratio = median of the rounds' ratios):\n");
+    printf("  %-58s %8s %8s  %s\n", "comparison", "ratio", "goal", "status");
+    for (int ci = 0; ci < g_opt.n_gpt; ci++) {
+        const gpt_cfg *c = &g_opt.gpt[ci];
+        for (int ti = 0; ti < nt; ti++) {
+            const int t = ts[ti];
+            char what[96];
+            double ratio = NAN, q[MAX_ROUNDS];
+            int nq = 0;
+            for (int di = 0; di < g_opt.n_gpt_dtypes; di++) {
+                const char *dn = torc_dtype_short_name(g_opt.gpt_dtypes[di]);
+                snprintf(what, sizeof what, "%s %dT %s step time / PyTorch's", c->name, t, dn);
+                bool ok = gpt_ratio(fig_step, false, fig_step, true, c, t, dn, &ratio, q, &nq);
+                gpt_target(what, ok, ratio, q, nq, false, 0.9);
+                snprintf(what, sizeof what, "%s %dT %s matmul GFLOP/s in the step / FMA-loop peak", c->name, t, dn);
+                ok = gpt_ratio(fig_mm_rate, false, fig_fma_peak, false, c, t, dn, &ratio, q, &nq);
+                gpt_target(what, ok, ratio, q, nq, true, g_opt.gpt_dtypes[di] == TORC_DTYPE_F32 ? 0.8 : 0);
+                if (g_opt.gpt_dtypes[di] != TORC_DTYPE_F32) {
+                    snprintf(what, sizeof what, "%s %dT torc %s step / torc f32 step (%s)", c->name, t, dn,
+                             g_amx ? "AMX" : "no AMX");
+                    ok = gpt_ratio(fig_step, false, fig_step_f32, false, c, t, dn, &ratio, q, &nq);
+                    gpt_target(what, ok, ratio, q, nq, false, g_amx ? 0.5 : 1.0);
+                    snprintf(what, sizeof what, "%s %dT PyTorch %s step / PyTorch f32 step", c->name, t, dn);
+                    ok = gpt_ratio(fig_step, true, fig_step_f32, true, c, t, dn, &ratio, q, &nq);
+                    gpt_target(what, ok, ratio, q, nq, false, 0);
+                }
+            }
+            const char *d0 = torc_dtype_short_name(g_opt.gpt_dtypes[0]);
+            snprintf(what, sizeof what, "%s %dT %s peak RSS over start / PyTorch's", c->name, t, d0);
+            const bool ok = gpt_ratio(fig_rss_growth, false, fig_rss_growth, true, c, t, d0, &ratio, q, &nq);
+            gpt_target(what, ok, ratio, q, nq, false, 1.0);
+        }
+    }
+    double lo, hi, v;
+    if (get(g_gpt_extra, g_n_gpt_extra, "kv_token_lo_ms", &lo) && get(g_gpt_extra, g_n_gpt_extra, "kv_token_hi_ms", &hi)) {
+        double plo = 0, phi = 0, blk = 0;
+        get(g_gpt_extra, g_n_gpt_extra, "kv_pos_lo", &plo);
+        get(g_gpt_extra, g_n_gpt_extra, "kv_pos_hi", &phi);
+        get(g_gpt_extra, g_n_gpt_extra, "kv_block_size", &blk);
+        char what[96];
+        snprintf(what, sizeof what, "sampler, KV cache: a token at %.0f / at %.0f (%.3g / %.3g ms)", phi, plo, hi, lo);
+        gpt_target(what, lo > 0, hi / lo, NULL, 0, false, 1.2);
+    }
+    double tlo = 0, thi = 0;
+    get(g_gpt_extra, g_n_gpt_extra, "act_T_lo", &tlo);
+    get(g_gpt_extra, g_n_gpt_extra, "act_T_hi", &thi);
+    static const char *const act_what[2] = {"model", "attention"};
+    for (int i = 0; i < 2; i++) {
+        char klo[48], khi[48], what[96];
+        snprintf(klo, sizeof klo, "act_%s_T%.0f_b", act_what[i], tlo);
+        snprintf(khi, sizeof khi, "act_%s_T%.0f_b", act_what[i], thi);
+        if (get(g_gpt_extra, g_n_gpt_extra, klo, &lo) && get(g_gpt_extra, g_n_gpt_extra, khi, &v)) {
+            snprintf(what, sizeof what, "%s's activations, fwd+bwd, T=%.0f / T=%.0f (%.3g / %.3g MiB)",
+                     i ? "attention alone" : "the model (B=1)", thi, tlo, v / 1048576.0, lo / 1048576.0);
+            gpt_target(what, lo > 0, v / lo, NULL, 0, false, 4.5);
+        }
+    }
+}
+
+static void gpt_main(const torc_device_info *info, const peak_loop *isa) {
+    int ts[2];
+    const int nt = gpt_threads(ts);
+    const int all_threads = g_opt.threads;
+    char dts[32] = "", steps[16], warm[16], cfgs[96], tb[16];
+    for (int i = 0; i < g_opt.n_gpt_dtypes; i++)
+        snprintf(dts + strlen(dts), sizeof dts - strlen(dts), "%s%s", i ? "," : "", torc_dtype_short_name(g_opt.gpt_dtypes[i]));
+    snprintf(steps, sizeof steps, "%d", g_opt.gpt_steps);
+    snprintf(warm, sizeof warm, "%d", g_opt.gpt_warmup);
+    const char *script = g_opt.peer ? find_peer_script() : NULL;
+    for (int r = 0; r < g_opt.rounds; r++) {
+        round_res *rr = &g_rounds[r];
+        g_n_res = 0;
+        rr->np = 0;
+        if (g_opt.rounds > 1) say("\n==== round %d of %d ====\n", r + 1, g_opt.rounds);
+        for (int ti = 0; ti < nt; ti++) {  // the FMA loop on each thread count (now_s divides CPU time by it)
+            char k[48];
+            g_opt.threads = ts[ti];
+            snprintf(k, sizeof k, "t%d_fma_peak_gflops", ts[ti]);
+            put(k, loop_peak(isa, ts[ti]) * 1e-9);
+            say("FMA loop (%s) on %d thread(s): %.4g GFLOP/s\n", isa->name, ts[ti], g_res[g_n_res - 1].value);
+        }
+        for (int ci = 0; ci < g_opt.n_gpt; ci++)
+            for (int ti = 0; ti < nt; ti++) {
+                const gpt_cfg *c = &g_opt.gpt[ci];
+                gpt_cfg_str(c, cfgs, sizeof cfgs);
+                snprintf(tb, sizeof tb, "%d", ts[ti]);
+                char *argv[24];
+                int a = 0;
+                argv[a++] = "/proc/self/exe", argv[a++] = "--gpt-child", argv[a++] = cfgs, argv[a++] = "--gpt-dtypes";
+                argv[a++] = dts, argv[a++] = "--gpt-steps", argv[a++] = steps, argv[a++] = "--gpt-warmup";
+                argv[a++] = warm, argv[a++] = "--threads", argv[a++] = tb;
+                if (g_opt.cpu_time) argv[a++] = "--cpu-time";
+                if (g_opt.tiny) argv[a++] = "--tiny";
+                if (g_opt.backend) argv[a++] = "--backend", argv[a++] = (char *)g_opt.backend;
+                argv[a] = NULL;
+                result tmp[64];
+                char *out = run_child(argv, false, ts[ti]);
+                if (!out) bench_die("the GPT step's child failed");
+                const int n = parse_flat_json(out, tmp, 64);
+                free(out);
+                for (int i = 0; i < n; i++) {
+                    char k[64];
+                    gpt_key(k, sizeof k, c, ts[ti], tmp[i].key);
+                    put(k, tmp[i].value);
+                }
+                double v;
+                say("config %s, %d thread(s): torc", c->name, ts[ti]);
+                for (int i = 0; i < g_opt.n_gpt_dtypes; i++) {
+                    char k[48];
+                    snprintf(k, sizeof k, "gpt_%s_step_ms", torc_dtype_short_name(g_opt.gpt_dtypes[i]));
+                    if (get(tmp, n, k, &v)) say(" %s %.4g ms", torc_dtype_short_name(g_opt.gpt_dtypes[i]), v);
+                }
+                if (script) {
+                    char *py[20];
+                    int b = 0;
+                    py[b++] = (char *)g_opt.python, py[b++] = (char *)script, py[b++] = "--gpt", py[b++] = cfgs;
+                    py[b++] = "--gpt-dtypes", py[b++] = dts, py[b++] = "--gpt-steps", py[b++] = steps;
+                    py[b++] = "--gpt-warmup", py[b++] = warm, py[b++] = "--threads", py[b++] = tb;
+                    if (g_opt.cpu_time) py[b++] = "--cpu-time";
+                    py[b] = NULL;
+                    fflush(stdout);
+                    out = run_child(py, true, 0);
+                    if (!out) bench_die("the peer failed (%s %s --gpt ...)", g_opt.python, script);
+                    const int m = parse_flat_json(out, tmp, 64);
+                    free(out);
+                    say("; PyTorch");
+                    for (int i = 0; i < m && rr->np < MAX_RESULTS; i++) {
+                        gpt_key(rr->peer[rr->np].key, sizeof rr->peer[0].key, c, ts[ti], tmp[i].key);
+                        rr->peer[rr->np++].value = tmp[i].value;
+                    }
+                    for (int i = 0; i < g_opt.n_gpt_dtypes; i++) {
+                        char k[48];
+                        snprintf(k, sizeof k, "gpt_%s_step_ms", torc_dtype_short_name(g_opt.gpt_dtypes[i]));
+                        if (get(tmp, m, k, &v)) say(" %s %.4g ms", torc_dtype_short_name(g_opt.gpt_dtypes[i]), v);
+                    }
+                }
+                say("\n");
+                fflush(stdout);
+            }
+        memcpy(rr->torc, g_res, sizeof g_res);
+        rr->nt = g_n_res;
+        g_n_rounds = r + 1;
+    }
+    g_opt.threads = all_threads;
+    if (!g_opt.gpt_no_extra) {  // the sampler and the activations' growth, on the first thread count
+        snprintf(tb, sizeof tb, "%d", ts[0]);
+        char *argv[12];
+        int a = 0;
+        argv[a++] = "/proc/self/exe", argv[a++] = "--gpt-extra-child", argv[a++] = "--threads", argv[a++] = tb;
+        if (g_opt.cpu_time) argv[a++] = "--cpu-time";
+        argv[a++] = g_opt.tiny ? "--tiny" : g_opt.quick ? "--quick" : "--full";
+        if (g_opt.backend) argv[a++] = "--backend", argv[a++] = (char *)g_opt.backend;
+        argv[a] = NULL;
+        say("sampler and activations (%d thread(s))...\n", ts[0]);
+        char *out = run_child(argv, false, ts[0]);
+        if (!out) bench_die("the sampler's child failed");
+        g_n_gpt_extra = parse_flat_json(out, g_gpt_extra, 32);
+        free(out);
+        for (int i = 0; i < g_n_gpt_extra; i++) put(g_gpt_extra[i].key, g_gpt_extra[i].value);
+        if (g_n_rounds > 0) {  // into the first round's figures, for --json
+            round_res *rr = &g_rounds[0];
+            for (int i = 0; i < g_n_gpt_extra && rr->nt < MAX_RESULTS; i++) rr->torc[rr->nt++] = g_gpt_extra[i];
+        }
+    }
+    if (!g_opt.json) gpt_print(info);
+}
+
 // ---- main ----
 static void usage(FILE *f) {
     fprintf(f,
@@ -948,6 +1555,8 @@ static void usage(FILE *f) {
             "                  [--no-train] [--json] [--peer] [--python PYTHON] [--peer-script PATH]\n"
             "                  [--threads N] [--rounds N] [--cpu-time]\n"
             "       torc-bench --optim-step NAME [--cruncher D,L,B] [--backend NAME] [--quick | --tiny] [--cpu-time]\n"
+            "       torc-bench --gpt[=A|B] [--gpt-config L,NH,C,V,T,B] [--gpt-dtypes f32,bf16] [--peer] [--quick]\n"
+            "                  [--rounds N] [--threads N] [--cpu-time] [--gpt-steps N] [--gpt-warmup N]\n"
             "Measures matmul GFLOP/s and MFU per dtype and size (median of timed runs after warm-up,\n"
             "each followed by a synchronize), a practical peak from an FMA loop in the widest ISA the\n"
             "CPU has, per-op dispatch overhead (x + y on 4x4), a tiny forward+backward and Cruncher\n"
@@ -966,7 +1575,19 @@ static void usage(FILE *f) {
             "                 the median of the rounds' ratios (default 3 with --peer, else 1; at most 9)\n"
             "  --optim-step NAME  only time optimizer NAME's step alone over a Cruncher's parameters (median,\n"
             "                 min and max of the timed steps), then the Cruncher training step with it\n"
-            "  --cruncher D,L,B   the Cruncher --optim-step uses (default 1024,4,512)\n");
+            "  --cruncher D,L,B   the Cruncher --optim-step uses (default 1024,4,512)\n"
+            "  --gpt[=A|B|A,B]    only the GPT training step (core/gpt.c: forward with targets, backward, clip,\n"
+            "                 AdamW) of config A (4 layers, 4 heads, width 256, GPT-2's vocabulary, T 256, B 4)\n"
+            "                 and / or B (6 layers, 6 heads, width 384, bytes, T 256, B 4), each in a child\n"
+            "                 process per thread count (1 and every CPU; --threads N: N only) and round; with\n"
+            "                 --peer beside its PyTorch twin (bench_peer.py --gpt), rounds taking turns; then\n"
+            "                 the sampler's KV-cache latency at positions 100 and 900 and the activations'\n"
+            "                 peak at T=256 and 1024; ratios printed with the issue's targets\n"
+            "  --gpt-config L,NH,C,V,T,B  a GPT of this shape instead (or besides, with --gpt=A...)\n"
+            "  --gpt-dtypes f32,bf16  the step in f32 and / or under bf16 autocast (default both)\n"
+            "  --gpt-steps N, --gpt-warmup N  timed and warm-up steps a round (default 6 and 2; --quick 3\n"
+            "                 and 1)\n"
+            "  --gpt-no-extra skip the sampler's and the activations' figures\n");
 }
 
 static void parse_sizes(const char *s) {
@@ -1180,8 +1801,9 @@ static bool peer_round(round_res *rr) {
 int main(int argc, char **argv) {
     g_opt.train = true;
     g_opt.python = "python3";
-    const char *sizes = NULL, *dtypes = NULL;
-    bool blas_peer = false;
+    const char *sizes = NULL, *dtypes = NULL, *gpt_dtypes = "f32,bf16";
+    bool blas_peer = false, gpt_all = false, gpt_child_mode = false, gpt_extra_mode = false;
+    gpt_cfg gpt_child;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--backend")) g_opt.backend = arg_value(argc, argv, &i);
@@ -1197,7 +1819,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--peer")) g_opt.peer = true;
         else if (!strcmp(a, "--python")) g_opt.python = arg_value(argc, argv, &i);
         else if (!strcmp(a, "--peer-script")) g_opt.peer_script = arg_value(argc, argv, &i);
-        else if (!strcmp(a, "--threads")) g_opt.threads = atoi(arg_value(argc, argv, &i));
+        else if (!strcmp(a, "--threads")) g_opt.threads = atoi(arg_value(argc, argv, &i)), g_opt.threads_given = true;
         else if (!strcmp(a, "--rounds")) g_opt.rounds = atoi(arg_value(argc, argv, &i));
         else if (!strcmp(a, "--optim-step")) g_opt.optim_step = arg_value(argc, argv, &i);
         else if (!strcmp(a, "--cruncher")) {
@@ -1207,6 +1829,26 @@ int main(int argc, char **argv) {
                 bench_die("--cruncher takes D,L,B (positive; L may be 0)");
             g_opt.cr_D = d, g_opt.cr_L = l, g_opt.cr_B = b;
         }
+        else if (!strcmp(a, "--gpt") || !strncmp(a, "--gpt=", 6)) {
+            gpt_all = !a[5];
+            for (const char *p = a + 5; *p; p++) {
+                if (*p == '=' || *p == ',') continue;
+                if ((*p == 'A' || *p == 'B') && g_opt.n_gpt < 4) g_opt.gpt[g_opt.n_gpt++] = *p == 'A' ? gpt_cfg_A : gpt_cfg_B;
+                else bench_die("--gpt takes A, B or A,B (got '%s')", a + 6);
+            }
+        } else if (!strcmp(a, "--gpt-config")) {
+            gpt_cfg c;
+            if (!gpt_parse_cfg(arg_value(argc, argv, &i), &c)) bench_die("--gpt-config takes L,NH,C,V,T,B (NH divides C)");
+            if (g_opt.n_gpt < 4) g_opt.gpt[g_opt.n_gpt++] = c;
+        } else if (!strcmp(a, "--gpt-child")) {
+            if (!gpt_parse_cfg(arg_value(argc, argv, &i), &gpt_child)) bench_die("--gpt-child takes L,NH,C,V,T,B");
+            gpt_child_mode = true;
+        }
+        else if (!strcmp(a, "--gpt-extra-child")) gpt_extra_mode = true;
+        else if (!strcmp(a, "--gpt-dtypes")) gpt_dtypes = arg_value(argc, argv, &i);
+        else if (!strcmp(a, "--gpt-steps")) g_opt.gpt_steps = atoi(arg_value(argc, argv, &i));
+        else if (!strcmp(a, "--gpt-warmup")) g_opt.gpt_warmup = atoi(arg_value(argc, argv, &i));
+        else if (!strcmp(a, "--gpt-no-extra")) g_opt.gpt_no_extra = true;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
         else return usage(stderr), 2;
     }
@@ -1221,6 +1863,26 @@ int main(int argc, char **argv) {
     if (g_opt.threads < 1) g_opt.threads = 1;
     if (g_opt.threads > 256) g_opt.threads = 256;
     if (blas_peer) return blas_peer_main();
+    if (gpt_all) {  // --gpt alone: A and B (--tiny: the tiny config)
+        g_opt.gpt[0] = g_opt.tiny ? gpt_cfg_tiny : gpt_cfg_A, g_opt.n_gpt = 1;
+        if (!g_opt.tiny) g_opt.gpt[g_opt.n_gpt++] = gpt_cfg_B;
+    }
+    if (g_opt.n_gpt || gpt_child_mode) {
+        g_opt.n_gpt_dtypes = 0;
+        char *copy = strdup(gpt_dtypes), *save = NULL;
+        for (char *w = strtok_r(copy, ",", &save); w && g_opt.n_gpt_dtypes < 2; w = strtok_r(NULL, ",", &save)) {
+            torc_dtype d;
+            if (torc_dtype_from_name(w, &d) || (d != TORC_DTYPE_F32 && d != TORC_DTYPE_BF16 && d != TORC_DTYPE_F16))
+                bench_die("--gpt-dtypes takes f32, bf16 or f16 (autocast), got '%s'", w);
+            g_opt.gpt_dtypes[g_opt.n_gpt_dtypes++] = d;
+        }
+        free(copy);
+        if (!g_opt.n_gpt_dtypes) bench_die("--gpt-dtypes names no dtype");
+        if (g_opt.gpt_steps <= 0) g_opt.gpt_steps = g_opt.tiny ? 2 : g_opt.quick ? 3 : 6;
+        if (g_opt.gpt_warmup <= 0) g_opt.gpt_warmup = g_opt.tiny || g_opt.quick ? 1 : 2;
+    }
+    if (gpt_child_mode) return gpt_child_main(&gpt_child);
+    if (gpt_extra_mode) return gpt_extra_main();
 
     g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
     if (!g_dev) bench_die("cannot load backend '%s': %s", g_opt.backend ? g_opt.backend : "(default)", torc_last_error());
@@ -1240,6 +1902,11 @@ int main(int argc, char **argv) {
     }
     const peak_loop isa = pick_isa();
     g_amx = amx_available();
+    if (g_opt.n_gpt) {
+        gpt_main(&info, &isa);
+        if (g_opt.json) print_json(&info, isa.name, g_opt.threads);
+        return 0;
+    }
     bool peer_ok = true;
     for (int r = 0; r < g_opt.rounds; r++) {
         if (g_opt.rounds > 1) say("\n==== round %d of %d ====\n", r + 1, g_opt.rounds);
