@@ -384,6 +384,11 @@ bool onednn__layer_norm_takes(const torc_op *op);
 int onednn__layer_norm_check(const torc_op *op);
 int onednn__layer_norm_run(const torc_op *op);
 
+// ATTENTION, ATTENTION_BACKWARD (attention.c): FlashAttention-2's tiles on f32 / bf16 / f16, any strides.
+bool onednn__attention_takes(const torc_op *op);
+int onednn__attention_check(const torc_op *op);
+int onednn__attention_run(const torc_op *op);
+
 // ---- fill (fill.c): a contiguous out; integer outs take integral values in range ----
 bool onednn__fill_takes(const torc_op *op);  // FILL
 int onednn__fill_check(const torc_op *op);

@@ -1,0 +1,23 @@
+# The oneDNN backend's fused attention against the reference backend (tests/onednn_attention_test.c),
+# on each of its paths: the CPU's best (AVX-512 here where the CPU has it), AVX2 + FMA, and plain C
+# (TORC_MAX_CPU_ISA=AVX, below what its vector kernels need). Only when the backend is built.
+if(TORC_WITH_ONEDNN)
+  find_package(OpenMP REQUIRED COMPONENTS C)
+  add_executable(onednn_attention_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_attention_test.c)
+  target_include_directories(onednn_attention_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(onednn_attention_test PRIVATE torc PkgConfig::CHECK OpenMP::OpenMP_C m)
+  target_compile_options(onednn_attention_test PRIVATE ${TORC_WARNINGS})
+  add_dependencies(onednn_attention_test torc_plugins)
+  foreach(cap native AVX2 AVX)
+    if(cap STREQUAL "native")
+      set(name onednn_attention)
+      set(env "")
+    else()
+      string(TOLOWER ${cap} lower)
+      set(name onednn_attention_${lower})
+      set(env "TORC_MAX_CPU_ISA=${cap}")
+    endif()
+    add_test(NAME ${name} COMMAND onednn_attention_test)
+    set_tests_properties(${name} PROPERTIES LABELS "unit" ENVIRONMENT "${env}")
+  endforeach()
+endif()
