@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,87 @@ START_TEST(backend_of_2_0_is_never_sent_max_dim) {
 }
 END_TEST
 
+// q, k, v (B 1, H 2, L 3 / S 4, E 4 / Ev 2) as f32 tensors on dev, requiring grad.
+static void attention_inputs(torc_device *dev, torc_tensor **qkv) {
+    torc_generator *g = torc_generator_new(3);
+    qkv[0] = torc_to_device(torc_randn(TORC_SHAPE(1, 2, 3, 4), TORC_DTYPE_F32, g), dev);
+    qkv[1] = torc_to_device(torc_randn(TORC_SHAPE(1, 2, 4, 4), TORC_DTYPE_F32, g), dev);
+    qkv[2] = torc_to_device(torc_randn(TORC_SHAPE(1, 2, 4, 2), TORC_DTYPE_F32, g), dev);
+    torc_generator_free(g);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(qkv[i] != NULL, "%s", torc_last_error());
+        ck_assert_int_eq(torc_set_requires_grad(qkv[i], true), TORC_OK);
+    }
+}
+
+// causal attention of the inputs above (k seen transposed: not contiguous), its output and the gradients of
+// sum(o * o) into got[0..3], all on the host; the fused ops dispatched counted by op tracing.
+static void attention_on(torc_device *dev, double got[4][32], uint64_t *fwd, uint64_t *bwd) {
+    torc_scope_push();
+    torc_tensor *x[3];
+    attention_inputs(dev, x);
+    torc_op_trace_start();
+    torc_tensor *o = torc_scaled_dot_product_attention(x[0], torc_transpose(x[1], 2, 3), x[2],
+                                                       NULL, 0.0, true, NAN, false, NULL);
+    ck_assert_msg(o != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_backward(torc_sum(torc_mul(o, o), TORC_ALL_DIMS, false), NULL, false), TORC_OK);
+    torc_op_trace_stop();
+    *fwd = torc_op_trace_count(TORC_OP_ATTENTION, -1, -1, -1);
+    *bwd = torc_op_trace_count(TORC_OP_ATTENTION_BACKWARD, -1, -1, -1);
+    torc_tensor *r[4] = {o, torc_grad(x[0]), torc_grad(x[1]), torc_grad(x[2])};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_le(torc_numel(r[i]), 32);
+        double *v = tu_values(r[i]);
+        memcpy(got[i], v, sizeof(double) * (size_t)torc_numel(r[i]));
+        free(v);
+    }
+    torc_scope_pop();
+}
+
+static void assert_same_attention(double a[4][32], double b[4][32]) {
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 32; j++) ck_assert_msg(fabs(a[i][j] - b[i][j]) <= 1e-5, "result %d [%d]: %.9g, expected %.9g",
+                                                   i, j, a[i][j], b[i][j]);
+}
+
+// ATTENTION appeared in ABI 2.4: the 2.0 plugin, on host memory, is never sent it, and neither is
+// the reference on its behalf (the host fallback): scaled_dot_product_attention composes it of
+// matmul and softmax there, with the fused op's values and gradients.
+START_TEST(backend_of_2_0_is_never_sent_attention) {
+    torc_device *d = abi_device("abiold"), *ref = torc_device_get("reference");
+    static double want[4][32], got[4][32];
+    uint64_t fwd, bwd;
+    attention_on(ref, want, &fwd, &bwd);
+    ck_assert_uint_eq(fwd, 1);
+    ck_assert_uint_eq(bwd, 1);
+    attention_on(d, got, &fwd, &bwd);
+    ck_assert_uint_eq(fwd, 0);
+    ck_assert_uint_eq(bwd, 0);
+    assert_never_sent_newer("abiold");
+    assert_same_attention(got, want);
+}
+END_TEST
+
+// A plugin that takes ATTENTION on dense operands only and not ATTENTION_BACKWARD (abifuture): the
+// core asks again with a contiguous copy of the strided k, and composes the backward from the
+// saved lse, with the reference's values and gradients.
+START_TEST(backend_taking_the_forward_only_gets_the_composed_backward) {
+    torc_device *d = abi_device("abifuture"), *ref = torc_device_get("reference");
+    static double want[4][32], got[4][32];
+    uint64_t fwd, bwd;
+    attention_on(ref, want, &fwd, &bwd);
+    int runs0, runs1, too_new;
+    stats_of("abifuture", &runs0, &too_new);
+    attention_on(d, got, &fwd, &bwd);
+    stats_of("abifuture", &runs1, &too_new);
+    ck_assert_uint_eq(fwd, 1);
+    ck_assert_uint_eq(bwd, 0);
+    ck_assert_int_ge(runs1 - runs0, 1);
+    assert_never_sent_newer("abifuture");
+    assert_same_attention(got, want);
+}
+END_TEST
+
 START_TEST(backend_claiming_a_newer_minor_loads_and_runs) {
     torc_device *d = abi_device("abifuture");
     ck_assert_uint_eq(torc_device_backend_abi(d), (uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | 99));
@@ -303,6 +385,8 @@ int main(void) {
     tcase_add_test(tc, older_minor_backend_is_never_sent_layer_norm);
     tcase_add_test(tc, older_minor_backend_gets_autocast_matmuls_as_casts);
     tcase_add_test(tc, backend_claiming_a_newer_minor_loads_and_runs);
+    tcase_add_test(tc, backend_of_2_0_is_never_sent_attention);
+    tcase_add_test(tc, backend_taking_the_forward_only_gets_the_composed_backward);
     tcase_add_test(tc, single_op_api_keeps_the_minor_gate);
     tcase_add_test(tc, backend_of_2_0_is_never_sent_the_division_ops);
     tcase_add_test(tc, backend_of_a_newer_major_is_refused_naming_both_versions);

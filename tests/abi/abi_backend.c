@@ -6,6 +6,9 @@
 //              not know (ABI_FUTURE).
 // It runs FILL, COPY and ADD on f32 and counts what it was sent that its headers predate (an
 // opcode or dtype past its own TORC_OP_COUNT / TORC_DTYPE_COUNT): abi_test_stats() reports it.
+// abifuture also runs ATTENTION (minor 2.4) on dense f32 operands, and not its backward: the core
+// must send it contiguous copies of strided inputs and compose the backward it declines.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,12 +48,55 @@ static int64_t numel(const torc_operand *o) {
     return n;
 }
 
+#ifdef ABI_FUTURE
+static bool takes_attention(const torc_op *op) {
+    if (op->code != TORC_OP_ATTENTION || op->n_in != 3 || op->n_out != 2) return false;
+    for (int i = 0; i < 3; i++)
+        if (!dense_f32(&op->in[i])) return false;
+    return dense_f32(&op->out[0]) && dense_f32(&op->out[1]);
+}
+
+// o and lse of backend.h's ATTENTION, in double, on dense (B, H, rows, features) operands.
+static int attention(const torc_op *op) {
+    const int64_t BH = op->in[0].shape[0] * op->in[0].shape[1], L = op->in[0].shape[2], S = op->in[1].shape[2],
+                  E = op->in[0].shape[3], Ev = op->in[2].shape[3];
+    const float *q = op->in[0].data, *k = op->in[1].data, *v = op->in[2].data;
+    float *o = op->out[0].data, *lse = op->out[1].data;
+    double *s = malloc(sizeof *s * (size_t)(S + 1));
+    if (!s) return TORC_ERR_OOM;
+    for (int64_t bh = 0; bh < BH; bh++)
+        for (int64_t i = 0; i < L; i++) {
+            const int64_t n = op->params.attention.causal && i + 1 < S ? i + 1 : S;
+            const float *qi = q + (bh * L + i) * E;
+            double m = -INFINITY, z = 0;
+            for (int64_t j = 0; j < n; j++) {
+                double d = 0;
+                for (int64_t e = 0; e < E; e++) d += (double)qi[e] * k[(bh * S + j) * E + e];
+                s[j] = op->params.attention.scale * d;
+                m = s[j] > m ? s[j] : m;
+            }
+            for (int64_t j = 0; j < n; j++) z += exp(s[j] - m);
+            for (int64_t e = 0; e < Ev; e++) {
+                double acc = 0;
+                for (int64_t j = 0; j < n; j++) acc += exp(s[j] - m) / z * v[(bh * S + j) * Ev + e];
+                o[(bh * L + i) * Ev + e] = (float)acc;
+            }
+            lse[bh * L + i] = n ? (float)(m + log(z)) : -INFINITY;
+        }
+    free(s);
+    return 0;
+}
+#endif
+
 static bool abi_supports(void *ctx, int device, const torc_op *op) {
     (void)ctx, (void)device;
     if (predates(op)) {
         snprintf(g_error, sizeof g_error, "abi test backend: sent an op it predates");
         return false;
     }
+#ifdef ABI_FUTURE
+    if (takes_attention(op)) return true;
+#endif
     bool ok = op->n_out == 1 && dense_f32(&op->out[0]) &&
               (op->code == TORC_OP_FILL || op->code == TORC_OP_COPY || op->code == TORC_OP_ADD);
     for (int i = 0; i < op->n_in; i++) ok = ok && dense_f32(&op->in[i]) && numel(&op->in[i]) == numel(&op->out[0]);
@@ -60,6 +106,13 @@ static bool abi_supports(void *ctx, int device, const torc_op *op) {
 
 static int abi_run(void *ctx, int device, const torc_op *op) {
     if (!abi_supports(ctx, device, op)) return TORC_ERR_NOT_SUPPORTED;
+#ifdef ABI_FUTURE
+    if (op->code == TORC_OP_ATTENTION) {
+        const int rc = attention(op);
+        g_runs += rc == 0;
+        return rc;
+    }
+#endif
     float *y = op->out[0].data;
     const int64_t n = numel(&op->out[0]);
     for (int64_t i = 0; i < n; i++) {
