@@ -144,6 +144,18 @@ static uint64_t dropout_key(uint64_t seed, int64_t step, int64_t g) {
     return mix64(mix64(mix64(seed) ^ (uint64_t)step) ^ (uint64_t)g);
 }
 
+// The matmuls' FLOPs so far, forward and backward: MATMUL's, and the fused attention's
+// (ATTENTION and ATTENTION_BACKWARD count as the composed path's matmuls would, core/attention.c).
+static uint64_t matmul_flops(void) {
+    uint64_t f = 0;
+    for (int p = 0; p < 2; p++) {
+        const torc_phase ph = p ? TORC_PHASE_BACKWARD : TORC_PHASE_FORWARD;
+        f += torc_flops(ph, TORC_OP_MATMUL, -1) + torc_flops(ph, TORC_OP_ATTENTION, -1) +
+             torc_flops(ph, TORC_OP_ATTENTION_BACKWARD, -1);
+    }
+    return f;
+}
+
 // ---- evaluation and samples ----
 // The mean loss over n random windows of ds, in eval mode under no_grad. The windows come from a
 // generator of their own seeded alike at every evaluation: each val loss is over the same tokens,
@@ -364,7 +376,7 @@ int train_gpt(const train_options *o) {
         const double lr = torc_lr_cosine_warmup(step, max_lr, min_lr, o->warmup, o->steps);
         CHECK(torc_optimizer_set_lr(opt, lr));
         const uint64_t f0 = torc_flops(TORC_PHASE_FORWARD, -1, -1), g0 = torc_flops(TORC_PHASE_BACKWARD, -1, -1);
-        const uint64_t m0 = torc_flops(TORC_PHASE_FORWARD, TORC_OP_MATMUL, -1) + torc_flops(TORC_PHASE_BACKWARD, TORC_OP_MATMUL, -1);
+        const uint64_t m0 = matmul_flops();
         torc_scope_push();
         uint64_t seed, offset;
         torc_generator_get_state(gen, &seed, &offset);
@@ -397,7 +409,7 @@ int train_gpt(const train_options *o) {
         }
         const uint64_t f1 = torc_flops(TORC_PHASE_FORWARD, -1, -1);
         fwd += f1 - f0, bwd += torc_flops(TORC_PHASE_BACKWARD, -1, -1) - g0;
-        mm += torc_flops(TORC_PHASE_FORWARD, TORC_OP_MATMUL, -1) + torc_flops(TORC_PHASE_BACKWARD, TORC_OP_MATMUL, -1) - m0;
+        mm += matmul_flops() - m0;
         if (!isfinite(loss))
             die("the loss is %g at step %lld: stopped%s%s%s (lower --lr?)", loss, (long long)step + 1,
                 o->checkpoint ? "; " : "", o->checkpoint ? o->checkpoint : "", o->checkpoint ? " keeps the last good step" : "");
@@ -459,7 +471,8 @@ int train_gpt(const train_options *o) {
         // The standard estimate (Kaplan et al., PaLM's appendix B, nanoGPT's estimate_mfu) counts
         // 6 FLOPs per parameter per token (2 forward, 4 backward) and 12 L C T per token for
         // attention's two (T, T) matmuls. torc counts what runs: every matmul as 2 M N K (so
-        // attention over the full (T, T) square, causal or not, as the estimate does), plus the
+        // attention over the full (T, T) square, causal or not, as the estimate does; the fused
+        // attention op as those two matmuls, its backward as their four), plus the
         // elementwise work (LayerNorm, GELU, softmax, residual adds, the loss), which the
         // estimate leaves out. Its matmuls come to the estimate less 6 FLOPs per token for each
         // bias and LayerNorm parameter (13 L C + 2 C of them, which multiply nothing). The
