@@ -33,7 +33,8 @@ set(XCHECK_GROUPS
   "binary:add,sub,mul,div,pow,maximum,minimum,eq,ne,lt,le,gt,ge,logical_and,logical_or,where,floor_divide,remainder,fmod"
   "pointwise:addcmul,addcdiv,lerp"
   "reduce:sum,mean,prod,max,min,argmax,argmin,var,std,norm,logsumexp,softmax,log_softmax"
-  "linalg_index:matmul,matmul_rounded,scaled_mm,index_select,gather,masked_select,index_add,scatter_add,masked_scatter,triu,tril")
+  "linalg_index:matmul,matmul_rounded,scaled_mm,index_select,gather,masked_select,index_add,scatter_add,masked_scatter,triu,tril"
+  "attention:attention,attention_backward")
 set(XCHECK_BACKENDS reference)
 if(TORC_WITH_ONEDNN AND TARGET torc_onednn)
   list(APPEND XCHECK_BACKENDS onednn)
@@ -55,6 +56,14 @@ foreach(backend IN LISTS XCHECK_BACKENDS)
     set_tests_properties(xcheck_${backend}_${gname} PROPERTIES LABELS "xcheck" TIMEOUT 600
       ENVIRONMENT "TORC_NUM_THREADS=2")
   endforeach()
+endforeach()
+
+# The fused attention's gradients through scaled_dot_product_attention by finite differences (f64
+# where the backend takes it, else f32), beside its values above.
+foreach(backend IN LISTS XCHECK_BACKENDS)
+  add_test(NAME xcheck_${backend}_attention_grad COMMAND torc-xcheck --backend ${backend} --op attention --grad --quiet)
+  set_tests_properties(xcheck_${backend}_attention_grad PROPERTIES LABELS "xcheck" TIMEOUT 600
+    ENVIRONMENT "TORC_NUM_THREADS=2")
 endforeach()
 
 # Layout sweeps (torc-xcheck --sweep; label "xcheck", so the AddressSanitizer stage runs them too,
@@ -123,4 +132,12 @@ if(TARGET torc-bench)
   add_test(NAME bench_smoke COMMAND torc-bench --backend reference --tiny --json)
   set_tests_properties(bench_smoke PROPERTIES LABELS "bench" TIMEOUT 300
     PASS_REGULAR_EXPRESSION "\"cruncher_32_1_8_adam_bf16_ms\"")
+  # --gpt on a tiny GPT (its step in child processes, the sampler and the activations' growth):
+  # every figure is produced and parsed back; then a bad --gpt value is refused by name.
+  add_test(NAME bench_gpt_smoke COMMAND torc-bench --backend reference --gpt --tiny --json)
+  set_tests_properties(bench_gpt_smoke PROPERTIES LABELS "bench" TIMEOUT 120
+    PASS_REGULAR_EXPRESSION "\"tiny_t1_gpt_bf16_step_ms\".*\"kv_token_hi_ms\".*\"act_attention_T128_b\"")
+  add_test(NAME bench_gpt_flags COMMAND torc-bench --gpt=C)
+  set_tests_properties(bench_gpt_flags PROPERTIES LABELS "bench" TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "--gpt takes A, B or A,B")
 endif()

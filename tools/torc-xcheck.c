@@ -557,6 +557,21 @@ static tolspec tol_for(const xcase *c, int k) {
         t.rtol = 2 * e, t.atol = 16 * ec * (k ? rows : sq), t.mag = MAG_ONE;
         break;
     }
+    // attention (inputs O(1)): each output within one rounding of its dtype (2 eps: the backend's
+    // rounding and the reference's of the exact value) plus f32's (f64's) accumulation over the
+    // sums the contract lets a backend order as it likes: E-term scores (their error grows with
+    // |scale| sqrt(E), 1 at the default scale), S-term softmax and p v, and for the backward also
+    // Ev-term dp and D and L-term dk, dv; relative to max(|want|, 1). A backend computing in bf16
+    // or f16 (errors of 1e-2, 1e-3) fails it; onednn's FlashAttention-2 tiles in f32 stay within 0.4
+    // of it, their f16 / bf16 within 0.5 (the two roundings) (Xeon, AVX-512, seed 20240501).
+    case TORC_OP_ATTENTION: case TORC_OP_ATTENTION_BACKWARD: {
+        const bool bwd = c->code == TORC_OP_ATTENTION_BACKWARD;
+        const spec *q = &c->in[bwd ? 1 : 0], *v = &c->in[bwd ? 3 : 2];
+        const double E = (double)q->shape[3], L = (double)q->shape[2], S = (double)v->shape[2], Ev = (double)v->shape[3];
+        const double sharp = fmax(1.0, fabs(c->params.attention.scale) * sqrt(E));
+        t.rtol = 2 * e, t.atol = 8 * ec * (sharp * sqrt(E) + sqrt(S) + (bwd ? sqrt(L) + sqrt(Ev) : 0)), t.mag = MAG_ONE;
+        break;
+    }
     default:  // rounding once: arange, linspace, uniform, square, mul, div, sqrt, reciprocal
         t.rtol = 2 * e;
         break;
@@ -1021,6 +1036,9 @@ static torc_tensor *frontend_apply(const xcase *c, torc_tensor *const *v, torc_t
         if (r && am && torc_item(am, &g_frontend_amax)) return NULL;
         return r;
     }
+    case TORC_OP_ATTENTION:
+        return torc_scaled_dot_product_attention(v[0], v[1], v[2], NULL, 0.0, p->attention.causal != 0, p->attention.scale,
+                                                 false, NULL);
     case TORC_OP_TRIU: return torc_triu(v[0], p->tri.k);
     case TORC_OP_TRIL: return torc_tril(v[0], p->tri.k);
     default: break;
@@ -1208,6 +1226,12 @@ static void perf_case(builder *b, const xcase *c) {
     if (c->code == TORC_OP_MATMUL) {
         const int nd = c->out.ndim;
         flops = 2.0 * (double)spec_numel(&c->out) * (double)c->in[0].shape[nd - 1];
+    }
+    if (c->code == TORC_OP_ATTENTION || c->code == TORC_OP_ATTENTION_BACKWARD) {  // as the core counts them
+        const bool bwd = c->code == TORC_OP_ATTENTION_BACKWARD;
+        const spec *q = &c->in[bwd], *v = &c->in[bwd + 2];
+        flops = (bwd ? 4.0 : 2.0) * (double)(q->shape[0] * q->shape[1] * q->shape[2] * v->shape[2]) *
+                (double)(q->shape[3] + v->shape[3]);
     }
     char shape[96];
     size_t u = 0;
@@ -2271,6 +2295,147 @@ static void build_layer_norm(builder *b) {
     if (sweep_row(b)) sweep_layer_norm(b);
 }
 
+// ---- attention (ATTENTION, ATTENTION_BACKWARD) ----
+// Operands (B, H, rows, features) in one of these layouts: contiguous; the GPT's split heads (a
+// third of x (B, rows, 3, H, features): strides (rows 3 H f, f, 3 H f, 1)); features-major in a head
+// (transposed); sliced with a step (sp_step); stride 0 on the heads or the batch (broadcast).
+typedef enum { A_C, A_SPLIT, A_T, A_S, A_BH, A_BB } att_layout;
+
+static spec att_spec(att_layout l, torc_dtype dt, int64_t B, int64_t H, int64_t R, int64_t C) {
+    const int64_t shape[4] = {B, H, R, C};
+    switch (l) {
+    case A_SPLIT: {
+        spec s = {.dtype = dt, .ndim = 4, .shape = {B, H, R, C}, .stride = {R * 3 * H * C, C, 3 * H * C, 1}};
+        s.offset = H * C;  // the middle third (k's)
+        return spec_done(s);
+    }
+    case A_T: return sp_trans(dt, 4, shape);
+    case A_S: return sp_step(dt, 4, shape);
+    case A_BH: return sp_bcast(dt, 4, shape, 0x2);
+    case A_BB: return sp_bcast(dt, 4, shape, 0x1);
+    default: return sp_contig(dt, 4, shape);
+    }
+}
+
+// Element (b, h, i, e) of input k's image (its last index ignored for lse's 3 dims), and a store.
+static int64_t att_off(const spec *s, int64_t b, int64_t h, int64_t i, int64_t e) {
+    return s->offset + b * s->stride[0] + h * s->stride[1] + i * s->stride[2] + (s->ndim > 3 ? e * s->stride[3] : 0);
+}
+static double att_ld(const xcase *c, int k, int64_t b, int64_t h, int64_t i, int64_t e) {
+    return ld_f(celem(c->img[k], &c->in[k], att_off(&c->in[k], b, h, i, e)), c->in[k].dtype);
+}
+static void att_st(xcase *c, int k, int64_t b, int64_t h, int64_t i, int64_t e, double x) {
+    st_f(elem(c->img[k], &c->in[k], att_off(&c->in[k], b, h, i, e)), c->in[k].dtype, x);
+}
+
+// The backward's o (in4) and lse (in5) from its q, k, v (in1..3), in double on the host, as the
+// forward would have written them: the contract's formula holds for any o and lse, but only these
+// keep p within [0, 1] and D the size it has in training.
+static void att_fill_forward(xcase *c) {
+    const spec *q = &c->in[1], *k = &c->in[2], *v = &c->in[3];
+    const int64_t B = q->shape[0], H = q->shape[1], L = q->shape[2], E = q->shape[3], S = k->shape[2], Ev = v->shape[3];
+    double *sc = malloc(sizeof *sc * (size_t)(S + 1));
+    if (!sc) xcheck_die("out of memory");
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < L; i++) {
+                const int64_t n = c->params.attention.causal && i + 1 < S ? i + 1 : S;
+                double m = -INFINITY, z = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    double d = 0;
+                    for (int64_t e = 0; e < E; e++) d += att_ld(c, 1, b, h, i, e) * att_ld(c, 2, b, h, j, e);
+                    sc[j] = c->params.attention.scale * d;
+                    m = fmax(m, sc[j]);
+                }
+                for (int64_t j = 0; j < n; j++) z += exp(sc[j] - m);
+                for (int64_t e = 0; e < Ev; e++) {
+                    double o = 0;
+                    for (int64_t j = 0; j < n; j++) o += exp(sc[j] - m) / z * att_ld(c, 3, b, h, j, e);
+                    att_st(c, 4, b, h, i, e, o);
+                }
+                att_st(c, 5, b, h, i, 0, n ? m + log(z) : -INFINITY);
+            }
+    free(sc);
+}
+
+// One case: q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev) in layouts lq, lk, lv (the backward's do
+// in lq's), outputs contiguous or (so) sliced; scale NAN: 1 / sqrt(E).
+static void att_case(builder *b, const char *fam, const int64_t *d, bool causal, double scale, att_layout lq,
+                     att_layout lk, att_layout lv, bool so) {
+    const int64_t B = d[0], H = d[1], L = d[2], S = d[3], E = d[4], Ev = d[5];
+    const bool bwd = b->code == TORC_OP_ATTENTION_BACKWARD;
+    const torc_dtype lt = b->dt == TORC_DTYPE_F64 ? TORC_DTYPE_F64 : TORC_DTYPE_F32;
+    xcase c;
+    xc_begin(&c, b, fam, bwd ? 6 : 3);
+    c.frontend = !strcmp(fam, "frontend");
+    c.params.attention.scale = isnan(scale) ? 1 / sqrt((double)(E ? E : 1)) : scale;
+    c.params.attention.causal = causal;
+    const layout ol = so ? L_S : L_C;
+    const int64_t oshape[4] = {B, H, L, Ev}, lshape[3] = {B, H, L};
+    int k = 0;
+    if (bwd) xc_in(&c, b, k++, att_spec(lq, b->dt, B, H, L, Ev), DOM(D_REAL));  // do
+    xc_in(&c, b, k++, att_spec(lq, b->dt, B, H, L, E), DOM(D_REAL));
+    xc_in(&c, b, k++, att_spec(lk, b->dt, B, H, S, E), DOM(D_REAL));
+    xc_in(&c, b, k++, att_spec(lv, b->dt, B, H, S, Ev), DOM(D_REAL));
+    if (bwd) {
+        xc_in(&c, b, k++, sp_contig(b->dt, 4, oshape), DOM(D_REAL));  // o and lse, then overwritten
+        xc_in(&c, b, k++, sp_contig(lt, 3, lshape), DOM(D_REAL));
+        att_fill_forward(&c);
+        const int64_t kshape[4] = {B, H, S, E}, vshape[4] = {B, H, S, Ev}, qshape[4] = {B, H, L, E};
+        xc_out(&c, sp_make(ol, b->dt, 4, qshape, 0));
+        xc_xout(&c, b, sp_make(ol, b->dt, 4, kshape, 0), NULL);
+        xc_xout(&c, b, sp_make(ol, b->dt, 4, vshape, 0), NULL);
+    } else {
+        xc_out(&c, sp_make(ol, b->dt, 4, oshape, 0));
+        xc_xout(&c, b, sp_make(ol, lt, 3, lshape, 0), NULL);
+    }
+    emit(b, &c);
+}
+
+// L and S around the edges of the kernels' tiles (16, 64), E and Ev those of GPT heads and odd ones.
+static const int64_t AT_LS[] = {1, 15, 16, 17, 63, 64, 65, 130};
+static const int64_t AT_E[] = {8, 32, 64, 80};
+
+static void build_attention(builder *b) {
+    if (!is_std_float(b->dt)) return;
+    const bool bwd = b->code == TORC_OP_ATTENTION_BACKWARD;
+    if (b->mode == EMIT_PERF) {
+        const int64_t d[6] = {1, 4, 256, 256, 64, 64};
+        att_case(b, "perf", d, true, NAN, A_C, A_C, A_C, false);
+        return;
+    }
+    const int64_t base[6] = {2, 3, 17, 33, 32, 24};
+    att_case(b, "contig", base, false, NAN, A_C, A_C, A_C, false);
+    if (b->mode == EMIT_PROBE) return;
+    att_case(b, "causal", base, true, NAN, A_C, A_C, A_C, false);
+    if (!bwd) att_case(b, "frontend", base, true, NAN, A_C, A_C, A_C, false);
+    att_case(b, "split_heads", base, true, NAN, A_SPLIT, A_SPLIT, A_SPLIT, false);
+    att_case(b, "transposed", base, false, NAN, A_T, A_T, A_C, false);
+    att_case(b, "sliced", base, true, NAN, A_S, A_S, A_S, true);
+    att_case(b, "broadcast_heads", base, false, NAN, A_C, A_BH, A_BH, false);
+    att_case(b, "broadcast_batch", base, true, NAN, A_BB, A_C, A_C, false);
+    att_case(b, "scale", base, false, -0.7, A_C, A_C, A_C, false);
+    att_case(b, "scale_zero", base, true, 0.0, A_C, A_C, A_C, false);
+    att_case(b, "e_ne_ev", (const int64_t[]){1, 2, 16, 16, 64, 8}, true, NAN, A_C, A_C, A_C, false);
+    att_case(b, "zero_keys", (const int64_t[]){1, 2, 5, 0, 8, 4}, false, NAN, A_C, A_C, A_C, false);
+    att_case(b, "zero_keys_causal", (const int64_t[]){1, 2, 5, 0, 8, 4}, true, NAN, A_C, A_C, A_C, false);
+    att_case(b, "zero_queries", (const int64_t[]){1, 2, 0, 5, 8, 4}, true, NAN, A_C, A_C, A_C, false);
+    att_case(b, "zero_batch", (const int64_t[]){0, 2, 5, 5, 8, 4}, false, NAN, A_C, A_C, A_C, false);
+    // the tile edges: each L with an S of another tile class, and square, causal and not in turn;
+    // E and Ev in turn. One head where L S E is largest (the reference's loops are slow).
+    char fam[64];
+    const int n = SW_LEN(AT_LS);
+    for (int i = 0; i < n; i++)
+        for (int form = 0; form < 3; form++) {
+            const int64_t L = AT_LS[i], S = form == 0 ? L : AT_LS[(i + (form == 1 ? 3 : 6)) % n];
+            const int64_t E = AT_E[(i + form) % 4], Ev = AT_E[(i + form + 1) % 4], big = L * S * (E + Ev) > 200000;
+            const bool causal = (i + form) % 2 == 0;
+            snprintf(fam, sizeof fam, "tile %lldx%lld e%lld ev%lld%s", (long long)L, (long long)S, (long long)E,
+                     (long long)Ev, causal ? " causal" : "");
+            att_case(b, fam, (const int64_t[]){1, big ? 1 : 2, L, S, E, Ev}, causal, NAN, A_C, A_C, A_C, false);
+        }
+}
+
 // One Adam/AdamW step in place: param (out), exp_avg, exp_avg_sq [, max_exp_avg_sq] hold data.
 static void adam_case(builder *b, const char *fam, int nd, const int64_t *shape, layout l, uint32_t flags, double wd) {
     xcase c;
@@ -2505,6 +2670,7 @@ static void build_op(builder *b) {
     case TORC_OP_MAX_DIM: case TORC_OP_MIN_DIM: build_max_dim(b); return;
     case TORC_OP_LAYER_NORM: case TORC_OP_LAYER_NORM_BACKWARD: build_layer_norm(b); return;
     case TORC_OP_ADAM_STEP: build_adam(b); return;
+    case TORC_OP_ATTENTION: case TORC_OP_ATTENTION_BACKWARD: build_attention(b); return;
     case TORC_OP_INDEX_SELECT: case TORC_OP_GATHER: case TORC_OP_MASKED_SELECT: case TORC_OP_INDEX_ADD:
     case TORC_OP_SCATTER_ADD: case TORC_OP_MASKED_SCATTER: build_index(b); return;
     default: break;
@@ -2539,7 +2705,7 @@ static bool differentiable(torc_opcode c) {
     switch (c) {
     case TORC_OP_WHERE: case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX: case TORC_OP_MATMUL: case TORC_OP_INDEX_SELECT:
     case TORC_OP_GATHER: case TORC_OP_MASKED_SELECT: case TORC_OP_TRIU: case TORC_OP_TRIL: case TORC_OP_ADDCMUL:
-    case TORC_OP_ADDCDIV: case TORC_OP_LERP: return true;
+    case TORC_OP_ADDCDIV: case TORC_OP_LERP: case TORC_OP_ATTENTION: return true;
     default: return false;
     }
 }
@@ -2841,6 +3007,19 @@ static void build_grad(builder *b, torc_dtype G, run_mode mode) {
         gc_add(&g, 2, s34, TORC_DTYPE_BOOL, DOM(D_REAL), false);
         grad_case(b, code, &g, mode);
         break;
+    case TORC_OP_ATTENTION: {  // through scaled_dot_product_attention: q (1, 2, 3, 4), k (.., 5, 4), v (.., 5, 3)
+        static const int64_t sq[4] = {1, 2, 3, 4}, sk[4] = {1, 2, 5, 4}, sv[4] = {1, 2, 5, 3};
+        g = gc1("contig", G, 4, sq, DOM(D_REAL));
+        gc_add(&g, 4, sk, G, DOM(D_REAL), true);
+        gc_add(&g, 4, sv, G, DOM(D_REAL), true);
+        g.params.attention.scale = 0.6;
+        grad_case(b, code, &g, mode);
+        g.family = "causal", g.params.attention.causal = 1;
+        grad_case(b, code, &g, mode);
+        g.family = "causal_transposed_k", g.transpose[1] = true;
+        grad_case(b, code, &g, mode);
+        break;
+    }
     case TORC_OP_TRIU: case TORC_OP_TRIL:
         g = gc1("k1", G, 2, s45, DOM(D_REAL));
         g.params.tri.k = 1;
