@@ -350,6 +350,11 @@ static torc_tensor *five_d_transposed(torc_tensor *x, torc_tensor *y, torc_tenso
     return att(torc_transpose(x, 1, 2), y, z, false, fused);  // k (2, 1, 3, 6, 5), v (2, 2, 3, 6, 2)
 }
 
+static torc_tensor *features_major(torc_tensor *x, torc_tensor *y, torc_tensor *z, bool fused) {
+    // q and k stored (N, E, rows): feature stride rows, row stride 1
+    return att(torc_transpose(x, -2, -1), torc_transpose(y, -2, -1), z, true, fused);  // (2, 5, 4) (2, 5, 6) (2, 6, 2)
+}
+
 static const struct {
     const char *name;
     att_case fn;
@@ -362,6 +367,7 @@ static const struct {
     {"two_d", two_d, {2, 2, 2}, {{4, 5}, {6, 5}, {6, 2}}},
     {"five_d", five_d, {5, 5, 5}, {{2, 2, 3, 4, 5}, {2, 1, 3, 6, 5}, {1, 2, 3, 6, 2}}},
     {"five_d_transposed", five_d_transposed, {5, 5, 5}, {{2, 3, 2, 4, 5}, {2, 1, 3, 6, 5}, {2, 2, 3, 6, 2}}},
+    {"features_major", features_major, {3, 3, 3}, {{2, 5, 4}, {2, 5, 6}, {2, 6, 2}}},
 };
 #define N_VIEWS ((int)(sizeof g_views / sizeof g_views[0]))
 

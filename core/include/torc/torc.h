@@ -838,12 +838,16 @@ TORC_API torc_tensor *torc_embedding(const torc_tensor *weight, const torc_tenso
 // dropout's error). enable_gqa: key and value have fewer heads (dim -3) than query, each
 // repeated for query's heads / theirs consecutive query heads (TORC_ERR_SHAPE "Number of heads in
 // key and value must divide the number of heads in query").
-// This is PyTorch's math backend, composed of differentiable ops (matmul, where / add,
-// softmax, dropout, matmul; q and k each scaled by sqrt(|scale|) first): float16 and bfloat16
-// inputs compute in float32 and round the result once; the backward is the ops' backward; it
-// keeps the (..., L, S) attention weights for backward. Under autocast the floating inputs
-// (not f64) are cast to the autocast dtype first, as PyTorch's autocast list has this op. A
-// fused backend kernel (later) keeps this signature, and this composition is its oracle.
+// Without a mask, dropout or grouped heads to repeat, where the device's backend takes it, this is
+// one fused op (backend ABI 2.4's attention): its grad_fn, ScaledDotProductFlashAttentionForCpuBackward0,
+// keeps q, k, v, the result and each query row's log-sum-exp, never the (..., L, S) weights, and
+// its backward is one attention_backward; f16 / bf16 inputs go to it as they are. Otherwise it is
+// PyTorch's math backend, composed of differentiable ops (matmul, where / add, softmax, dropout,
+// matmul; q and k each scaled by sqrt(|scale|) first): float16 and bfloat16 inputs compute in
+// float32 and round the result once; the backward is the ops' backward, which keeps the weights.
+// The two agree within docs/backends.md's tolerance; the composition is the fused op's oracle.
+// Under autocast the floating inputs (not f64) are cast to the autocast dtype first, as PyTorch's
+// autocast list has this op.
 // Errors in PyTorch's words: TORC_ERR_DTYPE "Expected query, key, and value to have the same
 // dtype, but got query.dtype: float key.dtype: double and value.dtype: float instead.", "Expected
 // attn_mask dtype to be bool or float or to match query dtype, ...", a non-floating query;
