@@ -918,4 +918,119 @@ static torc_op adam_op(const adam_cfg *c, int n_out, int step) {
     return op;
 }
 
+// ---- ATTENTION(_BACKWARD) (backend ABI 2.4): cases both suites run against the reference ----
+// Operands in the order of attn_set's storages: q, k, v, o, lse, do, dq, dk, dv.
+enum { ATTN_Q, ATTN_K, ATTN_V, ATTN_O, ATTN_LSE, ATTN_DO, ATTN_DQ, ATTN_DK, ATTN_DV, ATTN_N };
+enum { ATTN_CONTIG, ATTN_STRIDED, ATTN_PACKED, ATTN_BCAST };
+static const char *const ATTN_LAYOUTS[] = {"contiguous", "strided", "packed qkv", "k, v broadcast over heads"};
+
+typedef struct attn_cfg {
+    torc_dtype dt;
+    int64_t B, H, L, S, E, Ev;
+    int causal, layout;  // layout: ATTN_*; PACKED needs L == S and E == Ev
+} attn_cfg;
+
+// Small enough for the host suite's float emulation; the GPU suite adds larger ones.
+static const attn_cfg ATTN_CFGS[] = {
+    {TORC_DTYPE_F32, 2, 3, 37, 37, 64, 64, 0, ATTN_CONTIG},
+    {TORC_DTYPE_F32, 2, 3, 37, 37, 64, 64, 1, ATTN_CONTIG},
+    {TORC_DTYPE_F32, 1, 2, 50, 70, 32, 48, 0, ATTN_STRIDED},   // L != S, E != Ev, features strided
+    {TORC_DTYPE_F32, 1, 2, 70, 45, 16, 8, 1, ATTN_STRIDED},    // causal with L > S
+    {TORC_DTYPE_F32, 2, 2, 40, 40, 64, 64, 1, ATTN_PACKED},    // the GPT's (B, T, 3, H, hs) view
+    {TORC_DTYPE_F32, 2, 3, 33, 65, 24, 40, 0, ATTN_BCAST},     // stride 0 on the head dim
+    {TORC_DTYPE_BF16, 2, 2, 40, 40, 64, 64, 1, ATTN_PACKED},
+    {TORC_DTYPE_BF16, 1, 2, 33, 65, 128, 128, 0, ATTN_CONTIG},
+    {TORC_DTYPE_F16, 1, 2, 20, 20, 80, 80, 1, ATTN_STRIDED},
+    {TORC_DTYPE_F32, 1, 1, 1, 1, 1, 1, 1, ATTN_CONTIG},
+    {TORC_DTYPE_F32, 1, 2, 5, 0, 8, 8, 0, ATTN_CONTIG},        // no keys: o = 0, lse = -inf, dq = 0
+    {TORC_DTYPE_F32, 1, 2, 0, 5, 8, 8, 1, ATTN_CONTIG},        // no queries: dk = dv = 0
+};
+#define N_ATTN_CFGS ((int)(sizeof ATTN_CFGS / sizeof ATTN_CFGS[0]))
+
+typedef struct attn_set {
+    attn_cfg c;
+    tview mem[ATTN_N];        // storages (packed: mem[ATTN_Q] holds q, k and v)
+    torc_operand x[ATTN_N];   // the operands
+    torc_op fwd, bwd;
+} attn_set;
+
+// Operands for c, inputs drawn in [-1, 1] (q, k scaled up so the softmax is not flat), outputs zero.
+static void attn_set_new(attn_set *s, const attn_cfg *c) {
+    memset(s, 0, sizeof *s);
+    s->c = *c;
+    const int64_t B = c->B, H = c->H, L = c->L, S = c->S, E = c->E, Ev = c->Ev;
+    const int64_t shp[ATTN_N][4] = {{B, H, L, E}, {B, H, S, E}, {B, H, S, Ev}, {B, H, L, Ev}, {B, H, L, 1},
+                                    {B, H, L, Ev}, {B, H, L, E}, {B, H, S, E}, {B, H, S, Ev}};
+    for (int i = 0; i < ATTN_N; i++) {
+        const bool in = i <= ATTN_V || i == ATTN_DO;
+        const double hi = i <= ATTN_K ? 2 : 1;
+        const torc_dtype dt = i == ATTN_LSE ? TORC_DTYPE_F32 : c->dt;
+        if (c->layout == ATTN_PACKED && i <= ATTN_V) {
+            if (i == ATTN_Q) {  // (B, T, 3, H, hs) contiguous; q, k, v = [:, :, i].transpose(1, 2)
+                const int64_t pk[5] = {B, L, 3, H, E};
+                s->mem[ATTN_Q] = tv_new(dt, 5, pk, L_CONTIG, -hi, hi);
+            }
+            torc_operand *o = &s->x[i];
+            o->dtype = dt;
+            o->ndim = 4;
+            o->data = s->mem[ATTN_Q].mem + (size_t)(i * H * E) * (size_t)esize(dt);
+            const int64_t st[4] = {L * 3 * H * E, E, 3 * H * E, 1};
+            for (int d = 0; d < 4; d++) o->shape[d] = shp[i][d], o->stride[d] = st[d];
+            continue;
+        }
+        const int lay = c->layout == ATTN_STRIDED && i != ATTN_LSE ? (i % 2 ? L_TRANS : L_STEP) : L_CONTIG;
+        s->mem[i] = tv_new(dt, i == ATTN_LSE ? 3 : 4, shp[i], lay, in ? -hi : 0, in ? hi : 0);
+        s->x[i] = s->mem[i].op;
+        if (c->layout == ATTN_BCAST && (i == ATTN_K || i == ATTN_V)) s->x[i].stride[1] = 0;  // every head reads head 0
+    }
+    torc_op *f = &s->fwd, *b = &s->bwd;
+    f->struct_size = b->struct_size = sizeof *f;
+    f->code = TORC_OP_ATTENTION;
+    b->code = TORC_OP_ATTENTION_BACKWARD;
+    f->params.attention.scale = b->params.attention.scale = 1.0 / sqrt((double)(E ? E : 1));
+    f->params.attention.causal = b->params.attention.causal = c->causal;
+    f->n_in = 3, f->n_out = 2;
+    f->in[0] = s->x[ATTN_Q], f->in[1] = s->x[ATTN_K], f->in[2] = s->x[ATTN_V];
+    f->out[0] = s->x[ATTN_O], f->out[1] = s->x[ATTN_LSE];
+    b->n_in = 6, b->n_out = 3;
+    b->in[0] = s->x[ATTN_DO], b->in[1] = s->x[ATTN_Q], b->in[2] = s->x[ATTN_K], b->in[3] = s->x[ATTN_V];
+    b->in[4] = s->x[ATTN_O], b->in[5] = s->x[ATTN_LSE];
+    b->out[0] = s->x[ATTN_DQ], b->out[1] = s->x[ATTN_DK], b->out[2] = s->x[ATTN_DV];
+}
+
+static void attn_set_free(attn_set *s) {
+    for (int i = 0; i < ATTN_N; i++) tv_free(&s->mem[i]);
+}
+
+// got against want (storages of one operand): within tol of want's largest magnitude (at least 1),
+// infinities and NaNs equal.
+static bool attn_close(const tview *got, const tview *want, double tol, const char *what) {
+    double mag = 1;
+    for (int64_t i = 0; i < want->n; i++) {
+        const double w = fabs(tcu_load_f64(want->mem, i, want->dt));
+        if (isfinite(w) && w > mag) mag = w;
+    }
+    for (int64_t i = 0; i < got->n; i++) {
+        const double g = tcu_load_f64(got->mem, i, got->dt), w = tcu_load_f64(want->mem, i, want->dt);
+        if (isnan(g) && isnan(w)) continue;
+        if (isinf(g) || isinf(w) ? g == w : fabs(g - w) <= tol * mag) continue;
+        fprintf(stderr, "%s: %s storage[%lld] = %.9g, reference %.9g\n", g_case, what, (long long)i, g, w);
+        return false;
+    }
+    return true;
+}
+
+// A copy of t's storage with every element zero.
+static tview tv_zeros_like(const tview *t) {
+    tview z = tv_clone(t);
+    memset(z.mem, 0, (size_t)z.n * (size_t)esize(z.dt));
+    return z;
+}
+
+// The tolerance, relative to the largest output, of a float32-accumulating kernel against the
+// reference's double loops: the output's own rounding plus float sums over E and S terms.
+static double attn_tol(torc_dtype dt) {
+    return dt == TORC_DTYPE_F32 ? 2e-5 : dt == TORC_DTYPE_F16 ? 4e-3 : 2e-2;
+}
+
 #endif

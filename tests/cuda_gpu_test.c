@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cuda_cases.h"
+#include "attention_ops.h"
 #include "device_table.h"
 
 #include <torc/philox.h>
@@ -802,6 +803,210 @@ static double time_ms(torc_op *op, int reps) {
 
 static const char *verdict(bool met) { return met ? "met" : "NOT met"; }
 
+// ---- deterministic index_add (the embedding's backward) ----
+// The op run on the device from out's initial contents; out's storage as the device left it.
+static tview device_result(const torc_op *op, tview *const *ins, const tview *out) {
+    torc_op d = *op;
+    void *din[TORC_OP_MAX_INPUTS] = {0};
+    for (int k = 0; k < op->n_in; k++) {
+        din[k] = upload(ins[k]);
+        d.in[k].data = on_device(ins[k], op->in[k].data, din[k]);
+    }
+    void *dout = upload(out);
+    d.out[0].data = on_device(out, op->out[0].data, dout);
+    run_ok(&d);
+    ck_assert_msg(cu->synchronize(cu_ctx, 0) == TORC_OK, "%s: %s", g_case, cu->last_error(cu_ctx));
+    tview got = tv_clone(out);
+    ck_assert_int_eq(cu->copy(cu_ctx, 0, got.mem, dout, tv_bytes(out), TORC_COPY_DEVICE_TO_HOST, false), TORC_OK);
+    for (int k = 0; k < op->n_in; k++) cu->free(cu_ctx, 0, din[k]);
+    cu->free(cu_ctx, 0, dout);
+    return got;
+}
+
+// Floating index_add equals the reference's serial sum in index order, bit for bit, and two runs
+// give the same bits: many duplicates (the GPT's 8192 tokens into a 50304 or a 256-row table, a
+// 1-D out hit 10000 times), values whose float sum depends on the order (magnitudes 2^-10 to
+// 2^20, signs mixed), index_add along a strided dim.
+START_TEST(index_add_is_deterministic_in_index_order) {
+    typedef struct { torc_dtype dt; int64_t V, C, N, hot; int dim; } ia_case;
+    const ia_case cases[] = {
+        {TORC_DTYPE_F32, 50304, 768, 8192, 50304, 0}, {TORC_DTYPE_F32, 50304, 768, 8192, 64, 0},
+        {TORC_DTYPE_F32, 256, 768, 8192, 256, 0},     {TORC_DTYPE_BF16, 256, 64, 8192, 256, 0},
+        {TORC_DTYPE_F64, 256, 64, 4096, 16, 0},       {TORC_DTYPE_F32, 7, 1, 10000, 7, 0},
+        {TORC_DTYPE_F32, 300, 33, 5000, 40, 1},
+    };
+    int failures = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const ia_case *c = &cases[ci];
+        // dim 0: out (V, C), src (N, C); dim 1: out (C, V), src (C, N), src transposed in memory
+        const int64_t osh[2] = {c->dim ? c->C : c->V, c->dim ? c->V : c->C};
+        const int64_t ssh[2] = {c->dim ? c->C : c->N, c->dim ? c->N : c->C};
+        tview out = tv_new(c->dt, 2, osh, L_CONTIG, -1, 1), src = tv_new(c->dt, 2, ssh, c->dim ? L_TRANS : L_CONTIG, 0, 0);
+        tview idx = tv_new(TORC_DTYPE_I64, 1, &c->N, L_CONTIG, 0, 0);
+        for (int64_t i = 0; i < src.n; i++) {
+            const double u = urand(-1, 1);
+            tcu_store_f64(src.mem, i, c->dt, u * ldexp(1.0, (int)(rnd() % 31) - 10));
+        }
+        for (int64_t j = 0; j < c->N; j++) tcu_store_i64(idx.mem, j, TORC_DTYPE_I64, (int64_t)(rnd() % (uint64_t)c->hot));
+        torc_op op;
+        memset(&op, 0, sizeof op);
+        op.code = TORC_OP_INDEX_ADD;
+        op.n_in = 2, op.n_out = 1;
+        op.in[0] = src.op, op.in[1] = idx.op, op.out[0] = out.op;
+        op.params.dim.dim = c->dim;
+        snprintf(g_case, sizeof g_case, "index_add dtype %d V %lld C %lld N %lld hot %lld dim %d", c->dt, (long long)c->V,
+                 (long long)c->C, (long long)c->N, (long long)c->hot, c->dim);
+        failures += !check_device(&op, (tview *[]){&src, &idx}, &out, 0.0);  // exact: rscale 0
+        tview a = device_result(&op, (tview *[]){&src, &idx}, &out), b = device_result(&op, (tview *[]){&src, &idx}, &out);
+        if (memcmp(a.mem, b.mem, tv_bytes(&a)) != 0) {
+            fprintf(stderr, "%s: two runs differ\n", g_case);
+            failures++;
+        }
+        if (ci == 0 || ci == 2) {
+            torc_op d = op;  // timed in place on device copies (the sums grow; the time does not)
+            void *ds = upload(&src), *di = upload(&idx), *dd = upload(&out);
+            d.in[0].data = on_device(&src, op.in[0].data, ds);
+            d.in[1].data = on_device(&idx, op.in[1].data, di);
+            d.out[0].data = on_device(&out, op.out[0].data, dd);
+            printf("index_add %lld tokens into (%lld, %lld) f32: %.3f ms\n", (long long)c->N, (long long)c->V,
+                   (long long)c->C, time_ms(&d, 20));
+            cu->free(cu_ctx, 0, ds), cu->free(cu_ctx, 0, di), cu->free(cu_ctx, 0, dd);
+        }
+        tv_free(&a), tv_free(&b), tv_free(&out), tv_free(&src), tv_free(&idx);
+    }
+    ck_assert_int_eq(failures, 0);
+}
+END_TEST
+
+// ---- attention (backend ABI 2.4) ----
+// Runs op (its operands inside s's storages) on the device: every storage uploaded, those in outs
+// as zeros, then outs copied back into got[].
+static void attn_on_device(attn_set *s, const torc_op *op, const int *outs, int n_out, tview *got) {
+    void *dev[ATTN_N] = {0};
+    for (int i = 0; i < ATTN_N; i++) {
+        if (!s->mem[i].mem) continue;
+        bool is_out = false;
+        for (int k = 0; k < n_out; k++) is_out |= outs[k] == i;
+        tview z = tv_zeros_like(&s->mem[i]);
+        dev[i] = upload(is_out ? &z : &s->mem[i]);
+        tv_free(&z);
+    }
+    torc_op d = *op;
+    for (int k = 0; k < op->n_in + op->n_out; k++) {
+        torc_operand *x = k < op->n_in ? &d.in[k] : &d.out[k - op->n_in];
+        int owner = -1;
+        for (int i = 0; i < ATTN_N && owner < 0; i++)
+            if (s->mem[i].mem && (char *)x->data >= s->mem[i].mem && (char *)x->data < s->mem[i].mem + tv_bytes(&s->mem[i]))
+                owner = i;
+        ck_assert_int_ge(owner, 0);
+        x->data = on_device(&s->mem[owner], x->data, dev[owner]);
+    }
+    run_ok(&d);
+    ck_assert_msg(cu->synchronize(cu_ctx, 0) == TORC_OK, "%s: %s", g_case, cu->last_error(cu_ctx));
+    for (int k = 0; k < n_out; k++) {
+        got[k] = tv_clone(&s->mem[outs[k]]);
+        ck_assert_int_eq(cu->copy(cu_ctx, 0, got[k].mem, dev[outs[k]], tv_bytes(&got[k]), TORC_COPY_DEVICE_TO_HOST,
+                                  false), TORC_OK);
+    }
+    for (int i = 0; i < ATTN_N; i++) cu->free(cu_ctx, 0, dev[i]);
+}
+
+// The shared cases plus the GPU's larger ones: the forward and the backward (from the reference's
+// o and lse) against the reference, and each run twice for the same bits (no atomics).
+static const attn_cfg ATTN_GPU_CFGS[] = {
+    {TORC_DTYPE_F32, 2, 2, 256, 256, 128, 128, 1, ATTN_PACKED},
+    {TORC_DTYPE_BF16, 2, 4, 256, 256, 64, 64, 1, ATTN_PACKED},  // the GPT's head size
+    {TORC_DTYPE_BF16, 1, 3, 100, 300, 96, 112, 0, ATTN_STRIDED},
+    {TORC_DTYPE_F32, 1, 2, 64, 64, 256, 256, 1, ATTN_CONTIG},   // forward only: backward declined
+};
+
+START_TEST(attention_matches_reference) {
+    const int n_shared = N_ATTN_CFGS, n_all = n_shared + (int)(sizeof ATTN_GPU_CFGS / sizeof ATTN_GPU_CFGS[0]);
+    int failures = 0;
+    for (int ci = 0; ci < n_all; ci++) {
+        const attn_cfg *c = ci < n_shared ? &ATTN_CFGS[ci] : &ATTN_GPU_CFGS[ci - n_shared];
+        attn_set s;
+        attn_set_new(&s, c);
+        snprintf(g_case, sizeof g_case, "attention (%lld, %lld, %lld, %lld, %lld, %lld) dtype %d %s causal %d",
+                 (long long)c->B, (long long)c->H, (long long)c->L, (long long)c->S, (long long)c->E, (long long)c->Ev,
+                 c->dt, ATTN_LAYOUTS[c->layout], c->causal);
+        ck_assert_msg(cu->supports(cu_ctx, 0, &s.fwd), "%s: %s", g_case, cu->last_error(cu_ctx));
+        ck_assert_int_eq(ref->run(ref_ctx, 0, &s.fwd), TORC_OK);
+        const int fo[2] = {ATTN_O, ATTN_LSE}, bo[3] = {ATTN_DQ, ATTN_DK, ATTN_DV};
+        tview g1[3], g2[3];
+        attn_on_device(&s, &s.fwd, fo, 2, g1);
+        attn_on_device(&s, &s.fwd, fo, 2, g2);
+        for (int k = 0; k < 2; k++) {
+            failures += !attn_close(&g1[k], &s.mem[fo[k]], attn_tol(c->dt), k ? "lse" : "o");
+            if (memcmp(g1[k].mem, g2[k].mem, tv_bytes(&g1[k])) != 0) {
+                fprintf(stderr, "%s: forward output %d differs between runs\n", g_case, k);
+                failures++;
+            }
+            tv_free(&g1[k]), tv_free(&g2[k]);
+        }
+        if (c->E > TCU_ATTN_MAX_E_BWD || c->Ev > TCU_ATTN_MAX_E_BWD) {
+            ck_assert(!cu->supports(cu_ctx, 0, &s.bwd));
+            attn_set_free(&s);
+            continue;
+        }
+        ck_assert_int_eq(ref->run(ref_ctx, 0, &s.bwd), TORC_OK);
+        attn_on_device(&s, &s.bwd, bo, 3, g1);
+        attn_on_device(&s, &s.bwd, bo, 3, g2);
+        for (int k = 0; k < 3; k++) {
+            failures += !attn_close(&g1[k], &s.mem[bo[k]], 4 * attn_tol(c->dt), k == 0 ? "dq" : k == 1 ? "dk" : "dv");
+            if (memcmp(g1[k].mem, g2[k].mem, tv_bytes(&g1[k])) != 0) {
+                fprintf(stderr, "%s: gradient %d differs between runs\n", g_case, k);
+                failures++;
+            }
+            tv_free(&g1[k]), tv_free(&g2[k]);
+        }
+        attn_set_free(&s);
+    }
+    ck_assert_int_eq(failures, 0);
+}
+END_TEST
+
+// The GPT's attention (B 8, H 12, T 1024, hs 64, causal, bf16, q/k/v views of one (B, T, 3, H, hs)
+// tensor): forward and backward times, printed.
+START_TEST(attention_gpt_figures) {
+    const int64_t B = 8, H = 12, T = 1024, hs = 64;
+    const attn_cfg c = {TORC_DTYPE_BF16, B, H, T, T, hs, hs, 1, ATTN_PACKED};
+    torc_op f, b;
+    memset(&f, 0, sizeof f);
+    f.struct_size = sizeof f;
+    f.code = TORC_OP_ATTENTION;
+    f.params.attention.scale = 1.0 / sqrt((double)hs);
+    f.params.attention.causal = 1;
+    b = f;
+    b.code = TORC_OP_ATTENTION_BACKWARD;
+    const size_t es = 2, n_qkv = (size_t)(B * T * 3 * H * hs), n_o = (size_t)(B * T * H * hs);
+    char *qkv = alloc_ok(n_qkv * es), *o = alloc_ok(n_o * es), *lse = alloc_ok((size_t)(B * H * T) * 4);
+    char *dout = alloc_ok(n_o * es), *dq = alloc_ok(n_o * es), *dk = alloc_ok(n_o * es), *dv = alloc_ok(n_o * es);
+    const torc_operand all = vec(qkv, c.dt, (int64_t)n_qkv), gout = vec(dout, c.dt, (int64_t)n_o);
+    rand_uniform(&all, 5, -1, 1);
+    rand_uniform(&gout, 6, -1, 1);
+    torc_operand x[3];
+    for (int i = 0; i < 3; i++)
+        x[i] = (torc_operand){qkv + (size_t)(i * H * hs) * es, c.dt, 4, {B, H, T, hs}, {T * 3 * H * hs, hs, 3 * H * hs, 1}};
+    const torc_operand dense = {o, c.dt, 4, {B, H, T, hs}, {H * T * hs, T * hs, hs, 1}};
+    torc_operand ot = dense, gt = dense, qt = dense, kt = dense, vt = dense;
+    gt.data = dout, qt.data = dq, kt.data = dk, vt.data = dv;
+    const torc_operand lt = {lse, TORC_DTYPE_F32, 3, {B, H, T}, {H * T, T, 1}};
+    f.n_in = 3, f.n_out = 2;
+    f.in[0] = x[0], f.in[1] = x[1], f.in[2] = x[2], f.out[0] = ot, f.out[1] = lt;
+    b.n_in = 6, b.n_out = 3;
+    b.in[0] = gt, b.in[1] = x[0], b.in[2] = x[1], b.in[3] = x[2], b.in[4] = ot, b.in[5] = lt;
+    b.out[0] = qt, b.out[1] = kt, b.out[2] = vt;
+    const double flops = 4.0 * B * H * (double)T * T * hs / 2;  // causal: half of QK^T and PV
+    const double fms = time_ms(&f, 10), bms = time_ms(&b, 10);
+    printf("attention GPT (B %lld, H %lld, T %lld, hs %lld) bf16 causal: forward %.3f ms (%.1f TFLOP/s), "
+           "backward %.3f ms (%.1f TFLOP/s, 2.5x the forward's flops counted)\n", (long long)B, (long long)H,
+           (long long)T, (long long)hs, fms, flops / fms * 1e-9, bms, 2.5 * flops / bms * 1e-9);
+    void *mem[] = {qkv, o, lse, dout, dq, dk, dv};
+    for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++) cu->free(cu_ctx, 0, mem[i]);
+}
+END_TEST
+
 START_TEST(performance_figures) {
     torc_device_info info = {.struct_size = sizeof info};  // as the core passes it: zeroed, sized
     cu->device_info(cu_ctx, 0, &info);
@@ -1057,6 +1262,8 @@ int main(int argc, char **argv) {
     tcase_add_test(shared, softmax_matches_reference);
     tcase_add_test(shared, index_ops_match_reference);
     tcase_add_test(shared, layer_norm_matches_reference);
+    tcase_add_test(shared, index_add_is_deterministic_in_index_order);
+    tcase_add_test(shared, attention_matches_reference);
     suite_add_tcase(s, shared);
     TCase *large = tcase_create("beyond_2_31");
     tcase_set_timeout(large, 600);
@@ -1065,6 +1272,7 @@ int main(int argc, char **argv) {
     TCase *perf = tcase_create("performance");
     tcase_set_timeout(perf, 300);
     tcase_add_test(perf, performance_figures);
+    tcase_add_test(perf, attention_gpt_figures);
     suite_add_tcase(s, perf);
     SRunner *r = srunner_create(s);
     srunner_set_fork_status(r, CK_NOFORK);  // the CUDA context lives in this process

@@ -479,6 +479,130 @@ int tcu_launch_masked(const tcu_index_args *x, void *scratch, cudaStream_t s) {
     return emu_launched();
 }
 
+// INDEX_ADD's sorted path (index_add.cu) on the CPU: the positions stably sorted by destination
+// (insertion sort), then each destination's run summed in order with the kernel's rounding.
+static struct { int sorted; } g_index_add;
+
+size_t tcu_index_add_scratch_bytes(const tcu_index_add_args *x) {
+    return (size_t)(x->n_idx > 0 ? x->n_idx : 1) * 2 * sizeof(int64_t);
+}
+
+int tcu_launch_index_add(const tcu_index_add_args *x, void *scratch, size_t scratch_bytes, int sm_count,
+                         cudaStream_t s) {
+    (void)sm_count;
+    (void)s;
+    const int64_t n = x->n_idx;
+    ck_assert_uint_ge(scratch_bytes, (size_t)n * 2 * sizeof(int64_t));
+    int64_t *keys = scratch, *vals = keys + n;
+    g_index_add.sorted++;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t v = ((const int64_t *)x->idx)[j * x->idx_step];
+        if (v < 0 || v >= x->limit) *x->err = TCU_KERR_INDEX, v = x->limit;
+        int64_t k = j;
+        for (; k > 0 && keys[k - 1] > v; k--) keys[k] = keys[k - 1], vals[k] = vals[k - 1];  // stable
+        keys[k] = v, vals[k] = j;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        if (keys[k] >= x->limit || (k > 0 && keys[k - 1] == keys[k])) continue;
+        for (int64_t c = 0; c < x->cols.numel; c++) {
+            int64_t off[TCU_MAX_OPS];
+            tcu_offsets64(&x->cols, c, off);
+            const int64_t dst = off[0] + keys[k] * x->out_dim_stride;
+            double a64 = tcu_load_f64(x->out, dst, x->dt_out);
+            float a32 = tcu_load_f32(x->out, dst, x->dt_out);
+            for (int64_t kk = k; kk < n && keys[kk] == keys[k]; kk++) {
+                const int64_t so = off[1] + vals[kk] * x->src_dim_stride;
+                if (x->f64) a64 = tcu_round_f64_as(a64 + tcu_load_f64(x->src, so, x->dt_src), x->dt_out);
+                else a32 = tcu_round_f32_as(a32 + tcu_load_f32(x->src, so, x->dt_src), x->dt_out);
+            }
+            if (x->f64) tcu_store_f64(x->out, dst, x->dt_out, a64);
+            else tcu_store_f32(x->out, dst, x->dt_out, a32);
+        }
+    }
+    return emu_launched();
+}
+
+// ATTENTION(_BACKWARD) on the CPU in float, row by row: the record run.c built (strides, dims,
+// scale, causal, the backward's D scratch) against the reference's double loops.
+static struct { int fwd, bwd; } g_attn;
+
+size_t tcu_attention_smem_bytes(const tcu_attn_args *a) { return a->backward ? 2 : 1; }
+
+static float attn_ld(const tcu_attn_tensor *t, torc_dtype dt, int64_t b, int64_t h, int64_t i, int64_t e) {
+    return tcu_load_f32(t->data, b * t->st[0] + h * t->st[1] + i * t->st[2] + e * t->st[3], dt);
+}
+static void attn_st(const tcu_attn_tensor *t, torc_dtype dt, int64_t b, int64_t h, int64_t i, int64_t e, float v) {
+    tcu_store_f32(t->data, b * t->st[0] + h * t->st[1] + i * t->st[2] + e * t->st[3], dt, v);
+}
+static float *attn_lse(const tcu_attn_args *a, int64_t b, int64_t h, int64_t i) {
+    return (float *)a->lse.data + b * a->lse.st[0] + h * a->lse.st[1] + i * a->lse.st[2];
+}
+static float attn_score(const tcu_attn_args *a, int64_t b, int64_t h, int64_t i, int64_t j) {
+    float d = 0;
+    for (int64_t e = 0; e < a->E; e++) d += attn_ld(&a->q, a->dt, b, h, i, e) * attn_ld(&a->k, a->dt, b, h, j, e);
+    return d * a->scale;
+}
+
+int tcu_launch_attention(const tcu_attn_args *a, int sm_count, cudaStream_t s) {
+    (void)sm_count;
+    (void)s;
+    ck_assert(!a->backward || a->B * a->H * a->L == 0 || a->delta);
+    a->backward ? g_attn.bwd++ : g_attn.fwd++;
+    float *sc = malloc(sizeof *sc * (size_t)(a->S + 1));
+    ck_assert_ptr_nonnull(sc);
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->H; h++) {
+            const int64_t bh = b * a->H + h;
+            if (a->backward) {
+                for (int64_t j = 0; j < a->S; j++) {  // dk, dv
+                    for (int64_t e = 0; e < a->E; e++) attn_st(&a->dk, a->dt, b, h, j, e, 0);
+                    for (int64_t e = 0; e < a->Ev; e++) attn_st(&a->dv, a->dt, b, h, j, e, 0);
+                }
+                for (int64_t i = 0; i < a->L; i++) {
+                    float D = 0;
+                    for (int64_t e = 0; e < a->Ev; e++)
+                        D += attn_ld(&a->dout, a->dt, b, h, i, e) * attn_ld(&a->o, a->dt, b, h, i, e);
+                    a->delta[bh * a->L + i] = D;
+                }
+            }
+            for (int64_t i = 0; i < a->L; i++) {
+                const int64_t n = a->causal ? (i + 1 < a->S ? i + 1 : a->S) : a->S;
+                float m = -INFINITY, l = 0;
+                for (int64_t j = 0; j < n; j++) m = fmaxf(m, sc[j] = attn_score(a, b, h, i, j));
+                if (!a->backward) {
+                    for (int64_t j = 0; j < n; j++) l += sc[j] = expf(sc[j] - m);
+                    for (int64_t e = 0; e < a->Ev; e++) {
+                        float acc = 0;
+                        for (int64_t j = 0; j < n; j++) acc += sc[j] * attn_ld(&a->v, a->dt, b, h, j, e);
+                        attn_st(&a->o, a->dt, b, h, i, e, l > 0 ? acc / l : 0);
+                    }
+                    *attn_lse(a, b, h, i) = l > 0 ? m + logf(l) : -INFINITY;
+                    continue;
+                }
+                const float lse = *attn_lse(a, b, h, i), D = a->delta[bh * a->L + i];
+                for (int64_t e = 0; e < a->E; e++) attn_st(&a->dq, a->dt, b, h, i, e, 0);
+                for (int64_t j = 0; j < n; j++) {
+                    const float p = expf(sc[j] - lse);
+                    float dp = 0;
+                    for (int64_t e = 0; e < a->Ev; e++)
+                        dp += attn_ld(&a->dout, a->dt, b, h, i, e) * attn_ld(&a->v, a->dt, b, h, j, e);
+                    const float ds = p * (dp - D);
+                    for (int64_t e = 0; e < a->Ev; e++)  // read-modify-write through T (the tests use f32)
+                        attn_st(&a->dv, a->dt, b, h, j, e,
+                                attn_ld(&a->dv, a->dt, b, h, j, e) + p * attn_ld(&a->dout, a->dt, b, h, i, e));
+                    for (int64_t e = 0; e < a->E; e++) {
+                        attn_st(&a->dq, a->dt, b, h, i, e,
+                                attn_ld(&a->dq, a->dt, b, h, i, e) + a->scale * ds * attn_ld(&a->k, a->dt, b, h, j, e));
+                        attn_st(&a->dk, a->dt, b, h, j, e,
+                                attn_ld(&a->dk, a->dt, b, h, j, e) + a->scale * ds * attn_ld(&a->q, a->dt, b, h, i, e));
+                    }
+                }
+            }
+        }
+    free(sc);
+    return emu_launched();
+}
+
 int tcu_launch_mm(const tcu_mm_args *m, int sm_count, cudaStream_t s) {
     (void)sm_count;
     (void)s;
@@ -1012,7 +1136,127 @@ START_TEST(matmul_matches_reference) {
 }
 END_TEST
 
-START_TEST(index_ops_match_reference) { ck_assert_int_eq(cases_index(check_emulated), 0); }
+START_TEST(index_ops_match_reference) {
+    g_index_add.sorted = 0;
+    ck_assert_int_eq(cases_index(check_emulated), 0);
+    ck_assert_int_gt(g_index_add.sorted, 0);  // floating index_add took the sorted, in-order path
+}
+END_TEST
+
+// Floating index_add is the serial sum in index order, bit for bit: many duplicates and values
+// whose float sum depends on the order (1e8 and small ones), the reference as the oracle.
+START_TEST(index_add_sums_in_index_order) {
+    const int64_t V = 5, C = 3, N = 64;
+    const torc_dtype dts[] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F64};
+    for (int di = 0; di < 3; di++) {
+        const int64_t osh[2] = {V, C}, ssh[2] = {N, C};
+        tview out = tv_new(dts[di], 2, osh, L_CONTIG, -1, 1), src = tv_new(dts[di], 2, ssh, L_TRANS, -1, 1);
+        tview idx = tv_new(TORC_DTYPE_I64, 1, &N, L_STEP, 0, 0);
+        for (int64_t j = 0; j < N; j++) {
+            tcu_store_i64(idx.op.data, j * idx.op.stride[0], TORC_DTYPE_I64, (j * 7) % 3);  // rows 0..2 only
+            for (int64_t c = 0; c < C; c++)
+                tcu_store_f64(src.op.data, j * src.op.stride[0] + c * src.op.stride[1], dts[di],
+                              j % 5 == 0 ? 1e8 * (j % 2 ? -1 : 1) : 0.37 * (double)(j % 11) + 0.01 * c);
+        }
+        torc_op op;
+        memset(&op, 0, sizeof op);
+        op.code = TORC_OP_INDEX_ADD;
+        op.n_in = 2, op.n_out = 1;
+        op.in[0] = src.op, op.in[1] = idx.op, op.out[0] = out.op;
+        snprintf(g_case, sizeof g_case, "index_add in order dtype %d", dts[di]);
+        ck_assert(check_emulated(&op, (tview *[]){&src, &idx}, &out, 0.0));  // rscale 0: exact
+        tv_free(&out), tv_free(&src), tv_free(&idx);
+    }
+}
+END_TEST
+
+// p (inside from's storage) moved to the same place in to's.
+static void *tv_rebase(const tview *from, const tview *to, const void *p) {
+    return to->mem + ((const char *)p - from->mem);
+}
+
+// run.c's attention path (supports, the record, the backward's D scratch) over a float emulation
+// of the kernels, against the reference: forward, then backward from the reference's o and lse.
+START_TEST(attention_runs_through_run_c) {
+    g_attn.fwd = g_attn.bwd = 0;
+    for (int ci = 0; ci < N_ATTN_CFGS; ci++) {
+        const attn_cfg *c = &ATTN_CFGS[ci];
+        attn_set s;
+        attn_set_new(&s, c);
+        snprintf(g_case, sizeof g_case, "attention cfg %d dtype %d %s causal %d", ci, c->dt, ATTN_LAYOUTS[c->layout],
+                 c->causal);
+        char why[256];
+        ck_assert_msg(tcu_supports_op(&s.fwd, 90, why, sizeof why), "%s: %s", g_case, why);
+        ck_assert_msg(tcu_supports_op(&s.bwd, 90, why, sizeof why), "%s: %s", g_case, why);
+        ck_assert_int_eq(ref->run(ref_ctx, 0, &s.fwd), TORC_OK);
+        const int fo[2] = {ATTN_O, ATTN_LSE}, bo[3] = {ATTN_DQ, ATTN_DK, ATTN_DV};
+        tview got[3];
+        torc_op op = s.fwd;
+        for (int k = 0; k < 2; k++) {
+            got[k] = tv_zeros_like(&s.mem[fo[k]]);
+            op.out[k].data = tv_rebase(&s.mem[fo[k]], &got[k], op.out[k].data);
+        }
+        ck_assert_msg(tcu_run_op(&g_dev, &op) == TORC_OK, "%s: %s", g_case, g_err);
+        for (int k = 0; k < 2; k++) {
+            ck_assert(attn_close(&got[k], &s.mem[fo[k]], attn_tol(c->dt), k ? "lse" : "o"));
+            tv_free(&got[k]);
+        }
+        ck_assert_int_eq(ref->run(ref_ctx, 0, &s.bwd), TORC_OK);
+        op = s.bwd;
+        for (int k = 0; k < 3; k++) {
+            got[k] = tv_zeros_like(&s.mem[bo[k]]);
+            op.out[k].data = tv_rebase(&s.mem[bo[k]], &got[k], op.out[k].data);
+        }
+        ck_assert_msg(tcu_run_op(&g_dev, &op) == TORC_OK, "%s: %s", g_case, g_err);
+        for (int k = 0; k < 3; k++) {
+            ck_assert(attn_close(&got[k], &s.mem[bo[k]], 4 * attn_tol(c->dt), k == 0 ? "dq" : k == 1 ? "dk" : "dv"));
+            tv_free(&got[k]);
+        }
+        attn_set_free(&s);
+    }
+    ck_assert_int_eq(g_attn.fwd, N_ATTN_CFGS);
+    ck_assert_int_eq(g_attn.bwd, N_ATTN_CFGS);
+}
+END_TEST
+
+// What the kernels do not take is declined with a reason: f64 (the reference's), head dims past
+// the registers' room (256 forward, 128 backward), lse of another dtype, shapes that do not fit.
+START_TEST(attention_supports_what_the_kernels_take) {
+    char why[256] = "";
+    attn_cfg c = {TORC_DTYPE_F32, 1, 2, 8, 8, 256, 256, 1, ATTN_CONTIG};
+    attn_set s;
+    attn_set_new(&s, &c);
+    ck_assert_msg(tcu_supports_op(&s.fwd, 80, why, sizeof why), "%s", why);
+    ck_assert(!tcu_supports_op(&s.bwd, 80, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "head dims up to 128"));
+    s.fwd.in[0].shape[3] = s.fwd.in[1].shape[3] = 257;
+    ck_assert(!tcu_supports_op(&s.fwd, 80, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "head dims up to 256"));
+    attn_set_free(&s);
+    c.E = c.Ev = 64;
+    attn_set_new(&s, &c);
+    ck_assert(tcu_supports_op(&s.bwd, 80, why, sizeof why));
+    torc_op bad = s.fwd;
+    bad.out[1].dtype = TORC_DTYPE_F16;  // lse must be f32
+    ck_assert(!tcu_supports_op(&bad, 80, why, sizeof why));
+    bad = s.fwd;
+    bad.in[1].shape[3] = 63;  // k's E differs from q's
+    ck_assert(!tcu_supports_op(&bad, 80, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "do not fit"));
+    bad = s.bwd;
+    bad.out[1].shape[2] = 9;  // dk not k's shape
+    ck_assert(!tcu_supports_op(&bad, 80, why, sizeof why));
+    bad = s.fwd;
+    bad.n_out = 1;
+    ck_assert(!tcu_supports_op(&bad, 80, why, sizeof why));
+    attn_set_free(&s);
+    c.dt = TORC_DTYPE_F64;
+    attn_set_new(&s, &c);
+    ck_assert(!tcu_supports_op(&s.fwd, 80, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "float32, float16 or bfloat16"));
+    attn_set_free(&s);
+}
+END_TEST
 END_TEST
 
 START_TEST(scaled_mm_matches_reference) {
@@ -2183,6 +2427,9 @@ int main(void) {
     tcase_add_test(emu, layer_norm_runs_through_run_c);
     tcase_add_test(emu, matmul_matches_reference);
     tcase_add_test(emu, index_ops_match_reference);
+    tcase_add_test(emu, index_add_sums_in_index_order);
+    tcase_add_test(emu, attention_runs_through_run_c);
+    tcase_add_test(emu, attention_supports_what_the_kernels_take);
     tcase_add_test(emu, scaled_mm_matches_reference);
     tcase_add_test(emu, fp8_outputs_saturate_as_the_reference);
     tcase_add_test(emu, pending_copies_leave_no_error_for_the_next_launch);

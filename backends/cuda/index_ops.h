@@ -173,6 +173,71 @@ static inline bool tcu_index_plan_build(tcu_index_args *x, const torc_op *op) {
     return tcu_iter_build(&x->it, ndim, shape, 3, st, flags);
 }
 
+// ---- deterministic INDEX_ADD (floating out) ----
+// Floating adds do not associate, so atomics would make the result depend on which thread gets
+// there first. Instead (index_add.cu): the positions j of the index are stably sorted by their
+// destination idx[j] (CUB's LSD radix sort over (idx[j], j) pairs: equal destinations keep j's
+// order), and one thread per (destination run, slice element) walks its run in that order,
+// adding the source rows one by one and rounding after every add exactly as the reference does.
+// The result is the host's serial sum, bit for bit, whatever the launch. Integer outs keep the
+// atomic walk: wrapping integer adds give one result in any order.
+typedef struct tcu_index_add_args {
+    torc_dtype dt_out, dt_src;
+    void *out;                   // out (in place)
+    const void *src;             // in0: out's shape but n_idx along dim
+    const void *idx;             // in1: 1-D i64
+    int64_t n_idx;               // the index's entries (N)
+    int64_t idx_step;            // the index's stride
+    int64_t out_dim_stride, src_dim_stride;
+    int64_t limit;               // out.shape[dim]: indices must stay below it
+    bool f64;                    // add in double (see tcu_index_add_plan_build)
+    int *err;                    // the device's error word
+    tcu_iter cols;               // one slice (every dim but dim, which has size 1): [0] out, [1] src
+} tcu_index_add_args;
+
+// INDEX_ADD's sorted plan; false if the operands do not fit the op (as tcu_index_plan_build).
+static inline bool tcu_index_add_plan_build(tcu_index_add_args *x, const torc_op *op) {
+    const torc_operand o = tcu_as_1d(&op->out[0]), s = tcu_as_1d(&op->in[0]), ix = tcu_as_1d(&op->in[1]);
+    const int nd = o.ndim, dim = op->params.dim.dim;
+    if (op->n_in < 2 || nd > TORC_MAX_DIMS || dim < 0 || dim >= nd || s.ndim != nd || ix.ndim != 1) return false;
+    x->dt_out = o.dtype;
+    x->dt_src = s.dtype;
+    x->out = o.data;
+    x->src = s.data;
+    x->idx = ix.data;
+    x->n_idx = ix.shape[0];
+    x->idx_step = ix.stride[0];
+    x->out_dim_stride = o.stride[dim];
+    x->src_dim_stride = s.stride[dim];
+    x->limit = o.shape[dim];
+    // The reference adds in double and rounds to out's dtype (through float for the narrow ones).
+    // float math gives the same bits when both sides hold at most float's 24 bits (float's sum of
+    // two floats is the double sum rounded, and rounding twice, to float and then to an 11- or
+    // 8-bit format, is innocuous: 24 >= 2 * 11 + 2); otherwise double.
+    const torc_dtype sd = s.dtype;
+    x->f64 = o.dtype == TORC_DTYPE_F64 || !(sd == TORC_DTYPE_F32 || sd == TORC_DTYPE_F16 || sd == TORC_DTYPE_BF16 ||
+                                            sd == TORC_DTYPE_F8_E4M3FN || sd == TORC_DTYPE_F8_E5M2);
+    x->err = 0;
+    int64_t shape[TORC_MAX_DIMS];
+    for (int d = 0; d < nd; d++) shape[d] = d == dim ? 1 : o.shape[d];
+    const int64_t *st[2] = {o.stride, s.stride};
+    return tcu_iter_build(&x->cols, nd, shape, 2, st, 0);
+}
+
+// v rounded to dtype d (a floating dtype), as a store and a load would.
+TCU_HDI float tcu_round_f32_as(float v, torc_dtype d) {
+    switch (d) {
+    case TORC_DTYPE_F16: return torc_f16_to_f32(torc_f32_to_f16(v));
+    case TORC_DTYPE_BF16: return torc_bf16_to_f32(torc_f32_to_bf16(v));
+    case TORC_DTYPE_F8_E4M3FN: return torc_f8e4m3fn_to_f32(torc_f32_to_f8e4m3fn(v));
+    case TORC_DTYPE_F8_E5M2: return torc_f8e5m2_to_f32(torc_f32_to_f8e5m2(v));
+    default: return v;
+    }
+}
+TCU_HDI double tcu_round_f64_as(double v, torc_dtype d) {
+    return d == TORC_DTYPE_F64 ? v : (double)tcu_round_f32_as((float)v, d);  // double -> float -> d, as stores
+}
+
 // ---- atomic accumulation into any dtype ----
 #if defined(__CUDA_ARCH__)
 // Adds to a 1- or 2-byte element through a CAS on its aligned 32-bit word.

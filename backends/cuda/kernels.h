@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "adam_body.h"
+#include "attention_ops.h"
 #include "ew_ops.h"
 #include "gemm_plan.h"
 #include "index_ops.h"
@@ -48,10 +49,21 @@ int tcu_launch_layer_norm(const tcu_ln_args *a, int sm_count, cudaStream_t s);
 // index_select, gather, scatter_add, index_add, triu, tril.
 int tcu_launch_index(const tcu_index_args *x, int sm_count, cudaStream_t s);
 
+// INDEX_ADD into a floating out, deterministic (index_add.cu): scratch holds
+// tcu_index_add_scratch_bytes(x) bytes; x->n_idx is at most INT32_MAX.
+size_t tcu_index_add_scratch_bytes(const tcu_index_add_args *x);
+int tcu_launch_index_add(const tcu_index_add_args *x, void *scratch, size_t scratch_bytes, int sm_count,
+                         cudaStream_t s);
+
 // masked_select / masked_scatter: a row-major scan of the mask. scratch holds
 // tcu_masked_scratch_bytes(numel) bytes.
 size_t tcu_masked_scratch_bytes(int64_t numel);
 int tcu_launch_masked(const tcu_index_args *x, void *scratch, cudaStream_t s);
+
+// ATTENTION / ATTENTION_BACKWARD (attention.cu); the backward's a->delta holds B*H*L floats.
+// tcu_attention_smem_bytes: the dynamic shared memory one block takes.
+size_t tcu_attention_smem_bytes(const tcu_attn_args *a);
+int tcu_launch_attention(const tcu_attn_args *a, int sm_count, cudaStream_t s);
 
 // The generic matmul (any dtypes and strides).
 int tcu_launch_mm(const tcu_mm_args *m, int sm_count, cudaStream_t s);

@@ -212,6 +212,56 @@ static bool adam_ok(const torc_op *op, char *why, size_t n) {
     return true;
 }
 
+// ATTENTION / ATTENTION_BACKWARD: backend.h's shapes and dtypes, T of f32, f16 or bf16 (f64 is
+// the reference's), head dims the kernels keep in registers (attention_ops.h), grids in range.
+static bool attn_supported(const torc_op *op, char *why, size_t n) {
+    const bool bw = op->code == TORC_OP_ATTENTION_BACKWARD;
+    const char *name = op_name(op->code);
+    for (int i = 0; i < op->n_in + op->n_out; i++)
+        if (!operand_ok(i < op->n_in ? &op->in[i] : &op->out[i - op->n_in], why, n, "an operand")) return false;
+    const int f = bw ? 1 : 0;
+    const torc_operand *q = &op->in[f], *k = &op->in[f + 1], *v = &op->in[f + 2];
+    const torc_operand *o = bw ? &op->in[4] : &op->out[0], *lse = bw ? &op->in[5] : &op->out[1];
+    const torc_dtype t = q->dtype;
+    if (t != TORC_DTYPE_F32 && t != TORC_DTYPE_F16 && t != TORC_DTYPE_BF16) {
+        snprintf(why, n, "%s on cuda takes float32, float16 or bfloat16 q, k, v (got dtype %d)", name, (int)t);
+        return false;
+    }
+    for (int i = 0; i < op->n_in + op->n_out; i++) {
+        const torc_operand *x = i < op->n_in ? &op->in[i] : &op->out[i - op->n_in];
+        if (x->dtype != (x == lse ? TORC_DTYPE_F32 : t)) {
+            snprintf(why, n, "%s: every operand has q's dtype but lse, which is float32", name);
+            return false;
+        }
+    }
+    bool ok = q->ndim == 4 && k->ndim == 4 && v->ndim == 4 && o->ndim == 4 && lse->ndim == 3;
+    for (int d = 0; ok && d < 2; d++)
+        ok = k->shape[d] == q->shape[d] && v->shape[d] == q->shape[d] && o->shape[d] == q->shape[d] &&
+             lse->shape[d] == q->shape[d];
+    ok = ok && k->shape[3] == q->shape[3] && v->shape[2] == k->shape[2] && o->shape[2] == q->shape[2] &&
+         o->shape[3] == v->shape[3] && lse->shape[2] == q->shape[2];
+    if (ok && bw)
+        ok = same_shape(&op->in[0], o) && same_shape(&op->out[0], q) && same_shape(&op->out[1], k) &&
+             same_shape(&op->out[2], v);
+    if (!ok) {
+        snprintf(why, n, "%s: q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev), o (B, H, L, Ev) and lse (B, H, L) "
+                 "do not fit", name);
+        return false;
+    }
+    const int64_t E = q->shape[3], Ev = v->shape[3], max_e = bw ? TCU_ATTN_MAX_E_BWD : TCU_ATTN_MAX_E_FWD;
+    if (E > max_e || Ev > max_e) {
+        snprintf(why, n, "%s on cuda takes head dims up to %lld (got E %lld, Ev %lld)", name, (long long)max_e,
+                 (long long)E, (long long)Ev);
+        return false;
+    }
+    const int64_t tiles = TCU_ATTN_TILE * (int64_t)TCU_MAX_BLOCKS;
+    if (q->shape[2] > tiles || k->shape[2] > tiles || q->shape[0] * q->shape[1] > INT32_MAX) {
+        snprintf(why, n, "%s on cuda takes at most %lld rows and 2^31-1 batch x heads", name, (long long)tiles);
+        return false;
+    }
+    return true;
+}
+
 bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
     const int code = op->code;
     if (code < 0 || code >= TORC_OP_COUNT) {
@@ -235,6 +285,7 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
     }
     if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return ln_supported(op, why, n);
     if (code == TORC_OP_ADAM_STEP) return adam_ok(op, why, n);
+    if (code == TORC_OP_ATTENTION || code == TORC_OP_ATTENTION_BACKWARD) return attn_supported(op, why, n);
     if (!operand_ok(&op->out[0], why, n, "out")) return false;
     if (op->n_out > 1 && !operand_ok(&op->out[1], why, n, "out1")) return false;
     for (int k = 0; k < op->n_in; k++) {
@@ -348,6 +399,14 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         if (!tcu_index_plan_build(&x, op)) {
             snprintf(why, n, "%s: operand ranks, dim or index dtype do not fit the op", op_name(code));
             return false;
+        }
+        if (code == TORC_OP_INDEX_ADD && is_float(op->out[0].dtype) && x.it.numel > 0) {
+            const torc_operand ix = tcu_as_1d(&op->in[1]);
+            if (ix.shape[0] > INT32_MAX) {  // the sort's item count (index_add.cu)
+                snprintf(why, n, "index_add on cuda takes at most %d index entries into a floating tensor, got %lld",
+                         INT32_MAX, (long long)ix.shape[0]);
+                return false;
+            }
         }
         return true;
     }
@@ -538,6 +597,19 @@ static int run_index(tcu_device *d, const torc_op *op) {
     if (!tcu_index_plan_build(&x, op))
         return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
     x.err = d->err_word;
+    if (op->code == TORC_OP_INDEX_ADD && is_float(op->out[0].dtype)) {  // sorted, in index order (index_ops.h)
+        tcu_index_add_args a;
+        if (!tcu_index_add_plan_build(&a, op))
+            return tcu_error(TORC_ERR_INVALID_ARG, "%s: bad operands", op_name(op->code));
+        a.err = d->err_word;
+        if (a.n_idx == 0 || a.cols.numel == 0) return TORC_OK;
+        const size_t bytes = tcu_index_add_scratch_bytes(&a);
+        void *scratch = tcu_scratch(d, bytes);
+        if (!scratch) return TORC_ERR_OOM;
+        const int rc = tcu_launch_index_add(&a, scratch, bytes, d->sm_count, d->stream);
+        tcu_scratch_free(d, scratch);
+        return launched(rc, op_name(op->code));
+    }
     if (op->code == TORC_OP_MASKED_SELECT || op->code == TORC_OP_MASKED_SCATTER) {
         if (x.it.numel == 0) return TORC_OK;
         void *scratch = tcu_scratch(d, tcu_masked_scratch_bytes(x.it.numel));
@@ -612,6 +684,18 @@ static int run_adam(tcu_device *d, const torc_op *op) {
     return launched(tcu_launch_adam(&a, numel_of(&op->out[0]), d->sm_count, d->stream), op_name(op->code));
 }
 
+static int run_attention(tcu_device *d, const torc_op *op) {
+    tcu_attn_args a;
+    tcu_attn_args_from(&a, op);
+    if (a.backward && a.B * a.H * a.L > 0) {
+        a.delta = tcu_scratch(d, sizeof(float) * (size_t)(a.B * a.H * a.L));
+        if (!a.delta) return TORC_ERR_OOM;
+    }
+    const int rc = tcu_launch_attention(&a, d->sm_count, d->stream);
+    if (a.delta) tcu_scratch_free(d, a.delta);  // stream order: safe to hand out again
+    return launched(rc, op_name(op->code));
+}
+
 int tcu_run_op(tcu_device *d, const torc_op *op) {
     const int code = op->code;
     const int rc = check_params(op);
@@ -624,5 +708,6 @@ int tcu_run_op(tcu_device *d, const torc_op *op) {
     if (tcu_op_is_index(code)) return run_index(d, op);
     if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return run_layer_norm(d, op);
     if (code == TORC_OP_ADAM_STEP) return run_adam(d, op);
+    if (code == TORC_OP_ATTENTION || code == TORC_OP_ATTENTION_BACKWARD) return run_attention(d, op);
     return tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s is not implemented", op_name(code));
 }
