@@ -289,13 +289,20 @@ torc_status torc_gpt_forward(torc_gpt *m, const torc_tensor *idx, const torc_ten
                            torc_dtype_name(torc_get_dtype(targets)));
     torc_scope_push();
     torc_tensor *wte = wte_alias(m);
-    torc_tensor *lg = lm_head(m, wte, trunk(m, wte, idx, 0, gen, NULL, NULL));  // (B, T, V)
+    torc_tensor *x = trunk(m, wte, idx, 0, gen, NULL, NULL);  // (B, T, C)
+    // llm.c's loss: softmax over the V real columns only. Training (targets, no logits wanted)
+    // takes the fused head and loss, which never holds the (B, T, V) logits; asked for the logits,
+    // the head is the composed matmul and the loss cross_entropy over them.
+    const bool fused = targets && !logits;
+    torc_tensor *lg = x && !fused ? lm_head(m, wte, x) : NULL;  // (B, T, V)
     torc_tensor *l = NULL;
-    if (lg && targets)  // llm.c's loss: softmax over the V real columns only
+    if (x && fused)
+        l = torc_linear_cross_entropy(x, wte, targets, V, TORC_IGNORE_INDEX_DEFAULT, TORC_REDUCTION_MEAN);
+    else if (lg && targets)
         l = torc_cross_entropy_ex(torc_reshape(lg, TORC_SHAPE(B * T, V)),
                                   torc_reshape((torc_tensor *)targets, TORC_SHAPE(B * T)), TORC_IGNORE_INDEX_DEFAULT,
                                   TORC_REDUCTION_MEAN, 0.0);
-    st = !lg || (targets && !l) ? torc_last_status() : TORC_OK;
+    st = (!fused && !lg) || (targets && !l) ? torc_last_status() : TORC_OK;
     if (!st) {
         if (logits) *logits = torc_keep(lg);
         if (loss && l) *loss = torc_keep(l);

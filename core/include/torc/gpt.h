@@ -74,7 +74,11 @@ TORC_API int64_t torc_gpt_num_parameters(const torc_gpt *m, bool non_embedding);
 // NULL (the class to predict at each position, -100 ignored). *logits (may be NULL to skip it):
 // (B, T, V), a view of the head's (B, T, Vp) output without the padding columns. *loss (NULL
 // allowed; left NULL when targets is NULL): the mean cross-entropy over the targets not ignored,
-// a zero-dim f32 tensor (nan when all are ignored, as PyTorch). Differentiable: torc_backward on
+// a zero-dim f32 tensor (nan when all are ignored, as PyTorch). With targets and logits NULL (a
+// training step) the head and loss are torc_linear_cross_entropy over wte's V rows, which holds
+// no (B, T, V) logits; asking for the logits runs the composed head (matmul over wte's Vp rows,
+// cross_entropy over the first V columns). Both give the same loss and gradients up to rounding.
+// Differentiable: torc_backward on
 // the loss fills every parameter's .grad. gen draws the dropout masks (NULL: the default
 // generator; unused in eval mode or without dropout). Under torc_autocast_begin the matmuls and
 // attention run in the autocast dtype, the LayerNorms and the loss in f32.
