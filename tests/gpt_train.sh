@@ -101,6 +101,14 @@ if command -v mpirun >/dev/null && [ -e "$(dirname "$train")/../lib/torc/libtorc
   run 2 "${plain[@]}" --steps 3 --checkpoint "$dir/plain.st" >/dev/null
   run 2 "${det[@]}" --micro-batches 2 --steps 3 --checkpoint "$dir/det.m2.st" >/dev/null
   cmp "$dir/plain.st" "$dir/det.m2.st" || { echo "plain DDP with dropout differs from deterministic --micro-batches 2"; exit 1; }
+  # A rank started with another --dropout (or --seed, --grad-accum, --autocast) is refused by name
+  # before the first step, instead of training another model in the same job.
+  set +e
+  msg=$(OMPI_MCA_mca_base_component_disable_dlclose=1 timeout 60 mpirun --oversubscribe --bind-to none \
+        -np 1 "$train" "${tiny[@]}" --steps 1 : -np 1 "$train" "${tiny[@]}" --steps 1 --dropout 0.1 2>&1)
+  rc=$?; set -e
+  [ $rc -ne 0 ] && grep -qF "the ranks disagree on --dropout: rank 0 has 0, rank 1 has 0.1" <<<"$msg" ||
+    { echo "$msg"; echo "ranks with different --dropout: exit status $rc, not refused by name"; exit 1; }
 fi
 
 # Sampling from the checkpoint: text for a byte-level model, the same text for the same seed.

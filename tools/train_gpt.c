@@ -315,7 +315,8 @@ int train_gpt(const train_options *o) {
         for (int i = 0; i < 10; i++) snprintf(v[i], sizeof v[i], "%lld", (long long)vals[i]);
         snprintf(v[10], sizeof v[10], "%s", o->deterministic ? "on" : "off");
         snprintf(v[11], sizeof v[11], "%llu", (unsigned long long)o->seed);
-        snprintf(v[12], sizeof v[12], "%.17g", o->dropout);
+        for (int digits = 6; digits <= 17; digits++)  // the fewest digits that read back: 0.1, not 0.10000000000000001
+            if (snprintf(v[12], sizeof v[12], "%.*g", digits, o->dropout), strtod(v[12], NULL) == o->dropout) break;
         snprintf(v[13], sizeof v[13], "%s", o->autocast == TORC_DTYPE_F32 ? "off" : torc_dtype_name(o->autocast));
         for (int i = 0; i < NF; i++) values[i] = v[i];
         if (torc_dist_check_same(NF, fields, values)) die("%s (start every rank with the same options)", torc_last_error());
