@@ -504,6 +504,31 @@ START_TEST(lse_is_the_logsumexp_of_the_scores) {
 }
 END_TEST
 
+// The reference rounds each output once: with q = 0 every key weighs 1/3, and v = (3, 3 t, tiny)
+// makes o = 1 + t + tiny / 3, just past the tie 1 + t between two f16 (t = 2^-11) or bf16 (t = 2^-8)
+// values, so near that rounding through the nearest f32 lands on the tie and rounds to even (1).
+START_TEST(reference_rounds_each_output_once) {
+    torc_device *ref = torc_device_get("reference");
+    const struct { torc_dtype dt; double t, tiny; } c[2] = {{TORC_DTYPE_F16, 0x1p-11, 0x1p-24},
+                                                           {TORC_DTYPE_BF16, 0x1p-8, 0x1p-40}};
+    for (int i = 0; i < 2; i++) {
+        torc_scope_push();
+        const double vv[3] = {3, 3 * c[i].t, c[i].tiny};
+        torc_tensor *q = torc_to_device(torc_zeros(TORC_SHAPE(1, 1, 1, 1), c[i].dt), ref);
+        torc_tensor *k = torc_to_device(torc_zeros(TORC_SHAPE(1, 1, 3, 1), c[i].dt), ref);
+        torc_tensor *v = torc_to_device(torc_to_dtype(torc_tensor_from(vv, TORC_SHAPE(1, 1, 3, 1), TORC_DTYPE_F64), c[i].dt), ref);
+        tu_assert_values(v, vv, 3, 0);  // each exact in the dtype
+        torc_tensor *o = torc_to_device(torc_zeros(TORC_SHAPE(1, 1, 1, 1), c[i].dt), ref);
+        torc_tensor *lse = torc_to_device(torc_zeros(TORC_SHAPE(1, 1, 1), TORC_DTYPE_F32), ref);
+        torc_op_call call = {.code = TORC_OP_ATTENTION, .n_in = 3, .n_out = 2, .in = {q, k, v}, .out = {o, lse}};
+        call.params.attention.scale = 1;
+        ck_assert_msg(torc_run_op(ref, &call, TORC_RUN_NATIVE) == TORC_OK, "%s", torc_last_error());
+        tu_assert_values(o, TU_ARR(1 + 2 * c[i].t), 0);
+        torc_scope_pop();
+    }
+}
+END_TEST
+
 // The fused op keeps no (L, S) tensor: forward with grad at T = 256 (B = 1, H = 2, E = 16, f32) on
 // the reference, the activation bytes the forward allocates at its peak and those it leaves held
 // (o, lse, the views), fused against the composition. One (H, T, T) f32 score tensor is 512 KiB;
@@ -549,6 +574,7 @@ static Suite *make_suite(void) {
     tcase_add_loop_test(tc, views_and_broadcasts_match_composed, 0, N_VIEWS);
     tcase_add_test(tc, gradients_match_finite_differences);
     tcase_add_test(tc, lse_is_the_logsumexp_of_the_scores);
+    tcase_add_test(tc, reference_rounds_each_output_once);
     tcase_add_test(tc, fused_saves_no_score_matrix);
     suite_add_tcase(s, tc);
     return s;

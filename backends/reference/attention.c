@@ -1,8 +1,12 @@
 // backends/reference/attention.c — ATTENTION and ATTENTION_BACKWARD (backend ABI 2.4): fused
 // scaled-dot-product attention over strided 4-D operands (B, H, rows, features), plain loops in
 // double: per query row the scores s_ij, their log-sum-exp, the probabilities and the output, each
-// output rounded once to its dtype. The backward recomputes p_ij from the lse the forward wrote.
+// output rounded once to its dtype (f16 / bf16 through f32 rounded to odd). The backward
+// recomputes p_ij from the lse the forward wrote.
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ref-impl.h"
 
@@ -39,13 +43,34 @@ static int check_shapes(const torc_operand *q, const torc_operand *k, const torc
     return msg ? ref_error(TORC_ERR_SHAPE, "reference backend: attention: %s", msg) : TORC_OK;
 }
 
+// x rounded once to dt. ref_store_f rounds f16 and bf16 through the nearest f32, which rounds
+// twice: a value just past a tie of the narrow dtype can land on the tie in f32 and then round to
+// even, the wrong way. Rounding to f32 to odd instead (truncate, then set the last bit if inexact)
+// keeps the sticky information, and with f32's 13 (f16) and 16 (bf16) spare bits the second
+// rounding is then the correct one (Boldo and Melquiond's round-to-odd).
+static void store_once(void *p, torc_dtype dt, double x) {
+    if ((dt != TORC_DTYPE_F16 && dt != TORC_DTYPE_BF16) || !isfinite(x)) {
+        ref_store_f(p, dt, x);
+        return;
+    }
+    float f = (float)x;
+    if ((double)f != x) {
+        if (fabs((double)f) > fabs(x)) f = nextafterf(f, 0.0f);  // toward zero
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        u |= 1;
+        memcpy(&f, &u, sizeof f);
+    }
+    ref_store_f(p, dt, (double)f);
+}
+
 static double at(const torc_operand *t, int64_t b, int64_t h, int64_t i, int64_t e) {
     const int64_t off = b * t->stride[0] + h * t->stride[1] + i * t->stride[2] + e * t->stride[3];
     return ref_load_f((const char *)t->data + off * (int64_t)torc_abi_dtype_size(t->dtype), t->dtype);
 }
 static void put(const torc_operand *t, int64_t b, int64_t h, int64_t i, int64_t e, double x) {
     const int64_t off = b * t->stride[0] + h * t->stride[1] + i * t->stride[2] + e * t->stride[3];
-    ref_store_f((char *)t->data + off * (int64_t)torc_abi_dtype_size(t->dtype), t->dtype, x);
+    store_once((char *)t->data + off * (int64_t)torc_abi_dtype_size(t->dtype), t->dtype, x);
 }
 static char *lse_at(const torc_operand *t, int64_t b, int64_t h, int64_t i) {
     const int64_t off = b * t->stride[0] + h * t->stride[1] + i * t->stride[2];
