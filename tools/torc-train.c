@@ -319,17 +319,8 @@ int main(int argc, char **argv) {
         die("--micro-batches %lld must be a multiple of the %d process%s and divide --batch %lld", (long long)M, world,
             world > 1 ? "es" : "", (long long)o.batch);
     // ---- device, model, optimizer ----
-    torc_device *dev = o.backend ? torc_device_get(o.backend) : torc_default_device();
+    torc_device *dev = train_open_device(o.backend, dist);
     CHECK_PTR(dev);
-    // A device-memory comm plugin (nccl) runs this process's collectives on the device of its
-    // local rank: a backend named without an index goes there (cuda -> cuda:<local rank>).
-    if (dist && torc_dist_device_index() >= 0 && !(o.backend && strchr(o.backend, ':'))) {
-        const char *cur = torc_device_name(dev);
-        char name[64];
-        snprintf(name, sizeof name, "%.*s:%d", (int)strcspn(cur, ":"), cur, torc_dist_device_index());
-        CHECK_PTR(dev = torc_device_get(name));
-    }
-    CHECK(torc_set_default_device(dev));
     torc_device_info info;
     CHECK(torc_device_info_get(dev, &info));
     torc_generator *gen = torc_generator_new(o.seed);

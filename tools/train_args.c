@@ -288,3 +288,14 @@ torc_status train_optimizer_step(torc_optimizer *opt, torc_grad_scaler *scaler, 
     }
     return torc_optimizer_zero_grad(opt, true);
 }
+
+torc_device *train_open_device(const char *backend, bool dist) {
+    torc_device *dev = backend ? torc_device_get(backend) : torc_default_device();
+    if (dev && dist && torc_dist_device_index() >= 0 && !(backend && strchr(backend, ':'))) {
+        const char *cur = torc_device_name(dev);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s:%d", (int)strcspn(cur, ":"), cur, torc_dist_device_index());
+        dev = torc_device_get(name);
+    }
+    return dev && !torc_set_default_device(dev) ? dev : NULL;
+}

@@ -74,4 +74,10 @@ const char *train_si_str(int digits, double v, const char *unit, char *buf, size
 // scale), then the gradients set to None. TORC_OK, else the first failure's status.
 torc_status train_optimizer_step(torc_optimizer *opt, torc_grad_scaler *scaler, int64_t *skipped);
 
+// Both trainers' device: --backend's (NULL: the default device), made the default. Under a
+// device-memory comm plugin (nccl) a backend named without an index goes to the local rank's
+// device (cuda -> cuda:<local rank>), where that plugin runs this process's collectives. NULL on
+// failure, with torc's error set.
+torc_device *train_open_device(const char *backend, bool dist);
+
 #endif

@@ -257,9 +257,8 @@ int train_gpt(const train_options *o) {
             die("--checkpoint %s: cannot write in %s (%s)", o->checkpoint, slash ? d : ".", strerror(errno));
     }
     // ---- device, data ----
-    torc_device *dev = o->backend ? torc_device_get(o->backend) : torc_default_device();
+    torc_device *dev = train_open_device(o->backend, dist);
     CHECK_PTR(dev);
-    CHECK(torc_set_default_device(dev));
     torc_device_info info;
     CHECK(torc_device_info_get(dev, &info));
     const int64_t B = o->batch, T = o->block_size, A = o->grad_accum;
