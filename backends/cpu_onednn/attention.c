@@ -36,15 +36,16 @@ static int pad16(int64_t n) { return (int)((n + ATT_PAD - 1) / ATT_PAD * ATT_PAD
 // ---- the ISA-specific kernels ----
 // gemm: C (M x N, row stride ldc) = or += A (M x K; element (i, k) at a[i * ars + k * acs]) x B
 // (K x N, row stride ldb); N a multiple of 16, M and K any (0 too).
-// rowmax: the largest of x[0 .. n); n a multiple of 16.
-// exp_sum: x[j] = exp(x[j] - sub) for j < n, returns their sum (-inf - sub gives 0).
-// exp_vec: x[j] = exp(x[j] - sub[j]) for j < n (sub[j] = +inf gives 0).
+// The rest take n a multiple of 16:
+// colmax: m[i] = max(m[i], x[r * ld + i]) over rows r < rows, for i < n.
+// exp_sum: x[j] = exp(x[j] - sub) for j < n (-inf - sub gives 0).
+// exp_vec: x[j] = exp(x[j] - sub[j]) for j < n (sub[j] = +inf gives 0); acc[j] += x[j] where acc.
 typedef struct att_isa {
     void (*gemm)(int M, int N, int K, const float *a, int ars, int acs, const float *b, int ldb, float *c, int ldc,
                  int accumulate);
-    float (*rowmax)(const float *x, int n);
-    float (*exp_sum)(float *x, int n, float sub);
-    void (*exp_vec)(float *x, int n, const float *sub);
+    void (*colmax)(const float *x, int rows, int ld, int n, float *m);
+    void (*exp_sum)(float *x, int n, float sub);
+    void (*exp_vec)(float *x, int n, const float *sub, float *acc);
 } att_isa;
 
 // The register tile: mr (<= 6) rows x nv (<= 2) vectors of W columns, accumulated over all of K.
@@ -133,24 +134,23 @@ __attribute__((target(TGT512), always_inline)) static inline __m512 exp512(__m51
     return _mm512_scalef_ps(y, n);
 }
 
-__attribute__((target(TGT512))) static float rowmax512(const float *x, int n) {
-    __m512 m = _mm512_set1_ps(-INFINITY);
-    for (int j = 0; j < n; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
-    return _mm512_reduce_max_ps(m);
-}
-__attribute__((target(TGT512))) static float exp_sum512(float *x, int n, float sub) {
-    const __m512 s = _mm512_set1_ps(sub);
-    __m512 acc = _mm512_setzero_ps();
-    for (int j = 0; j < n; j += 16) {
-        const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), s));
-        _mm512_storeu_ps(x + j, e);
-        acc = _mm512_add_ps(acc, e);
+__attribute__((target(TGT512))) static void colmax512(const float *x, int rows, int ld, int n, float *m) {
+    for (int i = 0; i < n; i += 16) {
+        __m512 v = _mm512_loadu_ps(m + i);
+        for (int r = 0; r < rows; r++) v = _mm512_max_ps(_mm512_loadu_ps(x + (size_t)r * ld + i), v);
+        _mm512_storeu_ps(m + i, v);
     }
-    return _mm512_reduce_add_ps(acc);
 }
-__attribute__((target(TGT512))) static void exp_vec512(float *x, int n, const float *sub) {
-    for (int j = 0; j < n; j += 16)
-        _mm512_storeu_ps(x + j, exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), _mm512_loadu_ps(sub + j))));
+__attribute__((target(TGT512))) static void exp_sum512(float *x, int n, float sub) {
+    const __m512 s = _mm512_set1_ps(sub);
+    for (int j = 0; j < n; j += 16) _mm512_storeu_ps(x + j, exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), s)));
+}
+__attribute__((target(TGT512))) static void exp_vec512(float *x, int n, const float *sub, float *acc) {
+    for (int j = 0; j < n; j += 16) {
+        const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), _mm512_loadu_ps(sub + j)));
+        _mm512_storeu_ps(x + j, e);
+        if (acc) _mm512_storeu_ps(acc + j, _mm512_add_ps(_mm512_loadu_ps(acc + j), e));
+    }
 }
 
 // ---- AVX2 + FMA ----
@@ -178,31 +178,23 @@ __attribute__((target(TGT256), always_inline)) static inline __m256 exp256(__m25
     return _mm256_blendv_ps(v, x, nan);
 }
 
-__attribute__((target(TGT256))) static float hsum256(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-__attribute__((target(TGT256))) static float rowmax256(const float *x, int n) {
-    __m256 m = _mm256_set1_ps(-INFINITY);
-    for (int j = 0; j < n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
-    __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
-}
-__attribute__((target(TGT256))) static float exp_sum256(float *x, int n, float sub) {
-    const __m256 s = _mm256_set1_ps(sub);
-    __m256 acc = _mm256_setzero_ps();
-    for (int j = 0; j < n; j += 8) {
-        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), s));
-        _mm256_storeu_ps(x + j, e);
-        acc = _mm256_add_ps(acc, e);
+__attribute__((target(TGT256))) static void colmax256(const float *x, int rows, int ld, int n, float *m) {
+    for (int i = 0; i < n; i += 8) {
+        __m256 v = _mm256_loadu_ps(m + i);
+        for (int r = 0; r < rows; r++) v = _mm256_max_ps(_mm256_loadu_ps(x + (size_t)r * ld + i), v);
+        _mm256_storeu_ps(m + i, v);
     }
-    return hsum256(acc);
 }
-__attribute__((target(TGT256))) static void exp_vec256(float *x, int n, const float *sub) {
-    for (int j = 0; j < n; j += 8)
-        _mm256_storeu_ps(x + j, exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(sub + j))));
+__attribute__((target(TGT256))) static void exp_sum256(float *x, int n, float sub) {
+    const __m256 s = _mm256_set1_ps(sub);
+    for (int j = 0; j < n; j += 8) _mm256_storeu_ps(x + j, exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), s)));
+}
+__attribute__((target(TGT256))) static void exp_vec256(float *x, int n, const float *sub, float *acc) {
+    for (int j = 0; j < n; j += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(sub + j)));
+        _mm256_storeu_ps(x + j, e);
+        if (acc) _mm256_storeu_ps(acc + j, _mm256_add_ps(_mm256_loadu_ps(acc + j), e));
+    }
 }
 
 // ---- plain C, below AVX2 ----
@@ -215,23 +207,23 @@ ATT_TILE_FN(tile_c, , float, 1, LC, SC, FC, BC1, ZC)
 // A 6 x 2 tile of scalars: the plain path's C is walked two columns at a time (N is even).
 ATT_GEMM_FN(gemm_c, tile_c, , 1)
 
-static float rowmax_c(const float *x, int n) {
-    float m = -INFINITY;
-    for (int j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
-    return m;
+static void colmax_c(const float *x, int rows, int ld, int n, float *m) {
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++) m[i] = x[(size_t)r * ld + i] > m[i] ? x[(size_t)r * ld + i] : m[i];
 }
-static float exp_sum_c(float *x, int n, float sub) {
-    float acc = 0;
-    for (int j = 0; j < n; j++) acc += x[j] = expf(x[j] - sub);
-    return acc;
+static void exp_sum_c(float *x, int n, float sub) {
+    for (int j = 0; j < n; j++) x[j] = expf(x[j] - sub);
 }
-static void exp_vec_c(float *x, int n, const float *sub) {
-    for (int j = 0; j < n; j++) x[j] = expf(x[j] - sub[j]);
+static void exp_vec_c(float *x, int n, const float *sub, float *acc) {
+    for (int j = 0; j < n; j++) {
+        x[j] = expf(x[j] - sub[j]);
+        if (acc) acc[j] += x[j];
+    }
 }
 
-static const att_isa k_isa512 = {gemm512, rowmax512, exp_sum512, exp_vec512};
-static const att_isa k_isa256 = {gemm256, rowmax256, exp_sum256, exp_vec256};
-static const att_isa k_isa_c = {gemm_c, rowmax_c, exp_sum_c, exp_vec_c};
+static const att_isa k_isa512 = {gemm512, colmax512, exp_sum512, exp_vec512};
+static const att_isa k_isa256 = {gemm256, colmax256, exp_sum256, exp_vec256};
+static const att_isa k_isa_c = {gemm_c, colmax_c, exp_sum_c, exp_vec_c};
 
 static const att_isa *pick_isa(void) {
     const onednn_isa i = onednn__isa();
@@ -365,15 +357,11 @@ static void store_tile(const torc_operand *t, int64_t b, int64_t h, int64_t r0, 
 // The keys query row i attends: 0 .. attended(i) - 1 (top-left aligned when causal, as PyTorch).
 static inline int64_t attended(const att_job *j, int64_t i) { return j->causal ? (i + 1 < j->S ? i + 1 : j->S) : j->S; }
 
-// The floats one thread's tiles take: the largest of the three tasks' sets.
+// The floats one thread's tiles take (the largest task's: dK / dV's six E- or Ev-wide tiles, two
+// score tiles, and per-row vectors), with room to start each buffer on a cache line.
 static size_t att_ws_floats(const att_job *j) {
-    const size_t br = ATT_BR, bc = ATT_BC, ep = (size_t)j->Ep, evp = (size_t)j->Evp;
-    const size_t fwd = br * ep + ep * bc + bc * evp + br * bc + br * evp + 2 * br;
-    const size_t dkv = bc * ep + bc * evp + ep * br + br * ep + evp * br + br * evp + 2 * br + 2 * bc * br + bc * ep +
-                       bc * evp;
-    const size_t dq = br * ep + br * evp + ep * bc + evp * bc + bc * ep + 2 * br * bc + br * ep + 2 * br;
-    const size_t m = fwd > dkv ? fwd : dkv;
-    return (m > dq ? m : dq) + 16 * 16;  // + room to start each buffer on a cache line
+    const size_t e = (size_t)(j->Ep > j->Evp ? j->Ep : j->Evp), t = ATT_BR > ATT_BC ? ATT_BR : ATT_BC;
+    return 6 * t * e + 2 * t * t + 8 * t + 16 * 16;
 }
 
 // Carves n floats off *w, 64-byte aligned.
@@ -383,42 +371,56 @@ static float *carve(float **w, size_t n) {
     return p;
 }
 
+// Causal: the entries of a transposed score tile (row c: key j0 + c; column i: query i0 + i) whose
+// query comes before the key, set to -inf (exp gives 0 there).
+static void mask_transposed(const att_job *j, float *st, int bc, int64_t i0, int64_t j0) {
+    if (!j->causal) return;
+    for (int c = 0; c < bc; c++) {
+        const int64_t first = j0 + c - i0;  // the first query of the tile that sees key j0 + c
+        const int n = first <= 0 ? 0 : first < ATT_BR ? (int)first : ATT_BR;
+        for (int i = 0; i < n; i++) st[(size_t)c * ATT_BR + i] = -INFINITY;
+    }
+}
+
 // ---- forward: one (b, h, query tile) ----
+// The scores are computed transposed, S^T = K (scale Q)^T (bc x ATT_BR), so that (scale Q)^T is
+// transposed once a query tile and each key tile is read as it lies; the softmax then runs down the
+// columns, vectorised across queries, and O += P V reads P = (S^T)^T through the kernel's strides.
 static void forward_tile(const att_job *j, float *w, int64_t task) {
     const torc_op *op = j->op;
     const torc_operand *q = &op->in[0], *k = &op->in[1], *v = &op->in[2], *o = &op->out[0], *lse = &op->out[1];
     const int64_t bh = task / j->nqt, i0 = task % j->nqt * ATT_BR, b = bh / j->H, h = bh % j->H;
     const int br = (int)(j->L - i0 < ATT_BR ? j->L - i0 : ATT_BR), E = j->E, Ep = j->Ep, Evp = j->Evp;
-    float *Q = carve(&w, (size_t)ATT_BR * Ep), *Kt = carve(&w, (size_t)Ep * ATT_BC), *V = carve(&w, (size_t)ATT_BC * Evp),
-          *Sc = carve(&w, (size_t)ATT_BR * ATT_BC), *O = carve(&w, (size_t)ATT_BR * Evp), *m = carve(&w, ATT_BR),
-          *l = carve(&w, ATT_BR);
-    load_tile(q, b, h, i0, br, j->scale, Q, Ep, false);
+    float *Qt = carve(&w, (size_t)Ep * ATT_BR), *Kr = carve(&w, (size_t)ATT_BC * Ep), *Vr = carve(&w, (size_t)ATT_BC * Evp),
+          *St = carve(&w, (size_t)ATT_BC * ATT_BR), *O = carve(&w, (size_t)ATT_BR * Evp), *m = carve(&w, ATT_BR),
+          *l = carve(&w, ATT_BR), *mn = carve(&w, ATT_BR), *sub = carve(&w, ATT_BR), *al = carve(&w, ATT_BR),
+          *zero = carve(&w, ATT_BR);
+    load_tile(q, b, h, i0, br, j->scale, Qt, ATT_BR, true);
     memset(O, 0, sizeof(float) * (size_t)br * Evp);
-    for (int r = 0; r < br; r++) m[r] = -INFINITY, l[r] = 0;
+    for (int i = 0; i < ATT_BR; i++) m[i] = -INFINITY, l[i] = 0, zero[i] = 0;
     const int64_t kend = attended(j, i0 + br - 1);
     for (int64_t j0 = 0; j0 < kend; j0 += ATT_BC) {
         const int bc = (int)(kend - j0 < ATT_BC ? kend - j0 : ATT_BC);
-        load_tile(k, b, h, j0, bc, 1.0f, Kt, ATT_BC, true);
-        load_tile(v, b, h, j0, bc, 1.0f, V, Evp, false);
-        j->isa->gemm(br, ATT_BC, E, Q, Ep, 1, Kt, ATT_BC, Sc, ATT_BC, 0);
-        for (int r = 0; r < br; r++) {
-            float *s = Sc + (size_t)r * ATT_BC, *orow = O + (size_t)r * Evp;
-            const int64_t n = attended(j, i0 + r) - j0;
-            const int lim = n <= 0 ? 0 : n < bc ? (int)n : bc;
-            for (int c = lim; c < ATT_BC; c++) s[c] = -INFINITY;
-            const float mx = lim ? j->isa->rowmax(s, ATT_BC) : -INFINITY, mnew = mx > m[r] ? mx : m[r];
-            if (mnew == -INFINITY) {  // no key of this tile (or only -inf scores) for this row
-                memset(s, 0, sizeof(float) * ATT_BC);
-                continue;
-            }
-            const float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - mnew);
-            const float sum = j->isa->exp_sum(s, ATT_BC, mnew);
-            l[r] = l[r] * alpha + sum;
-            if (alpha != 1.0f)
-                for (int e = 0; e < Evp; e++) orow[e] *= alpha;
-            m[r] = mnew;
+        load_tile(k, b, h, j0, bc, 1.0f, Kr, Ep, false);
+        load_tile(v, b, h, j0, bc, 1.0f, Vr, Evp, false);
+        j->isa->gemm(bc, ATT_BR, E, Kr, Ep, 1, Qt, ATT_BR, St, ATT_BR, 0);
+        mask_transposed(j, St, bc, i0, j0);
+        // The online softmax: m grows to mn, l and O are rescaled by alpha = exp(m - mn), then
+        // P = exp(S - mn) is added to l. (A column whose max is still -inf has no key yet: its P is 0.)
+        memcpy(mn, m, sizeof(float) * ATT_BR);
+        j->isa->colmax(St, bc, ATT_BR, ATT_BR, mn);
+        for (int i = 0; i < ATT_BR; i++) {
+            sub[i] = mn[i] == -INFINITY ? 0.0f : mn[i];
+            al[i] = m[i] == -INFINITY ? -INFINITY : m[i] - mn[i];
         }
-        j->isa->gemm(br, Evp, bc, Sc, ATT_BC, 1, V, Evp, O, Evp, 1);
+        j->isa->exp_vec(al, ATT_BR, zero, NULL);
+        for (int i = 0; i < ATT_BR; i++) l[i] *= al[i];
+        for (int c = 0; c < bc; c++) j->isa->exp_vec(St + (size_t)c * ATT_BR, ATT_BR, sub, l);
+        for (int r = 0; r < br; r++)
+            if (al[r] != 1.0f)
+                for (int e = 0; e < Evp; e++) O[(size_t)r * Evp + e] *= al[r];
+        memcpy(m, mn, sizeof(float) * ATT_BR);
+        j->isa->gemm(br, Evp, bc, St, 1, ATT_BR, Vr, Evp, O, Evp, 1);
     }
     for (int r = 0; r < br; r++) {
         float *orow = O + (size_t)r * Evp;
@@ -433,113 +435,113 @@ static void forward_tile(const att_job *j, float *w, int64_t task) {
 }
 
 // ---- backward ----
-// A query tile as both backward tasks read it: scale q row-major (Qr) and transposed (Qt, dkv
-// only), do row-major and transposed (Dot, dkv only), lse (+inf past the tile: p = 0 there) and
-// D_i = do_i . o_i (0 past the tile), in double over the loaded values.
-static void load_query_tile(const att_job *j, int64_t b, int64_t h, int64_t i0, int br, float *Qr, float *Qt,
-                            float *Dor, float *Dot, float *lse, float *D) {
-    const torc_op *op = j->op;
-    const torc_operand *dout = &op->in[0], *q = &op->in[1], *o = &op->in[4], *l = &op->in[5];
-    load_tile(q, b, h, i0, br, j->scale, Qr, j->Ep, false);
-    load_tile(dout, b, h, i0, br, 1.0f, Dor, j->Evp, false);
-    if (Qt) load_tile(q, b, h, i0, br, j->scale, Qt, ATT_BR, true);
-    if (Dot) load_tile(dout, b, h, i0, br, 1.0f, Dot, ATT_BR, true);
-    const int64_t es = o->stride[3] * (int64_t)torc_abi_dtype_size(o->dtype);
-    for (int r = 0; r < ATT_BR; r++) {
-        if (r >= br) {
-            lse[r] = INFINITY, D[r] = 0;
-            continue;
-        }
-        lse[r] = *(const float *)row_at(l, b, h, i0 + r);
-        const char *orow = row_at(o, b, h, i0 + r);
-        const float *g = Dor + (size_t)r * j->Evp;
+// D_i = do_i . o_i for every query row, in double over the loaded values (dall, B H L floats).
+static void compute_d(const att_job *j, int64_t bh, float *dall) {
+    const torc_operand *dout = &j->op->in[0], *o = &j->op->in[4];
+    const int64_t b = bh / j->H, h = bh % j->H;
+    const int64_t eo = o->stride[3] * (int64_t)torc_abi_dtype_size(o->dtype),
+                  ed = dout->stride[3] * (int64_t)torc_abi_dtype_size(dout->dtype);
+    for (int64_t i = 0; i < j->L; i++) {
+        const char *orow = row_at(o, b, h, i), *grow = row_at(dout, b, h, i);
         double d = 0;
-        for (int e = 0; e < j->Ev; e++) d += (double)g[e] * load1(orow + e * es, o->dtype);
-        D[r] = (float)d;
+        for (int e = 0; e < j->Ev; e++) d += (double)load1(grow + e * ed, dout->dtype) * load1(orow + e * eo, o->dtype);
+        dall[bh * j->L + i] = (float)d;
     }
 }
 
-// dK and dV of one (b, h, key tile): S^T = K (scale Q)^T and dP^T = V dO^T for every query tile
-// that sees it, P^T = exp(S^T - lse), dS^T = P^T (dP^T - D); dV += P^T dO, dK += dS^T (scale Q).
-static void dkv_tile(const att_job *j, float *w, int64_t task) {
+// A query tile's lse and D (+inf and 0 past the tile, where p is then 0).
+static void load_lse_d(const att_job *j, int64_t bh, int64_t i0, int br, const float *dall, float *lse, float *D) {
+    const torc_operand *l = &j->op->in[5];
+    for (int r = 0; r < ATT_BR; r++) {
+        lse[r] = r < br ? *(const float *)row_at(l, bh / j->H, bh % j->H, i0 + r) : INFINITY;
+        D[r] = r < br ? dall[bh * j->L + i0 + r] : 0.0f;
+    }
+}
+
+// dK and dV of one (b, h, key tile), over the query tiles that see it: K^T and V^T transposed once;
+// S = (scale Q) K^T and dP = dO V^T (br x ATT_BC), P = exp(S - lse), dS = P (dP - D);
+// dV += P^T dO, dK += dS^T (scale Q).
+static void dkv_tile(const att_job *j, float *w, int64_t task, const float *dall) {
     const torc_op *op = j->op;
-    const torc_operand *k = &op->in[2], *v = &op->in[3], *dk = &op->out[1], *dv = &op->out[2];
+    const torc_operand *dout = &op->in[0], *q = &op->in[1], *k = &op->in[2], *v = &op->in[3], *dk = &op->out[1],
+                       *dv = &op->out[2];
     const int64_t bh = task / j->nkt, j0 = task % j->nkt * ATT_BC, b = bh / j->H, h = bh % j->H;
     const int bc = (int)(j->S - j0 < ATT_BC ? j->S - j0 : ATT_BC), E = j->E, Ev = j->Ev, Ep = j->Ep, Evp = j->Evp;
-    float *Kr = carve(&w, (size_t)ATT_BC * Ep), *Vr = carve(&w, (size_t)ATT_BC * Evp),
-          *Qt = carve(&w, (size_t)Ep * ATT_BR), *Qr = carve(&w, (size_t)ATT_BR * Ep),
-          *Dot = carve(&w, (size_t)Evp * ATT_BR), *Dor = carve(&w, (size_t)ATT_BR * Evp), *lse = carve(&w, ATT_BR),
-          *D = carve(&w, ATT_BR), *Pt = carve(&w, (size_t)ATT_BC * ATT_BR), *dPt = carve(&w, (size_t)ATT_BC * ATT_BR),
-          *dK = carve(&w, (size_t)ATT_BC * Ep), *dV = carve(&w, (size_t)ATT_BC * Evp);
-    load_tile(k, b, h, j0, bc, 1.0f, Kr, Ep, false);
-    load_tile(v, b, h, j0, bc, 1.0f, Vr, Evp, false);
+    float *Kt = carve(&w, (size_t)Ep * ATT_BC), *Vt = carve(&w, (size_t)Evp * ATT_BC),
+          *Qr = carve(&w, (size_t)ATT_BR * Ep), *Dor = carve(&w, (size_t)ATT_BR * Evp),
+          *P = carve(&w, (size_t)ATT_BR * ATT_BC), *dP = carve(&w, (size_t)ATT_BR * ATT_BC),
+          *dK = carve(&w, (size_t)ATT_BC * Ep), *dV = carve(&w, (size_t)ATT_BC * Evp), *lse = carve(&w, ATT_BR),
+          *D = carve(&w, ATT_BR);
+    load_tile(k, b, h, j0, bc, 1.0f, Kt, ATT_BC, true);
+    load_tile(v, b, h, j0, bc, 1.0f, Vt, ATT_BC, true);
     memset(dK, 0, sizeof(float) * (size_t)bc * Ep);
     memset(dV, 0, sizeof(float) * (size_t)bc * Evp);
     // Causal: query i sees key j when j <= i, so the query tiles from the one holding row j0.
     for (int64_t i0 = j->causal ? j0 / ATT_BR * ATT_BR : 0; i0 < j->L; i0 += ATT_BR) {
         const int br = (int)(j->L - i0 < ATT_BR ? j->L - i0 : ATT_BR);
-        load_query_tile(j, b, h, i0, br, Qr, Qt, Dor, Dot, lse, D);
-        j->isa->gemm(bc, ATT_BR, E, Kr, Ep, 1, Qt, ATT_BR, Pt, ATT_BR, 0);
-        j->isa->gemm(bc, ATT_BR, Ev, Vr, Evp, 1, Dot, ATT_BR, dPt, ATT_BR, 0);
-        for (int c = 0; c < bc; c++) {
-            float *p = Pt + (size_t)c * ATT_BR, *ds = dPt + (size_t)c * ATT_BR;
-            if (j->causal) {  // rows i < j0 + c of this tile do not see key j0 + c
-                const int64_t first = j0 + c - i0;
-                for (int r = 0; r < (first < ATT_BR ? (int)first : ATT_BR); r++) p[r] = -INFINITY;
-            }
-            j->isa->exp_vec(p, ATT_BR, lse);
-            for (int r = 0; r < ATT_BR; r++) ds[r] = p[r] * (ds[r] - D[r]);
-        }
-        j->isa->gemm(bc, Evp, br, Pt, ATT_BR, 1, Dor, Evp, dV, Evp, 1);
-        j->isa->gemm(bc, Ep, br, dPt, ATT_BR, 1, Qr, Ep, dK, Ep, 1);
-    }
-    store_tile(dk, b, h, j0, bc, dK, Ep, 1.0f);
-    store_tile(dv, b, h, j0, bc, dV, Evp, 1.0f);
-}
-
-// dQ of one (b, h, query tile): S = (scale Q) K^T and dP = dO V^T over its key tiles, P = exp(S -
-// lse), dS = P (dP - D), dQ += dS K; dq = scale dQ.
-static void dq_tile(const att_job *j, float *w, int64_t task) {
-    const torc_op *op = j->op;
-    const torc_operand *k = &op->in[2], *v = &op->in[3], *dq = &op->out[0];
-    const int64_t bh = task / j->nqt, i0 = task % j->nqt * ATT_BR, b = bh / j->H, h = bh % j->H;
-    const int br = (int)(j->L - i0 < ATT_BR ? j->L - i0 : ATT_BR), E = j->E, Ev = j->Ev, Ep = j->Ep, Evp = j->Evp;
-    float *Qr = carve(&w, (size_t)ATT_BR * Ep), *Dor = carve(&w, (size_t)ATT_BR * Evp),
-          *Kt = carve(&w, (size_t)Ep * ATT_BC), *Vt = carve(&w, (size_t)Evp * ATT_BC),
-          *Kr = carve(&w, (size_t)ATT_BC * Ep), *P = carve(&w, (size_t)ATT_BR * ATT_BC),
-          *dP = carve(&w, (size_t)ATT_BR * ATT_BC), *dQ = carve(&w, (size_t)ATT_BR * Ep), *lse = carve(&w, ATT_BR),
-          *D = carve(&w, ATT_BR);
-    load_query_tile(j, b, h, i0, br, Qr, NULL, Dor, NULL, lse, D);
-    memset(dQ, 0, sizeof(float) * (size_t)br * Ep);
-    const int64_t kend = attended(j, i0 + br - 1);
-    for (int64_t j0 = 0; j0 < kend; j0 += ATT_BC) {
-        const int bc = (int)(kend - j0 < ATT_BC ? kend - j0 : ATT_BC);
-        load_tile(k, b, h, j0, bc, 1.0f, Kt, ATT_BC, true);
-        load_tile(v, b, h, j0, bc, 1.0f, Vt, ATT_BC, true);
-        load_tile(k, b, h, j0, bc, 1.0f, Kr, Ep, false);
+        load_tile(q, b, h, i0, br, j->scale, Qr, Ep, false);
+        load_tile(dout, b, h, i0, br, 1.0f, Dor, Evp, false);
+        load_lse_d(j, bh, i0, br, dall, lse, D);
         j->isa->gemm(br, ATT_BC, E, Qr, Ep, 1, Kt, ATT_BC, P, ATT_BC, 0);
         j->isa->gemm(br, ATT_BC, Ev, Dor, Evp, 1, Vt, ATT_BC, dP, ATT_BC, 0);
         for (int r = 0; r < br; r++) {
             float *p = P + (size_t)r * ATT_BC, *ds = dP + (size_t)r * ATT_BC;
-            const int64_t n = attended(j, i0 + r) - j0;
+            const int64_t n = attended(j, i0 + r) - j0;  // keys of this tile row r attends
             const int lim = n <= 0 ? 0 : n < bc ? (int)n : bc;
             for (int c = lim; c < ATT_BC; c++) p[c] = -INFINITY;
             j->isa->exp_sum(p, ATT_BC, lse[r]);
             const float Dr = D[r];
             for (int c = 0; c < ATT_BC; c++) ds[c] = p[c] * (ds[c] - Dr);
         }
-        j->isa->gemm(br, Ep, bc, dP, ATT_BC, 1, Kr, Ep, dQ, Ep, 1);
+        j->isa->gemm(bc, Evp, br, P, 1, ATT_BC, Dor, Evp, dV, Evp, 1);
+        j->isa->gemm(bc, Ep, br, dP, 1, ATT_BC, Qr, Ep, dK, Ep, 1);
+    }
+    store_tile(dk, b, h, j0, bc, dK, Ep, 1.0f);
+    store_tile(dv, b, h, j0, bc, dV, Evp, 1.0f);
+}
+
+// dQ of one (b, h, query tile) over its key tiles, transposed as the forward: (scale Q)^T and dO^T
+// once; S^T = K (scale Q)^T and dP^T = V dO^T, P^T = exp(S^T - lse), dS^T = P^T (dP^T - D);
+// dQ += dS K; dq = scale dQ.
+static void dq_tile(const att_job *j, float *w, int64_t task, const float *dall) {
+    const torc_op *op = j->op;
+    const torc_operand *dout = &op->in[0], *q = &op->in[1], *k = &op->in[2], *v = &op->in[3], *dq = &op->out[0];
+    const int64_t bh = task / j->nqt, i0 = task % j->nqt * ATT_BR, b = bh / j->H, h = bh % j->H;
+    const int br = (int)(j->L - i0 < ATT_BR ? j->L - i0 : ATT_BR), E = j->E, Ev = j->Ev, Ep = j->Ep, Evp = j->Evp;
+    float *Qt = carve(&w, (size_t)Ep * ATT_BR), *Dot = carve(&w, (size_t)Evp * ATT_BR),
+          *Kr = carve(&w, (size_t)ATT_BC * Ep), *Vr = carve(&w, (size_t)ATT_BC * Evp),
+          *Pt = carve(&w, (size_t)ATT_BC * ATT_BR), *dPt = carve(&w, (size_t)ATT_BC * ATT_BR),
+          *dQ = carve(&w, (size_t)ATT_BR * Ep), *lse = carve(&w, ATT_BR), *D = carve(&w, ATT_BR);
+    load_tile(q, b, h, i0, br, j->scale, Qt, ATT_BR, true);
+    load_tile(dout, b, h, i0, br, 1.0f, Dot, ATT_BR, true);
+    load_lse_d(j, bh, i0, br, dall, lse, D);
+    memset(dQ, 0, sizeof(float) * (size_t)br * Ep);
+    const int64_t kend = attended(j, i0 + br - 1);
+    for (int64_t j0 = 0; j0 < kend; j0 += ATT_BC) {
+        const int bc = (int)(kend - j0 < ATT_BC ? kend - j0 : ATT_BC);
+        load_tile(k, b, h, j0, bc, 1.0f, Kr, Ep, false);
+        load_tile(v, b, h, j0, bc, 1.0f, Vr, Evp, false);
+        j->isa->gemm(bc, ATT_BR, E, Kr, Ep, 1, Qt, ATT_BR, Pt, ATT_BR, 0);
+        j->isa->gemm(bc, ATT_BR, Ev, Vr, Evp, 1, Dot, ATT_BR, dPt, ATT_BR, 0);
+        mask_transposed(j, Pt, bc, i0, j0);
+        for (int c = 0; c < bc; c++) {
+            float *p = Pt + (size_t)c * ATT_BR, *ds = dPt + (size_t)c * ATT_BR;
+            j->isa->exp_vec(p, ATT_BR, lse, NULL);
+            for (int i = 0; i < ATT_BR; i++) ds[i] = p[i] * (ds[i] - D[i]);
+        }
+        j->isa->gemm(br, Ep, bc, dPt, 1, ATT_BR, Kr, Ep, dQ, Ep, 1);
     }
     store_tile(dq, b, h, i0, br, dQ, Ep, j->scale);
 }
 
 // ---- the tasks on the thread pool ----
-// Forward: B H nqt tasks; backward: B H nkt dK / dV tasks, then B H nqt dQ tasks (one loop, so a
-// thread that finishes its key tiles takes query tiles). Each task writes its own rows only.
-static void run_task(const att_job *j, float *w, int64_t t) {
+// Forward: B H nqt tasks; backward: D for every (b, h) first, then B H nkt dK / dV tasks and B H nqt
+// dQ tasks in one loop (a thread that finishes its key tiles takes query tiles). Each task writes
+// its own rows only.
+static void run_task(const att_job *j, float *w, int64_t t, const float *dall) {
     if (j->op->code == TORC_OP_ATTENTION) forward_tile(j, w, t);
-    else if (t < j->B * j->H * j->nkt) dkv_tile(j, w, t);
-    else dq_tile(j, w, t - j->B * j->H * j->nkt);
+    else if (t < j->B * j->H * j->nkt) dkv_tile(j, w, t, dall);
+    else dq_tile(j, w, t - j->B * j->H * j->nkt, dall);
 }
 
 int onednn__attention_run(const torc_op *op) {
@@ -550,30 +552,40 @@ int onednn__attention_run(const torc_op *op) {
                  .causal = op->params.attention.causal != 0};
     j.Ep = pad16(j.E), j.Evp = pad16(j.Ev);
     j.nqt = (j.L + ATT_BR - 1) / ATT_BR, j.nkt = (j.S + ATT_BC - 1) / ATT_BC;
-    const int64_t ntasks = j.B * j.H * (bw ? j.nkt + j.nqt : j.nqt);
+    const int64_t nbh = j.B * j.H, ntasks = nbh * (bw ? j.nkt + j.nqt : j.nqt);
     if (ntasks == 0) return 0;
     // Multiply-adds, roughly: L S (E + Ev) forward, about 3.5 times that backward.
-    const double work = (double)(j.B * j.H) * (double)j.L * (double)j.S * (double)(j.E + j.Ev) * (bw ? 3.5 : 1.0);
+    const double work = (double)nbh * (double)j.L * (double)j.S * (double)(j.E + j.Ev) * (bw ? 3.5 : 1.0);
     const bool par = ntasks > 1 && work >= (double)ONEDNN_SMALL_WORK && omp_get_max_threads() > 1;
-    const size_t ws = att_ws_floats(&j) * sizeof(float);
+    const size_t ws = (att_ws_floats(&j) * sizeof(float) + 63) / 64 * 64;
+    float *dall = bw && j.L > 0 ? malloc(sizeof(float) * (size_t)(nbh * j.L)) : NULL;
+    if (bw && j.L > 0 && !dall)
+        return onednn__error(TORC_ERR_OOM, "onednn: %s: out of memory", onednn__op_name(op->code));
     atomic_bool oom = false;
     if (!par) {
-        float *w = aligned_alloc(64, (ws + 63) / 64 * 64);
-        if (!w) return onednn__error(TORC_ERR_OOM, "onednn: %s: out of memory for %zu bytes of tiles",
-                                     onednn__op_name(op->code), ws);
-        for (int64_t t = 0; t < ntasks; t++) run_task(&j, w, t);
+        float *w = aligned_alloc(64, ws);
+        if (w) {
+            for (int64_t bh = 0; dall && bh < nbh; bh++) compute_d(&j, bh, dall);
+            for (int64_t t = 0; t < ntasks; t++) run_task(&j, w, t, dall);
+        }
+        atomic_store(&oom, !w);
         free(w);
-        return 0;
-    }
+    } else {
 #pragma omp parallel
-    {
-        float *w = aligned_alloc(64, (ws + 63) / 64 * 64);
-        if (!w) atomic_store(&oom, true);
+        {
+            float *w = aligned_alloc(64, ws);
+            if (!w) atomic_store(&oom, true);
+            if (dall) {
+#pragma omp for schedule(static)
+                for (int64_t bh = 0; bh < nbh; bh++) compute_d(&j, bh, dall);
+            }
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < ntasks; t++)
-            if (w) run_task(&j, w, t);
-        free(w);
+            for (int64_t t = 0; t < ntasks; t++)
+                if (w) run_task(&j, w, t, dall);
+            free(w);
+        }
     }
+    free(dall);
     if (atomic_load(&oom))  // a thread without tiles skipped the tasks it took
         return onednn__error(TORC_ERR_OOM, "onednn: %s: out of memory for %zu bytes of tiles a thread",
                              onednn__op_name(op->code), ws);
