@@ -1214,6 +1214,83 @@ static int gpt_extra_main(void) {
     return 0;
 }
 
+// ---- --gpt-matmuls: the step's matmuls one by one ----
+// Each matmul of config c's training step timed alone with its shapes and layouts (forward x @ W,
+// the input's gradient dY @ W^T, the weight's X^T @ dY; attention's four products per head as
+// batched matmuls), median of timed runs: which of them a step's matmul time goes to, and at what
+// rate. Timed in this process (threads: TORC_NUM_THREADS).
+typedef struct mm_case {
+    const char *what;
+    int64_t batch, m, k, n;  // (batch, m, k) @ (batch, k, n)
+    bool ta, tb;             // A, B as transposed views of stored (k, m), (n, k)
+} mm_case;
+
+static double time_mm_case(const mm_case *mc) {
+    torc_scope_push();
+    const int64_t b = mc->batch;
+    torc_tensor *a = mc->ta ? torc_randn(TORC_SHAPE(b, mc->k, mc->m), TORC_DTYPE_F32, NULL)
+                            : torc_randn(TORC_SHAPE(b, mc->m, mc->k), TORC_DTYPE_F32, NULL);
+    torc_tensor *w = mc->tb ? torc_randn(TORC_SHAPE(b, mc->n, mc->k), TORC_DTYPE_F32, NULL)
+                            : torc_randn(TORC_SHAPE(b, mc->k, mc->n), TORC_DTYPE_F32, NULL);
+    check(a && w, "randn");
+    if (mc->ta) a = torc_transpose(a, 1, 2);
+    if (mc->tb) w = torc_transpose(w, 1, 2);
+    if (b == 1) a = torc_select(a, 0, 0), w = torc_select(w, 0, 0);
+    double t_warm = 0;
+    for (int i = 0; i < 2; i++) t_warm = timed_matmul(a, w);
+    const int reps = g_opt.tiny ? 3 : reps_for(t_warm, g_opt.quick ? 0.3 : 1.0, 3, 15);
+    double t[16];
+    for (int r = 0; r < reps; r++) t[r] = timed_matmul(a, w);
+    torc_scope_pop();
+    return median(t, reps);
+}
+
+static void gpt_matmuls(const gpt_cfg *c) {
+    const int64_t M = c->B * c->T, C = c->C, T = c->T, hs = c->C / c->NH, BH = c->B * c->NH, L = c->L;
+    const int64_t Vp = (c->V + 127) / 128 * 128;
+    // per layer: name, in, out (a Linear (M, in) @ (in, out))
+    const struct { const char *name; int64_t in, out, count; } lin[] = {
+        {"qkv (c_attn)", C, 3 * C, L}, {"attn proj", C, C, L}, {"mlp c_fc", C, 4 * C, L}, {"mlp c_proj", 4 * C, C, L}};
+    say("\nconfig %s: the step's matmuls one at a time (f32, median of timed runs; ms a call, GFLOP/s):\n", c->name);
+    say("  %-24s %-22s %9s %9s %9s %9s %10s\n", "matmul", "shape", "forward", "dX", "dW", "GFLOP/s", "ms a step");
+    double total = 0;
+    for (size_t i = 0; i < sizeof lin / sizeof lin[0] + 1; i++) {
+        const bool head = i == sizeof lin / sizeof lin[0];
+        const int64_t in = head ? C : lin[i].in, out = head ? Vp : lin[i].out, count = head ? 1 : lin[i].count;
+        // forward x (M, in) @ W (in, out); dX = dY (M, out) @ W^T; dW = X^T (in, M) @ dY (M, out). The
+        // tied head: x @ wte^T (wte (Vp, C) stored), dX = dY @ wte, dwte = dY^T @ x.
+        const mm_case f = {"", 1, M, in, out, false, head}, dx = {"", 1, M, out, in, false, !head},
+                      dw = head ? (mm_case){"", 1, out, M, in, true, false} : (mm_case){"", 1, in, M, out, true, false};
+        const double tf = time_mm_case(&f), tx = time_mm_case(&dx), tw = time_mm_case(&dw);
+        const double flops = 3 * 2.0 * (double)M * (double)in * (double)out;
+        char shape[40];
+        snprintf(shape, sizeof shape, "(%lld,%lld)x(%lld,%lld)", (long long)M, (long long)in, (long long)in, (long long)out);
+        say("  %-24s %-22s %9.3f %9.3f %9.3f %9.4g %10.2f\n", head ? "LM head (tied wte)" : lin[i].name, shape, tf * 1e3,
+            tx * 1e3, tw * 1e3, flops / (tf + tx + tw) * 1e-9, (double)count * (tf + tx + tw) * 1e3);
+        total += (double)count * (tf + tx + tw);
+    }
+    // attention per layer: S = Q K^T, Y = P V; backward dP = dY V^T, dV = P^T dY, dQ = dS K, dK = dS^T Q
+    const mm_case qk = {"", BH, T, hs, T, false, true}, pv = {"", BH, T, T, hs, false, false};
+    const mm_case dp = {"", BH, T, hs, T, false, true}, dv = {"", BH, T, T, hs, true, false};
+    const mm_case dq = {"", BH, T, T, hs, false, false}, dk = {"", BH, T, T, hs, true, false};
+    const double tqk = time_mm_case(&qk), tpv = time_mm_case(&pv), tdp = time_mm_case(&dp), tdv = time_mm_case(&dv);
+    const double tdq = time_mm_case(&dq), tdk = time_mm_case(&dk);
+    const double af = 2.0 * (double)BH * (double)T * (double)T * (double)hs;
+    char shape[40];
+    snprintf(shape, sizeof shape, "%lldx(%lld,%lld)x(%lld,%lld)", (long long)BH, (long long)T, (long long)hs, (long long)hs,
+             (long long)T);
+    say("  %-24s %-22s %9.3f %9.3f %9.3f %9.4g %10.2f\n", "attention Q K^T", shape, tqk * 1e3, tdq * 1e3, tdk * 1e3,
+        3 * af / (tqk + tdq + tdk) * 1e-9, (double)L * (tqk + tdq + tdk) * 1e3);
+    snprintf(shape, sizeof shape, "%lldx(%lld,%lld)x(%lld,%lld)", (long long)BH, (long long)T, (long long)T, (long long)T,
+             (long long)hs);
+    say("  %-24s %-22s %9.3f %9.3f %9.3f %9.4g %10.2f\n", "attention P V", shape, tpv * 1e3, tdp * 1e3, tdv * 1e3,
+        3 * af / (tpv + tdp + tdv) * 1e-9, (double)L * (tpv + tdp + tdv) * 1e3);
+    total += (double)L * (tqk + tpv + tdp + tdv + tdq + tdk);
+    say("  (attention's backward columns: dQ = dS K and dK = dS^T Q under Q K^T, dP = dY V^T and dV = P^T dY under\n"
+        "  P V; the full (T, T) squares, as torc's composed attention computes them)\n");
+    say("  all the step's matmuls alone: %.2f ms\n", total * 1e3);
+}
+
 // ---- --gpt: the parent ----
 // Figures are kept per round as "<config>_t<threads>_<key>" (torc's in g_rounds[r].torc, the peer's
 // in .peer); the FMA loop's peak on t threads as "t<threads>_fma_peak_gflops"; the extra child's
@@ -1587,7 +1664,9 @@ static void usage(FILE *f) {
             "  --gpt-dtypes f32,bf16  the step in f32 and / or under bf16 autocast (default both)\n"
             "  --gpt-steps N, --gpt-warmup N  timed and warm-up steps a round (default 6 and 2; --quick 3\n"
             "                 and 1)\n"
-            "  --gpt-no-extra skip the sampler's and the activations' figures\n");
+            "  --gpt-no-extra skip the sampler's and the activations' figures\n"
+            "  --gpt-matmuls  instead: each of the step's matmuls timed alone (its shapes and layouts), in this\n"
+            "                 process (threads: TORC_NUM_THREADS)\n");
 }
 
 static void parse_sizes(const char *s) {
@@ -1802,7 +1881,7 @@ int main(int argc, char **argv) {
     g_opt.train = true;
     g_opt.python = "python3";
     const char *sizes = NULL, *dtypes = NULL, *gpt_dtypes = "f32,bf16";
-    bool blas_peer = false, gpt_all = false, gpt_child_mode = false, gpt_extra_mode = false;
+    bool blas_peer = false, gpt_all = false, gpt_child_mode = false, gpt_extra_mode = false, gpt_matmuls_mode = false;
     gpt_cfg gpt_child;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1849,6 +1928,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--gpt-steps")) g_opt.gpt_steps = atoi(arg_value(argc, argv, &i));
         else if (!strcmp(a, "--gpt-warmup")) g_opt.gpt_warmup = atoi(arg_value(argc, argv, &i));
         else if (!strcmp(a, "--gpt-no-extra")) g_opt.gpt_no_extra = true;
+        else if (!strcmp(a, "--gpt-matmuls")) gpt_matmuls_mode = true;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;
         else return usage(stderr), 2;
     }
@@ -1902,6 +1982,10 @@ int main(int argc, char **argv) {
     }
     const peak_loop isa = pick_isa();
     g_amx = amx_available();
+    if (g_opt.n_gpt && gpt_matmuls_mode) {
+        for (int i = 0; i < g_opt.n_gpt; i++) gpt_matmuls(&g_opt.gpt[i]);
+        return 0;
+    }
     if (g_opt.n_gpt) {
         gpt_main(&info, &isa);
         if (g_opt.json) print_json(&info, isa.name, g_opt.threads);
