@@ -78,10 +78,11 @@ if("onednn" IN_LIST XCHECK_BACKENDS)
     "matmul:matmul:"
     "matmul_other:matmul_rounded,scaled_mm:"
     "convert:copy,layer_norm,layer_norm_backward:"
+    "attention:attention,attention_backward:"
     "tiles:matmul,matmul_rounded:TORC_ONEDNN_FMA_GEMM=all")
   if(TORC_SANITIZE)
     list(APPEND XCHECK_SWEEPS
-      "avx2:matmul,matmul_rounded,copy,layer_norm,layer_norm_backward:ONEDNN_MAX_CPU_ISA=AVX2+TORC_MAX_CPU_ISA=AVX2")
+      "avx2:matmul,matmul_rounded,copy,layer_norm,layer_norm_backward,attention,attention_backward:ONEDNN_MAX_CPU_ISA=AVX2+TORC_MAX_CPU_ISA=AVX2")
   endif()
   foreach(sweep IN LISTS XCHECK_SWEEPS)
     string(REPLACE ":" ";" parts "${sweep}")

@@ -2359,27 +2359,31 @@ static void att_fill_forward(xcase *c) {
 }
 
 // One case: q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev) in layouts lq, lk, lv (the backward's do
-// in lq's), outputs contiguous or (so) sliced; scale NAN: 1 / sqrt(E).
-static void att_case(builder *b, const char *fam, const int64_t *d, bool causal, double scale, att_layout lq,
-                     att_layout lk, att_layout lv, bool so) {
+// in lq's), outputs contiguous or (so) sliced; scale NAN: 1 / sqrt(E). A sweep case's inputs are
+// tight (spec).
+static void att_case_x(builder *b, const char *fam, const int64_t *d, bool causal, double scale, att_layout lq,
+                       att_layout lk, att_layout lv, bool so, bool sweep) {
     const int64_t B = d[0], H = d[1], L = d[2], S = d[3], E = d[4], Ev = d[5];
     const bool bwd = b->code == TORC_OP_ATTENTION_BACKWARD;
     const torc_dtype lt = b->dt == TORC_DTYPE_F64 ? TORC_DTYPE_F64 : TORC_DTYPE_F32;
     xcase c;
     xc_begin(&c, b, fam, bwd ? 6 : 3);
     c.frontend = !strcmp(fam, "frontend");
+    c.sweep = sweep;
     c.params.attention.scale = isnan(scale) ? 1 / sqrt((double)(E ? E : 1)) : scale;
     c.params.attention.causal = causal;
     const layout ol = so ? L_S : L_C;
     const int64_t oshape[4] = {B, H, L, Ev}, lshape[3] = {B, H, L};
     int k = 0;
-    if (bwd) xc_in(&c, b, k++, att_spec(lq, b->dt, B, H, L, Ev), DOM(D_REAL));  // do
-    xc_in(&c, b, k++, att_spec(lq, b->dt, B, H, L, E), DOM(D_REAL));
-    xc_in(&c, b, k++, att_spec(lk, b->dt, B, H, S, E), DOM(D_REAL));
-    xc_in(&c, b, k++, att_spec(lv, b->dt, B, H, S, Ev), DOM(D_REAL));
+#define ATT_IN(sp) (sweep ? sp_tight(sp) : (sp))
+    if (bwd) xc_in(&c, b, k++, ATT_IN(att_spec(lq, b->dt, B, H, L, Ev)), DOM(D_REAL));  // do
+    xc_in(&c, b, k++, ATT_IN(att_spec(lq, b->dt, B, H, L, E)), DOM(D_REAL));
+    xc_in(&c, b, k++, ATT_IN(att_spec(lk, b->dt, B, H, S, E)), DOM(D_REAL));
+    xc_in(&c, b, k++, ATT_IN(att_spec(lv, b->dt, B, H, S, Ev)), DOM(D_REAL));
     if (bwd) {
-        xc_in(&c, b, k++, sp_contig(b->dt, 4, oshape), DOM(D_REAL));  // o and lse, then overwritten
-        xc_in(&c, b, k++, sp_contig(lt, 3, lshape), DOM(D_REAL));
+        xc_in(&c, b, k++, ATT_IN(sp_contig(b->dt, 4, oshape)), DOM(D_REAL));  // o and lse, then overwritten
+        xc_in(&c, b, k++, ATT_IN(sp_contig(lt, 3, lshape)), DOM(D_REAL));
+#undef ATT_IN
         att_fill_forward(&c);
         const int64_t kshape[4] = {B, H, S, E}, vshape[4] = {B, H, S, Ev}, qshape[4] = {B, H, L, E};
         xc_out(&c, sp_make(ol, b->dt, 4, qshape, 0));
@@ -2390,6 +2394,10 @@ static void att_case(builder *b, const char *fam, const int64_t *d, bool causal,
         xc_xout(&c, b, sp_make(ol, lt, 3, lshape, 0), NULL);
     }
     emit(b, &c);
+}
+static void att_case(builder *b, const char *fam, const int64_t *d, bool causal, double scale, att_layout lq,
+                     att_layout lk, att_layout lv, bool so) {
+    att_case_x(b, fam, d, causal, scale, lq, lk, lv, so, false);
 }
 
 // L and S around the edges of the kernels' tiles (16, 64), E and Ev those of GPT heads and odd ones.
@@ -2433,6 +2441,22 @@ static void build_attention(builder *b) {
             snprintf(fam, sizeof fam, "tile %lldx%lld e%lld ev%lld%s", (long long)L, (long long)S, (long long)E,
                      (long long)Ev, causal ? " causal" : "");
             att_case(b, fam, (const int64_t[]){1, big ? 1 : 2, L, S, E, Ev}, causal, NAN, A_C, A_C, A_C, false);
+        }
+    if (!sweep_row(b)) return;
+    // --sweep: every (L, S) pair, inputs tight (a read past an operand fails under ASan), the
+    // layouts, E, Ev and causal in turn.
+    static const att_layout lays[5] = {A_C, A_SPLIT, A_T, A_S, A_BH};
+    static const char *const lay_name[5] = {"c", "split", "t", "s", "bh"};
+    int turn = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++, turn++) {
+            const int64_t L = AT_LS[i], S = AT_LS[j], E = AT_E[turn % 4], Ev = AT_E[(turn / 4 + 1) % 4];
+            const int l = turn % 5;
+            const bool causal = turn % 3 != 0;
+            snprintf(fam, sizeof fam, "sweep %lldx%lld e%lld ev%lld %s%s", (long long)L, (long long)S, (long long)E,
+                     (long long)Ev, lay_name[l], causal ? " causal" : "");
+            att_case_x(b, fam, (const int64_t[]){1, 2, L, S, E, Ev}, causal, NAN, lays[l], lays[l], lays[(l + 2) % 5],
+                       false, true);
         }
 }
 
@@ -3055,9 +3079,10 @@ static void usage(FILE *f) {
             "                  would), not only the 'frontend' family\n"
             "  --tol-scale X   multiply every tolerance by X (default 1)\n"
             "  --sweep         also sweep the ops that pack or convert operands (matmul, matmul_rounded,\n"
-            "                  scaled_mm, copy, layer_norm, layer_norm_backward) over every layout of\n"
-            "                  every operand (contiguous, transposed, expanded, sliced by 2 and 3,\n"
-            "                  batched with broadcast) at sizes around the backends' tile and vector\n"
+            "                  scaled_mm, copy, layer_norm, layer_norm_backward, attention,\n"
+            "                  attention_backward) over every layout of every operand (contiguous,\n"
+            "                  transposed, expanded, sliced by 2 and 3, batched with broadcast,\n"
+            "                  attention's split heads) at sizes around the backends' tile and vector\n"
             "                  edges, inputs in buffers that end at their last element (for ASan)\n"
             "  --sweep=full    the exhaustive sweep: more partner sizes, every out layout and batch\n"
             "                  form (hours; narrow it with --op and --dtype)\n"
