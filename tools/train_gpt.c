@@ -479,7 +479,7 @@ int train_gpt(const train_options *o) {
         // embedding lookups cost nothing: wte counts once, as the tied head's (C, Vp) matmul.
         const double per = 1.0 / (double)todo, tok = (double)tokens;
         const double est = 6.0 * (double)N_est * tok + 12.0 * (double)(L * C * T) * tok;
-        const double vec = 6.0 * (double)(13 * L * C + 2 * C) * tok;
+        const double vec = 6.0 * (double)(13 * L * C + 2 * C + (cfg.padded_vocab_size - cfg.vocab_size) * C) * tok;
         char b4[32];
         printf("  FLOPs per step    torc counted %s: forward %s, backward %s; matmuls %s\n",
                train_si_str(4, (double)(fwd + bwd) * per, "", b1, sizeof b1), train_si_str(4, (double)fwd * per, "", b2, sizeof b2),
