@@ -80,49 +80,73 @@ static char *lse_at(const torc_operand *t, int64_t b, int64_t h, int64_t i) {
 // The attended keys of query row i: 0 .. n-1.
 static int64_t attended(int64_t i, int64_t S, bool causal) { return causal ? (i + 1 < S ? i + 1 : S) : S; }
 
-// s_ij for j < n into s; returns their log-sum-exp (-inf for n = 0).
-static double scores(const torc_operand *q, const torc_operand *k, int64_t b, int64_t h, int64_t i, int64_t n,
-                     double scale, double *s) {
-    const int64_t E = q->shape[3];
+// Head (b, h) of t (rows x cols) into dst as doubles, row-major: each element loaded once per head
+// instead of once per use (the loops below read k and v rows L times). At B 4, H 4, T 256, E 64,
+// f32, causal, forward and backward: 101 and 273 ms, against 725 and 1344 ms loading per use and
+// 344 and 487 ms for the composition on this backend (Xeon, 2 shared vCPUs, commit 2454886).
+static void load_head(const torc_operand *t, int64_t b, int64_t h, double *dst) {
+    const int64_t rows = t->shape[2], cols = t->shape[3];
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t e = 0; e < cols; e++) dst[i * cols + e] = at(t, b, h, i, e);
+}
+
+static double dot(const double *a, const double *b, int64_t n) {
+    double d = 0;
+    for (int64_t e = 0; e < n; e++) d += a[e] * b[e];
+    return d;
+}
+
+// s_ij = scale q_i . k_j for j < n into s (q_i: E doubles, K: the head's keys); returns their
+// log-sum-exp (-inf for n = 0).
+static double scores(const double *qi, const double *K, int64_t E, int64_t n, double scale, double *s) {
     double m = -INFINITY;
     for (int64_t j = 0; j < n; j++) {
-        double d = 0;
-        for (int64_t e = 0; e < E; e++) d += at(q, b, h, i, e) * at(k, b, h, j, e);
-        s[j] = scale * d;
+        s[j] = scale * dot(qi, K + j * E, E);
         if (s[j] > m) m = s[j];
     }
-    if (n == 0 || m == -INFINITY || isnan(m)) return n == 0 ? -INFINITY : m;
+    if (n == 0 || m == -INFINITY) return n == 0 ? -INFINITY : m;
     double z = 0;
     for (int64_t j = 0; j < n; j++) z += exp(s[j] - m);
     return m + log(z);
+}
+
+// One buffer of n doubles per pointer in ps (NULL-terminated list); false (all freed) when one fails.
+static bool alloc_all(double **ps[], const size_t *n) {
+    bool ok = true;
+    for (int i = 0; ps[i]; i++) ok = (*ps[i] = malloc(sizeof(double) * (n[i] ? n[i] : 1))) != NULL && ok;
+    if (!ok)
+        for (int i = 0; ps[i]; i++) free(*ps[i]), *ps[i] = NULL;
+    return ok;
 }
 
 static int forward(const torc_op *op) {
     const torc_operand *q = &op->in[0], *k = &op->in[1], *v = &op->in[2], *o = &op->out[0], *lse = &op->out[1];
     int st = check_shapes(q, k, v, o, lse);
     if (st) return st;
-    const int64_t B = q->shape[0], H = q->shape[1], L = q->shape[2], S = k->shape[2], Ev = v->shape[3];
+    const int64_t B = q->shape[0], H = q->shape[1], L = q->shape[2], S = k->shape[2], E = q->shape[3],
+                  Ev = v->shape[3];
     const double scale = op->params.attention.scale;
     const bool causal = op->params.attention.causal != 0;
-    double *s = malloc(sizeof *s * (size_t)(S ? S : 1)), *acc = malloc(sizeof *acc * (size_t)(Ev ? Ev : 1));
-    if (!s || !acc) {
-        free(s), free(acc);
-        return ref_error(TORC_ERR_OOM, "reference backend: attention: out of memory");
-    }
+    double *s, *acc, *Q, *K, *V;
+    double **bufs[] = {&s, &acc, &Q, &K, &V, NULL};
+    const size_t n[] = {(size_t)S, (size_t)Ev, (size_t)(L * E), (size_t)(S * E), (size_t)(S * Ev)};
+    if (!alloc_all(bufs, n)) return ref_error(TORC_ERR_OOM, "reference backend: attention: out of memory");
     for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++)
+        for (int64_t h = 0; h < H; h++) {
+            load_head(q, b, h, Q), load_head(k, b, h, K), load_head(v, b, h, V);
             for (int64_t i = 0; i < L; i++) {
-                const int64_t n = attended(i, S, causal);
-                const double l = scores(q, k, b, h, i, n, scale, s);
+                const int64_t nk = attended(i, S, causal);
+                const double l = scores(Q + i * E, K, E, nk, scale, s);
                 for (int64_t e = 0; e < Ev; e++) acc[e] = 0;
-                for (int64_t j = 0; j < n; j++) {
+                for (int64_t j = 0; j < nk; j++) {
                     const double p = exp(s[j] - l);
-                    for (int64_t e = 0; e < Ev; e++) acc[e] += p * at(v, b, h, j, e);
+                    for (int64_t e = 0; e < Ev; e++) acc[e] += p * V[j * Ev + e];
                 }
                 for (int64_t e = 0; e < Ev; e++) put(o, b, h, i, e, acc[e]);
                 ref_store_f(lse_at(lse, b, h, i), lse->dtype, l);
             }
-    free(s), free(acc);
+        }
+    for (int i = 0; bufs[i]; i++) free(*bufs[i]);
     return TORC_OK;
 }
 
@@ -140,36 +164,29 @@ static int backward(const torc_op *op) {
                   Ev = v->shape[3];
     const double scale = op->params.attention.scale;
     const bool causal = op->params.attention.causal != 0;
-    const size_t nk = (size_t)(S * E), nv = (size_t)(S * Ev);
-    double *s = malloc(sizeof *s * (size_t)(S ? S : 1)), *gk = malloc(sizeof *gk * (nk ? nk : 1)),
-           *gv = malloc(sizeof *gv * (nv ? nv : 1)), *gq = malloc(sizeof *gq * (size_t)(E ? E : 1));
-    if (!s || !gk || !gv || !gq) {
-        free(s), free(gk), free(gv), free(gq);
-        return ref_error(TORC_ERR_OOM, "reference backend: attention_backward: out of memory");
-    }
+    double *s, *gk, *gv, *gq, *Q, *K, *V, *G, *O;
+    double **bufs[] = {&s, &gk, &gv, &gq, &Q, &K, &V, &G, &O, NULL};
+    const size_t n[] = {(size_t)S,       (size_t)(S * E),  (size_t)(S * Ev),  (size_t)E,        (size_t)(L * E),
+                        (size_t)(S * E), (size_t)(S * Ev), (size_t)(L * Ev), (size_t)(L * Ev)};
+    if (!alloc_all(bufs, n)) return ref_error(TORC_ERR_OOM, "reference backend: attention_backward: out of memory");
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++) {
-            memset(gk, 0, sizeof *gk * nk);
-            memset(gv, 0, sizeof *gv * nv);
+            load_head(q, b, h, Q), load_head(k, b, h, K), load_head(v, b, h, V);
+            load_head(dout, b, h, G), load_head(o, b, h, O);
+            memset(gk, 0, sizeof *gk * (size_t)(S * E));
+            memset(gv, 0, sizeof *gv * (size_t)(S * Ev));
             for (int64_t i = 0; i < L; i++) {
-                const int64_t n = attended(i, S, causal);
-                const double l = ref_load_f(lse_at(lse, b, h, i), lse->dtype);
-                scores(q, k, b, h, i, n, scale, s);
-                double D = 0;
-                for (int64_t e = 0; e < Ev; e++) D += at(dout, b, h, i, e) * at(o, b, h, i, e);
+                const int64_t nk = attended(i, S, causal);
+                const double l = ref_load_f(lse_at(lse, b, h, i), lse->dtype), *qi = Q + i * E, *gi = G + i * Ev;
+                scores(qi, K, E, nk, scale, s);
+                const double D = dot(gi, O + i * Ev, Ev);
                 for (int64_t e = 0; e < E; e++) gq[e] = 0;
-                for (int64_t j = 0; j < n; j++) {
-                    const double p = exp(s[j] - l);
-                    double dp = 0;
-                    for (int64_t e = 0; e < Ev; e++) {
-                        const double g = at(dout, b, h, i, e);
-                        dp += g * at(v, b, h, j, e);
-                        gv[j * Ev + e] += p * g;
-                    }
-                    const double ds = p * (dp - D);
+                for (int64_t j = 0; j < nk; j++) {
+                    const double p = exp(s[j] - l), ds = p * (dot(gi, V + j * Ev, Ev) - D);
+                    for (int64_t e = 0; e < Ev; e++) gv[j * Ev + e] += p * gi[e];
                     for (int64_t e = 0; e < E; e++) {
-                        gq[e] += ds * at(k, b, h, j, e);
-                        gk[j * E + e] += ds * at(q, b, h, i, e);
+                        gq[e] += ds * K[j * E + e];
+                        gk[j * E + e] += ds * qi[e];
                     }
                 }
                 for (int64_t e = 0; e < E; e++) put(dq, b, h, i, e, scale * gq[e]);
@@ -179,7 +196,7 @@ static int backward(const torc_op *op) {
                 for (int64_t e = 0; e < Ev; e++) put(dv, b, h, j, e, gv[j * Ev + e]);
             }
         }
-    free(s), free(gk), free(gv), free(gq);
+    for (int i = 0; bufs[i]; i++) free(*bufs[i]);
     return TORC_OK;
 }
 
