@@ -21,3 +21,11 @@ if(TORC_WITH_ONEDNN)
     set_tests_properties(${name} PROPERTIES LABELS "unit" ENVIRONMENT "${env}")
   endforeach()
 endif()
+
+# The fused-against-composed timing of docs/backends.md's "Fused attention" (no test: a measurement).
+if(TORC_WITH_ONEDNN)
+  add_executable(onednn_attention_bench ${PROJECT_SOURCE_DIR}/tools/onednn_attention_bench.c)
+  target_link_libraries(onednn_attention_bench PRIVATE torc m)
+  target_compile_options(onednn_attention_bench PRIVATE ${TORC_WARNINGS})
+  add_dependencies(onednn_attention_bench torc_plugins)
+endif()

@@ -344,8 +344,8 @@ static const host_family *host_family_of(const torc_op *op) {
 static bool onednn_supports(void *ctx, int device, const torc_op *op) {
     if (device != 0 || !op) return false;
     const int64_t work = onednn__work(op), min = min_work();
-    // Attention's work is L x S x E, not its largest operand: the reference's double loops over a
-    // 64 x 64 x 64 head take longer than the tiles, so it is taken at every size.
+    // Attention's work is L x S x E, not its largest operand: taken at every size (one causal head,
+    // T = E = 16: 4.4 us against the reference's 16.8; T = E = 64: 35 against 870, one thread).
     if (work < min && !onednn__cast_takes(op) && !onednn__attention_takes(op)) {
         t_decline.code = op->code, t_decline.work = work, t_decline.min = min, t_decline.pending = true;
         return false;
