@@ -204,7 +204,8 @@ static double row_rel_err(torc_tensor *got, torc_tensor *want) {
         for (int64_t c = 0; c < cols; c++) {
             const int64_t i = r * cols + c;
             mag = fmax(mag, fabs(w[i]));
-            err = isnan(g[i]) != isnan(w[i]) ? NAN : fmax(err, fabs(g[i] - w[i]));
+            if (isnan(g[i]) != isnan(w[i])) err = NAN;
+            else if (!isnan(err) && !isnan(w[i])) err = fmax(err, fabs(g[i] - w[i]));
         }
         if (isnan(err)) worst = NAN;
         else if (err > 0 && !isnan(worst)) worst = fmax(worst, err / mag);
