@@ -763,23 +763,27 @@ TORC_API torc_tensor *torc_cross_entropy(const torc_tensor *logits, const torc_t
 // errors of cross_entropy_ex(x @ weight[:n_classes]^T, target, ignore_index, reduction, 0) over
 // x's rows, without storing the (rows, n_classes) logits. x (..., C) with target (...) (x's shape
 // without its last dim; class indices, int64 or uint8); weight (V, C) with V >= n_classes
-// (n_classes 0: V), its rows n_classes.. take no part and get a zero gradient. The rows go through
-// in chunks of max(8, 2^22 / n_classes) (16 MiB of f32 logits, a choice of the shapes alone):
-// per chunk the logits, their log-softmax, the loss rows and, when x or weight requires grad, the
-// gradients at once (softmax - onehot, scaled by the reduction, through two matmuls), weight's
-// accumulated chunk by chunk in f32 in a fixed order; backward multiplies the saved dx and dW by
-// the upstream gradient. REDUCTION_NONE while a gradient is needed runs the composed ops (per-row
-// upstream gradients would need the logits again); so do inputs that are not f32/f64/f16/bf16 of
-// one dtype and fp8 autocast. Under bf16/f16 autocast the matmuls take the autocast dtype (the
-// logits rounded to it, as torc_matmul's) and the log-softmax runs in f32. Counted FLOPs: the
-// forward matmul 2 N C n_classes, the gradient matmuls (4 N C n_classes) in the backward phase.
-// Not twice differentiable (dx and dW are saved as constants). Errors, with nothing computed:
-// NULL arguments, an unknown reduction, n_classes > V (narrow's "start (0) + length (7) exceeds
-// dimension size (5)."), weight not 2-D, x's C not weight's ("mm: mat1 and mat2 shapes cannot
-// be multiplied (4x3 and 5x7)"), x and weight of different dtypes outside autocast, and
-// torc_cross_entropy_ex's shape, target dtype and "Target 5 is out of bounds." errors.
-// Returns a new reference: a zero-dim loss (MEAN: nan when every target is ignored) or the
-// target's shape (NONE).
+// (n_classes 0: V), its rows n_classes.. take no part and get a zero gradient. The N rows go
+// through in ceil(N / R) chunks of equal size (give or take a row), R = max(8, 2^22 / n_classes)
+// (16 MiB of f32 logits; the shapes alone decide): per chunk the logits, their log-softmax, the
+// loss rows and, when x or weight requires grad, the gradients at once (softmax - onehot, scaled
+// by the reduction, through two matmuls), weight's summed chunk after chunk in f32 (f64 for f64);
+// backward multiplies the saved dx and dW by the upstream gradient. REDUCTION_NONE while a
+// gradient is needed runs the composed ops (per-row upstream gradients would need the logits
+// again), and so do a 1-D x, targets of class probabilities, dtypes other than f32/f64/f16/bf16
+// (x and weight of one dtype) and fp8 autocast. Under bf16/f16 autocast the matmuls take the
+// autocast dtype (the logits rounded to it, as torc_matmul's) and the log-softmax runs in f32.
+// Counted FLOPs: the forward matmul 2 N C n_classes, the gradient matmuls (4 N C n_classes) in
+// the backward phase, as the composition's. The result's grad_fn is an add (loss + (s -
+// s.detach()), s = sum(x * dx) + sum(weight[:n_classes] * dW), whose gradient is dx and dW): not
+// twice differentiable (dx and dW are constants), and a non-finite x * dx (inf in a row whose
+// target is ignored) makes the loss nan. Errors, with nothing computed: NULL arguments, an
+// unknown reduction, n_classes > V (narrow's "start (0) + length (7) exceeds dimension size
+// (5)."), weight not 2-D, the matmul's ("mm: mat1 and mat2 shapes cannot be multiplied (4x3 and
+// 2x5)", "expected m1 and m2 to have the same dtype, but got: float != double"), and
+// torc_cross_entropy_ex's shape, target dtype and "Target 5 is out of bounds." errors. Returns a
+// new reference: a zero-dim loss (MEAN: nan when every target is ignored) or the target's shape
+// (NONE).
 TORC_API torc_tensor *torc_linear_cross_entropy(const torc_tensor *x, const torc_tensor *weight,
                                                 const torc_tensor *target, int64_t n_classes, int64_t ignore_index,
                                                 torc_reduction reduction);
