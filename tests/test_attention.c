@@ -281,7 +281,8 @@ static void fused_vs_composed(torc_device *dev, const att_shape *s, torc_dtype d
                   torc_device_name(dev), torc_dtype_name(dt), (long long)s->B, (long long)s->H, (long long)s->L,
                   (long long)s->S, (long long)s->E, (long long)s->Ev, s->causal, e, tol);
     torc_generator *g = torc_generator_new(11);
-    torc_tensor *dy = torc_to_device(torc_to_dtype(torc_randn(torc_ndim(of), torc_shape(of), TORC_DTYPE_F32, g), dt), dev);
+    torc_tensor *dy = torc_randn(torc_ndim(of), torc_shape(of), TORC_DTYPE_F32, g);
+    dy = torc_to_device(torc_to_dtype(dy, dt), dev);
     torc_generator_free(g);
     torc_op_trace_start();
     ck_assert_msg(torc_backward(of, dy, false) == TORC_OK, "%s", torc_last_error());
@@ -291,9 +292,8 @@ static void fused_vs_composed(torc_device *dev, const att_shape *s, torc_dtype d
     ck_assert_int_eq(torc_backward(oc, dy, false), TORC_OK);
     for (int i = 0; i < 3; i++) {
         const double ge = rel_err(torc_grad(a[i]), torc_grad(b[i])), gt = fused_tol(dt, true);
-        ck_assert_msg(ge <= gt, "%s %s L%lld S%lld causal %d: d%s off by %.3g (tol %.3g)", torc_device_name(dev),
-                      torc_dtype_name(dt), (long long)s->L, (long long)s->S, s->causal, i == 0 ? "q" : i == 1 ? "k" : "v",
-                      ge, gt);
+        ck_assert_msg(ge <= gt, "%s %s L%lld S%lld causal %d: d%c off by %.3g (tol %.3g)", torc_device_name(dev),
+                      torc_dtype_name(dt), (long long)s->L, (long long)s->S, s->causal, "qkv"[i], ge, gt);
     }
     torc_scope_pop();
 }
@@ -452,8 +452,8 @@ START_TEST(gradients_match_finite_differences) {
                     torc_scope_pop();
                 }
                 const double gn = (lp[0] - lp[1]) / 2e-6;
-                ck_assert_msg(fabs(gn - ga[j]) <= 1e-7 * fmax(mag, 1.0), "case %d: d%d[%lld] %.12g, differences %.12g", c,
-                              i, (long long)j, ga[j], gn);
+                ck_assert_msg(fabs(gn - ga[j]) <= 1e-7 * fmax(mag, 1.0), "case %d: d%d[%lld] %.12g, differences %.12g",
+                              c, i, (long long)j, ga[j], gn);
             }
             free(val), free(ga);
         }
@@ -492,9 +492,11 @@ START_TEST(lse_is_the_logsumexp_of_the_scores) {
         torc_scope_pop();
     }
     torc_scope_push();  // no key: o = 0, lse = -inf
-    torc_tensor *q = torc_ones(TORC_SHAPE(1, 1, 2, 3), TORC_DTYPE_F32), *k = torc_ones(TORC_SHAPE(1, 1, 0, 3), TORC_DTYPE_F32);
+    torc_tensor *q = torc_ones(TORC_SHAPE(1, 1, 2, 3), TORC_DTYPE_F32);
+    torc_tensor *k = torc_ones(TORC_SHAPE(1, 1, 0, 3), TORC_DTYPE_F32);
     torc_tensor *v = torc_ones(TORC_SHAPE(1, 1, 0, 2), TORC_DTYPE_F32);
-    torc_tensor *o = torc_full(TORC_SHAPE(1, 1, 2, 2), 5, TORC_DTYPE_F32), *lse = torc_zeros(TORC_SHAPE(1, 1, 2), TORC_DTYPE_F32);
+    torc_tensor *o = torc_full(TORC_SHAPE(1, 1, 2, 2), 5, TORC_DTYPE_F32);
+    torc_tensor *lse = torc_zeros(TORC_SHAPE(1, 1, 2), TORC_DTYPE_F32);
     torc_op_call call = {.code = TORC_OP_ATTENTION, .n_in = 3, .n_out = 2, .in = {q, k, v}, .out = {o, lse}};
     call.params.attention.scale = 1;
     ck_assert_msg(torc_run_op(ref, &call, TORC_RUN_NATIVE) == TORC_OK, "%s", torc_last_error());
@@ -517,7 +519,8 @@ START_TEST(reference_rounds_each_output_once) {
         const double vv[3] = {3, 3 * c[i].t, c[i].tiny};
         torc_tensor *q = torc_to_device(torc_zeros(TORC_SHAPE(1, 1, 1, 1), c[i].dt), ref);
         torc_tensor *k = torc_to_device(torc_zeros(TORC_SHAPE(1, 1, 3, 1), c[i].dt), ref);
-        torc_tensor *v = torc_to_device(torc_to_dtype(torc_tensor_from(vv, TORC_SHAPE(1, 1, 3, 1), TORC_DTYPE_F64), c[i].dt), ref);
+        torc_tensor *v = torc_tensor_from(vv, TORC_SHAPE(1, 1, 3, 1), TORC_DTYPE_F64);
+        v = torc_to_device(torc_to_dtype(v, c[i].dt), ref);
         tu_assert_values(v, vv, 3, 0);  // each exact in the dtype
         torc_tensor *o = torc_to_device(torc_zeros(TORC_SHAPE(1, 1, 1, 1), c[i].dt), ref);
         torc_tensor *lse = torc_to_device(torc_zeros(TORC_SHAPE(1, 1, 1), TORC_DTYPE_F32), ref);
