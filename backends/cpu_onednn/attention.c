@@ -312,30 +312,54 @@ static inline const char *row_at(const torc_operand *t, int64_t b, int64_t h, in
            (b * t->stride[0] + h * t->stride[1] + r * t->stride[2]) * (int64_t)torc_abi_dtype_size(t->dtype);
 }
 
+// n f16 values as f32 times mul, 8 at a time with F16C (exact, as torc_f16_to_f32).
+__attribute__((target("avx2,f16c"))) static void f16_row_f16c(const uint16_t *s, int n, float mul, float *d) {
+    const __m256 m = _mm256_set1_ps(mul);
+    int e = 0;
+    for (; e + 8 <= n; e += 8)
+        _mm256_storeu_ps(d + e, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + e))), m));
+    for (; e < n; e++) d[e] = torc_f16_to_f32(s[e]) * mul;
+}
+
+// One row of n features at src (es: their stride in bytes, 0 for contiguous) as f32 times mul.
+// Contiguous f32 and bf16 loops vectorise as they are; f16 takes F16C where torc's ISA has AVX2.
+// (Converting element by element cost an f16 forward+backward at B 4, H 6, T 256, E 64 54 ms
+// against f32's 21 on one core.)
+static void convert_row(torc_dtype dt, const char *src, int n, int64_t es, float mul, float *d, bool f16c) {
+    if (es == 0 && dt == TORC_DTYPE_F32) {
+        for (int e = 0; e < n; e++) d[e] = ((const float *)src)[e] * mul;
+    } else if (es == 0 && dt == TORC_DTYPE_BF16) {
+        for (int e = 0; e < n; e++) {
+            const uint32_t u = (uint32_t)((const uint16_t *)src)[e] << 16;
+            float f;
+            memcpy(&f, &u, sizeof f);
+            d[e] = f * mul;
+        }
+    } else if (es == 0 && f16c) {
+        f16_row_f16c((const uint16_t *)src, n, mul, d);
+    } else {
+        const int64_t step = es ? es : (int64_t)torc_abi_dtype_size(dt);
+        for (int e = 0; e < n; e++) d[e] = load1(src + e * step, dt) * mul;
+    }
+}
+
 // Rows r0 .. r0 + nr of t at (b, h), times mul, as f32: row-major (dst[r * ld + e], the columns
 // from t's features to ld zeroed) or transposed (dst[e * ld + r], the columns from nr to ld zeroed).
 static void load_tile(const torc_operand *t, int64_t b, int64_t h, int64_t r0, int nr, float mul, float *dst, int ld,
                       bool transposed) {
     const int ne = (int)t->shape[3];
     const int64_t es = t->stride[3] * (int64_t)torc_abi_dtype_size(t->dtype);
-    const torc_dtype dt = t->dtype;
-    if (transposed) {
+    const bool f16c = t->dtype == TORC_DTYPE_F16 && onednn__isa() >= ONEDNN_ISA_AVX2 && onednn__cpu_has_f16c();
+    float row[ATT_MAX_E];
+    if (transposed)
         for (int e = 0; e < ne; e++) memset(dst + (size_t)e * ld + nr, 0, sizeof(float) * (size_t)(ld - nr));
-    }
     for (int r = 0; r < nr; r++) {
-        const char *src = row_at(t, b, h, r0 + r);
-        if (!transposed) {
-            float *d = dst + (size_t)r * ld;
-            if (dt == TORC_DTYPE_F32 && t->stride[3] == 1)
-                for (int e = 0; e < ne; e++) d[e] = ((const float *)src)[e] * mul;
-            else if (dt == TORC_DTYPE_BF16 && t->stride[3] == 1)
-                for (int e = 0; e < ne; e++) d[e] = torc_bf16_to_f32(((const uint16_t *)src)[e]) * mul;
-            else
-                for (int e = 0; e < ne; e++) d[e] = load1(src + e * es, dt) * mul;
+        float *d = transposed ? row : dst + (size_t)r * ld;
+        convert_row(t->dtype, row_at(t, b, h, r0 + r), ne, t->stride[3] == 1 ? 0 : es, mul, d, f16c);
+        if (!transposed)
             for (int e = ne; e < ld; e++) d[e] = 0;
-        } else {
-            for (int e = 0; e < ne; e++) dst[(size_t)e * ld + r] = load1(src + e * es, dt) * mul;
-        }
+        else
+            for (int e = 0; e < ne; e++) dst[(size_t)e * ld + r] = row[e];
     }
 }
 
