@@ -5,17 +5,23 @@
 // k are read as scale * q and k, so a score is one dot product (dk = sum ds (scale q) is then exact
 // to the formula, dq is scaled once at the end).
 // Forward, per (b, h, tile of ATT_BR query rows): over key tiles of ATT_BC rows (only up to the
-// diagonal when causal), S = (scale Q) K^T, the online softmax (running max m, running sum l, the
-// accumulator rescaled when m grows), O += P V; at the end o = O / l and lse = m + log(l).
-// Backward: D_i = do_i . o_i; per (b, h, key tile) dK and dV over the query tiles that see it, P
-// recomputed from lse; per (b, h, query tile) dQ over its key tiles. Every output tile is one task
-// of one thread, its sums in a fixed order and the tiles fixed by the shape: no atomics, and the
-// result does not depend on the thread count. Per thread: tile buffers only (att_ws_floats).
-// Operands of any strides (0 too) are converted to f32 while a tile is loaded; outputs rounded once.
+// diagonal when causal), S^T = K (scale Q)^T, the online softmax down each query's column (running
+// max m, running sum l, the accumulator rescaled when m grows), O += P V; at the end o = O / l and
+// lse = m + log(l). Backward: D_i = do_i . o_i for every row first; per (b, h, key tile) dK and dV
+// over the query tiles that see it, P recomputed from lse; per (b, h, query tile) dQ over its key
+// tiles. Every output tile is one task of one thread, its sums in a fixed order and the tiles fixed
+// by the shape: no atomics, and the result does not depend on the thread count. Per thread: tile
+// buffers only (att_ws_floats); the backward adds D (B H L floats).
+// Operands of any strides (0 too) are converted to f32 a row at a time while a tile is loaded, each
+// tile in the layout its products want: the tile a task keeps (its Q, or its K and V) transposed
+// once, the tiles it streams through read as they lie. Outputs are rounded once.
 // The tile products run on a register-blocked kernel (6 rows x 2 vectors of C, A broadcast, B
 // row-major) compiled for AVX-512 and AVX2 + FMA with target attributes and chosen by torc's ISA
 // (isa.c: TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it), and as plain C below AVX2; exp is a
-// Cephes-style polynomial on the vector paths, expf on the plain one.
+// Cephes-style polynomial on the vector paths, expf on the plain one. A 64 x 64 score tile from L1
+// on one Sapphire Rapids core: this kernel 159-162 GFLOP/s for E = 32, 64, 128 (AVX2: 81), 4 x 4
+// blocks of 16-wide dot products summed across lanes 28, 48, 74. In a whole forward+backward (B 4,
+// H 6, T 256, E 64) the kernel takes 44% of the time, exp 25%, the tile loads 12%.
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
@@ -38,18 +44,18 @@ static int pad16(int64_t n) { return (int)((n + ATT_PAD - 1) / ATT_PAD * ATT_PAD
 // (K x N, row stride ldb); N a multiple of 16, M and K any (0 too).
 // The rest take n a multiple of 16:
 // colmax: m[i] = max(m[i], x[r * ld + i]) over rows r < rows, for i < n.
-// exp_sum: x[j] = exp(x[j] - sub) for j < n (-inf - sub gives 0).
+// exp_row: x[j] = exp(x[j] - sub) for j < n (-inf - sub gives 0).
 // exp_vec: x[j] = exp(x[j] - sub[j]) for j < n (sub[j] = +inf gives 0); acc[j] += x[j] where acc.
 typedef struct att_isa {
     void (*gemm)(int M, int N, int K, const float *a, int ars, int acs, const float *b, int ldb, float *c, int ldc,
                  int accumulate);
     void (*colmax)(const float *x, int rows, int ld, int n, float *m);
-    void (*exp_sum)(float *x, int n, float sub);
+    void (*exp_row)(float *x, int n, float sub);
     void (*exp_vec)(float *x, int n, const float *sub, float *acc);
 } att_isa;
 
 // The register tile: mr (<= 6) rows x nv (<= 2) vectors of W columns, accumulated over all of K.
-// Called with constant mr and nv (att_tiles below), so the accumulators stay in registers.
+// Called with constant mr and nv (by the driver below), so the accumulators stay in registers.
 #define ATT_TILE_FN(NAME, ATTR, V, W, LOAD, STORE, FMA, SET1, ZERO)                                                 \
     ATTR __attribute__((always_inline)) static inline void NAME(const int mr, const int nv, int K,                    \
                                                                         const float *a, int ars, int acs,             \
@@ -141,7 +147,7 @@ __attribute__((target(TGT512))) static void colmax512(const float *x, int rows, 
         _mm512_storeu_ps(m + i, v);
     }
 }
-__attribute__((target(TGT512))) static void exp_sum512(float *x, int n, float sub) {
+__attribute__((target(TGT512))) static void exp_row512(float *x, int n, float sub) {
     const __m512 s = _mm512_set1_ps(sub);
     for (int j = 0; j < n; j += 16) _mm512_storeu_ps(x + j, exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), s)));
 }
@@ -185,7 +191,7 @@ __attribute__((target(TGT256))) static void colmax256(const float *x, int rows, 
         _mm256_storeu_ps(m + i, v);
     }
 }
-__attribute__((target(TGT256))) static void exp_sum256(float *x, int n, float sub) {
+__attribute__((target(TGT256))) static void exp_row256(float *x, int n, float sub) {
     const __m256 s = _mm256_set1_ps(sub);
     for (int j = 0; j < n; j += 8) _mm256_storeu_ps(x + j, exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), s)));
 }
@@ -211,7 +217,7 @@ static void colmax_c(const float *x, int rows, int ld, int n, float *m) {
     for (int r = 0; r < rows; r++)
         for (int i = 0; i < n; i++) m[i] = x[(size_t)r * ld + i] > m[i] ? x[(size_t)r * ld + i] : m[i];
 }
-static void exp_sum_c(float *x, int n, float sub) {
+static void exp_row_c(float *x, int n, float sub) {
     for (int j = 0; j < n; j++) x[j] = expf(x[j] - sub);
 }
 static void exp_vec_c(float *x, int n, const float *sub, float *acc) {
@@ -221,9 +227,9 @@ static void exp_vec_c(float *x, int n, const float *sub, float *acc) {
     }
 }
 
-static const att_isa k_isa512 = {gemm512, colmax512, exp_sum512, exp_vec512};
-static const att_isa k_isa256 = {gemm256, colmax256, exp_sum256, exp_vec256};
-static const att_isa k_isa_c = {gemm_c, colmax_c, exp_sum_c, exp_vec_c};
+static const att_isa k_isa512 = {gemm512, colmax512, exp_row512, exp_vec512};
+static const att_isa k_isa256 = {gemm256, colmax256, exp_row256, exp_vec256};
+static const att_isa k_isa_c = {gemm_c, colmax_c, exp_row_c, exp_vec_c};
 
 static const att_isa *pick_isa(void) {
     const onednn_isa i = onednn__isa();
@@ -513,7 +519,7 @@ static void dkv_tile(const att_job *j, float *w, int64_t task, const float *dall
             const int64_t n = attended(j, i0 + r) - j0;  // keys of this tile row r attends
             const int lim = n <= 0 ? 0 : n < bc ? (int)n : bc;
             for (int c = lim; c < ATT_BC; c++) p[c] = -INFINITY;
-            j->isa->exp_sum(p, ATT_BC, lse[r]);
+            j->isa->exp_row(p, ATT_BC, lse[r]);
             const float Dr = D[r];
             for (int c = 0; c < ATT_BC; c++) ds[c] = p[c] * (ds[c] - Dr);
         }
