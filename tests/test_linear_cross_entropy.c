@@ -119,10 +119,10 @@ END_TEST
 
 // The rows go in chunks of max(8, 2^22 / n_classes): 64 rows at 2^16 classes, 8 at 2^19.
 static void boundary_cases(void) {
-    const int64_t n64[] = {63, 64, 65, 130};
-    for (int i = 0; i < 4; i++) case_f32(n64[i], 4, (1 << 16) + 3, 1 << 16, i == 3 ? TORC_REDUCTION_SUM : TORC_REDUCTION_MEAN, false);
-    const int64_t n8[] = {7, 8, 9, 17};
-    for (int i = 0; i < 4; i++) case_f32(n8[i], 2, 1 << 19, 0, TORC_REDUCTION_MEAN, false);
+    const int64_t n64[] = {63, 64, 65, 130};  // one chunk, one, two of 33 + 32, three of 44 + 43 + 43
+    for (int i = 0; i < 4; i++) case_f32(n64[i], 3, (1 << 16) + 3, 1 << 16, i == 3 ? TORC_REDUCTION_SUM : TORC_REDUCTION_MEAN, false);
+    const int64_t n8[] = {9, 17};  // 5 + 4 rows; 6 + 6 + 5
+    for (int i = 0; i < 2; i++) case_f32(n8[i], 2, 1 << 19, 0, TORC_REDUCTION_MEAN, false);
 }
 START_TEST(chunk_boundaries_match_the_composition) { on_backends(boundary_cases); }
 END_TEST
