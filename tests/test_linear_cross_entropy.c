@@ -144,6 +144,22 @@ START_TEST(one_input_requiring_grad) {
 }
 END_TEST
 
+// uint8 class indices, compared with ignore_index as int64 (255 ignores), as nll_loss takes them.
+START_TEST(uint8_targets) {
+    torc_scope_push();
+    torc_generator *g = torc_generator_new(10);
+    torc_tensor *x = torc_randn(TORC_SHAPE(6, 3), TORC_DTYPE_F32, g), *w = torc_randn(TORC_SHAPE(5, 3), TORC_DTYPE_F32, g);
+    torc_tensor *t = torc_tensor_from((uint8_t[]){0, 4, 255, 2, 1, 255}, TORC_SHAPE(6), TORC_DTYPE_U8);
+    for (int r = 0; r < 2; r++) {
+        result f = run(true, x, w, t, 0, 255, reds[r], true, true), c = run(false, x, w, t, 0, 255, reds[r], true, true);
+        compare(&f, &c, 1e-6);
+        result_free(&f), result_free(&c);
+    }
+    torc_generator_free(g);
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(every_target_ignored) {
     torc_scope_push();
     torc_generator *g = torc_generator_new(4);
@@ -351,6 +367,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, small_shapes_match_the_composition);
     tcase_add_test(tc, chunk_boundaries_match_the_composition);
     tcase_add_test(tc, one_input_requiring_grad);
+    tcase_add_test(tc, uint8_targets);
     tcase_add_test(tc, every_target_ignored);
     tcase_add_test(tc, no_grad_values);
     tcase_add_test(tc, f64_gradients_match_finite_differences);
