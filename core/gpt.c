@@ -179,6 +179,31 @@ int64_t torc_gpt_num_parameters(const torc_gpt *m, bool non_embedding) {
     return non_embedding ? n - torc_numel(m->slot[WPE]) : n;
 }
 
+int64_t torc_gpt_activation_bytes(const torc_gpt_config *cfg, int64_t batch, int64_t seq_len) {
+    if (torc_gpt_config_check(cfg)) return -1;
+    if (batch < 0 || seq_len < 0) {
+        torc__error(TORC_ERR_INVALID_ARG, "torc_gpt_activation_bytes: batch %lld and seq_len %lld must be >= 0",
+                    (long long)batch, (long long)seq_len);
+        return -1;
+    }
+    const int64_t C = cfg->n_embd, L = cfg->n_layer, NH = cfg->n_head, V = cfg->vocab_size;
+    // floats: L (17 n C + (4 + NH) n) + 3 n C + 2 n + V C + 1; each step overflow-checked
+    int64_t n, nC, blk, t, r, vc;
+    const bool of = __builtin_mul_overflow(batch, seq_len, &n) || __builtin_mul_overflow(n, C, &nC) ||
+                    __builtin_mul_overflow(nC, 17, &blk) || __builtin_mul_overflow(n, 4 + NH, &t) ||
+                    __builtin_add_overflow(blk, t, &blk) || __builtin_mul_overflow(blk, L, &r) ||
+                    __builtin_mul_overflow(nC, 3, &t) || __builtin_add_overflow(r, t, &r) ||
+                    __builtin_mul_overflow(n, 2, &t) || __builtin_add_overflow(r, t, &r) ||
+                    __builtin_mul_overflow(V, C, &vc) || __builtin_add_overflow(r, vc + 1, &r) ||
+                    __builtin_mul_overflow(r, 4, &r) || __builtin_mul_overflow(seq_len, 8, &t) ||
+                    __builtin_add_overflow(r, t, &r);
+    if (of) {
+        torc__error(TORC_ERR_INVALID_ARG, "torc_gpt_activation_bytes: the size overflows int64");
+        return -1;
+    }
+    return r;
+}
+
 // ---- forward pass ----
 // Linear in the (in, out) layout: x (..., in) @ w (in, out) + b (out), b may be NULL.
 static torc_tensor *linear(const torc_tensor *x, const torc_tensor *w, const torc_tensor *b) {

@@ -70,6 +70,17 @@ TORC_API torc_tensor *torc_gpt_get_parameter(const torc_gpt *m, const char *name
 // out wpe, as nanoGPT's get_num_params() does (wte stays: the tied head uses it as a weight).
 TORC_API int64_t torc_gpt_num_parameters(const torc_gpt *m, bool non_embedding);
 
+// Bytes of activations a training forward of a (B, T) batch keeps for backward (targets given,
+// logits not asked for, float32, no dropout, no autocast), n = B T tokens:
+//   4 [L (17 n C + (4 + NH) n) + 3 n C + 2 n + V C + 1] + 8 T.
+// A block keeps 17 n C floats (its input, ln_1's output, qkv, the attention's output and its
+// heads merged, the residual sum, ln_2's output, c_fc's and GELU's outputs), 4 n for its
+// LayerNorms' mean and rstd and NH n for the fused attention's log-sum-exp (no (T, T) matrix);
+// then ln_f's input and output, the fused head's dx (3 n C), its dW over the V real rows (V C),
+// ln_f's statistics (2 n), the loss, and the positions (int64). tests/test_gpt_memory.c checks it
+// against the device's accounting. -1 for a bad config (torc_gpt_config_check) or overflow.
+TORC_API int64_t torc_gpt_activation_bytes(const torc_gpt_config *cfg, int64_t batch, int64_t seq_len);
+
 // The forward pass. idx (B, T) int64 token ids in [0, V), T <= block_size; targets (B, T) int64 or
 // NULL (the class to predict at each position, -100 ignored). *logits (may be NULL to skip it):
 // (B, T, V), a view of the head's (B, T, Vp) output without the padding columns. *loss (NULL
