@@ -372,6 +372,7 @@ int train_gpt(const train_options *o) {
     const double t0 = train_now();
     double last_t = t0;
     int64_t last_done = 0, skipped = 0;
+    int64_t kept = -1;  // activation bytes the first micro-batch's forward kept for backward
     for (int64_t done = 0; step < o->steps; step++, done++) {
         const double lr = torc_lr_cosine_warmup(step, max_lr, min_lr, o->warmup, o->steps);
         CHECK(torc_optimizer_set_lr(opt, lr));
@@ -385,7 +386,14 @@ int train_gpt(const train_options *o) {
             micro_batch(train, B, T, M, A, first + i, gen, seed, offset, &x, &y);
             torc_generator_set_state(drop, dropout_key(seed, step, first + i), 0);
             if (o->autocast != TORC_DTYPE_F32) CHECK(torc_autocast_begin(o->autocast));
+            torc_memory_stats ka;
+            if (kept < 0) CHECK(torc_memory_stats_get(dev, &ka));
             CHECK(torc_gpt_forward(m, x, y, drop, NULL, &l));
+            if (kept < 0) {
+                torc_memory_stats kb;
+                CHECK(torc_memory_stats_get(dev, &kb));
+                kept = (int64_t)(kb.in_use[TORC_MEM_ACTIVATION] - ka.in_use[TORC_MEM_ACTIVATION]);
+            }
             if (o->autocast != TORC_DTYPE_F32) CHECK(torc_autocast_end());
             // Accumulated gradients are a sum: each loss counts 1 / count for their mean (the DDP
             // average over ranks makes it the global batch's). Deterministic mode divides its
@@ -503,8 +511,9 @@ int train_gpt(const train_options *o) {
             printf("  MFU               unknown: %s promises no FLOP/s for %s\n", torc_device_name(dev), torc_dtype_name(mm_dtype));
     }
     // Memory: parameters, gradients and AdamW's two moments are 4 N, 4 N and 8 N bytes exactly;
-    // the activations' peak holds, among the rest, each layer's attention weights (B, NH, T, T)
-    // kept for backward.
+    // a forward keeps torc_gpt_activation_bytes for backward (f32 without dropout; its formula in
+    // gpt.h), the rest of the activations' peak is transient (the head's chunks, the backward's
+    // gradients in flight).
     static const struct { torc_mem_tag tag; const char *label; double per_param; } cats[] = {
         {TORC_MEM_PARAMETER, "params", 4}, {TORC_MEM_GRADIENT, "grads", 4},
         {TORC_MEM_OPTIMIZER_STATE, "optimizer state", 8}, {TORC_MEM_ACTIVATION, "activations", 0},
@@ -517,9 +526,13 @@ int train_gpt(const train_options *o) {
         if (cats[i].per_param && (i < 2 || adam) && todo)
             snprintf(note, sizeof note, "  (%.0f N = %llu B: %s)", cats[i].per_param, (unsigned long long)want,
                      ms.peak[cats[i].tag] == want ? "as counted" : "differs");
-        if (cats[i].tag == TORC_MEM_ACTIVATION && todo)
-            snprintf(note, sizeof note, "  (attention weights (B / M, NH, T, T) f32: %s a layer)",
-                     train_bytes_str((uint64_t)(B / M * cfg.n_head * T * T * 4), b3, sizeof b3));
+        if (cats[i].tag == TORC_MEM_ACTIVATION && kept >= 0) {
+            const int64_t f = torc_gpt_activation_bytes(&cfg, B / M, T);
+            const bool formula = o->autocast == TORC_DTYPE_F32 && !(cfg.dropout > 0) && f >= 0;
+            snprintf(note, sizeof note, "  (a forward of %lld x %lld tokens kept %s for backward%s%s)",
+                     (long long)(B / M), (long long)T, train_bytes_str((uint64_t)kept, b3, sizeof b3),
+                     formula ? ": the formula's, " : "", formula ? (kept == f ? "as counted" : "differs") : "");
+        }
         printf("    %-16s %10s / %s%s\n", cats[i].label, train_bytes_str(ms.in_use[cats[i].tag], b1, sizeof b1),
                train_bytes_str(ms.peak[cats[i].tag], b2, sizeof b2), note);
     }
