@@ -378,4 +378,31 @@ static Suite *make_suite(void) {
     return s;
 }
 
-int main(void) { return tu_run(make_suite()); }
+// With an argument "bits": prints a hash of the loss's, dx's and dW's bytes at GPT-2's vocabulary
+// over 300 rows (4 chunks) and exits; tests/linear_cross_entropy.cmake compares the line at 1 and 3
+// threads (the chunking is the shapes' alone, dW's sum goes chunk after chunk).
+static unsigned long long fnv(torc_tensor *t) {
+    const size_t n = torc_nbytes(t);
+    unsigned char *b = malloc(n ? n : 1);
+    if (!b || torc_copy_to_host(torc_contiguous(t), b, n)) fprintf(stderr, "copy: %s\n", torc_last_error()), exit(1);
+    unsigned long long h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    free(b);
+    return h;
+}
+
+static int print_bits(void) {
+    torc_scope_push();
+    torc_generator *g = torc_generator_new(11);
+    torc_tensor *x = torc_randn(TORC_SHAPE(300, 64), TORC_DTYPE_F32, g), *w = torc_randn(TORC_SHAPE(50304, 64), TORC_DTYPE_F32, g);
+    torc_tensor *t = torc_randint(0, 50257, TORC_SHAPE(300), TORC_DTYPE_I64, g);
+    if (torc_set_requires_grad(x, true) || torc_set_requires_grad(w, true)) return 1;
+    torc_tensor *l = torc_linear_cross_entropy(x, w, t, 50257, -100, TORC_REDUCTION_MEAN);
+    if (!l || torc_backward(l, NULL, true)) return fprintf(stderr, "%s\n", torc_last_error()), 1;
+    printf("loss %016llx dx %016llx dw %016llx\n", fnv(l), fnv(torc_grad(x)), fnv(torc_grad(w)));
+    torc_generator_free(g);
+    torc_scope_pop();
+    return 0;
+}
+
+int main(int argc, char **argv) { return argc > 1 && !strcmp(argv[1], "bits") ? print_bits() : tu_run(make_suite()); }
