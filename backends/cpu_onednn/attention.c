@@ -128,16 +128,21 @@ typedef struct att_isa {
 ATT_TILE_FN(tile512, __attribute__((target(TGT512))), __m512, 16, L512, S512, F512, B512, Z512)
 ATT_GEMM_FN(gemm512, tile512, __attribute__((target(TGT512))), 16)
 
-// Below -110, exp underflows to 0 through scalef; NaN passes through (max / min return x for NaN x).
+// Below -87.3 the result is 0 (masked, never computed): a result in the subnormal range, or one
+// that underflows to 0, costs a microcode assist on Intel cores, and every masked score of a
+// causal tile is exp(-inf) (B 4, H 6, T 256, E 64 forward on one core: causal 4.85 ms, as long as
+// non-causal's 4.77; masked, 3.1 against 4.7). NaN passes through (max / min return x for NaN x,
+// and the mask keeps it).
 __attribute__((target(TGT512), always_inline)) static inline __m512 exp512(__m512 x) {
-    x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-110.0f), x));
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ);
+    x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-87.3f), x));
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ATT_EXP_C1), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ATT_EXP_C2), r);
     const __m512 p = ATT_EXP_POLY(F512, B512, r);  // exp(r) = 1 + r + r^2 p(r)
     const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(y, n);
+    return _mm512_maskz_scalef_ps(keep, y, n);
 }
 
 __attribute__((target(TGT512))) static void colmax512(const float *x, int rows, int ld, int n, float *m) {
@@ -169,7 +174,8 @@ __attribute__((target(TGT512))) static void exp_vec512(float *x, int n, const fl
 ATT_TILE_FN(tile256, __attribute__((target(TGT256))), __m256, 8, L256, S256, F256, B256, Z256)
 ATT_GEMM_FN(gemm256, tile256, __attribute__((target(TGT256))), 8)
 
-// Below -87.3 (where 2^n would leave the normal range) the result is 0; NaN passes through.
+// Below -87.3 (where 2^n would leave the normal range) the result is 0, no subnormal ever made
+// (exp512 says why); NaN passes through.
 __attribute__((target(TGT256), always_inline)) static inline __m256 exp256(__m256 x) {
     const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q), under = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
     const __m256 xc = _mm256_min_ps(_mm256_set1_ps(88.3f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x));
