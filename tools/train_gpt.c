@@ -483,8 +483,9 @@ int train_gpt(const train_options *o) {
         // attention op as those two matmuls, its backward as their four), plus the
         // elementwise work (LayerNorm, GELU, softmax, residual adds, the loss), which the
         // estimate leaves out. Its matmuls come to the estimate less 6 FLOPs per token for each
-        // bias and LayerNorm parameter (13 L C + 2 C of them, which multiply nothing). The
-        // embedding lookups cost nothing: wte counts once, as the tied head's (C, Vp) matmul.
+        // bias and LayerNorm parameter (13 L C + 2 C of them, which multiply nothing) and for
+        // wte's (Vp - V) C padding, which the training head (torc_linear_cross_entropy) leaves out.
+        // The embedding lookups cost nothing: wte counts once, as the tied head's (C, V) matmul.
         const double per = 1.0 / (double)todo, tok = (double)tokens;
         const double est = 6.0 * (double)N_est * tok + 12.0 * (double)(L * C * T) * tok;
         const double vec = 6.0 * (double)(13 * L * C + 2 * C + (cfg.padded_vocab_size - cfg.vocab_size) * C) * tok;
@@ -496,7 +497,8 @@ int train_gpt(const train_options *o) {
                train_si_str(4, est, "", b1, sizeof b1), train_si_str(4, 6.0 * (double)N_est * tok, "", b2, sizeof b2),
                train_si_str(4, 12.0 * (double)(L * C * T) * tok, "", b3, sizeof b3));
         const double mm_step = (double)mm * per;
-        printf("    matmuls         = estimate - 6 (13 L C + 2 C) tokens (biases and LayerNorms multiply nothing) = %s: %s\n",
+        printf("    matmuls         = estimate - 6 (13 L C + 2 C + (Vp - V) C) tokens (biases, LayerNorms and the "
+               "vocabulary's padding multiply nothing) = %s: %s\n",
                train_si_str(4, est - vec, "", b1, sizeof b1), fabs(mm_step - (est - vec)) <= 1e-9 * est ? "exact" : "differs");
         printf("    other ops       %s (%.1f%% of torc's count: LayerNorm, GELU, softmax, adds, the loss)\n",
                train_si_str(4, (double)(fwd + bwd) * per - mm_step, "", b1, sizeof b1),
