@@ -129,8 +129,47 @@ BW(bw_sigmoid) {
 }
 // PyTorch's threshold_backward: out <= 0 ? 0 : g (a NaN output passes g; an inf g meets no 0*inf).
 BW(bw_relu) { TRY(gin[0] = zero_where(op_le_scalar(OUT, 0.0), g)); return TORC_OK; }
+// GELU_BACKWARD (backend ABI 2.4) for dy = g and x of one floating dtype and shape on one device:
+// dx in one pass, with no temporaries. TORC_OK with *dx set, or *dx NULL (no error) where the op
+// does not apply or a device backend declines it (the formula below then composes it). On host
+// memory the reference runs what the device's backend declines (f64, strided or broadcast
+// operands on onednn), as for any op; a device backend that declines gets the composition.
+static torc_status gelu_backward_op(const torc_node *n, const torc_tensor *g, const torc_tensor *x,
+                                    torc_tensor **dx) {
+    *dx = NULL;
+    const torc_dtype t = x->dtype;
+    if ((t != TORC_DTYPE_F64 && t != TORC_DTYPE_F32 && t != TORC_DTYPE_F16 && t != TORC_DTYPE_BF16) ||
+        g->dtype != t || g->device != x->device || g->ndim != x->ndim ||
+        memcmp(g->shape, x->shape, (size_t)x->ndim * sizeof *x->shape))
+        return TORC_OK;
+    torc_device *dev = x->device;
+    torc_tensor *d = torc__new(dev, t, x->ndim, x->shape);
+    if (!d) return torc_last_status();
+    torc_op op = {.code = TORC_OP_GELU_BACKWARD, .n_in = 2, .n_out = 1};
+    op.params.gelu = n->params.gelu;
+    torc__operand(g, &op.in[0]);
+    torc__operand(x, &op.in[1]);
+    torc__operand(d, &op.out[0]);
+    const uint64_t flops = (uint64_t)torc_numel(d);
+    torc_status st;
+    if (dev->host_memory) st = torc__dispatch(dev, &op, flops);
+    else if (torc__runs_natively(dev, &op)) st = torc__dispatch_supported(dev, &op, flops);
+    else {
+        torc_release(d);
+        return TORC_OK;
+    }
+    if (st) {
+        torc_release(d);
+        return st;
+    }
+    *dx = torc__register(d);
+    return TORC_OK;
+}
+
 BW(bw_gelu) {
     torc_tensor *x = IN(0), *d;
+    torc_status st = gelu_backward_op(n, g, x, &gin[0]);
+    if (st || gin[0]) return st;
     if (n->params.gelu.approximate) {
         // PyTorch's GeluBackward for approximate='tanh'.
         const double beta = K_SQRT_2_OVER_PI, kappa = 0.044715;
@@ -747,6 +786,7 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_LAYER_NORM_BACKWARD: return &R_NONE;  // recorded by nothing: double backward is not supported
     case TORC_OP_ATTENTION: return &R_ATTENTION;
     case TORC_OP_ATTENTION_BACKWARD: return &R_NONE;  // recorded by nothing: backward formulas run under no_grad
+    case TORC_OP_GELU_BACKWARD: return &R_NONE;  // recorded by nothing: backward formulas run under no_grad
     case TORC_OP_MAX_DIM: return &R_MAX_DIM;
     case TORC_OP_MIN_DIM: return &R_MIN_DIM;
     case TORC_OP_COPY: return &R_COPY_OP;

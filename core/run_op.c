@@ -68,6 +68,24 @@ static void reduced(const torc_operand *o, uint64_t mask, int64_t *shape) {
     for (int d = 0; d < o->ndim; d++) shape[d] = mask >> d & 1 ? 1 : o->shape[d];
 }
 
+// Every operand of an elementwise op has one shape: out[0]'s where another operand agrees with
+// it, else in[0]'s, so that an out of [5] with inputs of [4] is named as the odd one, not in[0].
+static bool same_shapes(const checker *c) {
+    const torc_op *op = c->op;
+    const torc_operand *x = op->n_in ? &op->in[0] : &op->out[0], *out = &op->out[0];
+    const int n = op->n_in + op->n_out;
+    const torc_operand *want = out;
+    bool agreed = false;
+    for (int k = 0; k < n && !agreed; k++) {
+        const torc_operand *o = operand(c, k);
+        agreed = o != out && o->ndim == out->ndim && !memcmp(o->shape, out->shape, (size_t)o->ndim * sizeof *o->shape);
+    }
+    if (!agreed && op->n_in > 0) want = x;
+    for (int k = 0; k < n; k++)
+        if (!want_shape(c, k, want->ndim, want->shape)) return false;
+    return true;
+}
+
 // The shapes backend.h's contract relates, per opcode.
 static bool shapes_ok(const checker *c) {
     const torc_op *op = c->op;
@@ -205,6 +223,13 @@ static bool shapes_ok(const checker *c) {
         return !bwd || (want_shape(c, 0, 4, os) && want_shape(c, 6, 4, q->shape) && want_shape(c, 7, 4, ks) &&
                         want_shape(c, 8, 4, vs));
     }
+    case TORC_OP_GELU:
+    case TORC_OP_GELU_BACKWARD:  // elementwise (dy, x -> dx), params.gelu.approximate 0 or 1
+        if (op->params.gelu.approximate != 0 && op->params.gelu.approximate != 1) {
+            snprintf(c->why, c->n, "params.gelu.approximate is %d (0 'none' or 1 'tanh')", op->params.gelu.approximate);
+            return false;
+        }
+        return same_shapes(c);
     case TORC_OP_MAX_DIM:
     case TORC_OP_MIN_DIM: {
         const int dim = op->params.dim.dim;
@@ -216,21 +241,7 @@ static bool shapes_ok(const checker *c) {
         reduced(x, UINT64_C(1) << dim, s);
         return want_shape(c, 1, x->ndim, s) && want_shape(c, 2, x->ndim, s);
     }
-    default: {  // elementwise (COPY, unary, binary, WHERE, the fused pointwise ops, ADAM_STEP): one shape
-        // The shape every operand must have: out[0]'s where another operand agrees with it, else
-        // in[0]'s, so that an out of [5] with inputs of [4] is named as the odd one, not in[0].
-        const int n = op->n_in + op->n_out;
-        const torc_operand *want = out;
-        bool agreed = false;
-        for (int k = 0; k < n && !agreed; k++) {
-            const torc_operand *o = operand(c, k);
-            agreed = o != out && o->ndim == out->ndim && !memcmp(o->shape, out->shape, (size_t)o->ndim * sizeof *o->shape);
-        }
-        if (!agreed && op->n_in > 0) want = x;
-        for (int k = 0; k < n; k++)
-            if (!want_shape(c, k, want->ndim, want->shape)) return false;
-        return true;
-    }
+    default: return same_shapes(c);  // elementwise (COPY, unary, binary, WHERE, the fused pointwise ops, ADAM_STEP)
     }
 }
 

@@ -389,6 +389,11 @@ bool onednn__attention_takes(const torc_op *op);
 int onednn__attention_check(const torc_op *op);
 int onednn__attention_run(const torc_op *op);
 
+// GELU_BACKWARD (gelu_backward.c): one float pass over dense f32 / bf16 / f16, PyTorch's formula.
+bool onednn__gelu_backward_takes(const torc_op *op);
+int onednn__gelu_backward_check(const torc_op *op);
+int onednn__gelu_backward_run(const torc_op *op);
+
 // ---- fill (fill.c): a contiguous out; integer outs take integral values in range ----
 bool onednn__fill_takes(const torc_op *op);  // FILL
 int onednn__fill_check(const torc_op *op);

@@ -265,6 +265,7 @@ REF_KERNEL_DECL(pointwise)
 REF_KERNEL_DECL(layer_norm)
 REF_KERNEL_DECL(adam)
 REF_KERNEL_DECL(attention)
+REF_KERNEL_DECL(gelu_backward)
 #undef REF_KERNEL_DECL
 
 // The kernel table entry of an opcode (entry.c), for messages naming the op.

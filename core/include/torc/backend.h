@@ -28,7 +28,8 @@ extern "C" {
 #define TORC_BACKEND_ABI_MINOR 5  // tests/abi's test build: its extra opcode and dtype are minor 5's
 #else
 #define TORC_BACKEND_ABI_MINOR 4  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED;
-                                  // 2.3: FLOOR_DIVIDE, REMAINDER, FMOD; 2.4: ATTENTION(_BACKWARD)
+                                  // 2.3: FLOOR_DIVIDE, REMAINDER, FMOD; 2.4: ATTENTION(_BACKWARD),
+                                  // GELU_BACKWARD
 #endif
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
@@ -259,7 +260,8 @@ extern "C" {
 // accumulated in f32, each output rounded once), f64 in double, in any summation order: the
 // result is within the tolerance docs/backends.md gives for attention of the reference's. A
 // backend may decline any case in supports(); the core then composes the op from matmul and
-// softmax (torc_scaled_dot_product_attention's math path).
+// softmax (torc_scaled_dot_product_attention's math path). Also in 2.4: GELU_BACKWARD, GELU's
+// derivative in one pass instead of the dozen elementwise ops (and their temporaries) it composes.
 #define TORC_OP_LIST_V2_4(X) \
     X(ATTENTION, "attention", 4)        /* in0 = q (B, H, L, E), in1 = k (B, H, S, E), in2 = v (B, H, S, Ev); */       \
                                         /* out[0] = o (B, H, L, Ev), out[1] = lse (B, H, L). */                          \
@@ -269,6 +271,17 @@ extern "C" {
                                         /* p_ij = exp(s_ij - lse_i) over the attended j, dp_ij = do_i . v_j, */          \
                                         /* ds_ij = p_ij (dp_ij - D_i): dv_j = sum_i p_ij do_i, */                        \
                                         /* dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i. */                \
+    X(GELU_BACKWARD, "gelu_backward", 4) /* aten::gelu_backward: in0 = dy, in1 = x (GELU's input), out = dx, one */   \
+                                        /* shape (broadcast already applied, as for binary ops), one floating */         \
+                                        /* dtype (f64, f32, f16, bf16); params.gelu.approximate 0 'none', 1 */           \
+                                        /* 'tanh'. PyTorch's GeluBackwardKernelImpl: 'none': cdf = 0.5 (1 + */           \
+                                        /* erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi), dx = dy (cdf + x pdf); */ \
+                                        /* 'tanh': b = sqrt(2 / pi), k = 0.044715, t = tanh(b (x + k x^3)), */           \
+                                        /* dx = dy (0.5 (1 + t) + 0.5 x (1 - t^2) b (1 + 3 k x^2)). The reference */     \
+                                        /* computes in double and rounds once; a backend computes in opmath */           \
+                                        /* (double for f64, float otherwise, f16 / bf16 loaded exactly), within a */     \
+                                        /* few ulps of float of the reference. The core sends it from GELU's */          \
+                                        /* backward where the backend takes it, and composes the formula otherwise. */   \
     /* end */
 
 // A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor, to prove
@@ -367,7 +380,7 @@ static inline void torc_op_counts(const torc_op *op, int *in_lo, int *in_hi, int
     else if (c <= TORC_OP_RAND_INT && c != TORC_OP_COPY) in = 0;  // fills, ranges, random draws
     else if ((c >= TORC_OP_ADD && c <= TORC_OP_LOGICAL_OR) || c == TORC_OP_LERP || c == TORC_OP_MATMUL_ROUNDED ||
              (c >= TORC_OP_FLOOR_DIVIDE && c <= TORC_OP_FMOD) ||
-             (c >= TORC_OP_MATMUL && c <= TORC_OP_MASKED_SCATTER))
+             (c >= TORC_OP_MATMUL && c <= TORC_OP_MASKED_SCATTER) || c == TORC_OP_GELU_BACKWARD)
         in = 2;
     else if (c == TORC_OP_WHERE || c == TORC_OP_ADDCMUL || c == TORC_OP_ADDCDIV) in = 3;
     else if (c == TORC_OP_SCALED_MM) in = 4, in_opt = out_opt = 1;
