@@ -1666,7 +1666,9 @@ static void usage(FILE *f) {
             "                 and 1)\n"
             "  --gpt-no-extra skip the sampler's and the activations' figures\n"
             "  --gpt-matmuls  instead: each of the step's matmuls timed alone (its shapes and layouts), in this\n"
-            "                 process (threads: TORC_NUM_THREADS)\n");
+            "                 process (threads: TORC_NUM_THREADS)\n"
+            "  --gpt-child L,NH,C,V,T,B, --gpt-extra-child  --gpt's child processes (one flat JSON object each);\n"
+            "                 alone, one config's steps to profile (perf record -g -- torc-bench --gpt-child ...)\n");
 }
 
 static void parse_sizes(const char *s) {
