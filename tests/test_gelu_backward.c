@@ -196,6 +196,34 @@ START_TEST(strided_and_broadcast_operands) {
 }
 END_TEST
 
+// Special values on the default backend (64K elements: onednn takes it) as on the reference:
+// NaN and +-inf give NaN (inf * 0), huge finite x gives dy or 0 as in double (x^2 overflows float).
+START_TEST(special_values_match_the_reference) {
+    static const double sp[12] = {NAN, INFINITY, -INFINITY, 1e30, -1e30, 1e10, -1e10, 100, -100, -0.0, 44.5, -9.5};
+    enum { N = 65536 };
+    double *xv = malloc(N * sizeof *xv), *gv = malloc(N * sizeof *gv);
+    for (int i = 0; i < N; i++) xv[i] = sp[i % 12], gv[i] = 1.0 + (i % 7) * 0.25;
+    torc_device *ref = torc_device_get("reference"), *def = torc_default_device();
+    for (int a = 0; a < 2; a++) {
+        torc_scope_push();
+        torc_status st;
+        torc_tensor *want = run_op(ref, make(ref, gv, TORC_SHAPE(N), TORC_DTYPE_F32),
+                                   make(ref, xv, TORC_SHAPE(N), TORC_DTYPE_F32), a, 0, &st);
+        ck_assert_int_eq(st, TORC_OK);
+        torc_tensor *got = run_op(def, make(def, gv, TORC_SHAPE(N), TORC_DTYPE_F32),
+                                  make(def, xv, TORC_SHAPE(N), TORC_DTYPE_F32), a, 0, &st);
+        ck_assert_int_eq(st, TORC_OK);
+        double *g = tu_values(got), *w = tu_values(want);
+        for (int i = 0; i < 12; i++)
+            ck_assert_msg((isnan(g[i]) && isnan(w[i])) || fabs(g[i] - w[i]) <= 1e-6 * gv[i],
+                          "approximate %d, x = %g: %.9g, the reference %.9g", a, xv[i], g[i], w[i]);
+        free(g), free(w);
+        torc_scope_pop();
+    }
+    free(xv), free(gv);
+}
+END_TEST
+
 // ---- torc_run_op's checks ----
 START_TEST(run_op_checks_shapes_and_params) {
     torc_device *dev = torc_device_get("reference");
@@ -290,6 +318,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, op_matches_composed_formula);
     tcase_add_test(tc, onednn_takes_dense_floats);
     tcase_add_test(tc, strided_and_broadcast_operands);
+    tcase_add_test(tc, special_values_match_the_reference);
     tcase_add_test(tc, run_op_checks_shapes_and_params);
     tcase_add_test(tc, gelu_backward_runs_the_op);
     tcase_add_test(tc, gelu_backward_keeps_no_temporaries);
