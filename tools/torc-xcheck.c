@@ -519,7 +519,7 @@ static tolspec tol_for(const xcase *c, int k) {
         t.rtol = 32 * e;
         break;
     case TORC_OP_LOG: case TORC_OP_SIN: case TORC_OP_COS: case TORC_OP_TANH: case TORC_OP_ERF:
-    case TORC_OP_ERFINV: case TORC_OP_GELU:
+    case TORC_OP_ERFINV: case TORC_OP_GELU: case TORC_OP_GELU_BACKWARD:  // dy * gelu'(x), |gelu'| <= 1.13
         t.rtol = 32 * e, t.atol = 64 * e, t.mag = MAG_ONE;
         break;
     case TORC_OP_SUM: case TORC_OP_MEAN:
@@ -1665,6 +1665,23 @@ static void build_binary(builder *b) {
     }
 }
 
+// GELU_BACKWARD (dy, x -> dx): the float dtypes, x over the tails (|x| up to 8, where tanh is 1 in
+// float), both approximations.
+static void build_gelu_backward(builder *b) {
+    const torc_dtype d = b->dt;
+    if (d != TORC_DTYPE_F64 && d != TORC_DTYPE_F32 && d != TORC_DTYPE_F16 && d != TORC_DTYPE_BF16) return;
+    ew e = {.n_in = 2, .in_dt = {d, d}, .dom = {DOM(D_REAL), DOMS(D_REAL, 4)}, .out_dt = d, .alias_ok = true,
+            .bcast_ok = true};
+    emit_ew(b, &e);
+    if (b->mode != EMIT_CHECK) return;
+    e.params.gelu.approximate = 1;
+    ew_case(b, &e, "tanh_approx", 2, S_713, L_C, L_C, NULL, false, false);
+    ew_case(b, &e, "tanh_approx_large", 2, S_LARGE, L_C, L_C, NULL, false, false);
+    ew_case(b, &e, "tanh_approx_sliced", 2, S_LARGE, L_S, L_S, NULL, false, false);
+    ew_case(b, &e, "tanh_approx_inplace", 2, S_LARGE, L_C, L_C, NULL, false, true);
+    ew_case(b, &e, "tanh_approx_special", 2, S_1113, L_C, L_C, NULL, true, false);
+}
+
 static void build_where(builder *b) {
     const torc_dtype d = b->dt;
     ew e = {.n_in = 3, .in_dt = {TORC_DTYPE_BOOL, d, d}, .dom = {DOM(D_REAL), DOM(D_REAL), DOM(D_REAL)}, .out_dt = d,
@@ -2685,6 +2702,7 @@ static void build_op(builder *b) {
     case TORC_OP_ARANGE: case TORC_OP_LINSPACE: build_range(b); return;
     case TORC_OP_RAND_UNIFORM: case TORC_OP_RAND_NORMAL: case TORC_OP_RAND_INT: build_random(b); return;
     case TORC_OP_WHERE: build_where(b); return;
+    case TORC_OP_GELU_BACKWARD: build_gelu_backward(b); return;
     case TORC_OP_ADDCMUL: case TORC_OP_ADDCDIV: case TORC_OP_LERP: build_fused(b); return;
     case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX: build_softmax(b); return;
     case TORC_OP_MATMUL: build_matmul(b); return;
