@@ -17,8 +17,9 @@
 // once, the tiles it streams through read as they lie. Outputs are rounded once.
 // The tile products run on a register-blocked kernel (6 rows x 2 vectors of C, A broadcast, B
 // row-major) compiled for AVX-512 and AVX2 + FMA with target attributes and chosen by torc's ISA
-// (isa.c: TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it), and as plain C below AVX2; exp is a
-// Cephes-style polynomial on the vector paths, expf on the plain one. A 64 x 64 score tile from L1
+// (isa.c: TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it), and below AVX2 in plain C on GCC's generic
+// 4-float vectors (SSE2; the B 4, H 6, T 256 causal pair 159 -> 69-82 ms with scalars' 6 x 2 tile);
+// exp is a Cephes-style polynomial on the AVX paths, expf on the plain one. A 64 x 64 score tile from L1
 // on one Sapphire Rapids core: this kernel 159-162 GFLOP/s for E = 32, 64, 128 (AVX2: 81), 4 x 4
 // blocks of 16-wide dot products summed across lanes 28, 48, 74. In a whole forward+backward (B 4,
 // H 6, T 256, E 64) the kernel takes 44% of the time, exp 25%, the tile loads 12%.
@@ -210,14 +211,22 @@ __attribute__((target(TGT256))) static void exp_vec256(float *x, int n, const fl
 }
 
 // ---- plain C, below AVX2 ----
-#define LC(p) (*(p))
-#define SC(p, v) (*(p) = (v))
+// Vectors of 4 floats in GCC's generic vector type: SSE2 registers on any x86-64 (12 of the 16 hold
+// the tile), and scalar code elsewhere. Multiply and add stay two roundings (no contraction in ISO C).
+typedef float att_v4 __attribute__((vector_size(16)));
+static inline att_v4 att_v4_load(const float *p) {
+    att_v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void att_v4_store(float *p, att_v4 v) { memcpy(p, &v, sizeof v); }
+#define LC(p) att_v4_load(p)
+#define SC(p, v) att_v4_store((p), (v))
 #define FC(a, b, c) ((a) * (b) + (c))
-#define BC1(x) (x)
-#define ZC() 0.0f
-ATT_TILE_FN(tile_c, , float, 1, LC, SC, FC, BC1, ZC)
-// A 6 x 2 tile of scalars: the plain path's C is walked two columns at a time (N is even).
-ATT_GEMM_FN(gemm_c, tile_c, , 1)
+#define BC1(x) ((att_v4){(x), (x), (x), (x)})
+#define ZC() ((att_v4){0, 0, 0, 0})
+ATT_TILE_FN(tile_c, , att_v4, 4, LC, SC, FC, BC1, ZC)
+ATT_GEMM_FN(gemm_c, tile_c, , 4)
 
 static void colmax_c(const float *x, int rows, int ld, int n, float *m) {
     for (int r = 0; r < rows; r++)
