@@ -1,7 +1,9 @@
 // tests/test_gelu_backward.c — GELU_BACKWARD (backend ABI 2.4), aten::gelu_backward as one op: hand
 // values (mpmath), the composed formula in f64 on the reference and the default backend for f64 /
 // f32 / f16 / bf16, strided and broadcast operands, torc_run_op's checks, and GELU's backward
-// sending it (its FLOPs counted under the op, the backward's activation peak without temporaries).
+// sending it (its FLOPs counted under the op, the backward's activation peak without temporaries)
+// or, on a device backend that declines it, composing the formula there.
+#define _POSIX_C_SOURCE 200809L  // setenv
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -310,6 +312,43 @@ START_TEST(gelu_backward_keeps_no_temporaries) {
 }
 END_TEST
 
+// A device backend that declines the op (tests/plugins/fake_device.c declines every op; its ops
+// round-trip to the host under TORC_DEVICE_FALLBACK=1): GELU's backward composes the formula on
+// the device, never sending gelu_backward (which would round-trip as one op), and is right.
+START_TEST(device_backend_declining_gets_the_composition) {
+    char dir[1024];
+    const char *build = getenv("TORC_BUILD_DIR");
+    snprintf(dir, sizeof dir, "%s/tests/plugins/libtorc_fakedev.so", build ? build : ".");
+    FILE *f = fopen(dir, "rb");
+    if (!f) {  // built with the tests (tests/data.cmake); absent from a partial build
+        fprintf(stderr, "device_backend_declining_gets_the_composition: skipped, %s not built\n", dir);
+        return;
+    }
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/tests/plugins", build ? build : ".");
+    ck_assert_int_eq(setenv("TORC_PLUGIN_PATH", dir, 1), 0);
+    ck_assert_int_eq(setenv("TORC_DEVICE_FALLBACK", "1", 1), 0);
+    torc_device *dev = torc_device_get("fakedev");
+    ck_assert_msg(dev != NULL, "%s", torc_last_error());
+    for (int a = 0; a < 2; a++) {
+        torc_scope_push();
+        torc_fallback_reset();
+        static const double xv[6] = {-3, -0.75, 0, 0.5, 1.5, 4}, gv[6] = {1, -2, 0.5, 1, 3, -1};
+        torc_tensor *x = make(dev, xv, TORC_SHAPE(6), TORC_DTYPE_F32), *dy = make(dev, gv, TORC_SHAPE(6), TORC_DTYPE_F32);
+        ck_assert_int_eq(torc_set_requires_grad(x, true), TORC_OK);
+        torc_tensor *y = torc_gelu(x, a);
+        ck_assert_msg(y && torc_backward(y, dy, false) == TORC_OK, "%s", torc_last_error());
+        ck_assert_uint_eq(torc_fallback_count(TORC_OP_GELU_BACKWARD), 0);
+        ck_assert_uint_gt(torc_fallback_count(a ? TORC_OP_TANH : TORC_OP_ERF), 0);
+        torc_device *ref = torc_device_get("reference");
+        torc_tensor *gx = torc_to_device(torc_grad(x), ref);
+        assert_close("composed on the device", gx, composed_f64(torc_to_device(dy, ref), torc_to_device(x, ref), a),
+                     torc_to_device(dy, ref), 4e-6);
+        torc_scope_pop();
+    }
+}
+END_TEST
+
 static Suite *make_suite(void) {
     Suite *s = suite_create("gelu_backward");
     TCase *tc = tcase_create("gelu_backward");
@@ -322,6 +361,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, run_op_checks_shapes_and_params);
     tcase_add_test(tc, gelu_backward_runs_the_op);
     tcase_add_test(tc, gelu_backward_keeps_no_temporaries);
+    tcase_add_test(tc, device_backend_declining_gets_the_composition);
     suite_add_tcase(s, tc);
     return s;
 }
