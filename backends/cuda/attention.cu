@@ -2,6 +2,8 @@
 // f32 on CUDA cores: the forward's online softmax, the backward's three deterministic kernels.
 #include "kernels.h"
 
+extern __shared__ float tcu_attn_smem[];  // the tiles of one block (its size: tcu_attention_smem_bytes)
+
 // Shapes (attention_ops.h): q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev), o (B, H, L, Ev),
 // lse (B, H, L); T = f32, f16 or bf16, loaded into shared memory as f32.
 //
@@ -26,6 +28,12 @@
 // rows of a warp fall in different banks. Tiles above 48 KiB (E = 128: ~70 KiB) are opted into
 // with cudaFuncAttributeMaxDynamicSharedMemorySize; sm_89's 99 KiB limit bounds E (256 forward,
 // 128 backward: attention_ops.h).
+//
+// Registers (ptxas 13.0, tools/cuda_resource_check.sh): with no minimum of blocks, sm_89's ptxas
+// held attn_fwd<64> to 128 registers and attn_bwd_dq<16> to 72 and spilled both (sm_80, sm_90 did
+// not). So each kernel names its minimum: 4 blocks (128 registers, no spills; the GPT's hs = 64
+// forward uses 124-127) but for the two that hold 64 accumulators a thread, attn_fwd<64> (184-188
+// registers) and attn_bwd_dkdv<32> (210-217), which take 1.
 namespace {
 
 #define TILE TCU_ATTN_TILE
@@ -59,8 +67,8 @@ __device__ __forceinline__ float quad_max(float v) {
 
 // ---- forward ----
 template <int NV>  // outputs per thread: Ev <= 4 * NV
-__global__ void __launch_bounds__(NTHREADS) attn_fwd(tcu_attn_args a) {
-    extern __shared__ float sm[];
+__global__ void __launch_bounds__(NTHREADS, NV >= 64 ? 1 : 4) attn_fwd(tcu_attn_args a) {
+    float *const sm = tcu_attn_smem;
     const int E = (int)a.E, Ev = (int)a.Ev, PE = E + 1, PV = Ev + 1;
     float *Qs = sm, *KV = Qs + TILE * PE, *Ps = KV + TILE * (PE > PV ? PE : PV);
     const int t = threadIdx.x, r = t >> 2, c4 = t & 3;
@@ -179,8 +187,8 @@ __device__ __forceinline__ void load_rows(const tcu_attn_args &a, const bwd_tile
 
 // 2. dk, dv: the block owns keys [j0, j0 + TILE); thread t: key row t/4, columns lane + 4n.
 template <int N>  // E, Ev <= 4 * N
-__global__ void __launch_bounds__(NTHREADS) attn_bwd_dkdv(tcu_attn_args a) {
-    extern __shared__ float sm[];
+__global__ void __launch_bounds__(NTHREADS, N >= 32 ? 1 : 4) attn_bwd_dkdv(tcu_attn_args a) {
+    float *const sm = tcu_attn_smem;
     const int E = (int)a.E, Ev = (int)a.Ev, PE = E + 1, PV = Ev + 1;
     const bwd_tiles s = carve(sm, PE, PV);
     const int t = threadIdx.x, r = t >> 2, c4 = t & 3;
@@ -243,8 +251,8 @@ __global__ void __launch_bounds__(NTHREADS) attn_bwd_dkdv(tcu_attn_args a) {
 
 // 3. dq: the block owns queries [i0, i0 + TILE); thread t: query row t/4, columns lane + 4n.
 template <int N>  // E <= 4 * N
-__global__ void __launch_bounds__(NTHREADS) attn_bwd_dq(tcu_attn_args a) {
-    extern __shared__ float sm[];
+__global__ void __launch_bounds__(NTHREADS, 4) attn_bwd_dq(tcu_attn_args a) {
+    float *const sm = tcu_attn_smem;
     const int E = (int)a.E, Ev = (int)a.Ev, PE = E + 1, PV = Ev + 1;
     const bwd_tiles s = carve(sm, PE, PV);
     const int t = threadIdx.x, r = t >> 2, c4 = t & 3;
@@ -310,7 +318,7 @@ cudaError_t launch(K k, int64_t bh, int64_t tiles, size_t bytes, const tcu_attn_
         const cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         if (e != cudaSuccess) return e;
     }
-    k<<<dim3((unsigned)bh, (unsigned)tiles), NTHREADS, bytes, s>>>(a);
+    TCU_LAUNCH(k, dim3((unsigned)bh, (unsigned)tiles), NTHREADS, bytes, s, a);
     return cudaGetLastError();
 }
 
@@ -341,7 +349,7 @@ extern "C" int tcu_launch_attention(const tcu_attn_args *a, int sm_count, cudaSt
     if (rows > 0) {
         int64_t blocks = (rows + 7) / 8, cap = (int64_t)(sm_count > 0 ? sm_count : 1) * 32;
         if (blocks > cap) blocks = cap;
-        attn_delta<<<(unsigned)blocks, 256, 0, s>>>(*a);
+        TCU_LAUNCH(attn_delta, (unsigned)blocks, 256, 0, s, *a);
         if ((e = cudaGetLastError()) != cudaSuccess) return (int)e;
     }
     const int64_t big = a->E > a->Ev ? a->E : a->Ev;

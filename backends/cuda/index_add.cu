@@ -1,6 +1,8 @@
 // backends/cuda/index_add.cu — deterministic INDEX_ADD for floating outs (the embedding's
 // backward): a stable radix sort of the index positions by destination, then in-order sums.
+#ifndef TCU_SIM  // the CPU model (sim_thread_model.h) brings its own sort
 #include <cub/device/device_radix_sort.cuh>
+#endif
 
 #include "kernels.h"
 
@@ -119,13 +121,13 @@ extern "C" int tcu_launch_index_add(const tcu_index_add_args *x, void *scratch, 
     void *temp = p + 4 * row;
     size_t temp_bytes = scratch_bytes > 4 * row ? scratch_bytes - 4 * row : 0;
     const tcu_launch lk = tcu_launch_1d(n, sm_count, 1);
-    ia_keys<<<lk.blocks, lk.threads, 0, s>>>(*x, keys_in, vals_in);
+    TCU_LAUNCH(ia_keys, lk.blocks, lk.threads, 0, s, *x, keys_in, vals_in);
     const int bits = key_bits(x->limit);
     cudaError_t e = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, vals_in, vals_out, (int)n, 0,
                                                     bits, s);
     if (e != cudaSuccess) return (int)e;
     const tcu_launch ls = tcu_launch_1d(n * x->cols.numel, sm_count, 1);
-    if (x->f64) ia_sums<double><<<ls.blocks, ls.threads, 0, s>>>(*x, keys_out, vals_out);
-    else ia_sums<float><<<ls.blocks, ls.threads, 0, s>>>(*x, keys_out, vals_out);
+    if (x->f64) TCU_LAUNCH(ia_sums<double>, ls.blocks, ls.threads, 0, s, *x, keys_out, vals_out);
+    else TCU_LAUNCH(ia_sums<float>, ls.blocks, ls.threads, 0, s, *x, keys_out, vals_out);
     return (int)cudaGetLastError();
 }

@@ -12,6 +12,12 @@
 #include "index_ops.h"
 #include "reduce_ops.h"
 
+// kernel<<<grid, block, smem, stream>>>(args...) in the one spelling the CPU model of the thread
+// hierarchy (sim_thread_model.h, the host suite's cuda_sim_test) replaces.
+#if defined(__CUDACC__) && !defined(TCU_LAUNCH)
+#define TCU_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
