@@ -65,8 +65,9 @@ static void assert_close(const char *what, torc_tensor *got, torc_tensor *want, 
     const int64_t n = torc_numel(want);
     ck_assert_int_eq(torc_numel(got), n);
     for (int64_t i = 0; i < n; i++)
-        ck_assert_msg(fabs(g[i] - w[i]) <= tol * fabs(d[i]) + atol || g[i] == w[i], "%s: element %lld is %.17g, want %.17g "
-                      "(dy %g, tol %g)", what, (long long)i, g[i], w[i], d[i], tol);
+        ck_assert_msg(fabs(g[i] - w[i]) <= tol * fabs(d[i]) + atol || g[i] == w[i],
+                      "%s: element %lld is %.17g, want %.17g (dy %g, tol %g)", what, (long long)i, g[i], w[i], d[i],
+                      tol);
     free(g), free(w), free(d);
 }
 
@@ -334,7 +335,8 @@ START_TEST(device_backend_declining_gets_the_composition) {
         torc_scope_push();
         torc_fallback_reset();
         static const double xv[6] = {-3, -0.75, 0, 0.5, 1.5, 4}, gv[6] = {1, -2, 0.5, 1, 3, -1};
-        torc_tensor *x = make(dev, xv, TORC_SHAPE(6), TORC_DTYPE_F32), *dy = make(dev, gv, TORC_SHAPE(6), TORC_DTYPE_F32);
+        torc_tensor *x = make(dev, xv, TORC_SHAPE(6), TORC_DTYPE_F32);
+        torc_tensor *dy = make(dev, gv, TORC_SHAPE(6), TORC_DTYPE_F32);
         ck_assert_int_eq(torc_set_requires_grad(x, true), TORC_OK);
         torc_tensor *y = torc_gelu(x, a);
         ck_assert_msg(y && torc_backward(y, dy, false) == TORC_OK, "%s", torc_last_error());

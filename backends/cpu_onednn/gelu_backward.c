@@ -15,7 +15,8 @@
 bool onednn__gelu_backward_takes(const torc_op *op) { return op->code == TORC_OP_GELU_BACKWARD; }
 
 int onednn__gelu_backward_check(const torc_op *op) {
-    if (op->n_in != 2) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: gelu_backward takes 2 inputs, got %d", op->n_in);
+    if (op->n_in != 2)
+        return onednn__error(TORC_ERR_INVALID_ARG, "onednn: gelu_backward takes 2 inputs, got %d", op->n_in);
     const int a = op->params.gelu.approximate;
     if (a != 0 && a != 1)
         return onednn__error(TORC_ERR_INVALID_ARG, "onednn: gelu_backward: approximate must be 0 ('none') or 1 "
