@@ -1,7 +1,8 @@
 // tests/cuda_gpu_test.c — the CUDA backend on a real device: every op family x dtype x layout of
 // tests/cuda_cases.h against the reference backend, RNG equality bit for bit, copies (sync and
 // async through pinned staging), events, device info, allocator stress and OOM recovery,
-// kernel-reported index errors, fp8 saturation, tensors beyond 2^31 elements, and the issue's
+// kernel-reported index errors, fp8 saturation, tensors beyond 2^31 elements, index_add's sums in
+// index order bit for bit, attention against the reference and run to run, and the issue's
 // performance figures printed against their targets. `--fault` and `--device1` run one check in a
 // process of its own (a kernel fault; two threads first on device 1). Without a device: exit 77.
 #define _POSIX_C_SOURCE 200809L  // pthread_barrier_t, clock_gettime
@@ -862,19 +863,35 @@ START_TEST(index_add_is_deterministic_in_index_order) {
             fprintf(stderr, "%s: two runs differ\n", g_case);
             failures++;
         }
-        if (ci == 0 || ci == 2) {
-            torc_op d = op;  // timed in place on device copies (the sums grow; the time does not)
-            void *ds = upload(&src), *di = upload(&idx), *dd = upload(&out);
-            d.in[0].data = on_device(&src, op.in[0].data, ds);
-            d.in[1].data = on_device(&idx, op.in[1].data, di);
-            d.out[0].data = on_device(&out, op.out[0].data, dd);
-            printf("index_add %lld tokens into (%lld, %lld) f32: %.3f ms\n", (long long)c->N, (long long)c->V,
-                   (long long)c->C, time_ms(&d, 20));
-            cu->free(cu_ctx, 0, ds), cu->free(cu_ctx, 0, di), cu->free(cu_ctx, 0, dd);
-        }
         tv_free(&a), tv_free(&b), tv_free(&out), tv_free(&src), tv_free(&idx);
     }
     ck_assert_int_eq(failures, 0);
+}
+END_TEST
+
+// The embedding backward's index_add for the GPT (8192 tokens into a (50304, 768) f32 table; and a
+// 256-row vocabulary, runs of ~32 rows): times printed.
+START_TEST(index_add_figures) {
+    const int64_t C = 768, N = 8192, vocabs[2] = {50304, 256};
+    for (int vi = 0; vi < 2; vi++) {
+        const int64_t V = vocabs[vi];
+        float *out = alloc_ok((size_t)(V * C) * 4), *src = alloc_ok((size_t)(N * C) * 4);
+        int64_t *idx = alloc_ok((size_t)N * 8), *host = malloc((size_t)N * 8);
+        for (int64_t j = 0; j < N; j++) host[j] = (int64_t)(rnd() % (uint64_t)V);
+        ck_assert_int_eq(cu->copy(cu_ctx, 0, idx, host, (size_t)N * 8, TORC_COPY_HOST_TO_DEVICE, false), TORC_OK);
+        const torc_operand so = {src, TORC_DTYPE_F32, 2, {N, C}, {C, 1}}, oo = {out, TORC_DTYPE_F32, 2, {V, C}, {C, 1}};
+        rand_uniform(&so, 7, -1, 1);
+        fill(&oo, 0);
+        torc_op op;
+        memset(&op, 0, sizeof op);
+        op.code = TORC_OP_INDEX_ADD;
+        op.n_in = 2, op.n_out = 1;
+        op.in[0] = so, op.in[1] = vec(idx, TORC_DTYPE_I64, N), op.out[0] = oo;
+        printf("index_add (deterministic) %lld tokens into (%lld, %lld) f32: %.3f ms\n", (long long)N, (long long)V,
+               (long long)C, time_ms(&op, 20));
+        cu->free(cu_ctx, 0, out), cu->free(cu_ctx, 0, src), cu->free(cu_ctx, 0, idx);
+        free(host);
+    }
 }
 END_TEST
 
@@ -911,20 +928,12 @@ static void attn_on_device(attn_set *s, const torc_op *op, const int *outs, int 
     for (int i = 0; i < ATTN_N; i++) cu->free(cu_ctx, 0, dev[i]);
 }
 
-// The shared cases plus the GPU's larger ones: the forward and the backward (from the reference's
-// o and lse) against the reference, and each run twice for the same bits (no atomics).
-static const attn_cfg ATTN_GPU_CFGS[] = {
-    {TORC_DTYPE_F32, 2, 2, 256, 256, 128, 128, 1, ATTN_PACKED},
-    {TORC_DTYPE_BF16, 2, 4, 256, 256, 64, 64, 1, ATTN_PACKED},  // the GPT's head size
-    {TORC_DTYPE_BF16, 1, 3, 100, 300, 96, 112, 0, ATTN_STRIDED},
-    {TORC_DTYPE_F32, 1, 2, 64, 64, 256, 256, 1, ATTN_CONTIG},   // forward only: backward declined
-};
-
-START_TEST(attention_matches_reference) {
-    const int n_shared = N_ATTN_CFGS, n_all = n_shared + (int)(sizeof ATTN_GPU_CFGS / sizeof ATTN_GPU_CFGS[0]);
+// Forward and backward (from the reference's o and lse) against the reference, each run twice for
+// the same bits (no atomics).
+static int attention_cases(const attn_cfg *cfgs, int n) {
     int failures = 0;
-    for (int ci = 0; ci < n_all; ci++) {
-        const attn_cfg *c = ci < n_shared ? &ATTN_CFGS[ci] : &ATTN_GPU_CFGS[ci - n_shared];
+    for (int ci = 0; ci < n; ci++) {
+        const attn_cfg *c = &cfgs[ci];
         attn_set s;
         attn_set_new(&s, c);
         snprintf(g_case, sizeof g_case, "attention (%lld, %lld, %lld, %lld, %lld, %lld) dtype %d %s causal %d",
@@ -962,7 +971,22 @@ START_TEST(attention_matches_reference) {
         }
         attn_set_free(&s);
     }
-    ck_assert_int_eq(failures, 0);
+    return failures;
+}
+
+// The shared cases (small: tools/cuda-sanitize.sh's racecheck runs them) ...
+START_TEST(attention_matches_reference) { ck_assert_int_eq(attention_cases(ATTN_CFGS, N_ATTN_CFGS), 0); }
+END_TEST
+
+// ... and the GPU's larger ones.
+static const attn_cfg ATTN_GPU_CFGS[] = {
+    {TORC_DTYPE_F32, 2, 2, 256, 256, 128, 128, 1, ATTN_PACKED},
+    {TORC_DTYPE_BF16, 2, 4, 256, 256, 64, 64, 1, ATTN_PACKED},  // the GPT's head size
+    {TORC_DTYPE_BF16, 1, 3, 100, 300, 96, 112, 0, ATTN_STRIDED},
+    {TORC_DTYPE_F32, 1, 2, 64, 64, 256, 256, 1, ATTN_CONTIG},   // forward only: backward declined
+};
+START_TEST(attention_large_matches_reference) {
+    ck_assert_int_eq(attention_cases(ATTN_GPU_CFGS, (int)(sizeof ATTN_GPU_CFGS / sizeof ATTN_GPU_CFGS[0])), 0);
 }
 END_TEST
 
@@ -1252,6 +1276,7 @@ int main(int argc, char **argv) {
     tcase_add_test(ops, fp8_outputs_saturate_as_the_reference);
     tcase_add_test(ops, large_tensors_match_reference);
     tcase_add_test(ops, adam_step_matches_reference_bit_for_bit);
+    tcase_add_test(ops, attention_large_matches_reference);
     suite_add_tcase(s, ops);
     // the kernels that share memory between threads (tools/cuda-sanitize.sh runs racecheck and
     // synccheck on these: over the whole of ops_vs_reference they take too long)
@@ -1272,6 +1297,7 @@ int main(int argc, char **argv) {
     TCase *perf = tcase_create("performance");
     tcase_set_timeout(perf, 300);
     tcase_add_test(perf, performance_figures);
+    tcase_add_test(perf, index_add_figures);
     tcase_add_test(perf, attention_gpt_figures);
     suite_add_tcase(s, perf);
     SRunner *r = srunner_create(s);
