@@ -394,6 +394,11 @@ bool onednn__gelu_backward_takes(const torc_op *op);
 int onednn__gelu_backward_check(const torc_op *op);
 int onednn__gelu_backward_run(const torc_op *op);
 
+// SUM / MEAN of f32 / bf16 / f16 over rows into contiguous columns, (O, R, C) -> (O, C) (reduce.c):
+// takes() decides (the other reductions stay on oneDNN's primitive); a float sum in a fixed order.
+bool onednn__reduce_takes(const torc_op *op);
+int onednn__reduce_run(const torc_op *op);
+
 // ---- fill (fill.c): a contiguous out; integer outs take integral values in range ----
 bool onednn__fill_takes(const torc_op *op);  // FILL
 int onednn__fill_check(const torc_op *op);

@@ -1,0 +1,26 @@
+# The oneDNN backend's host sums over rows (SUM / MEAN into contiguous columns, reduce.c) against the
+# reference backend (tests/onednn_reduce_test.c), on each of its paths: the CPU's best (AVX-512 where
+# the CPU has it), AVX2 (both caps, as an AVX2 CPU runs), and plain C (TORC_MAX_CPU_ISA=AVX). Every
+# size goes to onednn (TORC_ONEDNN_MIN_WORK=0). Only when the backend is built.
+if(TORC_WITH_ONEDNN)
+  find_package(OpenMP REQUIRED COMPONENTS C)
+  add_executable(onednn_reduce_test ${CMAKE_CURRENT_SOURCE_DIR}/onednn_reduce_test.c)
+  target_include_directories(onednn_reduce_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(onednn_reduce_test PRIVATE torc PkgConfig::CHECK OpenMP::OpenMP_C m)
+  target_compile_options(onednn_reduce_test PRIVATE ${TORC_WARNINGS})
+  add_dependencies(onednn_reduce_test torc_plugins)
+  foreach(cap native AVX2 AVX)
+    if(cap STREQUAL "native")
+      set(name onednn_reduce)
+      set(env "TORC_ONEDNN_MIN_WORK=0")
+    elseif(cap STREQUAL "AVX2")
+      set(name onednn_reduce_avx2)
+      set(env "TORC_ONEDNN_MIN_WORK=0;ONEDNN_MAX_CPU_ISA=AVX2;TORC_MAX_CPU_ISA=AVX2")
+    else()
+      set(name onednn_reduce_avx)
+      set(env "TORC_ONEDNN_MIN_WORK=0;TORC_MAX_CPU_ISA=AVX")
+    endif()
+    add_test(NAME ${name} COMMAND onednn_reduce_test)
+    set_tests_properties(${name} PROPERTIES LABELS "unit" ENVIRONMENT "${env}")
+  endforeach()
+endif()
