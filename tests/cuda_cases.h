@@ -318,6 +318,32 @@ static int cases_binary(case_check_fn check) {
                     tv_free(&b);
                     tv_free(&out);
                 }
+    // gelu_backward (ABI 2.4): dy, x -> dx of one floating dtype, x over both tails, both forms
+    for (int di = 0; di < 4; di++)
+        for (int form = 0; form < 2; form++)
+            for (int s = 0; s < N_SHAPES; s++)
+                for (int lay = 0; lay < L_COUNT; lay++) {
+                    const torc_dtype dt = ALL_DT[di];  // f64, f32, f16, bf16
+                    const shape_case *sc = &SHAPES[s];
+                    tview a = tv_new(dt, sc->ndim, sc->shape, lay, -3, 3);
+                    tview b = tv_new(dt, sc->ndim, sc->shape, (lay + 1) % L_COUNT, -8, 8);
+                    tview out = tv_new(dt, sc->ndim, sc->shape, lay == L_TRANS ? L_TRANS : L_CONTIG, 0, 0);
+                    torc_op op;
+                    memset(&op, 0, sizeof op);
+                    op.code = TORC_OP_GELU_BACKWARD;
+                    op.n_out = 1;
+                    op.n_in = 2;
+                    op.in[0] = a.op;
+                    op.in[1] = b.op;
+                    op.out[0] = out.op;
+                    op.params.gelu.approximate = form;
+                    snprintf(g_case, sizeof g_case, "gelu_backward %d approximate %d shape %d %s", dt, form, s,
+                             LAYOUT_NAMES[lay]);
+                    failures += !check(&op, (tview *[]){&a, &b}, &out, 1.0);
+                    tv_free(&a);
+                    tv_free(&b);
+                    tv_free(&out);
+                }
 
     return failures;
 }

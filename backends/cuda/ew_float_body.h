@@ -64,6 +64,38 @@ TORC_HD static inline TCU_T TCU_F(tcu_divmod)(int op, TCU_T x, TCU_T y, const tc
 // vec::fmadd). The same for every element: the kernels compute it once per thread.
 TORC_HD static inline TCU_T TCU_F(tcu_alpha)(const tcu_ew_args *a) { return TCU_RT((TCU_T)a->s0); }
 
+// GELU_BACKWARD (backend ABI 2.4): dy * gelu'(x), PyTorch's GeluBackwardKernelImpl steps in TCU_T
+// (its opmath), flag 1 'tanh', 0 'none'. For the tanh form, 1 + t and 1 - t^2 come from
+// q = 1 - |t| = 2 / (exp(2|u|) + 1) where |u| >= 0.625: PyTorch's 1 - t*t keeps an error of 1 - t's
+// ulp, which 0.5 x (1 + 3 k x^2) multiplies (11 float eps of dy near x = 4.5 on the CPU); here it
+// is a few ulps, as onednn's loop (backends/cpu_onednn/gelu_backward.c). 1 - t^2 = 0 gives 0
+// (not x^2's overflow times 0), and x = +-inf NaN, as the reference in double.
+TORC_HD static inline TCU_T TCU_F(tcu_gelu_backward)(TCU_T dy, TCU_T x, int tanh_form) {
+    if (tanh_form) {
+        const TCU_T kBeta = (TCU_T)0.79788456080286535588, kKappa = (TCU_T)0.044715;
+        const TCU_T x_sq = x * x, x_cube = x_sq * x;
+        const TCU_T inner = kBeta * (x + kKappa * x_cube), au = TCU_M(fabs)(inner);
+        TCU_T right, sech2;  // 1 + tanh(inner), 1 - tanh(inner)^2
+        if (au < (TCU_T)0.625) {
+            const TCU_T t = TCU_M(tanh)(inner);
+            right = (TCU_T)1 + t;
+            sech2 = (TCU_T)1 - t * t;
+        } else {
+            const TCU_T q = (TCU_T)2 / (TCU_M(exp)((TCU_T)2 * au) + (TCU_T)1);  // exp's inf gives 0
+            right = inner < (TCU_T)0 ? q : (TCU_T)2 - q;
+            sech2 = q * ((TCU_T)2 - q);
+        }
+        const TCU_T left = (TCU_T)0.5 * x, left_derivative = (TCU_T)0.5 * right;
+        const TCU_T right_derivative =
+            sech2 > (TCU_T)0 ? left * sech2 * kBeta * ((TCU_T)1 + (TCU_T)3 * kKappa * x_sq) : (TCU_T)0 * left;
+        return dy * (left_derivative + right_derivative);
+    }
+    const TCU_T kAlpha = (TCU_T)0.70710678118654752440, kBeta = (TCU_T)0.39894228040143267794;
+    const TCU_T cdf = (TCU_T)0.5 * ((TCU_T)1 + TCU_M(erf)(x * kAlpha));
+    const TCU_T pdf = kBeta * TCU_M(exp)((TCU_T)-0.5 * x * x);
+    return dy * (cdf + x * pdf);
+}
+
 // The binary arithmetic ops but floor_divide / remainder / fmod, alpha = tcu_alpha(a): what the
 // device's generic and vectorised kernels inline (the three run in kernels of their own: ew_ops.h,
 // tcu_ew_divmod). ADD / SUB with an alpha: one fma.
@@ -76,6 +108,7 @@ TORC_HD static inline TCU_T TCU_F(tcu_arith_alpha)(int op, TCU_T x, TCU_T y, con
     case TORC_OP_POW: return TCU_M(pow)(x, y);
     case TORC_OP_MAXIMUM: return x != x ? x : (y != y ? y : (x > y ? x : y));
     case TORC_OP_MINIMUM: return x != x ? x : (y != y ? y : (x < y ? x : y));
+    case TORC_OP_GELU_BACKWARD: return TCU_F(tcu_gelu_backward)(x, y, a->flag);  // x = dy, y = GELU's input
     default: return x;
     }
 }

@@ -38,8 +38,9 @@ typedef struct tcu_ew_args {
 TORC_HD static inline bool tcu_op_is_unary(int op) { return op >= TORC_OP_NEG && op <= TORC_OP_LOGICAL_NOT; }
 // floor_divide, remainder, fmod (ABI 2.3): binary ops appended after the others.
 TORC_HD static inline bool tcu_op_is_divmod(int op) { return op >= TORC_OP_FLOOR_DIVIDE && op <= TORC_OP_FMOD; }
+// GELU_BACKWARD (ABI 2.4): dy, x -> dx, a binary arithmetic op of the floating dtypes.
 TORC_HD static inline bool tcu_op_is_binary(int op) {
-    return (op >= TORC_OP_ADD && op <= TORC_OP_LOGICAL_OR) || tcu_op_is_divmod(op);
+    return (op >= TORC_OP_ADD && op <= TORC_OP_LOGICAL_OR) || tcu_op_is_divmod(op) || op == TORC_OP_GELU_BACKWARD;
 }
 TORC_HD static inline bool tcu_op_is_compare(int op) { return op >= TORC_OP_EQ && op <= TORC_OP_GE; }
 TORC_HD static inline bool tcu_op_is_generator(int op) { return op >= TORC_OP_FILL && op <= TORC_OP_RAND_INT && op != TORC_OP_COPY; }
@@ -49,7 +50,7 @@ TORC_HD static inline bool tcu_op_is_fused(int op) {
 }
 TORC_HD static inline bool tcu_op_is_elementwise(int op) {
     // fills, copy, generators, unary, binary, where, fused
-    return op <= TORC_OP_WHERE || tcu_op_is_fused(op) || tcu_op_is_divmod(op);
+    return op <= TORC_OP_WHERE || tcu_op_is_fused(op) || tcu_op_is_divmod(op) || op == TORC_OP_GELU_BACKWARD;
 }
 // Ops that have integer semantics (everything else needs a floating compute type).
 TORC_HD static inline bool tcu_op_has_int_form(int op) {

@@ -71,7 +71,7 @@ static void ew_args_from(tcu_ew_args *a, const torc_op *op) {
         a->s0 = op->params.rng.a;
         a->s1 = op->params.rng.b;
         break;
-    case TORC_OP_GELU:
+    case TORC_OP_GELU: case TORC_OP_GELU_BACKWARD:
         a->flag = op->params.gelu.approximate;
         break;
     default:
@@ -113,6 +113,9 @@ static bool dtypes_ok(const torc_op *op) {
         return true;
     case TORC_OP_ADDCDIV: case TORC_OP_LERP:
         return o == TORC_DTYPE_F64 || o == TORC_DTYPE_F32 || o == TORC_DTYPE_F16 || o == TORC_DTYPE_BF16;
+    case TORC_OP_GELU_BACKWARD:  // dy, x and dx of one floating dtype, approximate 0 or 1
+        return (o == TORC_DTYPE_F64 || o == TORC_DTYPE_F32 || o == TORC_DTYPE_F16 || o == TORC_DTYPE_BF16) && a == o &&
+               b == o && (op->params.gelu.approximate == 0 || op->params.gelu.approximate == 1);
     case TORC_OP_SCALED_MM:
         if (!tcu_is_fp8(a) || !tcu_is_fp8(b) || (a == TORC_DTYPE_F8_E5M2 && b == TORC_DTYPE_F8_E5M2)) return false;
         for (int k = 2; k < op->n_in; k++)
