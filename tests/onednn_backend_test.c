@@ -812,6 +812,22 @@ static void check_rounded_case(torc_dtype c, torc_dtype ta, torc_dtype tb, torc_
     tensor_free(&out);
 }
 
+// f32 GEMMs of the shapes an Intel AVX-512 core sends to the FMA GEMM instead of sgemm (matmul.c's
+// intel_f32_on_fma; elsewhere they run on sgemm or OpenBLAS, against the same reference): a weight
+// gradient's column-major A with M >= 4 N, a forward's K <= 384 with N >= 768, and a long K beside
+// few rows and columns, which runs as GEMMs of 1024 k added in order (matmul_fma.c's k_outer: the
+// last one shorter, a B block of one or two micro-panels), also with a row-sliced A and C.
+START_TEST(test_matmul_f32_fma_shapes) {
+    static const int64_t sizes[][3] = {{640, 300, 100}, {100, 300, 800}, {37, 5000, 70}, {100, 3000, 150}};
+    const enum layout ls[][3] = {{L_T2, L_CONTIG, L_CONTIG}, {L_CONTIG, L_CONTIG, L_CONTIG},
+                                 {L_ROWSLICE, L_CONTIG, L_ROWSLICE}, {L_T2, L_T2, L_CONTIG}};
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++)
+        for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++)
+            check_fma_case(TORC_DTYPE_F32, TORC_DTYPE_F32, sizes[c][0], sizes[c][1], sizes[c][2], ls[l][0], ls[l][1],
+                           ls[l][2]);
+}
+END_TEST
+
 START_TEST(test_matmul_fma) {
     // Every size on the tiles (by default GEMMs under 1M multiply-adds take the small path); each
     // test runs in a process of its own (check's fork mode), so this stays here.
@@ -2230,6 +2246,7 @@ static Suite *onednn_suite(void) {
     tcase_add_loop_test(tc, test_matmul, 0, (int)(sizeof mm_dtypes / sizeof mm_dtypes[0]));
     tcase_add_test(tc, test_matmul_edges);
     tcase_add_loop_test(tc, test_matmul_fma, 0, 4);
+    tcase_add_test(tc, test_matmul_f32_fma_shapes);
     tcase_add_loop_test(tc, test_matmul_small, 0, 4);
     tcase_add_loop_test(tc, test_matmul_rounded, 0, 4);
     tcase_add_loop_test(tc, test_matmul_rounded_special, 0, 4);

@@ -13,7 +13,8 @@
 // the reference backend.
 // Results do not depend on the thread count: a library GEMM (sgemm, OpenBLAS, the primitive) of 1M
 // multiply-adds and more runs in fixed pieces, each on one thread (pieces.c); torc's own GEMMs never
-// split K, and run the f32 GEMMs of that size of AMD's AVX2 family.
+// split K, and run the f32 GEMMs of that size of AMD's AVX2 family and some shapes' on Intel's
+// AVX-512 cores (intel_f32_on_fma).
 #include <omp.h>
 #include <string.h>
 
@@ -153,6 +154,34 @@ static onednn_fma_gemm fma_of(const onednn_view *a, const onednn_view *b, const 
                              .b_rs = b->strides[r], .b_cs = b->strides[k],
                              .c_rs = c->strides[r], .c_cs = c->strides[k],
                              .a_dt = a->dt, .b_dt = b->dt, .c_dt = c->dt, .round_dt = round_dt};
+}
+
+// Whether an f32 matmul on an Intel AVX-512 core runs on the FMA GEMM rather than dnnl_sgemm: one
+// matrix (no batch) of ONEDNN_SMALL_WORK multiply-adds and more, where the FMA GEMM won on the GPT
+// step's shapes (torc-bench --gpt-matmuls; one loaded Sapphire Rapids class core, best of 7-9
+// interleaved runs in CPU time, GFLOP/s sgemm / FMA GEMM, the FMA loop 161-167):
+//  - A column-major (a weight gradient X^T dY) with M >= 4 N: (1536, 1024) x (1024, 384) 70-109 /
+//    115-123, (1024, 1024) x (1024, 256) 71 / 86;
+//  - A and B row-major (a forward x W), K <= 384, N >= 768: (1024, 384) x (384, 1152) 128-137 /
+//    134-143, x (384, 1536) 116-140 / 129-142, (1024, 256) x (256, 768) 102 / 112, x (256, 1024)
+//    104 / 108;
+//  - A and B row-major, K >= 16 max(M, N) (the LM head's input gradient chunk, K runs outside:
+//    matmul_fma.c's k_outer): (79, 50257) x (50257, 256) 68-80 / 75-88.
+// sgemm kept the rest: (1024, 1536) x (1536, 384) 118-157 / 97-125, dW of M < 4 N (384, 1024) x
+// (1024, 384) 137-140 / 121-128, (256, 1024) x (1024, 768) 101 / 84, the input gradients dY W^T
+// (B transposed) even to 10% behind, the LM head's chunks (79, 256) x (256, 50257) (B transposed)
+// 86-99 / 92, their dW (50257, 79) x (79, 256) 84-122 / 75-81.
+static bool intel_f32_on_fma(const torc_op *op, const onednn_view *a, const onednn_view *b, const onednn_view *c) {
+    const int nd = c->ndim, r = nd - 2, k = nd - 1;
+    if (!onednn__cpu_is_intel() || onednn__isa() < ONEDNN_ISA_AVX512_CORE || onednn__work(op) < ONEDNN_SMALL_WORK)
+        return false;
+    for (int d = 0; d < r; d++)
+        if (c->dims[d] != 1) return false;
+    const int64_t M = c->dims[r], N = c->dims[k], K = a->dims[k];
+    const bool a_col = a->strides[r] == 1 && a->strides[k] != 1, a_row = a->strides[k] == 1 && a->strides[r] != 1;
+    const bool b_row = b->strides[k] == 1 && b->strides[r] != 1;
+    return (a_col && M >= 4 * N) || (a_row && b_row && K <= 384 && N >= 768) ||
+           (a_row && b_row && K >= 16 * (M > N ? M : N));
 }
 
 // C = A B on torc's FMA GEMM (matmul_fma.c): any strides, f32 / f16 / bf16 in, out f32 or the
@@ -465,8 +494,10 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     // GEMM): 512^3 75-79 / 69-71 / 74-78, 1024^3 75-80 / 74-77 / 58-63, 2048^3 77-82 / 75-77 / 52-64,
     // 512x1024x1024 72-79 / 73 / 56-64; only the Cruncher D=256 GEMMs (64x256x256) ran faster on
     // the FMA GEMM, 77-83 against 66-70. Smaller f32 GEMMs stay on OpenBLAS (or sgemm), one thread.
+    // On Intel's AVX-512 cores the shapes where the FMA GEMM beat dnnl_sgemm (intel_f32_on_fma).
     const bool f32_fma = onednn__fma_f32() || (onednn__dnnl_isa() == ONEDNN_ISA_AVX2 && !onednn__cpu_is_intel() &&
-                                               onednn__work(op) >= ONEDNN_SMALL_WORK);
+                                               onednn__work(op) >= ONEDNN_SMALL_WORK) ||
+                         (dt == TORC_DTYPE_F32 && intel_f32_on_fma(op, &a, &b, &c));
     if ((dt != TORC_DTYPE_F32 || f32_fma) && (on_fma_gemm(op, &a, &b, &c) || (K == 0 && onednn__fma_usable())))
         return plan_fma(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 

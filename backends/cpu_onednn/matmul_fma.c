@@ -8,7 +8,8 @@
 // BLIS-style blocking. B is packed a column block (NC wide) at a time over all of K: micro-panels
 // of NR columns, k-major (NR floats per k). Each task (a block of MC rows, and of the block's
 // columns) converts its rows of A, KC k at a time, and runs the MR x NR register-blocked
-// micro-kernel on each MR rows of A against every B micro-panel of its columns: A broadcast, B
+// micro-kernel on each MR rows of A against every B micro-panel of its columns (on Intel's AVX-512
+// cores a long K whose B block is narrower than C runs as GEMMs of 1024 k added in order, k_outer): A broadcast, B
 // loaded as vectors, MR x NR accumulators in registers for a run of KC k. A is converted as it lies
 // (pack_a): row-major A into rows of k (K up to 256), column-major A into k-runs of rows, others
 // packed into MR-row micro-panels. The conversions read f16 / bf16 with F16C and AVX2, which every AVX2 CPU has
@@ -43,6 +44,14 @@
 #define FMA_KC 2048      // k per micro-kernel run (and per packed A block)
 #define FMA_MC 96        // rows of A per task (a multiple of every MR)
 #define FMA_B_FLOATS (INT64_C(3) << 19)  // packed B column block: at most this many floats (6 MiB)
+// ... on Intel's AVX-512 cores (the 12 x 32 kernels of other AVX-512): 1 MiB, half a Sapphire Rapids
+// core's 2 MiB L2, since each row of tiles streams the whole block. With 6 MiB the block came from
+// L3 for every 12 rows; one loaded Sapphire Rapids class core, f32, best of 5-9 interleaved runs in
+// CPU time, GFLOP/s 6 MiB -> 1 MiB: (1024, 384) x (384, 1152) 95 -> 109, x (384, 1536) 106 -> 129, the
+// weight gradients (384, 1024) x (1024, 1536) 83 -> 121 and (256, 1024) x (1024, 768) 70 -> 84.
+// (512 KiB measured no better; runs of 512 or 256 k instead of 2048 gained nothing at K 1024-1536.)
+#define FMA_B_FLOATS_INTEL512 (INT64_C(1) << 18)
+#define FMA_K_OUTER 1024  // k of k_outer's GEMMs (one 1 MiB B block at N 256)
 #define FMA_MR_MAX 16
 // A block of A converted as rows of k (pack_a) has rows a_ld(kc) floats apart: an odd number of
 // cache lines and 16 bytes, so that a tile's rows fall in different sets of the L1 cache and start
@@ -324,6 +333,7 @@ FMA_K256(kernel_avx2_2_first_bf16, 2, SRC_F32_AS_BF16, load8_split, 1, SPLIT)
 #define FMA_TILES 4
 typedef struct fma_isa {
     int nr;
+    int64_t b_floats;      // the packed B block's floats at most (FMA_B_FLOATS, or less)
     int rows[FMA_TILES];   // tile heights: MR, then smaller ones for a block's last rows (0: none), ascending
     bool halves[FMA_TILES];  // the tile's kernels take NR / 2 columns: two calls a micro-panel
     // by A's layout (0: panels, 1: rows of k), B's kind and tile; [SRC_F32] also packed panels; NULL: pack B
@@ -345,15 +355,16 @@ typedef struct fma_isa {
      [SRC_F32_AS_F16] = T(rows, _f32h)}
 static fma_isa pick_isa(int64_t K) {
     if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa() && K <= FMA_SHORT_K)
-        return (fma_isa){32, {16, 4, 8, 12}, {true}, {ZEN4_KINDS(ZEN4_TILES, ), ZEN4_KINDS(ZEN4_TILES, _rows)}, {{{NULL}}}};
+        return (fma_isa){32, FMA_B_FLOATS, {16, 4, 8, 12}, {true}, {ZEN4_KINDS(ZEN4_TILES, ), ZEN4_KINDS(ZEN4_TILES, _rows)}, {{{NULL}}}};
     if (onednn__cpu_half512() && onednn__isa() == onednn__cpu_isa())
-        return (fma_isa){32, {12, 4, 8}, {false}, {ZEN4_KINDS(ZEN4_TILES_LONG, ), ZEN4_KINDS(ZEN4_TILES_LONG, _rows)},
+        return (fma_isa){32, FMA_B_FLOATS, {12, 4, 8}, {false}, {ZEN4_KINDS(ZEN4_TILES_LONG, ), ZEN4_KINDS(ZEN4_TILES_LONG, _rows)},
                          {{{NULL}}}};
     if (onednn__isa() >= ONEDNN_ISA_AVX512_CORE)
-        return (fma_isa){32, {12, 4, 8}, {false}, {{[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}},
+        return (fma_isa){32, onednn__cpu_is_intel() ? FMA_B_FLOATS_INTEL512 : FMA_B_FLOATS, {12, 4, 8}, {false},
+                         {{[SRC_F32] = {kernel_avx512_12, kernel_avx512_4, kernel_avx512_8}},
                                                   {[SRC_F32] = {kernel_avx512_12_rows, kernel_avx512_4_rows, kernel_avx512_8_rows}}},
                          {{{NULL}}}};
-    return (fma_isa){16, {6, 2, 4}, {false}, {{[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}},
+    return (fma_isa){16, FMA_B_FLOATS, {6, 2, 4}, {false}, {{[SRC_F32] = {kernel_avx2_6, kernel_avx2_2, kernel_avx2_4}},
                                              {[SRC_F32] = {kernel_avx2_6_rows, kernel_avx2_2_rows, kernel_avx2_4_rows}}},
                      {{[SRC_F32_AS_F16] = {kernel_avx2_6_first, kernel_avx2_2_first, kernel_avx2_4_first},
                        [SRC_F32_AS_BF16] = {kernel_avx2_6_first_bf16, kernel_avx2_2_first_bf16, kernel_avx2_4_first_bf16}},
@@ -417,7 +428,7 @@ static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 static fma_dims dims_of(int64_t N, int64_t K) {
     fma_dims d = {.isa = pick_isa(K)};
     const int64_t nr = d.isa.nr, kk = K > 0 ? K : 1;
-    int64_t nc = FMA_B_FLOATS / kk / nr * nr;
+    int64_t nc = d.isa.b_floats / kk / nr * nr;
     if (nc < nr) nc = nr;
     if (nc > round_up(N, nr)) nc = round_up(N, nr);
     d.nc = nc;
@@ -435,9 +446,12 @@ static int64_t small_floats(int64_t M, int64_t N, int64_t K) {
     return K + 2 * n * K;  // under 2 x ONEDNN_SMALL_WORK + K: n x K is at most M x N x K
 }
 
+static bool k_outer(const onednn_fma_gemm *g, const fma_dims *d);
+
 size_t onednn__fma_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads) {
-    const fma_dims d = dims_of(N, K);
-    const int64_t tiles = d.bp_floats + (int64_t)nthreads * d.thread_floats;
+    const fma_dims d = dims_of(N, K), dk = dims_of(N, K < FMA_K_OUTER ? K : FMA_K_OUTER);  // dk: k_outer's GEMMs
+    const int64_t whole = d.bp_floats + (int64_t)nthreads * d.thread_floats,
+                  runs = dk.bp_floats + (int64_t)nthreads * dk.thread_floats, tiles = whole > runs ? whole : runs;
     const int64_t small = M * N * K < ONEDNN_SMALL_WORK ? small_floats(M, N, K) : 0;
     return (size_t)(tiles > small ? tiles : small) * sizeof(float);
 }
@@ -651,6 +665,7 @@ typedef struct fma_run {
     float *threads;        // per-thread regions of d.thread_floats
     bool direct;           // the kernels write C itself (see the file's head); else acc, write_out
     fma_round round_last;  // direct: how the last run of k leaves its sums in C (STORE_*: 16-bit C)
+    bool accumulate;       // the first run of k adds to C too (k_outer's later runs)
     bool b_in_place;       // the kernels read B's whole micro-panels where B is (b_in_place)
     bool b_first_row;      // the first row of tiles packs B's whole micro-panels as it reads them (b_first_row)
     src_kind b_kind;
@@ -866,7 +881,7 @@ static void run_task(const fma_run *r, int tid, int64_t i0, int64_t m, int64_t c
 
     for (int64_t pc = 0; pc < g->K; pc += FMA_KC) {
         const int64_t kc = g->K - pc < FMA_KC ? g->K - pc : FMA_KC;
-        const bool add = pc > 0;
+        const bool add = pc > 0 || r->accumulate;
         const fma_round rnd = pc + kc == g->K ? r->round_last : ROUND_NONE;  // the sums are whole after the last run
         const a_block blk = pack_a(g, isa, i0, m, pc, kc, ap, line);
         // A micro-panel by A micro-panel, each against every B micro-panel of the task's columns
@@ -1186,6 +1201,20 @@ static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
     }
 }
 
+// Whether a long K runs as GEMMs of FMA_K_OUTER k each, added to C in order, each packing its own B
+// block: on Intel's AVX-512 cores (the 1 MiB B block) where B over all of K would be packed in
+// column blocks narrower than C, each block converting A again (at K 50257 and N 256, blocks of one
+// 32-column micro-panel: A converted 8 times). The LM head's input gradient chunk, (79, 50257) x
+// (50257, 256) on one loaded Sapphire Rapids class core, GFLOP/s: 36-38 so, 62 in runs of 2048 k
+// (two B blocks a run), 75-88 in runs of 1024 (one), 62-70 in runs of 512 or 256 (dnnl_sgemm 63-80);
+// (1024, 1536) x (1536, 384) 114 -> 121. f32 C written in place only (its partial sums stay f32).
+static bool k_outer(const onednn_fma_gemm *g, const fma_dims *d) {
+    return d->isa.b_floats == FMA_B_FLOATS_INTEL512 && g->K > FMA_K_OUTER && d->nc < round_up(g->N, d->isa.nr) &&
+           g->c_dt == dnnl_f32 && g->c_cs == 1 && g->round_dt == dnnl_data_type_undef;
+}
+
+static void fma_gemm_runs(const onednn_fma_gemm *g, void *scratch, int nthreads, bool accumulate);
+
 void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
     if (g->M == 0 || g->N == 0) return;
     if (g->K == 0) {  // the sum over no k
@@ -1196,7 +1225,24 @@ void onednn__fma_gemm(const onednn_fma_gemm *g, void *scratch, int nthreads) {
         small_gemm(g, scratch);
         return;
     }
-    fma_run r = {.g = g, .d = dims_of(g->N, g->K), .bp = scratch};
+    const fma_dims d = dims_of(g->N, g->K);
+    if (k_outer(g, &d)) {
+        const int64_t ea = (int64_t)dt_size(g->a_dt), eb = (int64_t)dt_size(g->b_dt);
+        for (int64_t pc = 0; pc < g->K; pc += FMA_K_OUTER) {
+            onednn_fma_gemm s = *g;
+            s.K = g->K - pc < FMA_K_OUTER ? g->K - pc : FMA_K_OUTER;
+            s.a = (const char *)g->a + pc * g->a_cs * ea;
+            s.b = (const char *)g->b + pc * g->b_rs * eb;
+            fma_gemm_runs(&s, scratch, nthreads, pc > 0);
+        }
+        return;
+    }
+    fma_gemm_runs(g, scratch, nthreads, false);
+}
+
+// The tiled GEMM (accumulate: C += A B).
+static void fma_gemm_runs(const onednn_fma_gemm *g, void *scratch, int nthreads, bool accumulate) {
+    fma_run r = {.g = g, .d = dims_of(g->N, g->K), .bp = scratch, .accumulate = accumulate};
     r.threads = r.bp + r.d.bp_floats;
     r.direct = g->c_cs == 1 && (g->c_dt == dnnl_f32 || g->K <= FMA_KC);
     r.round_last = g->c_dt == dnnl_f32 ? round_of(g->round_dt) : g->c_dt == dnnl_f16 ? STORE_F16 : STORE_BF16;
