@@ -2,7 +2,7 @@
 // f32 on CUDA cores: the forward's online softmax, the backward's three deterministic kernels.
 #include "kernels.h"
 
-extern __shared__ float tcu_attn_smem[];  // the tiles of one block (its size: tcu_attention_smem_bytes)
+extern __shared__ __align__(16) float tcu_attn_smem[];  // one block's tiles (tcu_attention_smem_bytes)
 
 // Shapes (attention_ops.h): q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev), o (B, H, L, Ev),
 // lse (B, H, L); T = f32, f16 or bf16, loaded into shared memory as f32.
@@ -24,16 +24,20 @@ extern __shared__ float tcu_attn_smem[];  // the tiles of one block (its size: t
 // Kernels 2 and 3 both compute s and dp (FlashAttention-2 computes them once and adds dq with
 // atomics): twice the score math, paid for bits that do not change from run to run.
 //
-// Shared memory rows are padded to E + 1 floats so the four lanes' different rows and the eight
-// rows of a warp fall in different banks. Tiles above 48 KiB (E = 128: ~70 KiB) are opted into
+// Shared memory rows hold E rounded up to 4 (zeros past E) and are read as float4: a score's dot
+// product is E/4 128-bit loads of each side, and a thread's outputs are groups of 4 adjacent
+// columns (lane l: columns 4(l + 4m) .. +3), one float4 of V a group. The row pitch is 4 times an
+// odd number of floats, so the four lanes' rows and the eight rows of a warp (pitch * r mod 32)
+// fall in different banks. Tiles above 48 KiB (E = 128: 68-75 KiB) are opted into
 // with cudaFuncAttributeMaxDynamicSharedMemorySize; sm_89's 99 KiB limit bounds E (256 forward,
 // 128 backward: attention_ops.h).
 //
 // Registers (ptxas 13.0, tools/cuda_resource_check.sh): with no minimum of blocks, sm_89's ptxas
-// held attn_fwd<64> to 128 registers and attn_bwd_dq<16> to 72 and spilled both (sm_80, sm_90 did
-// not). So each kernel names its minimum: 4 blocks (128 registers, no spills; the GPT's hs = 64
-// forward uses 124-127) but for the two that hold 64 accumulators a thread, attn_fwd<64> (184-188
-// registers) and attn_bwd_dkdv<32> (210-217), which take 1.
+// held the scalar-load version's attn_fwd<64> to 128 registers and spilled (sm_80, sm_90 did not);
+// with a minimum of 4 blocks (128 registers) the float4 version spills in 8 of 10 kernels. So the
+// minimum is 2 (no cap below 255): the GPT's hs = 64 takes 125 registers forward (4 blocks of 128
+// threads an SM), 160-168 backward (3); attn_fwd<64> and attn_bwd_dkdv<32>, 64 accumulators a
+// thread, take 190 and 220-228 (minimum 1).
 namespace {
 
 #define TILE TCU_ATTN_TILE
@@ -44,15 +48,45 @@ __device__ __forceinline__ float ld(const tcu_attn_tensor &t, int64_t off, torc_
     return tcu_load_f32(t.data, off, dt);
 }
 
-// rows [r0, r0 + TILE) x cols [0, n) of t (at base, row stride rs, col stride cs) into s (pitch p),
-// zeros for rows at or past nrows.
+__host__ __device__ __forceinline__ int round4(int n) { return (n + 3) & ~3; }
+// The pitch of a row of n features: round4(n) + 4 or + 8, 4 times an odd number (see above).
+__host__ __device__ __forceinline__ int pitch(int n) {
+    const int q = round4(n) / 4 + 1;
+    return 4 * (q | 1);
+}
+
+__device__ __forceinline__ float4 ld4(const float *p) { return *reinterpret_cast<const float4 *>(p); }
+__device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
+    return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
+}
+__device__ __forceinline__ void axpy4(float a, float4 x, float *y) {  // y[0..4) += a x
+    y[0] = fmaf(a, x.x, y[0]), y[1] = fmaf(a, x.y, y[1]), y[2] = fmaf(a, x.z, y[2]), y[3] = fmaf(a, x.w, y[3]);
+}
+
+// rows [r0, r0 + TILE) x cols [0, round4(n)) of t (at base, row stride rs, col stride cs) into s
+// (pitch p), zeros for rows at or past nrows and columns at or past n.
 __device__ __forceinline__ void load_tile(float *s, int p, const tcu_attn_tensor &t, int64_t base, int64_t rs,
                                           int64_t cs, int64_t r0, int64_t nrows, int n, torc_dtype dt) {
-    for (int idx = threadIdx.x; idx < TILE * n; idx += NTHREADS) {
-        const int r = idx / n, c = idx - r * n;
+    const int n4 = round4(n);
+    for (int idx = threadIdx.x; idx < TILE * n4; idx += NTHREADS) {
+        const int r = idx / n4, c = idx - r * n4;
         const int64_t row = r0 + r;
-        s[r * p + c] = row < nrows ? ld(t, base + row * rs + c * cs, dt) : 0.0f;
+        s[r * p + c] = row < nrows && c < n ? ld(t, base + row * rs + c * cs, dt) : 0.0f;
     }
+}
+
+// Stores a thread's outputs acc (groups of 4 columns, see above) times f into row `base` of t.
+template <int N>
+__device__ __forceinline__ void store_row(const tcu_attn_tensor &t, int64_t base, int n, const float *acc, float f,
+                                          torc_dtype dt) {
+    const int c4 = threadIdx.x & 3;
+#pragma unroll
+    for (int m = 0; m < N / 4; m++)
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int e = 4 * (c4 + 4 * m) + k;
+            if (e < n) tcu_store_f32(t.data, base + e * t.st[3], dt, acc[4 * m + k] * f);
+        }
 }
 
 // Sum over the four lanes of a row (lanes 4r .. 4r+3 of the warp).
@@ -67,9 +101,9 @@ __device__ __forceinline__ float quad_max(float v) {
 
 // ---- forward ----
 template <int NV>  // outputs per thread: Ev <= 4 * NV
-__global__ void __launch_bounds__(NTHREADS, NV >= 64 ? 1 : 4) attn_fwd(tcu_attn_args a) {
+__global__ void __launch_bounds__(NTHREADS, NV >= 64 ? 1 : 2) attn_fwd(tcu_attn_args a) {
     float *const sm = tcu_attn_smem;
-    const int E = (int)a.E, Ev = (int)a.Ev, PE = E + 1, PV = Ev + 1;
+    const int E = (int)a.E, Ev = (int)a.Ev, PE = pitch(E), PV = pitch(Ev), E4 = round4(E), Ev4 = round4(Ev);
     float *Qs = sm, *KV = Qs + TILE * PE, *Ps = KV + TILE * (PE > PV ? PE : PV);
     const int t = threadIdx.x, r = t >> 2, c4 = t & 3;
     const int64_t bh = blockIdx.x, b = bh / a.H, h = bh - b * a.H, i0 = (int64_t)blockIdx.y * TILE, i = i0 + r;
@@ -87,10 +121,10 @@ __global__ void __launch_bounds__(NTHREADS, NV >= 64 ? 1 : 4) attn_fwd(tcu_attn_
         float s[PER_LANE];
 #pragma unroll
         for (int u = 0; u < PER_LANE; u++) s[u] = 0.0f;
-        for (int e = 0; e < E; e++) {
-            const float qv = Qs[r * PE + e];
+        for (int e = 0; e < E4; e += 4) {
+            const float4 qv = ld4(&Qs[r * PE + e]);
 #pragma unroll
-            for (int u = 0; u < PER_LANE; u++) s[u] = fmaf(qv, KV[(c4 + 4 * u) * PE + e], s[u]);
+            for (int u = 0; u < PER_LANE; u++) s[u] = dot4(qv, ld4(&KV[(c4 + 4 * u) * PE + e]), s[u]);
         }
         float mx = -INFINITY;
 #pragma unroll
@@ -119,20 +153,15 @@ __global__ void __launch_bounds__(NTHREADS, NV >= 64 ? 1 : 4) attn_fwd(tcu_attn_
         for (int jj = 0; jj < TILE; jj++) {
             const float p = Ps[r * (TILE + 1) + jj];
 #pragma unroll
-            for (int n = 0; n < NV; n++) {
-                const int e = c4 + 4 * n;
-                if (e < Ev) acc[n] = fmaf(p, KV[jj * PV + e], acc[n]);
+            for (int m = 0; m < NV / 4; m++) {
+                const int e = 4 * (c4 + 4 * m);
+                if (e < Ev4) axpy4(p, ld4(&KV[jj * PV + e]), &acc[4 * m]);
             }
         }
     }
     if (i >= a.L) return;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    const int64_t ob = b * a.o.st[0] + h * a.o.st[1] + i * a.o.st[2];
-#pragma unroll
-    for (int n = 0; n < NV; n++) {
-        const int e = c4 + 4 * n;
-        if (e < Ev) tcu_store_f32(a.o.data, ob + e * a.o.st[3], a.dt, acc[n] * inv);
-    }
+    store_row<NV>(a.o, b * a.o.st[0] + h * a.o.st[1] + i * a.o.st[2], Ev, acc, inv, a.dt);
     if (c4 == 0)
         ((float *)a.lse.data)[b * a.lse.st[0] + h * a.lse.st[1] + i * a.lse.st[2]] = l > 0.0f ? m + logf(l) : -INFINITY;
 }
@@ -187,9 +216,9 @@ __device__ __forceinline__ void load_rows(const tcu_attn_args &a, const bwd_tile
 
 // 2. dk, dv: the block owns keys [j0, j0 + TILE); thread t: key row t/4, columns lane + 4n.
 template <int N>  // E, Ev <= 4 * N
-__global__ void __launch_bounds__(NTHREADS, N >= 32 ? 1 : 4) attn_bwd_dkdv(tcu_attn_args a) {
+__global__ void __launch_bounds__(NTHREADS, N >= 32 ? 1 : 2) attn_bwd_dkdv(tcu_attn_args a) {
     float *const sm = tcu_attn_smem;
-    const int E = (int)a.E, Ev = (int)a.Ev, PE = E + 1, PV = Ev + 1;
+    const int E = (int)a.E, Ev = (int)a.Ev, PE = pitch(E), PV = pitch(Ev), E4 = round4(E), Ev4 = round4(Ev);
     const bwd_tiles s = carve(sm, PE, PV);
     const int t = threadIdx.x, r = t >> 2, c4 = t & 3;
     const int64_t bh = blockIdx.x, b = bh / a.H, h = bh - b * a.H, j0 = (int64_t)blockIdx.y * TILE, j = j0 + r;
@@ -209,15 +238,15 @@ __global__ void __launch_bounds__(NTHREADS, N >= 32 ? 1 : 4) attn_bwd_dkdv(tcu_a
         float sc[PER_LANE], dp[PER_LANE];
 #pragma unroll
         for (int u = 0; u < PER_LANE; u++) sc[u] = dp[u] = 0.0f;
-        for (int e = 0; e < E; e++) {
-            const float kv = s.Ks[r * PE + e];
+        for (int e = 0; e < E4; e += 4) {
+            const float4 kv = ld4(&s.Ks[r * PE + e]);
 #pragma unroll
-            for (int u = 0; u < PER_LANE; u++) sc[u] = fmaf(s.Qs[(c4 + 4 * u) * PE + e], kv, sc[u]);
+            for (int u = 0; u < PER_LANE; u++) sc[u] = dot4(ld4(&s.Qs[(c4 + 4 * u) * PE + e]), kv, sc[u]);
         }
-        for (int e = 0; e < Ev; e++) {
-            const float vv = s.Vs[r * PV + e];
+        for (int e = 0; e < Ev4; e += 4) {
+            const float4 vv = ld4(&s.Vs[r * PV + e]);
 #pragma unroll
-            for (int u = 0; u < PER_LANE; u++) dp[u] = fmaf(s.dOs[(c4 + 4 * u) * PV + e], vv, dp[u]);
+            for (int u = 0; u < PER_LANE; u++) dp[u] = dot4(ld4(&s.dOs[(c4 + 4 * u) * PV + e]), vv, dp[u]);
         }
 #pragma unroll
         for (int u = 0; u < PER_LANE; u++) {
@@ -231,29 +260,23 @@ __global__ void __launch_bounds__(NTHREADS, N >= 32 ? 1 : 4) attn_bwd_dkdv(tcu_a
         for (int ii = 0; ii < TILE; ii++) {
             const float p = s.X[r * (TILE + 1) + ii], ds = s.Y[r * (TILE + 1) + ii];
 #pragma unroll
-            for (int n = 0; n < N; n++) {
-                const int e = c4 + 4 * n;
-                if (e < Ev) dv[n] = fmaf(p, s.dOs[ii * PV + e], dv[n]);
-                if (e < E) dk[n] = fmaf(ds, s.Qs[ii * PE + e], dk[n]);
+            for (int m = 0; m < N / 4; m++) {
+                const int e = 4 * (c4 + 4 * m);
+                if (e < Ev4) axpy4(p, ld4(&s.dOs[ii * PV + e]), &dv[4 * m]);
+                if (e < E4) axpy4(ds, ld4(&s.Qs[ii * PE + e]), &dk[4 * m]);
             }
         }
     }
     if (j >= a.S) return;
-    const int64_t kob = b * a.dk.st[0] + h * a.dk.st[1] + j * a.dk.st[2],
-                  vob = b * a.dv.st[0] + h * a.dv.st[1] + j * a.dv.st[2];
-#pragma unroll
-    for (int n = 0; n < N; n++) {
-        const int e = c4 + 4 * n;
-        if (e < E) tcu_store_f32(a.dk.data, kob + e * a.dk.st[3], a.dt, dk[n] * a.scale);
-        if (e < Ev) tcu_store_f32(a.dv.data, vob + e * a.dv.st[3], a.dt, dv[n]);
-    }
+    store_row<N>(a.dk, b * a.dk.st[0] + h * a.dk.st[1] + j * a.dk.st[2], E, dk, a.scale, a.dt);
+    store_row<N>(a.dv, b * a.dv.st[0] + h * a.dv.st[1] + j * a.dv.st[2], Ev, dv, 1.0f, a.dt);
 }
 
 // 3. dq: the block owns queries [i0, i0 + TILE); thread t: query row t/4, columns lane + 4n.
 template <int N>  // E <= 4 * N
-__global__ void __launch_bounds__(NTHREADS, 4) attn_bwd_dq(tcu_attn_args a) {
+__global__ void __launch_bounds__(NTHREADS, 2) attn_bwd_dq(tcu_attn_args a) {
     float *const sm = tcu_attn_smem;
-    const int E = (int)a.E, Ev = (int)a.Ev, PE = E + 1, PV = Ev + 1;
+    const int E = (int)a.E, Ev = (int)a.Ev, PE = pitch(E), PV = pitch(Ev), E4 = round4(E), Ev4 = round4(Ev);
     const bwd_tiles s = carve(sm, PE, PV);
     const int t = threadIdx.x, r = t >> 2, c4 = t & 3;
     const int64_t bh = blockIdx.x, b = bh / a.H, h = bh - b * a.H, i0 = (int64_t)blockIdx.y * TILE, i = i0 + r;
@@ -274,15 +297,15 @@ __global__ void __launch_bounds__(NTHREADS, 4) attn_bwd_dq(tcu_attn_args a) {
         float sc[PER_LANE], dp[PER_LANE];
 #pragma unroll
         for (int u = 0; u < PER_LANE; u++) sc[u] = dp[u] = 0.0f;
-        for (int e = 0; e < E; e++) {
-            const float qv = s.Qs[r * PE + e];
+        for (int e = 0; e < E4; e += 4) {
+            const float4 qv = ld4(&s.Qs[r * PE + e]);
 #pragma unroll
-            for (int u = 0; u < PER_LANE; u++) sc[u] = fmaf(qv, s.Ks[(c4 + 4 * u) * PE + e], sc[u]);
+            for (int u = 0; u < PER_LANE; u++) sc[u] = dot4(qv, ld4(&s.Ks[(c4 + 4 * u) * PE + e]), sc[u]);
         }
-        for (int e = 0; e < Ev; e++) {
-            const float g = s.dOs[r * PV + e];
+        for (int e = 0; e < Ev4; e += 4) {
+            const float4 g = ld4(&s.dOs[r * PV + e]);
 #pragma unroll
-            for (int u = 0; u < PER_LANE; u++) dp[u] = fmaf(g, s.Vs[(c4 + 4 * u) * PV + e], dp[u]);
+            for (int u = 0; u < PER_LANE; u++) dp[u] = dot4(g, ld4(&s.Vs[(c4 + 4 * u) * PV + e]), dp[u]);
         }
 #pragma unroll
         for (int u = 0; u < PER_LANE; u++) {
@@ -295,19 +318,14 @@ __global__ void __launch_bounds__(NTHREADS, 4) attn_bwd_dq(tcu_attn_args a) {
         for (int jj = 0; jj < TILE; jj++) {
             const float ds = s.Y[r * (TILE + 1) + jj];
 #pragma unroll
-            for (int n = 0; n < N; n++) {
-                const int e = c4 + 4 * n;
-                if (e < E) dq[n] = fmaf(ds, s.Ks[jj * PE + e], dq[n]);
+            for (int m = 0; m < N / 4; m++) {
+                const int e = 4 * (c4 + 4 * m);
+                if (e < E4) axpy4(ds, ld4(&s.Ks[jj * PE + e]), &dq[4 * m]);
             }
         }
     }
     if (i >= a.L) return;
-    const int64_t ob = b * a.dq.st[0] + h * a.dq.st[1] + i * a.dq.st[2];
-#pragma unroll
-    for (int n = 0; n < N; n++) {
-        const int e = c4 + 4 * n;
-        if (e < E) tcu_store_f32(a.dq.data, ob + e * a.dq.st[3], a.dt, dq[n] * a.scale);
-    }
+    store_row<N>(a.dq, b * a.dq.st[0] + h * a.dq.st[1] + i * a.dq.st[2], E, dq, a.scale, a.dt);
 }
 
 // Launches kernel k on (bh, tiles) with `bytes` of dynamic shared memory, opting in above 48 KiB.
@@ -327,7 +345,7 @@ int per_thread(int64_t n) { return n <= 32 ? 8 : n <= 64 ? 16 : n <= 128 ? 32 : 
 }  // namespace
 
 extern "C" size_t tcu_attention_smem_bytes(const tcu_attn_args *a) {
-    const size_t PE = (size_t)a->E + 1, PV = (size_t)a->Ev + 1;
+    const size_t PE = (size_t)pitch((int)a->E), PV = (size_t)pitch((int)a->Ev);
     if (!a->backward) return sizeof(float) * (TILE * PE + TILE * (PE > PV ? PE : PV) + TILE * (TILE + 1));
     return sizeof(float) * (2 * TILE * PE + 2 * TILE * PV + 2 * TILE * (TILE + 1) + 2 * TILE);
 }

@@ -47,7 +47,7 @@ inline tcu_sim_dim3 blockIdx, blockDim, gridDim;
 
 #define TCU_SIM_SMEM_BYTES (256 * 1024)
 #define TCU_SIM_MAX_THREADS 1024
-inline float tcu_sim_smem[TCU_SIM_SMEM_BYTES / sizeof(float)];
+alignas(16) inline float tcu_sim_smem[TCU_SIM_SMEM_BYTES / sizeof(float)];
 #define tcu_attn_smem tcu_sim_smem  // attention.cu's dynamic shared memory
 inline pthread_barrier_t tcu_sim_block, tcu_sim_warp[TCU_SIM_MAX_THREADS / 32];
 inline float tcu_sim_slot[TCU_SIM_MAX_THREADS];
