@@ -2,7 +2,8 @@
 // (backends/cpu_onednn/reduce.c's host path) against the reference backend: 1..65 columns, 1..8200
 // rows, leading and middle dims, strided rows, f32 / bf16 / f16, NaN / inf / -0.0, keepdim; its
 // order (blocks of 8 rows, a binary counter over the blocks) bit for bit, so the same bits on every
-// ISA path and at 1, 2 and 3 threads. ctest runs it natively and under the AVX2 and AVX caps.
+// ISA path and at 1, 2 and 3 threads; NORM p = 2 of a whole tensor (clip_grad_norm_'s). ctest runs it
+// natively and under the AVX2 and AVX caps.
 #include <omp.h>
 
 #include "testutil.h"
@@ -332,6 +333,71 @@ START_TEST(results_do_not_depend_on_the_thread_count) {
 }
 END_TEST
 
+// ---- NORM p = 2 of a whole contiguous tensor: squares summed in double ----
+static torc_tensor *norm_on(torc_device *dev, torc_tensor *x, torc_dtype od, bool native) {
+    int64_t shape[TORC_MAX_DIMS];
+    const int nd = torc_ndim(x);
+    for (int d = 0; d < nd; d++) shape[d] = 1;
+    torc_tensor *out = torc_to_device(torc_empty(nd, shape, od), dev);
+    ck_assert_msg(out != NULL, "%s", torc_last_error());
+    torc_op_call call = {.code = TORC_OP_NORM, .n_in = 1, .n_out = 1, .in = {torc_to_device(x, dev)}, .out = {out}};
+    call.params.reduce.mask = nd ? (1u << nd) - 1 : 0;
+    call.params.reduce.p = 2.0;
+    if (native) ck_assert_msg(torc_op_supported(dev, &call) == TORC_OK, "onednn declines: %s", torc_last_error());
+    ck_assert_msg(torc_run_op(dev, &call, native ? TORC_RUN_NATIVE : 0) == TORC_OK, "%s", torc_last_error());
+    return out;
+}
+
+// Within one unit of the out dtype of the reference (both sum in double and round once; a 16-bit
+// out is rounded through float here), huge values whose squares overflow float included; NaN and
+// inf as the reference; the same bits at 1, 2 and 3 threads.
+START_TEST(norm_matches_the_reference) {
+    setup();
+    static const int64_t sizes[] = {1, 7, 8, 9, 2047, 2048, 2049, 5 * 2048 + 13, 300000};
+    static const torc_dtype dts[] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F16};
+    float *v = malloc(sizeof(float) * 300000);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (int i = 0; i < 3; i++)
+            for (int special = 0; special < 4; special++) {
+                const int64_t n = sizes[k];
+                fill_uniform(v, n, (uint64_t)(n + special));
+                if (special == 1) v[n / 2] = 1e20f;  // x^2 overflows float, not double
+                if (special == 2) v[n - 1] = NAN;
+                if (special == 3) v[0] = -INFINITY;
+                if (special && dts[i] != TORC_DTYPE_F32 && special == 1) continue;  // 1e20 is out of f16's range
+                torc_scope_push();
+                torc_tensor *x = host_tensor(v, 2, (const int64_t[]){1, n}, dts[i]);
+                torc_tensor *got = norm_on(g_dnn, x, dts[i], true), *want = norm_on(g_ref, x, dts[i], false);
+                double g, w;
+                double *gv = tu_values(got), *wv = tu_values(want);
+                g = gv[0], w = wv[0];
+                free(gv), free(wv);
+                ck_assert_msg((isnan(g) && isnan(w)) || g == w || fabs(g - w) <= 2 * unit(dts[i]) * fabs(w),
+                              "norm of %lld (dtype %d, case %d): %.9g, the reference's %.9g", (long long)n,
+                              (int)dts[i], special, g, w);
+                torc_scope_pop();
+            }
+    const char *env = getenv("TORC_NUM_THREADS");
+    if (!(env && *env)) {
+        const int nthr0 = omp_get_max_threads();
+        fill_uniform(v, 300000, 77);
+        torc_scope_push();
+        torc_tensor *x = host_tensor(v, 2, (const int64_t[]){600, 500}, TORC_DTYPE_F32);
+        float r[3];
+        for (int t = 1; t <= 3; t++) {
+            omp_set_num_threads(t);
+            ck_assert_int_eq(torc_copy_to_host(norm_on(g_dnn, x, TORC_DTYPE_F32, true), &r[t - 1], sizeof(float)),
+                             TORC_OK);
+        }
+        ck_assert_msg(!memcmp(&r[0], &r[1], sizeof(float)) && !memcmp(&r[0], &r[2], sizeof(float)),
+                      "norm differs between thread counts: %.9g %.9g %.9g", r[0], r[1], r[2]);
+        torc_scope_pop();
+        omp_set_num_threads(nthr0);
+    }
+    free(v);
+}
+END_TEST
+
 static Suite *make_suite(void) {
     Suite *s = suite_create("onednn_reduce");
     TCase *tc = tcase_create("core");
@@ -345,6 +411,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, keepdim_shapes_and_values);
     tcase_add_test(tc, the_order_is_the_documented_one);
     tcase_add_test(tc, results_do_not_depend_on_the_thread_count);
+    tcase_add_test(tc, norm_matches_the_reference);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -335,6 +335,7 @@ static const host_family host_families[] = {
     {onednn__attention_takes, onednn__attention_check, onednn__attention_run},
     {onednn__gelu_backward_takes, onednn__gelu_backward_check, onednn__gelu_backward_run},
     {onednn__reduce_takes, NULL, onednn__reduce_run},
+    {onednn__norm_takes, NULL, onednn__norm_run},
 };
 
 static const host_family *host_family_of(const torc_op *op) {

@@ -398,6 +398,9 @@ int onednn__gelu_backward_run(const torc_op *op);
 // takes() decides (the other reductions stay on oneDNN's primitive); a float sum in a fixed order.
 bool onednn__reduce_takes(const torc_op *op);
 int onednn__reduce_run(const torc_op *op);
+// NORM p = 2 of every element of a contiguous f32 / bf16 / f16 tensor, squares summed in double (reduce.c).
+bool onednn__norm_takes(const torc_op *op);
+int onednn__norm_run(const torc_op *op);
 
 // ---- fill (fill.c): a contiguous out; integer outs take integral values in range ----
 bool onednn__fill_takes(const torc_op *op);  // FILL
