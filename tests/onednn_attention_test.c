@@ -1,6 +1,7 @@
 // tests/onednn_attention_test.c — the oneDNN backend's fused attention (ATTENTION, ATTENTION_BACKWARD)
 // against the reference backend on the same operands: sizes around its 64-row tiles, head sizes,
-// causal or not, strided and broadcast q / k / v, f32 / bf16 / f16, and the same bits at 1, 2 and 3 threads.
+// causal or not, strided and broadcast q / k / v, f32 / bf16 / f16, a sampler's steps (1 to 4 query rows
+// against a KV cache's first S rows), and the same bits at 1, 2 and 3 threads.
 // ctest runs it natively and under TORC_MAX_CPU_ISA=AVX2 and =AVX (the plain-C path).
 #include <omp.h>
 
@@ -19,7 +20,10 @@ typedef enum layout {
     DENSE,      // contiguous (B, H, rows, E)
     GPT_SPLIT,  // GPT's split heads: q, k, v slices of a (B, T, 3, H, E) tensor, permuted to (B, H, T, E)
     BCAST,      // k and v one (rows, E) matrix expanded over B and H (strides 0)
+    CACHE,      // k and v the first S rows of a (B, H, S + CACHE_SPARE, E) KV cache, as a sampler's
 } layout;
+
+enum { CACHE_SPARE = 37 };
 
 typedef struct att_case {
     int64_t B, H, L, S, E, Ev;
@@ -43,6 +47,8 @@ static void make_qkv(const att_case *c, torc_tensor *base[3], torc_device *dev, 
         ck_assert_msg(t != NULL, "%s", torc_last_error());
         if (c->lay == GPT_SPLIT) {  // base[0] is the (B, T, 3, H, E) tensor
             t = torc_permute(torc_select(torc_to_device(base[0], dev), 2, i), 4, (const int[]){0, 2, 1, 3});
+        } else if (c->lay == CACHE && i > 0) {
+            t = torc_narrow(t, 2, 0, c->S);
         } else if (c->lay == BCAST && i > 0) {
             const int64_t rows = c->S, f = i == 1 ? c->E : c->Ev;
             t = torc_expand(torc_reshape(t, 4, (const int64_t[]){1, 1, rows, f}), 4,
@@ -59,11 +65,12 @@ static void make_bases(const att_case *c, torc_tensor *base[3], uint64_t seed) {
         return;
     }
     const bool bc = c->lay == BCAST;
+    const int64_t rows = c->S + (c->lay == CACHE ? CACHE_SPARE : 0);
     base[0] = randn(4, (const int64_t[]){c->B, c->H, c->L, c->E}, c->dt, seed);
     base[1] = bc ? randn(2, (const int64_t[]){c->S, c->E}, c->dt, seed + 1)
-                 : randn(4, (const int64_t[]){c->B, c->H, c->S, c->E}, c->dt, seed + 1);
+                 : randn(4, (const int64_t[]){c->B, c->H, rows, c->E}, c->dt, seed + 1);
     base[2] = bc ? randn(2, (const int64_t[]){c->S, c->Ev}, c->dt, seed + 2)
-                 : randn(4, (const int64_t[]){c->B, c->H, c->S, c->Ev}, c->dt, seed + 2);
+                 : randn(4, (const int64_t[]){c->B, c->H, rows, c->Ev}, c->dt, seed + 2);
 }
 
 static torc_tensor *empty_on(torc_device *dev, int ndim, const int64_t *shape, torc_dtype dt) {
@@ -267,6 +274,36 @@ START_TEST(half_dtypes_match_the_reference) {
 }
 END_TEST
 
+// ---- a sampler's steps: at most 4 query rows (the decode path: dot products a key, not tiles) ----
+// Every L of the path, key counts around its 64-key tiles and up to a 1024-token window, head sizes
+// read in place (f32, 32 / 64 / 96 features) or through a tile (bf16; f32 with 40), k and v the
+// first S rows of a KV cache (row stride past S) or dense, causal (top-left: query i sees keys 0..i)
+// and not. The backward of the same shapes runs the tile path.
+static const int64_t DEC_S[] = {1, 2, 3, 15, 16, 17, 63, 64, 65, 100, 129, 900, 1100};
+enum { N_DEC_S = sizeof DEC_S / sizeof DEC_S[0] };
+
+START_TEST(decode_shapes_match_the_reference) {
+    setup();
+    const int64_t S = DEC_S[_i], Es[4] = {32, 64, 96, 40};
+    const torc_dtype dts[2] = {TORC_DTYPE_F32, TORC_DTYPE_BF16};
+    for (int64_t L = 1; L <= 4; L++)
+        for (int e = 0; e < 4; e++)
+            for (int d = 0; d < 2; d++) {
+                const att_case c = {.B = 1, .H = 2, .L = L, .S = S, .E = Es[e], .Ev = Es[e], .causal = (int)((L + e) % 2),
+                                    .dt = dts[d], .lay = (L + e + d) % 3 ? CACHE : DENSE};
+                check_case(&c, 900 + (uint64_t)(_i * 64 + L * 8 + e * 2 + d));
+            }
+    // v narrower and wider than k, q and k of GPT's split heads (S = L: the prompt of a short one)
+    const att_case ev[3] = {{.B = 2, .H = 3, .L = 1, .S = S, .E = 64, .Ev = 32, .dt = TORC_DTYPE_F32, .lay = CACHE},
+                            {.B = 1, .H = 2, .L = 2, .S = S, .E = 32, .Ev = 80, .causal = 1, .dt = TORC_DTYPE_F32,
+                             .lay = CACHE},
+                            {.B = 2, .H = 2, .L = 3, .S = 3, .E = 32, .Ev = 32, .causal = 1, .dt = TORC_DTYPE_F32,
+                             .lay = GPT_SPLIT}};
+    for (int i = 0; i < 3; i++) check_case(&ev[i], 1900 + (uint64_t)i);
+    report("decode_shapes_match_the_reference");
+}
+END_TEST
+
 // ---- no keys, no queries ----
 START_TEST(empty_sides_match_the_reference) {
     setup();
@@ -318,9 +355,9 @@ START_TEST(results_do_not_depend_on_the_thread_count) {
         return;
     }
     const int nthr0 = omp_get_max_threads();
-    for (int causal = 0; causal < 2; causal++) {
-        const att_case c = {.B = 2, .H = 3, .L = 200, .S = 150, .E = 64, .Ev = 48, .causal = causal,
-                            .dt = TORC_DTYPE_F32, .lay = DENSE};
+    for (int causal = 0; causal < 4; causal++) {  // 2, 3: the decode path's (one task a (b, h))
+        const att_case c = {.B = 2, .H = 3, .L = causal < 2 ? 200 : 3, .S = causal < 2 ? 150 : 1000, .E = 64,
+                            .Ev = 48, .causal = causal % 2, .dt = TORC_DTYPE_F32, .lay = causal < 2 ? DENSE : CACHE};
         torc_scope_push();
         torc_tensor *base[3], *qkv[3];
         make_bases(&c, base, 800);
@@ -335,7 +372,8 @@ START_TEST(results_do_not_depend_on_the_thread_count) {
             run_at(t, &c, qkv, dout, many);
             for (int k = 0; k < 5; k++) {
                 ck_assert_msg(!memcmp(one[k], many[k], sizeof(double) * (size_t)n[k]),
-                              "%s differs between 1 and %d threads (causal %d)", names[k], t, causal);
+                              "%s differs between 1 and %d threads (L %lld, causal %d)", names[k], t, (long long)c.L,
+                              c.causal);
                 free(many[k]);
             }
         }
@@ -355,6 +393,7 @@ static Suite *make_suite(void) {
     tcase_add_loop_test(tc, head_sizes_match_the_reference, 0, N_EEV);
     tcase_add_test(tc, strided_and_broadcast_operands_match_the_reference);
     tcase_add_test(tc, half_dtypes_match_the_reference);
+    tcase_add_loop_test(tc, decode_shapes_match_the_reference, 0, N_DEC_S);
     tcase_add_test(tc, empty_sides_match_the_reference);
     tcase_add_test(tc, declines_f64_and_large_heads);
     tcase_add_test(tc, results_do_not_depend_on_the_thread_count);
