@@ -313,6 +313,24 @@ START_TEST(one_and_two_threads_give_the_same_bits) {
 }
 END_TEST
 
+// The composed attention's f32 (B, H, T, T) scores: times a scale, and minus a (B, H, T, 1) row
+// statistic (softmax's backward), which oneDNN's binary primitive ran on its reference code.
+START_TEST(four_dim_scores_run_natively) {
+    setup();
+    torc_scope_push();
+    const int64_t shape[4] = {2, 3, 64, 64};
+    torc_tensor *s = values(4, shape, TORC_DTYPE_F32, 3);
+    torc_tensor *m = torc_expand(values(TORC_SHAPE(2, 3, 64, 1), TORC_DTYPE_F32, 4), 4, shape);
+    torc_tensor *c = torc_expand(values(TORC_SHAPE(1), TORC_DTYPE_F32, 5), 4, shape);
+    ck_assert_msg(m && c, "%s", torc_last_error());
+    for (int k = 0; k < 4; k++) {
+        check(OPS[k], s, m, TORC_DTYPE_F32, 1.0, "scores and a row statistic");
+        check(OPS[k], s, c, TORC_DTYPE_F32, 1.0, "scores and a scale");
+    }
+    torc_scope_pop();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("onednn_binary");
     TCase *tc = tcase_create("onednn_binary");
@@ -322,6 +340,7 @@ int main(void) {
     tcase_add_test(tc, alpha_matches_the_reference);
     tcase_add_test(tc, in_place_matches_the_reference);
     tcase_add_test(tc, one_and_two_threads_give_the_same_bits);
+    tcase_add_test(tc, four_dim_scores_run_natively);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
