@@ -160,8 +160,8 @@ static onednn_fma_gemm fma_of(const onednn_view *a, const onednn_view *b, const 
 // matrix (no batch) of ONEDNN_SMALL_WORK multiply-adds and more, where the FMA GEMM won on the GPT
 // step's shapes (torc-bench --gpt-matmuls; one loaded Sapphire Rapids class core, best of 7-9
 // interleaved runs in CPU time, GFLOP/s sgemm / FMA GEMM, the FMA loop 161-167):
-//  - A column-major (a weight gradient X^T dY) with M >= 4 N: (1536, 1024) x (1024, 384) 70-109 /
-//    115-123, (1024, 1024) x (1024, 256) 71 / 86;
+//  - A column-major (a weight gradient X^T dY) with M >= 4 N and K >= 512: (1536, 1024) x (1024,
+//    384) 70-109 / 115-123, (1024, 1024) x (1024, 256) 71-93 / 86-113;
 //  - A and B row-major (a forward x W), K <= 384, N >= 768: (1024, 384) x (384, 1152) 128-137 /
 //    134-143, x (384, 1536) 116-140 / 129-142, (1024, 256) x (256, 768) 102 / 112, x (256, 1024)
 //    104 / 108;
@@ -170,7 +170,7 @@ static onednn_fma_gemm fma_of(const onednn_view *a, const onednn_view *b, const 
 // sgemm kept the rest: (1024, 1536) x (1536, 384) 118-157 / 97-125, dW of M < 4 N (384, 1024) x
 // (1024, 384) 137-140 / 121-128, (256, 1024) x (1024, 768) 101 / 84, the input gradients dY W^T
 // (B transposed) even to 10% behind, the LM head's chunks (79, 256) x (256, 50257) (B transposed)
-// 86-99 / 92, their dW (50257, 79) x (79, 256) 84-122 / 75-81.
+// 86-99 / 92, their dW (50257, 79) x (79, 256) (A column-major, K 79) 84-122 / 75-81.
 static bool intel_f32_on_fma(const torc_op *op, const onednn_view *a, const onednn_view *b, const onednn_view *c) {
     const int nd = c->ndim, r = nd - 2, k = nd - 1;
     if (!onednn__cpu_is_intel() || onednn__isa() < ONEDNN_ISA_AVX512_CORE || onednn__work(op) < ONEDNN_SMALL_WORK)
@@ -180,7 +180,7 @@ static bool intel_f32_on_fma(const torc_op *op, const onednn_view *a, const oned
     const int64_t M = c->dims[r], N = c->dims[k], K = a->dims[k];
     const bool a_col = a->strides[r] == 1 && a->strides[k] != 1, a_row = a->strides[k] == 1 && a->strides[r] != 1;
     const bool b_row = b->strides[k] == 1 && b->strides[r] != 1;
-    return (a_col && M >= 4 * N) || (a_row && b_row && K <= 384 && N >= 768) ||
+    return (a_col && M >= 4 * N && K >= 512) || (a_row && b_row && K <= 384 && N >= 768) ||
            (a_row && b_row && K >= 16 * (M > N ? M : N));
 }
 

@@ -8,8 +8,7 @@
 // BLIS-style blocking. B is packed a column block (NC wide) at a time over all of K: micro-panels
 // of NR columns, k-major (NR floats per k). Each task (a block of MC rows, and of the block's
 // columns) converts its rows of A, KC k at a time, and runs the MR x NR register-blocked
-// micro-kernel on each MR rows of A against every B micro-panel of its columns (on Intel's AVX-512
-// cores a long K whose B block is narrower than C runs as GEMMs of 1024 k added in order, k_outer): A broadcast, B
+// micro-kernel on each MR rows of A against every B micro-panel of its columns: A broadcast, B
 // loaded as vectors, MR x NR accumulators in registers for a run of KC k. A is converted as it lies
 // (pack_a): row-major A into rows of k (K up to 256), column-major A into k-runs of rows, others
 // packed into MR-row micro-panels. The conversions read f16 / bf16 with F16C and AVX2, which every AVX2 CPU has
@@ -23,7 +22,9 @@
 // 4 rows x 32 for a block's last rows up to K = 256, then 12, 8 and 4 x 32), other AVX-512 (12 x 32, 8 and 4 x 32) and AVX2 + FMA
 // (6 x 16, 4 and 2 x 16). Nothing here runs below AVX2 (onednn__fma_usable). Packed B takes at
 // most max(FMA_B_FLOATS, NR x K) floats, less than the f32 copy of B the conversions made. GEMMs
-// under ONEDNN_SMALL_WORK multiply-adds take a path of their own (small_gemm).
+// under ONEDNN_SMALL_WORK multiply-adds take a path of their own (small_gemm). On Intel's AVX-512
+// cores B blocks are 1 MiB, and a long K whose block is narrower than C runs as GEMMs of 1024 k
+// added in order (k_outer).
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
