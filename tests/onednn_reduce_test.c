@@ -151,7 +151,7 @@ START_TEST(long_columns_and_wide_rows_match_the_reference) {
 }
 END_TEST
 
-// Rows strided (a narrowed width, every other row), the outer dim strided, and layouts the host
+// Rows strided (a narrowed width, every other row, broadcast), the outer dim strided, and layouts the host
 // path declines (a transposed input: oneDNN's primitive runs it, still matching).
 START_TEST(strided_inputs_match_the_reference) {
     setup();
@@ -166,6 +166,8 @@ START_TEST(strided_inputs_match_the_reference) {
     check_against_reference(TORC_OP_SUM, every2, 2u, TORC_DTYPE_F32, "every other row");
     torc_tensor *outer = torc_slice(base, 0, 1, 6, 2);                // every other outer slab
     check_against_reference(TORC_OP_SUM, outer, 2u, TORC_DTYPE_F32, "strided outer dim");
+    torc_tensor *bc = torc_expand(torc_narrow(torc_narrow(base, 0, 0, 1), 1, 0, 1), 3, (const int64_t[]){6, 300, 100});
+    check_against_reference(TORC_OP_SUM, bc, 3u, TORC_DTYPE_F32, "broadcast rows (strides 0)");
     torc_tensor *tr = torc_permute(torc_narrow(base, 0, 0, 1), 3, (const int[]){0, 2, 1});
     check_against_reference(TORC_OP_SUM, tr, 2u, TORC_DTYPE_F32, "transposed (declined to oneDNN)");
     torc_scope_pop();
