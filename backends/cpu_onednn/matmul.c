@@ -161,14 +161,14 @@ static onednn_fma_gemm fma_of(const onednn_view *a, const onednn_view *b, const 
 // step's shapes (torc-bench --gpt-matmuls; one loaded Sapphire Rapids class core, best of 7-9
 // interleaved runs in CPU time, GFLOP/s sgemm / FMA GEMM, the FMA loop 161-167):
 //  - A column-major (a weight gradient X^T dY) with M >= 4 N and K >= 512: (1536, 1024) x (1024,
-//    384) 70-109 / 115-123, (1024, 1024) x (1024, 256) 71-93 / 86-113;
-//  - A and B row-major (a forward x W), K <= 384, N >= 768: (1024, 384) x (384, 1152) 128-137 /
-//    134-143, x (384, 1536) 116-140 / 129-142, (1024, 256) x (256, 768) 102 / 112, x (256, 1024)
-//    104 / 108;
+//    384) 70-109 / 85-123, (1024, 1024) x (1024, 256) 71-93 / 86-113;
+//  - A and B row-major (a forward x W), K <= 384, N >= 768: (1024, 384) x (384, 1152) 92-137 /
+//    102-143, x (384, 1536) 80-140 / 97-142, (1024, 256) x (256, 768) 102-108 / 104-112, x (256,
+//    1024) 91-104 / 101-108;
 //  - A and B row-major, K >= 16 max(M, N) (the LM head's input gradient chunk, K runs outside:
-//    matmul_fma.c's k_outer): (79, 50257) x (50257, 256) 68-80 / 75-88.
-// sgemm kept the rest: (1024, 1536) x (1536, 384) 118-157 / 97-125, dW of M < 4 N (384, 1024) x
-// (1024, 384) 137-140 / 121-128, (256, 1024) x (1024, 768) 101 / 84, the input gradients dY W^T
+//    matmul_fma.c's k_outer): (79, 50257) x (50257, 256) 62-80 / 72-88.
+// sgemm kept the rest: (1024, 1536) x (1536, 384) 109-157 / 97-125, dW of M < 4 N (384, 1024) x
+// (1024, 384) 101-147 / 110-140, (256, 1024) x (1024, 768) 101-143 / 84-139, the input gradients dY W^T
 // (B transposed) even to 10% behind, the LM head's chunks (79, 256) x (256, 50257) (B transposed)
 // 86-99 / 92, their dW (50257, 79) x (79, 256) (A column-major, K 79) 84-122 / 75-81.
 static bool intel_f32_on_fma(const torc_op *op, const onednn_view *a, const onednn_view *b, const onednn_view *c) {
