@@ -24,13 +24,18 @@
 
 #include "torc-impl.h"
 
-// Rows a chunk: the logits of a chunk are 2^22 elements at most (16 MiB in f32), never fewer than
-// 8 rows. A function of the shapes only, so the dW sums (and the results' bits) do not depend on
+// Rows a chunk: the logits of a chunk are 2^24 elements at most (64 MiB in f32), never fewer than
+// 8 rows. Config A's step (torc-bench --gpt=A --quick --threads 1 --cpu-time, f32, N 1024 rows of
+// V 50257 classes, one loaded Sapphire Rapids vCPU, two rounds): 2^22 (83 rows, 13 chunks) 2050 /
+// 2292 ms, 2^23 1992 / 1746, 2^24 (4 chunks of 256) 1678 / 1614, 2^25 1822 / 1732; torc's peak
+// 306 / 333 / 374 / 473 MiB, peak RSS 486 / 513 / 555 / 653 (PyTorch's 1428): bigger chunks make
+// the head's GEMMs faster until their logits leave the caches' reach.
+// A function of the shapes only, so the dW sums (and the results' bits) do not depend on
 // the memory or the thread count. The N rows are then cut into ceil(N / R) chunks of equal size
 // (give or take a row): a last chunk of one row would run as a matrix-vector product, which
 // oneDNN sums in an order five times less accurate at 65536 classes (measured: dx 5.2e-6 from
 // f64 against the whole batch's 9.4e-7).
-#define LCE_CHUNK_ELEMS ((int64_t)1 << 22)
+#define LCE_CHUNK_ELEMS ((int64_t)1 << 24)
 #define LCE_MIN_ROWS 8
 static int64_t chunk_rows(int64_t V) {
     const int64_t r = LCE_CHUNK_ELEMS / (V > 0 ? V : 1);
