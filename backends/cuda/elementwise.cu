@@ -1,6 +1,7 @@
 // backends/cuda/elementwise.cu — the elementwise kernels: a generic strided kernel per compute
 // type (dtypes dispatched at run time inside), and a vectorised one for contiguous f32/f16/bf16;
-// the fused pointwise ops and floor_divide / remainder / fmod in strided kernels of their own.
+// the fused pointwise ops, floor_divide / remainder / fmod and gelu_backward in strided kernels of
+// their own.
 #include "kernels.h"
 
 namespace {
@@ -83,6 +84,28 @@ __global__ void __launch_bounds__(TCU_THREADS, 1) divmod_kernel64(tcu_ew_args a,
     }
 }
 
+// GELU_BACKWARD: kernels of their own too (see tcu_ew_gelu_backward); CT is F32 or F64.
+template <int CT>
+__global__ void __launch_bounds__(TCU_THREADS) gelu_backward_kernel32(tcu_ew_args a, tcu_iter32 it) {
+    const uint32_t step = gridDim.x * blockDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += step) {
+        uint32_t o[TCU_MAX_OPS];
+        tcu_offsets32(&it, i, o);
+        const int64_t off[TCU_MAX_OPS] = {o[0], o[1], o[2], o[3]};
+        tcu_ew_gelu_backward(&a, off, CT);
+    }
+}
+
+template <int CT>
+__global__ void __launch_bounds__(TCU_THREADS, 1) gelu_backward_kernel64(tcu_ew_args a, tcu_iter it) {
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += step) {
+        int64_t off[TCU_MAX_OPS];
+        tcu_offsets64(&it, i, off);
+        tcu_ew_gelu_backward(&a, off, CT);
+    }
+}
+
 // ---- contiguous fast path ----
 template <int DT> struct Elem;
 template <> struct Elem<TORC_DTYPE_F32> {
@@ -101,8 +124,8 @@ template <> struct Elem<TORC_DTYPE_BF16> {
     static __device__ __forceinline__ T store(float v) { return torc_f32_to_bf16(v); }
 };
 
-// alpha: tcu_alpha_f32(a), computed once per thread. No FLOOR_DIVIDE / REMAINDER / FMOD here
-// (tcu_ew_fast_ok).
+// alpha: tcu_alpha_f32(a), computed once per thread. No FLOOR_DIVIDE / REMAINDER / FMOD nor
+// GELU_BACKWARD here (tcu_ew_fast_ok).
 __device__ __forceinline__ float fast_op(const tcu_ew_args *a, float x, float y, float alpha) {
     return a->n_in == 1 ? tcu_unary_f32(a->op, x, a) : tcu_arith_alpha_f32(a->op, x, y, a, alpha);
 }
@@ -192,6 +215,18 @@ extern "C" int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_co
             case TCU_CT_F64: divmod_kernel64<TCU_CT_F64><<<l.blocks, l.threads, 0, s>>>(*a, *it); break;
             default: divmod_kernel64<TCU_CT_I64><<<l.blocks, l.threads, 0, s>>>(*a, *it); break;
             }
+        }
+        return (int)cudaGetLastError();
+    }
+    if (a->op == TORC_OP_GELU_BACKWARD) {  // floating dtypes only (run.c's dtypes_ok): F32 or F64
+        if (tcu_iter_fits32(it)) {
+            tcu_iter32 it32;
+            tcu_iter_to32(it, &it32);
+            if (a->ct == TCU_CT_F64) gelu_backward_kernel32<TCU_CT_F64><<<l.blocks, l.threads, 0, s>>>(*a, it32);
+            else gelu_backward_kernel32<TCU_CT_F32><<<l.blocks, l.threads, 0, s>>>(*a, it32);
+        } else {
+            if (a->ct == TCU_CT_F64) gelu_backward_kernel64<TCU_CT_F64><<<l.blocks, l.threads, 0, s>>>(*a, *it);
+            else gelu_backward_kernel64<TCU_CT_F32><<<l.blocks, l.threads, 0, s>>>(*a, *it);
         }
         return (int)cudaGetLastError();
     }

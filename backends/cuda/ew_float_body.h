@@ -96,9 +96,9 @@ TORC_HD static inline TCU_T TCU_F(tcu_gelu_backward)(TCU_T dy, TCU_T x, int tanh
     return dy * (cdf + x * pdf);
 }
 
-// The binary arithmetic ops but floor_divide / remainder / fmod, alpha = tcu_alpha(a): what the
-// device's generic and vectorised kernels inline (the three run in kernels of their own: ew_ops.h,
-// tcu_ew_divmod). ADD / SUB with an alpha: one fma.
+// The binary arithmetic ops but floor_divide / remainder / fmod and gelu_backward, alpha =
+// tcu_alpha(a): what the device's generic and vectorised kernels inline (the four run in kernels
+// of their own: ew_ops.h, tcu_ew_divmod and tcu_ew_gelu_backward). ADD / SUB with an alpha: one fma.
 TORC_HD static inline TCU_T TCU_F(tcu_arith_alpha)(int op, TCU_T x, TCU_T y, const tcu_ew_args *a, TCU_T alpha) {
     switch (op) {
     case TORC_OP_ADD: return a->s0 == 1.0 ? x + y : TCU_M(fma)(alpha, y, x);
@@ -108,7 +108,6 @@ TORC_HD static inline TCU_T TCU_F(tcu_arith_alpha)(int op, TCU_T x, TCU_T y, con
     case TORC_OP_POW: return TCU_M(pow)(x, y);
     case TORC_OP_MAXIMUM: return x != x ? x : (y != y ? y : (x > y ? x : y));
     case TORC_OP_MINIMUM: return x != x ? x : (y != y ? y : (x < y ? x : y));
-    case TORC_OP_GELU_BACKWARD: return TCU_F(tcu_gelu_backward)(x, y, a->flag);  // x = dy, y = GELU's input
     default: return x;
     }
 }
@@ -117,8 +116,9 @@ TORC_HD static inline TCU_T TCU_F(tcu_arith)(int op, TCU_T x, TCU_T y, const tcu
     return TCU_F(tcu_arith_alpha)(op, x, y, a, TCU_F(tcu_alpha)(a));
 }
 
-// Every binary arithmetic op.
+// Every binary arithmetic op. GELU_BACKWARD: x = dy, y = GELU's input.
 TORC_HD static inline TCU_T TCU_F(tcu_binary)(int op, TCU_T x, TCU_T y, const tcu_ew_args *a) {
+    if (op == TORC_OP_GELU_BACKWARD) return TCU_F(tcu_gelu_backward)(x, y, a->flag);
     return tcu_op_is_divmod(op) ? TCU_F(tcu_divmod)(op, x, y, a) : TCU_F(tcu_arith)(op, x, y, a);
 }
 

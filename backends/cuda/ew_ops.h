@@ -38,7 +38,8 @@ typedef struct tcu_ew_args {
 TORC_HD static inline bool tcu_op_is_unary(int op) { return op >= TORC_OP_NEG && op <= TORC_OP_LOGICAL_NOT; }
 // floor_divide, remainder, fmod (ABI 2.3): binary ops appended after the others.
 TORC_HD static inline bool tcu_op_is_divmod(int op) { return op >= TORC_OP_FLOOR_DIVIDE && op <= TORC_OP_FMOD; }
-// GELU_BACKWARD (ABI 2.4): dy, x -> dx, a binary arithmetic op of the floating dtypes.
+// GELU_BACKWARD (ABI 2.4): dy, x -> dx, a binary arithmetic op of the floating dtypes, in kernels
+// of its own (tcu_ew_gelu_backward).
 TORC_HD static inline bool tcu_op_is_binary(int op) {
     return (op >= TORC_OP_ADD && op <= TORC_OP_LOGICAL_OR) || tcu_op_is_divmod(op) || op == TORC_OP_GELU_BACKWARD;
 }
@@ -130,7 +131,8 @@ static inline bool tcu_ew_choose_types(tcu_ew_args *a) {
 
 // The vectorised path: one contiguous run (inputs may be broadcast scalars), every operand of
 // the same f32/f16/bf16 dtype, float math, 16-byte aligned, and an op without a dtype change.
-// Not floor_divide / remainder / fmod: they run in kernels of their own (tcu_ew_divmod).
+// Not floor_divide / remainder / fmod nor gelu_backward: they run in kernels of their own
+// (tcu_ew_divmod, tcu_ew_gelu_backward).
 static inline bool tcu_ew_fast_ok(const tcu_ew_args *a, const tcu_iter *it) {
     const int op = a->op;
     const torc_dtype dt = a->dt[0];
@@ -138,7 +140,7 @@ static inline bool tcu_ew_fast_ok(const tcu_ew_args *a, const tcu_iter *it) {
     if (dt != TORC_DTYPE_F32 && dt != TORC_DTYPE_F16 && dt != TORC_DTYPE_BF16) return false;
     const bool unary = tcu_op_is_unary(op) && op != TORC_OP_LOGICAL_NOT;
     const bool binary = tcu_op_is_binary(op) && !tcu_op_is_compare(op) && !tcu_op_is_divmod(op) &&
-                        op != TORC_OP_LOGICAL_AND && op != TORC_OP_LOGICAL_OR;
+                        op != TORC_OP_GELU_BACKWARD && op != TORC_OP_LOGICAL_AND && op != TORC_OP_LOGICAL_OR;
     if (!(unary && a->n_in == 1) && !(binary && a->n_in == 2)) return false;
     if (it->stride[0][TCU_D - 1] != 1 || ((uintptr_t)a->data[0] & 15)) return false;
     for (int k = 1; k <= a->n_in; k++) {
@@ -369,11 +371,29 @@ TCU_HDI void tcu_ew_divmod(const tcu_ew_args *a, const int64_t *off, int ct) {
     }
 }
 
+// GELU_BACKWARD (dy, x; floating dtypes, so ct is F32 or F64, a constant in each kernel): inputs
+// loaded and rounded to the common dtype as the generic bodies load them, then
+// tcu_gelu_backward_f32 / _f64. Kernels of their own, as the divmod ops: its exp, erf and tanh
+// inlined into the generic and vectorised kernels made ew_kernel32<F64> (8 bytes), ew_fast<F16>
+// (4 + 8 bytes) and CUDA's double pow (__internal_accurate_pow) spill on sm_90 (nvcc 13).
+TCU_HDI void tcu_ew_gelu_backward(const tcu_ew_args *a, const int64_t *off, int ct) {
+    if (ct == TCU_CT_F64) {
+        const double dy = tcu_load_f64(a->data[1], off[1], a->dt[1]), x = tcu_load_f64(a->data[2], off[2], a->dt[2]);
+        tcu_store_f64(a->data[0], off[0], a->dt[0], tcu_gelu_backward_f64(dy, x, a->flag));
+    } else {
+        float dy = tcu_load_f32(a->data[1], off[1], a->dt[1]), x = tcu_load_f32(a->data[2], off[2], a->dt[2]);
+        if (a->dt[1] != a->common) dy = tcu_round_to(dy, a->common);
+        if (a->dt[2] != a->common) x = tcu_round_to(x, a->common);
+        tcu_store_f32(a->data[0], off[0], a->dt[0], tcu_gelu_backward_f32(dy, x, a->flag));
+    }
+}
+
 // ---- the per-element bodies (one per compute type; kernels pick one at compile time) ----
 // off[k]: element offsets of out and inputs; linear: the row-major index of the element in out.
-// tcu_ew_generic_*: every op of its compute type but FLOOR_DIVIDE / REMAINDER / FMOD (the
-// device's generic kernels; the three go to tcu_ew_divmod's kernels); tcu_ew_f32 / _f64 / _i64:
-// every op, dispatched as tcu_launch_ew dispatches (the host emulations).
+// tcu_ew_generic_*: every op of its compute type but FLOOR_DIVIDE / REMAINDER / FMOD and
+// GELU_BACKWARD (the device's generic kernels; those go to tcu_ew_divmod's and
+// tcu_ew_gelu_backward's kernels); tcu_ew_f32 / _f64 / _i64: every op, dispatched as
+// tcu_launch_ew dispatches (the host emulations).
 
 // Fills, ranges and random numbers: out only, computed in double from the row-major index.
 TCU_HDI void tcu_ew_gen(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
@@ -492,11 +512,13 @@ TCU_HDI void tcu_ew_generic_i64(const tcu_ew_args *a, const int64_t *off) {
 TCU_HDI void tcu_ew_f32(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
     (void)linear;
     if (tcu_op_is_divmod(a->op)) tcu_ew_divmod(a, off, TCU_CT_F32);
+    else if (a->op == TORC_OP_GELU_BACKWARD) tcu_ew_gelu_backward(a, off, TCU_CT_F32);
     else tcu_ew_generic_f32(a, off, tcu_alpha_f32(a));
 }
 TCU_HDI void tcu_ew_f64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
     (void)linear;
     if (tcu_op_is_divmod(a->op)) tcu_ew_divmod(a, off, TCU_CT_F64);
+    else if (a->op == TORC_OP_GELU_BACKWARD) tcu_ew_gelu_backward(a, off, TCU_CT_F64);
     else tcu_ew_generic_f64(a, off);
 }
 TCU_HDI void tcu_ew_i64(const tcu_ew_args *a, const int64_t *off, int64_t linear) {
