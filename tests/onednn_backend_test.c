@@ -812,12 +812,12 @@ static void check_rounded_case(torc_dtype c, torc_dtype ta, torc_dtype tb, torc_
     tensor_free(&out);
 }
 
-// f32 GEMMs of the shapes an Intel AVX-512 core sends to the FMA GEMM instead of sgemm (matmul.c's
-// intel_f32_on_fma; elsewhere they run on sgemm or OpenBLAS, against the same reference): a weight
-// gradient's column-major A with M >= 4 N and K >= 512, a forward's K <= 384 with N >= 768, and a
-// long K beside few rows and columns, which runs as GEMMs of 1024 k added in order (matmul_fma.c's
-// k_outer: the last one shorter, a B block of one or two micro-panels), also with a row-sliced A
-// and C.
+// f32 GEMMs around the shape an Intel AVX-512 core sends to the FMA GEMM instead of sgemm (matmul.c's
+// intel_f32_on_fma: a weight gradient's column-major A with M >= 4 N and K >= 512; elsewhere, and
+// the other shapes, on sgemm or OpenBLAS, against the same reference): a forward's K <= 384 with
+// N >= 768, and a long K beside few rows and columns (on the FMA GEMM, as f16 / bf16 into f32 and
+// TORC_ONEDNN_FMA_GEMM=all take it: GEMMs of 1024 k added in order, matmul_fma.c's k_outer, the
+// last one shorter), also with a row-sliced A and C.
 START_TEST(test_matmul_f32_fma_shapes) {
     static const int64_t sizes[][3] = {{640, 520, 100}, {100, 300, 800}, {37, 5000, 70}, {100, 3000, 150}};
     const enum layout ls[][3] = {{L_T2, L_CONTIG, L_CONTIG}, {L_CONTIG, L_CONTIG, L_CONTIG},

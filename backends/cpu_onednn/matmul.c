@@ -157,31 +157,28 @@ static onednn_fma_gemm fma_of(const onednn_view *a, const onednn_view *b, const 
 }
 
 // Whether an f32 matmul on an Intel AVX-512 core runs on the FMA GEMM rather than dnnl_sgemm: one
-// matrix (no batch) of ONEDNN_SMALL_WORK multiply-adds and more, where the FMA GEMM won on the GPT
-// step's shapes (torc-bench --gpt-matmuls; one loaded Sapphire Rapids class core, best of 7-9
-// interleaved runs in CPU time, GFLOP/s sgemm / FMA GEMM, the FMA loop 161-167):
-//  - A column-major (a weight gradient X^T dY) with M >= 4 N and K >= 512: (1536, 1024) x (1024,
-//    384) 70-109 / 85-123, (1024, 1024) x (1024, 256) 71-93 / 86-113;
-//  - A and B row-major (a forward x W), K <= 384, N >= 768: (1024, 384) x (384, 1152) 92-137 /
-//    102-143, x (384, 1536) 80-140 / 97-142, (1024, 256) x (256, 768) 102-108 / 104-112, x (256,
-//    1024) 91-104 / 101-108;
-//  - A and B row-major, K >= 16 max(M, N) (the LM head's input gradient chunk, K runs outside:
-//    matmul_fma.c's k_outer): (79, 50257) x (50257, 256) 62-80 / 72-88.
-// sgemm kept the rest: (1024, 1536) x (1536, 384) 109-157 / 97-125, dW of M < 4 N (384, 1024) x
-// (1024, 384) 101-147 / 110-140, (256, 1024) x (1024, 768) 101-143 / 84-139, the input gradients dY W^T
-// (B transposed) even to 10% behind, the LM head's chunks (79, 256) x (256, 50257) (B transposed)
-// 86-99 / 92, their dW (50257, 79) x (79, 256) (A column-major, K 79) 84-122 / 75-81.
-static bool intel_f32_on_fma(const torc_op *op, const onednn_view *a, const onednn_view *b, const onednn_view *c) {
+// matrix (no batch) of ONEDNN_SMALL_WORK multiply-adds and more, of the one shape where the FMA GEMM
+// won on the GPT step's GEMMs (torc-bench --gpt-matmuls; one loaded Sapphire Rapids class core, best
+// of 5-9 interleaved runs in CPU time, GFLOP/s sgemm / FMA GEMM, the FMA loop 154-167; fma-gemm.md):
+// a column-major A (a weight gradient X^T dY) with M >= 4 N and K >= 512: (1536, 1024) x (1024, 384)
+// 70-109 / 85-123, (1024, 1024) x (1024, 256) 71-93 / 86-113; on two threads 51-79 / 33-86 and
+// 32-146 / 37-190 (noisy). Not routed: forwards x W with K <= 384 and N >= 768 won on one thread
+// ((1024, 384) x (384, 1152) 92-137 / 102-143, x (384, 1536) 80-140 / 97-142) but mostly lost on two
+// ((1024, 256) x (256, 768) 47-198 / 24-65, x (256, 1024) 67-200 / 37-212); the LM head's input-
+// gradient chunk (79, 50257) x (50257, 256) won on one (62-80 / 72-88, matmul_fma.c's k_outer) and
+// lost on two (54-72 / 17-30). sgemm kept the rest: (1024, 1536) x (1536, 384) 109-157 / 97-125, dW
+// of M < 4 N (384, 1024) x (1024, 384) 101-147 / 110-140, (256, 1024) x (1024, 768) 101-143 /
+// 84-139, the input gradients dY W^T (B transposed) even to 10% behind, the head's chunks (79, 256)
+// x (256, 50257) (B transposed) 86-99 / 78-94, their dW (50257, 79) x (79, 256) (A column-major, K
+// 79) 84-122 / 69-84.
+static bool intel_f32_on_fma(const torc_op *op, const onednn_view *a, const onednn_view *c) {
     const int nd = c->ndim, r = nd - 2, k = nd - 1;
     if (!onednn__cpu_is_intel() || onednn__isa() < ONEDNN_ISA_AVX512_CORE || onednn__work(op) < ONEDNN_SMALL_WORK)
         return false;
     for (int d = 0; d < r; d++)
         if (c->dims[d] != 1) return false;
     const int64_t M = c->dims[r], N = c->dims[k], K = a->dims[k];
-    const bool a_col = a->strides[r] == 1 && a->strides[k] != 1, a_row = a->strides[k] == 1 && a->strides[r] != 1;
-    const bool b_row = b->strides[k] == 1 && b->strides[r] != 1;
-    return (a_col && M >= 4 * N && K >= 512) || (a_row && b_row && K <= 384 && N >= 768) ||
-           (a_row && b_row && K >= 16 * (M > N ? M : N));
+    return a->strides[r] == 1 && a->strides[k] != 1 && M >= 4 * N && K >= 512;
 }
 
 // C = A B on torc's FMA GEMM (matmul_fma.c): any strides, f32 / f16 / bf16 in, out f32 or the
@@ -497,7 +494,7 @@ int onednn__build_matmul(const torc_op *op, onednn_plan *p) {
     // On Intel's AVX-512 cores the shapes where the FMA GEMM beat dnnl_sgemm (intel_f32_on_fma).
     const bool f32_fma = onednn__fma_f32() || (onednn__dnnl_isa() == ONEDNN_ISA_AVX2 && !onednn__cpu_is_intel() &&
                                                onednn__work(op) >= ONEDNN_SMALL_WORK) ||
-                         (dt == TORC_DTYPE_F32 && intel_f32_on_fma(op, &a, &b, &c));
+                         (dt == TORC_DTYPE_F32 && intel_f32_on_fma(op, &a, &c));
     if ((dt != TORC_DTYPE_F32 || f32_fma) && (on_fma_gemm(op, &a, &b, &c) || (K == 0 && onednn__fma_usable())))
         return plan_fma(p, &a, a_buf, &b, b_buf, &c, dnnl_data_type_undef);
 
