@@ -1,6 +1,6 @@
 # tests/linear_cross_entropy.cmake — torc_linear_cross_entropy's bits at 1 and 3 threads on the
 # oneDNN backend: test_linear_cross_entropy bits prints a hash of the loss, dx and dW at GPT-2's
-# vocabulary (300 rows in 4 chunks), and the two lines must be equal (the plain registration,
+# vocabulary (1100 rows in 4 chunks of 275), and the two lines must be equal (the plain registration,
 # "linear_cross_entropy", is the suite itself).
 if(TORC_WITH_ONEDNN)
   add_test(NAME linear_cross_entropy_threads COMMAND bash -c
