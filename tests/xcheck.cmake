@@ -29,7 +29,7 @@ endif()
 # the sanitizers.
 set(XCHECK_GROUPS
   "creation:fill,copy,arange,linspace,rand,randn,randint"
-  "unary:neg,abs,sign,sqrt,rsqrt,square,reciprocal,exp,log,sin,cos,tanh,sigmoid,relu,gelu,pow_scalar,erf,erfinv,logical_not"
+  "unary:neg,abs,sign,sqrt,rsqrt,square,reciprocal,exp,log,sin,cos,tanh,sigmoid,relu,gelu,gelu_backward,pow_scalar,erf,erfinv,logical_not"
   "binary:add,sub,mul,div,pow,maximum,minimum,eq,ne,lt,le,gt,ge,logical_and,logical_or,where,floor_divide,remainder,fmod"
   "pointwise:addcmul,addcdiv,lerp"
   "reduce:sum,mean,prod,max,min,argmax,argmin,var,std,norm,logsumexp,softmax,log_softmax"
