@@ -5,12 +5,17 @@
 #                 and --device1 in processes of their own
 #   xcheck.log    torc-xcheck --backend cuda: values, then gradients, against the reference
 #   train.log     torc-train on cuda: f32 and bf16 autocast, 50 steps each
+#   gpt.log       the GPT on cuda: tests/test_gpt (PyTorch's logits, loss, gradients and 50-step
+#                 trajectories), tests/test_gpt_memory (the activations' formula), then torc-train
+#                 --model gpt on token files of the repository's docs, f32 and bf16 autocast
 #   sanitize.log  tools/cuda-sanitize.sh: memcheck, racecheck and synccheck, each in a process of its own
 #   nccl.log      the NCCL comm plugin under mpirun, one rank a GPU (two at most): mpi_test's collectives on
 #                 cuda tensors, 20 DDP steps (SGD, Adam, deterministic Adam) against one rank on the reference with the mpi
 #                 plugin, an unused parameter, torc-train --dist nccl (skipped, exit 77, without mpirun or the plugin)
 #   perf.log      the suite's performance case (the CUDA targets), then torc-bench --backend cuda
-#                 --quick, alone on the GPU
+#                 --quick, then the GPT-2 124M step (12 layers, 12 heads, width 768, vocabulary 50257,
+#                 T 1024, B 8) under bf16 autocast (torc-bench --gpt-config: tokens/s and MFU against
+#                 the datasheet's dense bf16 peak; issue #37's target >= 40%), alone on the GPU
 # The correctness steps run side by side (one GPU, many CPUs); the timed ones after them, alone.
 # On an H200 the whole took 2.6 minutes, the sanitizers longest (on a GPU lent for 15 minutes
 # of device time, give the call a timeout that leaves some to spare).
@@ -18,7 +23,7 @@
 #   tools/gpu-check.sh [build-dir] [log-dir]      (defaults: build, gpu-logs)
 #
 # The build needs -DTORC_WITH_CUDA=ON; it need not be made where it runs: bin/{cuda_gpu_test,
-# torc-xcheck,torc-train,torc-bench,mpi_test} and lib/ (libtorc, lib/torc/ with cuda, reference,
+# torc-xcheck,torc-train,torc-bench,torc-tokens,test_gpt,test_gpt_memory,mpi_test} and lib/ (libtorc, lib/torc/ with cuda, reference,
 # sgd, adam, mpi and nccl) of a Debian 12 build ran on an Ubuntu 24.04 GPU machine with
 # LD_LIBRARY_PATH naming a copy of libsubunit.so.0 and the directories of the machine's
 # libcublas.so.13 and libnccl.so.2 (its Open MPI 4.1 mpirun ran Debian's libmpi build).
@@ -104,6 +109,18 @@ PY
     step train_bf16 "$logs/train.log" 60 "$build/bin/torc-train" --backend cuda --steps 50 --autocast bf16 \
         --dim 256 --batch 256 --log-every 10
 ) &
+(
+    TORC_BACKEND=cuda step gpt "$logs/gpt.log" 180 "$build/bin/test_gpt"
+    TORC_BACKEND=cuda step gpt_memory "$logs/gpt.log" 60 "$build/bin/test_gpt_memory"
+    data=$logs/gpt-data
+    "$build/bin/torc-tokens" --out-dir "$data" "$here/README.md" "$here/docs" >>"$logs/gpt.log" 2>&1
+    step gpt_train_f32 "$logs/gpt.log" 90 "$build/bin/torc-train" --backend cuda --model gpt --data "$data/train.bin" \
+        --val-data "$data/val.bin" --n-layer 4 --n-head 4 --n-embd 256 --block-size 256 --batch 16 --steps 100 \
+        --eval-every 50 --log-every 10
+    step gpt_train_bf16 "$logs/gpt.log" 90 "$build/bin/torc-train" --backend cuda --model gpt --data "$data/train.bin" \
+        --val-data "$data/val.bin" --n-layer 4 --n-head 4 --n-embd 256 --block-size 256 --batch 16 --steps 100 \
+        --eval-every 50 --log-every 10 --autocast bf16
+) &
 for tool in memcheck racecheck synccheck; do
     step "sanitize_$tool" "$logs/sanitize.$tool.log" 420 \
         env TORC_SANITIZE_TOOLS=$tool bash "$here/tools/cuda-sanitize.sh" "$build" &
@@ -115,10 +132,13 @@ wait
 
 CK_RUN_CASE=performance step performance "$logs/perf.log" 120 "$suite"
 step bench "$logs/perf.log" 150 "$build/bin/torc-bench" --backend cuda --quick
+step gpt_bench "$logs/perf.log" 150 "$build/bin/torc-bench" --backend cuda --gpt-config 12,12,768,50257,1024,8 \
+    --gpt-dtypes bf16,f32 --quick --gpt-no-extra
 
 rc=0
 for name in device ops_vs_reference shared_memory_ops beyond_2_31 fault device1 xcheck xcheck_grad train_f32 train_bf16 \
-        sanitize_memcheck sanitize_racecheck sanitize_synccheck nccl performance bench; do
+        gpt gpt_memory gpt_train_f32 gpt_train_bf16 sanitize_memcheck sanitize_racecheck sanitize_synccheck nccl \
+        performance bench gpt_bench; do
     s=$(cat "$logs/.rc.$name" 2>/dev/null || echo "not run")
     case $s in 0) echo "$name: passed" ;; 77) echo "$name: skipped (its log says why)" ;; *) echo "$name: exit $s"; rc=1 ;; esac
 done
