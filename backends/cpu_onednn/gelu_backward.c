@@ -56,7 +56,10 @@ static inline float exp_f(float x) {
     const float z = r * r;
     const float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) *
                        r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
-    const int32_t e = ((int32_t)n + 127) << 23;
+    // A NaN x (the result is NaN through p) must not reach the int conversion, which would be
+    // undefined (UBSan): its exponent is taken as 0. n is in [-126, 128] for every other x here.
+    const float nn = n == n ? n : 0.0f;
+    const uint32_t e = (uint32_t)((int32_t)nn + 127) << 23;
     float scale;
     memcpy(&scale, &e, sizeof scale);
     return p * scale * under;
