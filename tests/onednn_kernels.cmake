@@ -5,7 +5,8 @@
 #   onednn_binary     ADD / SUB / MUL / DIV on f32 / bf16 / f16 mixes and broadcasts (pointwise.c)
 #   onednn_reduce     SUM / MEAN over rows into contiguous columns, the 2-norm (reduce.c)
 # binary and reduce send every size to onednn (TORC_ONEDNN_MIN_WORK=0; attention never goes below
-# it). Only when the backend is built.
+# it). The capped runs carry the label isa, as the ISA matrix does: the sanitizer stage runs each
+# suite once, on the CPU's own path. Only when the backend is built.
 if(TORC_WITH_ONEDNN)
   find_package(OpenMP REQUIRED COMPONENTS C)
   foreach(suite attention binary reduce)
@@ -23,9 +24,9 @@ if(TORC_WITH_ONEDNN)
     add_test(NAME onednn_${suite}_avx2 COMMAND ${exe})
     add_test(NAME onednn_${suite}_avx COMMAND ${exe})
     set_tests_properties(onednn_${suite} PROPERTIES LABELS "unit" ENVIRONMENT "${base}")
-    set_tests_properties(onednn_${suite}_avx2 PROPERTIES LABELS "unit"
+    set_tests_properties(onednn_${suite}_avx2 PROPERTIES LABELS "isa"
       ENVIRONMENT "${base}TORC_MAX_CPU_ISA=AVX2;ONEDNN_MAX_CPU_ISA=AVX2")
-    set_tests_properties(onednn_${suite}_avx PROPERTIES LABELS "unit" ENVIRONMENT "${base}TORC_MAX_CPU_ISA=AVX")
+    set_tests_properties(onednn_${suite}_avx PROPERTIES LABELS "isa" ENVIRONMENT "${base}TORC_MAX_CPU_ISA=AVX")
   endforeach()
 
   # The fused-against-composed timing of docs/backends.md's "Fused attention" (no test: a measurement).
