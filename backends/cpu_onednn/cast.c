@@ -127,20 +127,8 @@ static void run_range(const torc_op *op, int64_t i0, int64_t i1) {
     else fp8_to_f32((float *)op->out[0].data + i0, (const uint8_t *)op->in[0].data + i0, n, s);
 }
 
-// One chunk per thread (onednn__thread_range); small casts on the calling thread.
+// One chunk per thread; small casts on the calling thread.
 int onednn__cast_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out[0]);
-    if (n == 0) return 0;
-    const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
-    if (nthr <= 1) {
-        run_range(op, 0, n);
-        return 0;
-    }
-#pragma omp parallel num_threads(nthr)
-    {
-        int64_t i0, i1;
-        onednn__thread_range(n, &i0, &i1);
-        run_range(op, i0, i1);
-    }
+    onednn__run_chunks(op, onednn__numel(&op->out[0]), run_range);
     return 0;
 }

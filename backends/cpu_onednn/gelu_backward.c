@@ -165,20 +165,8 @@ static void gelu_bw_range(const torc_op *op, int64_t i0, int64_t i1) {
     }
 }
 
-// One chunk per thread (onednn__thread_range); small ops on the calling thread.
+// One chunk per thread; small ops on the calling thread.
 int onednn__gelu_backward_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out[0]);
-    if (n == 0) return 0;
-    const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
-    if (nthr <= 1) {
-        gelu_bw_range(op, 0, n);
-        return 0;
-    }
-#pragma omp parallel num_threads(nthr)
-    {
-        int64_t i0, i1;
-        onednn__thread_range(n, &i0, &i1);
-        gelu_bw_range(op, i0, i1);
-    }
+    onednn__run_chunks(op, onednn__numel(&op->out[0]), gelu_bw_range);
     return 0;
 }

@@ -355,6 +355,22 @@ static inline void onednn__thread_range(int64_t n, int64_t *i0, int64_t *i1) {
     *i1 = *i0 + per < n ? *i0 + per : n;
 }
 
+// Runs fn(op, i0, i1) over [0, n) of op's elements: one chunk per thread (onednn__thread_range)
+// on OpenMP's team, or the whole on the calling thread for small ops (onednn__single_thread).
+static inline void onednn__run_chunks(const torc_op *op, int64_t n, void (*fn)(const torc_op *, int64_t, int64_t)) {
+    const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
+    if (nthr <= 1) {
+        fn(op, 0, n);
+        return;
+    }
+#pragma omp parallel num_threads(nthr)
+    {
+        int64_t i0, i1;
+        onednn__thread_range(n, &i0, &i1);
+        fn(op, i0, i1);
+    }
+}
+
 // ---- fused pointwise ops (pointwise.c): OpenMP loops, not primitives, outside the lock ----
 bool onednn__pointwise_takes(const torc_op *op);  // ADDCMUL, ADDCDIV, LERP
 // 0 when the op is one the loops run (dense float32 operands); else the error says why.
