@@ -37,6 +37,38 @@ START_TEST(batched_4x8x16x32_times_32x2) {
 }
 END_TEST
 
+// A batched a times one matrix b is one GEMM of all the batch's rows where a's batch dims and rows
+// form one run of rows (torch.matmul's fold); a batch that does not (a permuted, a sliced batch,
+// b with a batch dim of 1) keeps the batched GEMM. Each result row equals its row of a times b.
+START_TEST(batched_times_one_matrix_folds_or_not) {
+    torc_scope_push();
+    torc_tensor *base = torc_reshape(torc_arange(0, 3 * 4 * 5, 1, TORC_DTYPE_F32), TORC_SHAPE(3, 4, 5));
+    torc_tensor *b = torc_reshape(torc_arange(-7, 23, 1, TORC_DTYPE_F32), TORC_SHAPE(5, 6));
+    torc_tensor *as[4] = {
+        base,                                                       // contiguous: folds
+        torc_contiguous(torc_transpose(base, 0, 1)),                // (4, 3, 5) contiguous: folds
+        torc_transpose(base, 0, 1),                                 // (4, 3, 5) permuted batch: does not fold
+        torc_slice(base, 0, 0, 3, 2),                               // (2, 4, 5), batch stride 40: does not fold
+    };
+    torc_tensor *bs[2] = {b, torc_unsqueeze(b, 0)};                 // (5, 6) and (1, 5, 6)
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++) {
+            torc_tensor *r = torc_matmul(as[i], bs[j]);
+            ck_assert_ptr_nonnull(r);
+            const int64_t nb = torc_size(as[i], 0), M = torc_size(as[i], 1);
+            tu_assert_shape(r, nb, M, 6);
+            for (int64_t k = 0; k < nb; k++) {
+                double *want = tu_values(torc_matmul(torc_select(as[i], 0, k), b));  // one 2-D product
+                double *got = tu_values(torc_select(r, 0, k));
+                for (int64_t e = 0; e < M * 6; e++) ck_assert_double_eq(got[e], want[e]);
+                free(want);
+                free(got);
+            }
+        }
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(one_dim_rules) {
     torc_scope_push();
     torc_tensor *v = torc_arange(1, 4, 1, TORC_DTYPE_F32);                                 // (3)
@@ -110,6 +142,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, matmul_matches_pytorch);
     tcase_add_test(tc, ones_16x32_times_ones_32x2_is_32);
     tcase_add_test(tc, batched_4x8x16x32_times_32x2);
+    tcase_add_test(tc, batched_times_one_matrix_folds_or_not);
     tcase_add_test(tc, one_dim_rules);
     tcase_add_test(tc, transposed_and_sliced_operands);
     tcase_add_test(tc, out_dtype_widens);
