@@ -364,11 +364,10 @@ END_TEST
 
 // ---- sampling ----
 // Greedy decoding with the KV cache gives the tokens a full forward over the sequence gives,
-// step by step (nanoGPT's generate without a cache), while the window is not full.
-START_TEST(test_generate_kv_cache_matches_full_forward) {
-    torc_gpt *m = load_tiny();
-    torc_scope_push();
-    torc_tensor *prompt = torc_tensor_from((int64_t[]){5, 17, 3, 60, 2, 9, 1, 33, 70, 4}, TORC_SHAPE(2, 5), TORC_DTYPE_I64);
+// step by step (nanoGPT's generate without a cache), while the window is not full; in f32, and
+// under bf16 autocast (whose cache holds bf16 keys and values, what its attention reads).
+static void generate_matches_full_forward(torc_gpt *m, torc_tensor *prompt, torc_dtype autocast) {
+    if (autocast != TORC_DTYPE_F32) ck_assert_int_eq(torc_autocast_begin(autocast), TORC_OK);
     torc_tensor *out = torc_gpt_generate(m, prompt, 20, 0.0, 0, NULL);
     ck_assert_msg(out != NULL, "%s", torc_last_error());
     tu_assert_shape(out, 2, 25);
@@ -389,12 +388,21 @@ START_TEST(test_generate_kv_cache_matches_full_forward) {
         ck_assert_int_eq(torc_copy_to_host(next, nx, sizeof nx), TORC_OK);
         for (int b = 0; b < 2; b++) {
             seq[b][len] = nx[b];
-            ck_assert_msg(got[b * 25 + len] == nx[b], "row %d token %d: cached %lld, full forward %lld", b, len,
-                          (long long)got[b * 25 + len], (long long)nx[b]);
+            ck_assert_msg(got[b * 25 + len] == nx[b], "%s: row %d token %d: cached %lld, full forward %lld",
+                          torc_dtype_name(autocast), b, len, (long long)got[b * 25 + len], (long long)nx[b]);
         }
         torc_scope_pop();
     }
     torc_no_grad_end();
+    if (autocast != TORC_DTYPE_F32) ck_assert_int_eq(torc_autocast_end(), TORC_OK);
+}
+
+START_TEST(test_generate_kv_cache_matches_full_forward) {
+    torc_gpt *m = load_tiny();
+    torc_scope_push();
+    torc_tensor *prompt = torc_tensor_from((int64_t[]){5, 17, 3, 60, 2, 9, 1, 33, 70, 4}, TORC_SHAPE(2, 5), TORC_DTYPE_I64);
+    generate_matches_full_forward(m, prompt, TORC_DTYPE_F32);
+    generate_matches_full_forward(m, prompt, TORC_DTYPE_BF16);
     // Beyond the window (32): the cache restarts and sampling goes on; top_k 1 is greedy; a seed
     // gives the same text twice.
     torc_tensor *longer = torc_gpt_generate(m, prompt, 70, 0.0, 0, NULL), *k1 = torc_gpt_generate(m, prompt, 70, 1.0, 1, NULL);
