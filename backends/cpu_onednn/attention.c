@@ -7,11 +7,15 @@
 // Forward, per (b, h, tile of ATT_BR query rows): over key tiles of ATT_BC rows (only up to the
 // diagonal when causal), S^T = K (scale Q)^T, the online softmax down each query's column (running
 // max m, running sum l, the accumulator rescaled when m grows), O += P V; at the end o = O / l and
-// lse = m + log(l). Backward: D_i = do_i . o_i for every row first; per (b, h, key tile) dK and dV
-// over the query tiles that see it, P recomputed from lse; per (b, h, query tile) dQ over its key
-// tiles. Every output tile is one task of one thread, its sums in a fixed order and the tiles fixed
-// by the shape: no atomics, and the result does not depend on the thread count. Per thread: tile
-// buffers only (att_ws_floats); the backward adds D (B H L floats).
+// lse = m + log(l). Backward, in one pass where B H tasks keep the threads busy (one_pass): per
+// (b, h), D_i = do_i . o_i, then the key tiles in order, each over the query tiles that see it: P
+// recomputed from lse, dK and dV of the key tile and dQ of each query tile accumulated (dQ in an
+// L x E buffer): 5 tile products and one exp a pair of tiles. Else in two (more, smaller tasks): per
+// (b, h, key tile) dK and dV, per (b, h, query tile) dQ over its key tiles: 7 products, two exps.
+// Both add the same terms in the same order and give the same bits (onednn_attention_test checks);
+// each output is one task of one thread, its sums in a fixed order: no atomics, and the result does
+// not depend on the thread count. Per thread: tile buffers (att_ws_floats), the one pass's dQ, scale
+// q and do of a (b, h) (L (2 E + Ev) floats); the backward adds D (B H L floats).
 // Decode (a forward of at most ATT_DEC_L query rows, a sampler's step against its KV cache): per
 // (b, h), each key's scores as L dot products, the online softmax along the rows, O += P V with L
 // rows; f32 keys and values of dense rows read where they lie. Config B's sampler (6 layers x 6
@@ -350,6 +354,7 @@ typedef struct att_job {
     int E, Ev, Ep, Evp;  // Ep, Evp: E, Ev padded to 16
     float scale;
     bool causal;
+    bool one_pass;       // backward: one task a (b, h), dQ in a buffer (backward_bh), else dkv_tile + dq_tile
     int64_t nqt, nkt;    // query and key tiles per (b, h)
 } att_job;
 
@@ -445,12 +450,14 @@ static inline int64_t attended(const att_job *j, int64_t i) { return j->causal ?
 static inline bool decode(const att_job *j) { return j->op->code == TORC_OP_ATTENTION && j->L <= ATT_DEC_L; }
 
 // The floats one thread's tiles take (the largest task's: dK / dV's six E- or Ev-wide tiles, two
-// score tiles, and per-row vectors; forward_decode's five buffers), with room to start each buffer
-// on a cache line.
+// score tiles, and per-row vectors; the one-pass backward a seventh tile, K row-major, and dQ of
+// the whole (b, h), L x Ep; forward_decode's five buffers), with room to start each buffer on a
+// cache line.
 static size_t att_ws_floats(const att_job *j) {
     if (decode(j)) return (size_t)(ATT_DEC_L + ATT_BC) * (size_t)(j->Ep + j->Evp) + ATT_DEC_L * ATT_BC + 5 * 16;
     const size_t e = (size_t)(j->Ep > j->Evp ? j->Ep : j->Evp), t = ATT_BR > ATT_BC ? ATT_BR : ATT_BC;
-    return 6 * t * e + 2 * t * t + 8 * t + 16 * 16;
+    const size_t one = j->one_pass ? (size_t)j->L * (size_t)(2 * j->Ep + j->Evp) : 0;
+    return 7 * t * e + 2 * t * t + 8 * t + 16 * 16 + one;
 }
 
 // Carves n floats off *w, 64-byte aligned.
@@ -469,6 +476,27 @@ static void mask_transposed(const att_job *j, float *st, int bc, int64_t i0, int
         const int n = first <= 0 ? 0 : first < ATT_BR ? (int)first : ATT_BR;
         for (int i = 0; i < n; i++) st[(size_t)c * ATT_BR + i] = -INFINITY;
     }
+}
+
+// Rows r0.. of t at (b, h) as they lie, where they are f32 rows of exactly `width` dense features
+// (*ld: their stride), else NULL (then they are loaded into a tile).
+static const float *f32_rows(const torc_operand *t, int64_t b, int64_t h, int64_t r0, int width, int *ld) {
+    if (t->dtype != TORC_DTYPE_F32 || t->shape[3] != width || t->stride[3] != 1 || t->stride[2] < 0 ||
+        t->stride[2] > INT32_MAX)
+        return NULL;
+    *ld = (int)t->stride[2];
+    return (const float *)row_at(t, b, h, r0);
+}
+
+// Rows r0 .. r0 + nr of t at (b, h) as f32 rows of `width` features: where they lie (f32_rows),
+// else loaded into buf (row stride width). *ld: the row stride of the rows returned.
+static const float *rows_or_load(const torc_operand *t, int64_t b, int64_t h, int64_t r0, int nr, int width,
+                                 float *buf, int *ld) {
+    const float *p = f32_rows(t, b, h, r0, width, ld);
+    if (p) return p;
+    load_tile(t, b, h, r0, nr, 1.0f, buf, width, false);
+    *ld = width;
+    return buf;
 }
 
 // ---- forward: one (b, h, query tile) ----
@@ -490,9 +518,10 @@ static void forward_tile(const att_job *j, float *w, int64_t task) {
     const int64_t kend = attended(j, i0 + br - 1);
     for (int64_t j0 = 0; j0 < kend; j0 += ATT_BC) {
         const int bc = (int)(kend - j0 < ATT_BC ? kend - j0 : ATT_BC);
-        load_tile(k, b, h, j0, bc, 1.0f, Kr, Ep, false);
-        load_tile(v, b, h, j0, bc, 1.0f, Vr, Evp, false);
-        j->isa->gemm(bc, ATT_BR, E, Kr, Ep, 1, Qt, ATT_BR, St, ATT_BR, 0);
+        int ldk, ldv;
+        const float *Kp = rows_or_load(k, b, h, j0, bc, Ep, Kr, &ldk),
+                    *Vp = rows_or_load(v, b, h, j0, bc, Evp, Vr, &ldv);
+        j->isa->gemm(bc, ATT_BR, E, Kp, ldk, 1, Qt, ATT_BR, St, ATT_BR, 0);
         mask_transposed(j, St, bc, i0, j0);
         // The online softmax: m grows to mn, l and O are rescaled by alpha = exp(m - mn), then
         // P = exp(S - mn) is added to l. (A column whose max is still -inf has no key yet: its P is 0.)
@@ -509,7 +538,7 @@ static void forward_tile(const att_job *j, float *w, int64_t task) {
             if (al[r] != 1.0f)
                 for (int e = 0; e < Evp; e++) O[(size_t)r * Evp + e] *= al[r];
         memcpy(m, mn, sizeof(float) * ATT_BR);
-        j->isa->gemm(br, Evp, bc, St, 1, ATT_BR, Vr, Evp, O, Evp, 1);
+        j->isa->gemm(br, Evp, bc, St, 1, ATT_BR, Vp, ldv, O, Evp, 1);
     }
     for (int r = 0; r < br; r++) {
         float *orow = O + (size_t)r * Evp;
@@ -521,16 +550,6 @@ static void forward_tile(const att_job *j, float *w, int64_t task) {
         *(float *)row_at(lse, b, h, i0 + r) = lr > 0 ? (float)((double)m[r] + log((double)lr)) : -INFINITY;
     }
     store_tile(o, b, h, i0, br, O, Evp, 1.0f);
-}
-
-// Rows r0.. of t at (b, h) as they lie, where they are f32 rows of exactly `width` dense features
-// (*ld: their stride), else NULL (then they are loaded into a tile).
-static const float *f32_rows(const torc_operand *t, int64_t b, int64_t h, int64_t r0, int width, int *ld) {
-    if (t->dtype != TORC_DTYPE_F32 || t->shape[3] != width || t->stride[3] != 1 || t->stride[2] < 0 ||
-        t->stride[2] > INT32_MAX)
-        return NULL;
-    *ld = (int)t->stride[2];
-    return (const float *)row_at(t, b, h, r0);
 }
 
 // ---- forward, decode: one (b, h) of at most ATT_DEC_L query rows ----
@@ -554,9 +573,8 @@ static void forward_decode(const att_job *j, float *w, int64_t bh) {
     int ldk, ldv;
     for (int64_t j0 = 0; j0 < kend; j0 += ATT_BC) {
         const int bc = (int)(kend - j0 < ATT_BC ? kend - j0 : ATT_BC), bcp = pad16(bc);
-        const float *Kt = f32_rows(k, b, h, j0, Ep, &ldk), *Vt = f32_rows(v, b, h, j0, Evp, &ldv);
-        if (!Kt) load_tile(k, b, h, j0, bc, 1.0f, Kr, Ep, false), Kt = Kr, ldk = Ep;
-        if (!Vt) load_tile(v, b, h, j0, bc, 1.0f, Vr, Evp, false), Vt = Vr, ldv = Evp;
+        const float *Kt = rows_or_load(k, b, h, j0, bc, Ep, Kr, &ldk),
+                    *Vt = rows_or_load(v, b, h, j0, bc, Evp, Vr, &ldv);
         j->isa->dots(Q, L, Ep, Kt, bc, ldk, Ep, P, ATT_BC);
         for (int r = 0; r < L; r++) {
             float *p = P + (size_t)r * ATT_BC;
@@ -590,17 +608,22 @@ static void forward_decode(const att_job *j, float *w, int64_t bh) {
 }
 
 // ---- backward ----
-// D_i = do_i . o_i for every query row, in double over the loaded values (dall, B H L floats).
-static void compute_d(const att_job *j, int64_t bh, float *dall) {
+// D_i = do_i . o_i for every query row, in double over the loaded values (dall, B H L floats), the
+// products added in feature order; 64 rows at a time from tiles of do^T and o^T in w (2 Evp x ATT_BR
+// floats), so that the rows' sums run side by side in vectors.
+static void compute_d(const att_job *j, int64_t bh, float *dall, float *w) {
     const torc_operand *dout = &j->op->in[0], *o = &j->op->in[4];
     const int64_t b = bh / j->H, h = bh % j->H;
-    const int64_t eo = o->stride[3] * (int64_t)torc_abi_dtype_size(o->dtype),
-                  ed = dout->stride[3] * (int64_t)torc_abi_dtype_size(dout->dtype);
-    for (int64_t i = 0; i < j->L; i++) {
-        const char *orow = row_at(o, b, h, i), *grow = row_at(dout, b, h, i);
-        double d = 0;
-        for (int e = 0; e < j->Ev; e++) d += (double)load1(grow + e * ed, dout->dtype) * load1(orow + e * eo, o->dtype);
-        dall[bh * j->L + i] = (float)d;
+    float *gt = carve(&w, (size_t)j->Evp * ATT_BR), *ot = carve(&w, (size_t)j->Evp * ATT_BR);
+    for (int64_t i0 = 0; i0 < j->L; i0 += ATT_BR) {
+        const int br = (int)(j->L - i0 < ATT_BR ? j->L - i0 : ATT_BR);
+        load_tile(dout, b, h, i0, br, 1.0f, gt, ATT_BR, true);
+        load_tile(o, b, h, i0, br, 1.0f, ot, ATT_BR, true);
+        double d[ATT_BR] = {0};
+        for (int e = 0; e < j->Ev; e++)
+            for (int r = 0; r < ATT_BR; r++)
+                d[r] += (double)gt[(size_t)e * ATT_BR + r] * (double)ot[(size_t)e * ATT_BR + r];
+        for (int r = 0; r < br; r++) dall[bh * j->L + i0 + r] = (float)d[r];
     }
 }
 
@@ -613,32 +636,51 @@ static void load_lse_d(const att_job *j, int64_t bh, int64_t i0, int br, const f
     }
 }
 
+// The one pass's rows of a whole (b, h) (backward_bh): dQ accumulated (L x Ep), scale q (L x Ep) and
+// do (L rows of Ev, row stride lddo: where they lie for dense f32 rows of Evp features) as f32.
+typedef struct att_bh_rows {
+    float *dQ;
+    const float *Q, *dO;
+    int lddo;
+} att_bh_rows;
+
 // dK and dV of one (b, h, key tile), over the query tiles that see it: K^T and V^T transposed once;
 // S = (scale Q) K^T and dP = dO V^T (br x ATT_BC), P = exp(S - lse), dS = P (dP - D);
-// dV += P^T dO, dK += dS^T (scale Q).
-static void dkv_tile(const att_job *j, float *w, int64_t task, const float *dall) {
+// dV += P^T dO, dK += dS^T (scale Q). With rows (the one pass, backward_bh), Q and dO read from
+// there, and dQ_i += dS K over the keys of the tile that some row of query tile i attends: the terms
+// dq_tile adds for this key tile, in its order (an element of dS is the same sum of the same
+// products transposed or not: the kernel's sums run over k in order), so dq has its bits.
+static void dkv_tile(const att_job *j, float *w, int64_t bh, int64_t j0, const float *dall, const att_bh_rows *rows) {
     const torc_op *op = j->op;
     const torc_operand *dout = &op->in[0], *q = &op->in[1], *k = &op->in[2], *v = &op->in[3], *dk = &op->out[1],
                        *dv = &op->out[2];
-    const int64_t bh = task / j->nkt, j0 = task % j->nkt * ATT_BC, b = bh / j->H, h = bh % j->H;
+    const int64_t b = bh / j->H, h = bh % j->H;
     const int bc = (int)(j->S - j0 < ATT_BC ? j->S - j0 : ATT_BC), E = j->E, Ev = j->Ev, Ep = j->Ep, Evp = j->Evp;
     float *Kt = carve(&w, (size_t)Ep * ATT_BC), *Vt = carve(&w, (size_t)Evp * ATT_BC),
-          *Qr = carve(&w, (size_t)ATT_BR * Ep), *Dor = carve(&w, (size_t)ATT_BR * Evp),
+          *Qb = carve(&w, (size_t)ATT_BR * Ep), *Dob = carve(&w, (size_t)ATT_BR * Evp),
           *P = carve(&w, (size_t)ATT_BR * ATT_BC), *dP = carve(&w, (size_t)ATT_BR * ATT_BC),
           *dK = carve(&w, (size_t)ATT_BC * Ep), *dV = carve(&w, (size_t)ATT_BC * Evp), *lse = carve(&w, ATT_BR),
-          *D = carve(&w, ATT_BR);
+          *D = carve(&w, ATT_BR), *Kb = carve(&w, (size_t)ATT_BC * Ep);
     load_tile(k, b, h, j0, bc, 1.0f, Kt, ATT_BC, true);
     load_tile(v, b, h, j0, bc, 1.0f, Vt, ATT_BC, true);
+    int ldk = 0;
+    const float *Kr = rows ? rows_or_load(k, b, h, j0, bc, Ep, Kb, &ldk) : NULL;  // dQ's K, row-major
     memset(dK, 0, sizeof(float) * (size_t)bc * Ep);
     memset(dV, 0, sizeof(float) * (size_t)bc * Evp);
     // Causal: query i sees key j when j <= i, so the query tiles from the one holding row j0.
     for (int64_t i0 = j->causal ? j0 / ATT_BR * ATT_BR : 0; i0 < j->L; i0 += ATT_BR) {
         const int br = (int)(j->L - i0 < ATT_BR ? j->L - i0 : ATT_BR);
-        load_tile(q, b, h, i0, br, j->scale, Qr, Ep, false);
-        load_tile(dout, b, h, i0, br, 1.0f, Dor, Evp, false);
+        const float *Qr = Qb, *Dor;
+        int lddo;
+        if (rows) {
+            Qr = rows->Q + (size_t)i0 * Ep, Dor = rows->dO + (size_t)i0 * rows->lddo, lddo = rows->lddo;
+        } else {
+            load_tile(q, b, h, i0, br, j->scale, Qb, Ep, false);
+            Dor = rows_or_load(dout, b, h, i0, br, Evp, Dob, &lddo);
+        }
         load_lse_d(j, bh, i0, br, dall, lse, D);
         j->isa->gemm(br, ATT_BC, E, Qr, Ep, 1, Kt, ATT_BC, P, ATT_BC, 0);
-        j->isa->gemm(br, ATT_BC, Ev, Dor, Evp, 1, Vt, ATT_BC, dP, ATT_BC, 0);
+        j->isa->gemm(br, ATT_BC, Ev, Dor, lddo, 1, Vt, ATT_BC, dP, ATT_BC, 0);
         for (int r = 0; r < br; r++) {
             float *p = P + (size_t)r * ATT_BC, *ds = dP + (size_t)r * ATT_BC;
             const int64_t n = attended(j, i0 + r) - j0;  // keys of this tile row r attends
@@ -648,11 +690,32 @@ static void dkv_tile(const att_job *j, float *w, int64_t task, const float *dall
             const float Dr = D[r];
             for (int c = 0; c < ATT_BC; c++) ds[c] = p[c] * (ds[c] - Dr);
         }
-        j->isa->gemm(bc, Evp, br, P, 1, ATT_BC, Dor, Evp, dV, Evp, 1);
+        j->isa->gemm(bc, Evp, br, P, 1, ATT_BC, Dor, lddo, dV, Evp, 1);
         j->isa->gemm(bc, Ep, br, dP, 1, ATT_BC, Qr, Ep, dK, Ep, 1);
+        if (rows) {
+            const int64_t n = attended(j, i0 + br - 1) - j0;  // dq_tile's keys of this tile (its kend - j0)
+            const int bq = n <= 0 ? 0 : n < bc ? (int)n : bc;
+            if (bq) j->isa->gemm(br, Ep, bq, dP, ATT_BC, 1, Kr, ldk, rows->dQ + (size_t)i0 * Ep, Ep, 1);
+        }
     }
     store_tile(dk, b, h, j0, bc, dK, Ep, 1.0f);
     store_tile(dv, b, h, j0, bc, dV, Evp, 1.0f);
+}
+
+// The one-pass backward of one (b, h) (FlashAttention-2's): D, scale q and do as f32 once, then the
+// key tiles in order, each adding its terms to every query tile's rows of dQ; dq = scale dQ.
+static void backward_bh(const att_job *j, float *w, int64_t bh, float *dall) {
+    const int64_t b = bh / j->H, h = bh % j->H;
+    const int L = (int)j->L;
+    att_bh_rows rows = {.dQ = carve(&w, (size_t)L * j->Ep)};
+    float *Q = carve(&w, (size_t)L * j->Ep), *dO = carve(&w, (size_t)L * j->Evp);
+    compute_d(j, bh, dall, w);
+    memset(rows.dQ, 0, sizeof(float) * (size_t)L * j->Ep);
+    load_tile(&j->op->in[1], b, h, 0, L, j->scale, Q, j->Ep, false);
+    rows.Q = Q;
+    rows.dO = rows_or_load(&j->op->in[0], b, h, 0, L, j->Evp, dO, &rows.lddo);
+    for (int64_t t = 0; t < j->nkt; t++) dkv_tile(j, w, bh, t * ATT_BC, dall, &rows);
+    store_tile(&j->op->out[0], b, h, 0, L, rows.dQ, j->Ep, j->scale);
 }
 
 // dQ of one (b, h, query tile) over its key tiles, transposed as the forward: (scale Q)^T and dO^T
@@ -674,17 +737,18 @@ static void dq_tile(const att_job *j, float *w, int64_t task, const float *dall)
     const int64_t kend = attended(j, i0 + br - 1);
     for (int64_t j0 = 0; j0 < kend; j0 += ATT_BC) {
         const int bc = (int)(kend - j0 < ATT_BC ? kend - j0 : ATT_BC);
-        load_tile(k, b, h, j0, bc, 1.0f, Kr, Ep, false);
-        load_tile(v, b, h, j0, bc, 1.0f, Vr, Evp, false);
-        j->isa->gemm(bc, ATT_BR, E, Kr, Ep, 1, Qt, ATT_BR, Pt, ATT_BR, 0);
-        j->isa->gemm(bc, ATT_BR, Ev, Vr, Evp, 1, Dot, ATT_BR, dPt, ATT_BR, 0);
+        int ldk, ldv;
+        const float *Kp = rows_or_load(k, b, h, j0, bc, Ep, Kr, &ldk),
+                    *Vp = rows_or_load(v, b, h, j0, bc, Evp, Vr, &ldv);
+        j->isa->gemm(bc, ATT_BR, E, Kp, ldk, 1, Qt, ATT_BR, Pt, ATT_BR, 0);
+        j->isa->gemm(bc, ATT_BR, Ev, Vp, ldv, 1, Dot, ATT_BR, dPt, ATT_BR, 0);
         mask_transposed(j, Pt, bc, i0, j0);
         for (int c = 0; c < bc; c++) {
             float *p = Pt + (size_t)c * ATT_BR, *ds = dPt + (size_t)c * ATT_BR;
             j->isa->exp_vec(p, ATT_BR, lse, NULL);
             for (int i = 0; i < ATT_BR; i++) ds[i] = p[i] * (ds[i] - D[i]);
         }
-        j->isa->gemm(br, Ep, bc, dPt, 1, ATT_BR, Kr, Ep, dQ, Ep, 1);
+        j->isa->gemm(br, Ep, bc, dPt, 1, ATT_BR, Kp, ldk, dQ, Ep, 1);
     }
     store_tile(dq, b, h, i0, br, dQ, Ep, j->scale);
 }
@@ -693,11 +757,25 @@ static void dq_tile(const att_job *j, float *w, int64_t task, const float *dall)
 // Forward: B H nqt tasks; backward: D for every (b, h) first, then B H nkt dK / dV tasks and B H nqt
 // dQ tasks in one loop (a thread that finishes its key tiles takes query tiles). Each task writes
 // its own rows only.
-static void run_task(const att_job *j, float *w, int64_t t, const float *dall) {
+static void run_task(const att_job *j, float *w, int64_t t, float *dall) {
     if (decode(j)) forward_decode(j, w, t);  // nqt is 1: task t is (b, h)
     else if (j->op->code == TORC_OP_ATTENTION) forward_tile(j, w, t);
-    else if (t < j->B * j->H * j->nkt) dkv_tile(j, w, t, dall);
+    else if (j->one_pass) backward_bh(j, w, t, dall);
+    else if (t < j->B * j->H * j->nkt) dkv_tile(j, w, t / j->nkt, t % j->nkt * ATT_BC, dall, NULL);
     else dq_tile(j, w, t - j->B * j->H * j->nkt, dall);
+}
+
+// The backward's passes: TORC_ONEDNN_ATTENTION_PASSES=1 or 2 (a test's knob: both give the same
+// bits), else one where it keeps the threads busy. The one pass does 5 tile products a pair of tiles
+// against the two passes' 7, but in B H tasks against B H (nkt + nqt): it is taken when its rounds
+// of B H / threads tasks (the last one short) cost at most 7 / 5 of the two passes' balanced share,
+// and its rows of a (b, h) (dQ, q, do: L (2 Ep + Evp) floats) are at most ATT_ONE_PASS_MAX a thread.
+#define ATT_ONE_PASS_MAX (INT64_C(1) << 22)
+static bool one_pass(const att_job *j, int threads) {
+    const char *env = getenv("TORC_ONEDNN_ATTENTION_PASSES");
+    if (env && (!strcmp(env, "1") || !strcmp(env, "2"))) return env[0] == '1';
+    const int64_t nbh = j->B * j->H, rounds = (nbh + threads - 1) / threads;
+    return j->L * (2 * j->Ep + j->Evp) <= ATT_ONE_PASS_MAX && 5 * rounds * threads <= 7 * nbh;
 }
 
 int onednn__attention_run(const torc_op *op) {
@@ -708,11 +786,16 @@ int onednn__attention_run(const torc_op *op) {
                  .causal = op->params.attention.causal != 0};
     j.Ep = pad16(j.E), j.Evp = pad16(j.Ev);
     j.nqt = (j.L + ATT_BR - 1) / ATT_BR, j.nkt = (j.S + ATT_BC - 1) / ATT_BC;
-    const int64_t nbh = j.B * j.H, ntasks = nbh * (bw ? j.nkt + j.nqt : j.nqt);
+    const int64_t nbh = j.B * j.H;
+    int64_t ntasks = nbh * (bw ? j.nkt + j.nqt : j.nqt);
     if (ntasks == 0) return 0;
     // Multiply-adds, roughly: L S (E + Ev) forward, about 3.5 times that backward.
     const double work = (double)nbh * (double)j.L * (double)j.S * (double)(j.E + j.Ev) * (bw ? 3.5 : 1.0);
-    const bool par = ntasks > 1 && work >= (double)ONEDNN_SMALL_WORK && omp_get_max_threads() > 1;
+    bool par = ntasks > 1 && work >= (double)ONEDNN_SMALL_WORK && omp_get_max_threads() > 1;
+    if (bw && one_pass(&j, par ? omp_get_max_threads() : 1)) {
+        j.one_pass = true, ntasks = nbh;
+        par = par && ntasks > 1;
+    }
     const size_t ws = (att_ws_floats(&j) * sizeof(float) + 63) / 64 * 64;
     float *dall = bw && j.L > 0 ? malloc(sizeof(float) * (size_t)(nbh * j.L)) : NULL;
     if (bw && j.L > 0 && !dall)
@@ -721,7 +804,7 @@ int onednn__attention_run(const torc_op *op) {
     if (!par) {
         float *w = aligned_alloc(64, ws);
         if (w) {
-            for (int64_t bh = 0; dall && bh < nbh; bh++) compute_d(&j, bh, dall);
+            for (int64_t bh = 0; dall && !j.one_pass && bh < nbh; bh++) compute_d(&j, bh, dall, w);
             for (int64_t t = 0; t < ntasks; t++) run_task(&j, w, t, dall);
         }
         atomic_store(&oom, !w);
@@ -731,9 +814,10 @@ int onednn__attention_run(const torc_op *op) {
         {
             float *w = aligned_alloc(64, ws);
             if (!w) atomic_store(&oom, true);
-            if (dall) {
+            if (dall && !j.one_pass) {
 #pragma omp for schedule(static)
-                for (int64_t bh = 0; bh < nbh; bh++) compute_d(&j, bh, dall);
+                for (int64_t bh = 0; bh < nbh; bh++)
+                    if (w) compute_d(&j, bh, dall, w);
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t t = 0; t < ntasks; t++)
