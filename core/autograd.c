@@ -768,6 +768,30 @@ torc_tensor *torc__fit_grad(const torc_node *n, int i, torc_tensor *g) {
     return g;
 }
 
+// A slice's gradient added in place into the gradient its base's node has gathered so far, where
+// the engine alone holds that one (a dense tensor of its own storage, of the base's dtype and
+// device): SliceBackward's zeros of the base's shape, the copy into them and the add of two whole
+// gradients become one add over the slice. The GPT's q, k and v are three slices of one (B, T, 3C)
+// tensor: their gradients took three fills, three copies and two adds of all 3C columns. Returns
+// false (nothing done) where that does not apply; *st the status where it did.
+static bool slice_in_place(const torc_node *n, torc_tensor *G, torc_status *st) {
+    const torc__edge *ed = &n->next[0];
+    if (n->code != TORC__GRAD_SLICE || !ed->fn || !ed->fn->needed || !ed->fn->grad) return false;
+    torc_tensor *acc = ed->fn->grad;
+    const torc__meta *m = &n->in[0];
+    if (acc->dtype != m->dtype || G->dtype != m->dtype || acc->device != m->device || G->device != m->device ||
+        atomic_load(&acc->refcount) != 1 || atomic_load(&acc->storage->refcount) != 1 || acc->offset != 0 ||
+        !torc_is_contiguous(acc) || acc->ndim != m->ndim || memcmp(acc->shape, m->shape, (size_t)m->ndim * sizeof *m->shape))
+        return false;
+    torc_scope_push();
+    torc_no_grad_begin();
+    torc_tensor *part = torc_slice(acc, (int)n->args[0], n->args[1], n->args[2], n->args[3]);
+    *st = part ? torc_add_(part, G) : torc_last_status();
+    torc_no_grad_end();
+    torc_scope_pop();
+    return true;
+}
+
 // Runs one node: hands its gradient to captures and retain_grad, calls its formula and sends
 // the input gradients along its edges.
 static torc_status run_node(engine *e, torc_node *n, torc_tensor *G) {
@@ -789,26 +813,25 @@ static torc_status run_node(engine *e, torc_node *n, torc_tensor *G) {
     }
     bool any = false;
     for (int i = 0; i < n->n_in; i++) any |= need[i] = edge_needed(e, &n->next[i]);
-    if (G && any) {
-        st = check_saved(n);
-        if (!st) {
-            const torc__grad_rule *r = torc__grad_rule_for(n->code);
-            torc_scope_push();
-            torc_no_grad_begin();
-            torc_tensor *raw_local[TORC__NODE_INLINE] = {NULL},
-                        **raw = n->n_in <= TORC__NODE_INLINE ? raw_local : calloc((size_t)n->n_in, sizeof *raw);
-            if (!raw) st = torc__error(TORC_ERR_OOM, "out of host memory running backward");
-            else st = r->fn(n, G, need, raw);
-            for (int i = 0; !st && i < n->n_in; i++) {
-                if (!need[i] || !raw[i]) continue;
-                torc_tensor *f = torc__fit_grad(n, i, raw[i]);
-                if (!f) st = torc_last_status();
-                else gin[i] = torc_retain(f);
-            }
-            if (raw != raw_local) free(raw);
-            torc_no_grad_end();
-            torc_scope_pop();
+    if (G && any && !(st = check_saved(n)) && slice_in_place(n, G, &st)) {
+        gin[0] = NULL;  // added already: the delivery below only counts the edge
+    } else if (G && any && !st) {
+        const torc__grad_rule *r = torc__grad_rule_for(n->code);
+        torc_scope_push();
+        torc_no_grad_begin();
+        torc_tensor *raw_local[TORC__NODE_INLINE] = {NULL},
+                    **raw = n->n_in <= TORC__NODE_INLINE ? raw_local : calloc((size_t)n->n_in, sizeof *raw);
+        if (!raw) st = torc__error(TORC_ERR_OOM, "out of host memory running backward");
+        else st = r->fn(n, G, need, raw);
+        for (int i = 0; !st && i < n->n_in; i++) {
+            if (!need[i] || !raw[i]) continue;
+            torc_tensor *f = torc__fit_grad(n, i, raw[i]);
+            if (!f) st = torc_last_status();
+            else gin[i] = torc_retain(f);
         }
+        if (raw != raw_local) free(raw);
+        torc_no_grad_end();
+        torc_scope_pop();
     }
     if (!e->keep_graph) {
         release_saved(n);

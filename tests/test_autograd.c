@@ -553,6 +553,35 @@ START_TEST(diamond_graph_accumulates_every_path) {
 }
 END_TEST
 
+START_TEST(slices_of_one_tensor_add_their_gradients) {
+    // y = 2x (6 columns); q, k, v its columns 0-1, 2-3 and 4-5 (as the GPT splits qkv) and w
+    // columns 1-4 overlapping them; z = sum(q) + 2 sum(k) + 3 sum(v) + 4 sum(w) + sum(y * y):
+    // dz/dy column c = (1, 1, 2, 2, 3, 3)[c] + 4 [1 <= c <= 4] + 2 y, dz/dx = 2 dz/dy. The second and
+    // later slices add into the gradient the first one made (in place, one add over the slice).
+    torc_scope_push();
+    const double xv[12] = {0.5, -1, 2, 0.25, -3, 1.5, 4, -0.5, 1, 2, -2, 0.75};
+    torc_tensor *x = torc_tensor_from(xv, TORC_SHAPE(2, 6), TORC_DTYPE_F64);
+    torc_set_requires_grad(x, true);
+    torc_tensor *y = torc_mul_scalar(x, torc_s(2));
+    torc_tensor *q = torc_narrow(y, 1, 0, 2), *k = torc_narrow(y, 1, 2, 2), *v = torc_narrow(y, 1, 4, 2);
+    torc_tensor *w = torc_narrow(y, 1, 1, 4);
+    torc_tensor *z = torc_add(torc_add(torc_add(torc_sum(q, TORC_ALL_DIMS, false),
+                                                torc_mul_scalar(torc_sum(k, TORC_ALL_DIMS, false), torc_s(2))),
+                                       torc_add(torc_mul_scalar(torc_sum(v, TORC_ALL_DIMS, false), torc_s(3)),
+                                                torc_mul_scalar(torc_sum(w, TORC_ALL_DIMS, false), torc_s(4)))),
+                              torc_sum(torc_mul(y, y), TORC_ALL_DIMS, false));
+    ok(torc_backward(z, NULL, false));
+    double want[12];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 6; c++)
+            want[r * 6 + c] = 2 * ((double[]){1, 1, 2, 2, 3, 3}[c] + (c >= 1 && c <= 4 ? 4 : 0) + 2 * 2 * xv[r * 6 + c]);
+    double *g = tu_values(torc_grad(x));
+    for (int i = 0; i < 12; i++) ck_assert_double_eq_tol(g[i], want[i], 1e-12);
+    free(g);
+    torc_scope_pop();
+}
+END_TEST
+
 static Suite *make_suite(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tcase_create("engine");
@@ -581,6 +610,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, set_grad_checks_its_argument);
     tcase_add_test(tc, long_chains_do_not_overflow_the_stack);
     tcase_add_test(tc, diamond_graph_accumulates_every_path);
+    tcase_add_test(tc, slices_of_one_tensor_add_their_gradients);
     suite_add_tcase(s, tc);
     return s;
 }
