@@ -251,6 +251,23 @@ START_TEST(reference_refuses_fp8_and_bad_counts) {
 }
 END_TEST
 
+// onednn's outputs against the reference's: the same double formulas rounded once, their sums
+// in another order (lanes, row blocks), so within one rounding of the dtype (ulp: its epsilon)
+// relative to the value, plus a double rounding's worth of the largest (cancellation in dx);
+// NaN exactly where the reference has NaN, infinities equal.
+static void assert_near_reference(const char *what, int k, const double *got, const double *want, int64_t n,
+                                  double ulp) {
+    double scale = 1;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(want[i]) && fabs(want[i]) > scale) scale = fabs(want[i]);
+    for (int64_t i = 0; i < n; i++) {
+        const bool ok = isnan(want[i])   ? isnan(got[i])
+                        : isinf(want[i]) ? got[i] == want[i]
+                                         : fabs(got[i] - want[i]) <= ulp * fabs(want[i]) + 0x1p-40 * scale;
+        ck_assert_msg(ok, "%s: output %d [%lld]: onednn %.9g, reference %.9g", what, k, (long long)i, got[i], want[i]);
+    }
+}
+
 START_TEST(onednn_layer_norm_is_the_references) {
     torc_device *dev = torc_device_get("onednn"), *ref = torc_device_get("reference");
     if (!dev) return;  // built without TORC_WITH_ONEDNN
@@ -262,7 +279,7 @@ START_TEST(onednn_layer_norm_is_the_references) {
     torc_scope_pop();
     torc_clear_error();
     // Large enough for the parallel loops (rows x 1100 > 64K elements), with weight and bias,
-    // forward and backward, in f32, bf16 and f16 with f32 parameters: the same bits as the reference.
+    // forward and backward, in f32, bf16 and f16 with f32 parameters: the reference's values.
     const torc_dtype cfg[3][2] = {{TORC_DTYPE_F32, TORC_DTYPE_F32}, {TORC_DTYPE_BF16, TORC_DTYPE_BF16},
                                   {TORC_DTYPE_F16, TORC_DTYPE_F32}};
     for (int c = 0; c < 3; c++) {
@@ -291,10 +308,103 @@ START_TEST(onednn_layer_norm_is_the_references) {
             for (int k = 0; k < 6; k++) res[d][k] = tu_values(outs[k]);
         }
         const int64_t counts[6] = {R * N, R, R, R * N, N, N};
+        const double ulp[3] = {0x1p-23, 0x1p-7, 0x1p-10};
         for (int k = 0; k < 6; k++) {
-            for (int64_t i = 0; i < counts[k]; i++)
-                ck_assert_msg(res[0][k][i] == res[1][k][i], "%s: output %d [%lld]: onednn %.9g, reference %.9g",
-                              torc_dtype_name(cfg[c][0]), k, (long long)i, res[1][k][i], res[0][k][i]);
+            const bool param = k == 1 || k == 2 || k == 4 || k == 5;  // mean, rstd, dw, db: f32 for f16 x
+            assert_near_reference(torc_dtype_name(cfg[c][0]), k, res[1][k], res[0][k], counts[k],
+                                  param && cfg[c][1] == TORC_DTYPE_F32 ? ulp[0] : ulp[c]);
+            free(res[0][k]);
+            free(res[1][k]);
+        }
+        torc_scope_pop();
+    }
+}
+END_TEST
+
+// The f32 rows of onednn's AVX-512 / AVX2 loops (plain C under an ISA cap) against the reference,
+// forward and backward: the GPT's shapes (rows of 384, 256, 768), odd row lengths (the vector
+// tails), long rows (few row blocks), with and without weight and bias, and rows holding NaN, an
+// infinity, one value (variance 0), a large mean, tiny values.
+typedef struct ln_shape {
+    int ndim;
+    int64_t shape[3];
+    unsigned affine;
+    bool special;  // rows 0..6 hold the special values, and one dy a NaN
+} ln_shape;
+
+static const ln_shape g_f32_shapes[] = {
+    {3, {4, 256, 384}, 3, false}, {3, {4, 256, 256}, 3, false}, {3, {2, 128, 768}, 3, false},
+    {2, {300, 1}, 3, false},      {2, {300, 5}, 3, false},      {2, {300, 17}, 3, false},
+    {2, {300, 100}, 3, false},    {2, {70000, 1}, 3, false},    {2, {7000, 17}, 3, false},
+    {2, {3, 300001}, 3, false},   {2, {2, 65543}, 0, false},    {2, {1024, 100}, 0, false},
+    {2, {1024, 100}, 1, false},   {2, {1024, 100}, 2, false},   {2, {64, 37}, 3, true},
+    {2, {64, 384}, 3, true},      {2, {64, 384}, 0, true},      {2, {9, 5}, 3, true},
+};
+
+// Host values for one case: x (with the special rows), weight, bias, dy.
+static torc_tensor *f32_values(int ndim, const int64_t *shape, int which, bool special) {
+    torc_tensor *t = torc_randn(ndim, shape, TORC_DTYPE_F32, NULL);
+    ck_assert_ptr_nonnull(t);
+    if (!special || (which != 0 && which != 3)) return t;
+    const int64_t N = shape[ndim - 1];
+    double *v = tu_values(t);
+    if (which == 3) {
+        v[N * 6 + N / 2] = NAN;  // a NaN gradient: row 6's dx, dweight and dbias at its column
+    } else {
+        v[N / 2] = NAN;                           // row 0: a NaN
+        v[N + N / 3] = INFINITY;                  // row 1: an infinity
+        v[2 * N] = INFINITY;                      // row 2: both infinities
+        v[2 * N + N - 1] = -INFINITY;
+        for (int64_t i = 0; i < N; i++) {
+            v[3 * N + i] = 2.5;                   // row 3: one value, variance 0
+            v[4 * N + i] = 1e4 + v[4 * N + i];    // row 4: a large mean
+            v[5 * N + i] = 1e-20 * v[5 * N + i];  // row 5: tiny values (the variance below eps)
+        }
+    }
+    torc_tensor *r = torc_to_dtype(torc_tensor_from(v, ndim, shape, TORC_DTYPE_F64), TORC_DTYPE_F32);
+    free(v);
+    ck_assert_ptr_nonnull(r);
+    return r;
+}
+
+START_TEST(onednn_f32_rows_match_the_reference) {
+    torc_device *dev = torc_device_get("onednn"), *ref = torc_device_get("reference");
+    if (!dev) return;  // built without TORC_WITH_ONEDNN
+    for (size_t c = 0; c < sizeof g_f32_shapes / sizeof g_f32_shapes[0]; c++) {
+        const ln_shape *sh = &g_f32_shapes[c];
+        const int64_t N = sh->shape[sh->ndim - 1];
+        int64_t numel = 1;
+        for (int d = 0; d < sh->ndim; d++) numel *= sh->shape[d];
+        char what[96];
+        snprintf(what, sizeof what, "f32 %lld rows of %lld, affine %u%s", (long long)(numel / N), (long long)N,
+                 sh->affine, sh->special ? ", special rows" : "");
+        torc_scope_push();
+        torc_tensor *vals[4];
+        for (int k = 0; k < 4; k++)
+            vals[k] = k == 1 || k == 2 ? f32_values(1, &N, k, false) : f32_values(sh->ndim, sh->shape, k, sh->special);
+        double *res[2][6];
+        int64_t counts[6];
+        torc_device *devs[2] = {ref, dev};
+        for (int d = 0; d < 2; d++) {
+            torc_tensor *in[4];
+            for (int k = 0; k < 4; k++) {
+                const bool absent = (k == 1 && !(sh->affine & 1)) || (k == 2 && !(sh->affine & 2));
+                in[k] = absent ? NULL : torc_to_device(torc_clone(vals[k]), devs[d]);
+                if (k < 3 && in[k]) ck_assert_int_eq(torc_set_requires_grad(in[k], true), TORC_OK);
+            }
+            torc_tensor *yy, *mm, *rr;
+            ck_assert_msg(torc_native_layer_norm(in[0], 1, &N, in[1], in[2], 1e-5, &yy, &mm, &rr) == TORC_OK, "%s: %s",
+                          what, torc_last_error());
+            ck_assert_msg(torc_backward(yy, in[3], false) == TORC_OK, "%s: %s", what, torc_last_error());
+            torc_tensor *outs[6] = {yy, mm, rr, torc_grad(in[0]), in[1] ? torc_grad(in[1]) : NULL,
+                                    in[2] ? torc_grad(in[2]) : NULL};
+            for (int k = 0; k < 6; k++) {
+                res[d][k] = outs[k] ? tu_values(outs[k]) : NULL;
+                counts[k] = outs[k] ? torc_numel(outs[k]) : 0;
+            }
+        }
+        for (int k = 0; k < 6; k++) {
+            if (res[0][k]) assert_near_reference(what, k, res[1][k], res[0][k], counts[k], 0x1p-23);
             free(res[0][k]);
             free(res[1][k]);
         }
@@ -425,6 +535,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, layer_norm_errors_are_pytorchs);
     tcase_add_test(tc, reference_refuses_fp8_and_bad_counts);
     tcase_add_test(tc, onednn_layer_norm_is_the_references);
+    tcase_add_test(tc, onednn_f32_rows_match_the_reference);
     tcase_add_test(tc, layer_norm_gradients_match_finite_differences);
     tcase_add_test(tc, layer_norm_grad_of_weight_only);
     tcase_add_test(tc, layer_norm_saved_stats_modified_in_place);

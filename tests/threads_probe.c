@@ -257,7 +257,7 @@ static void rows(void) {
                     torc_scope_pop();
                 }
     // layer_norm forward and its gradients (x, weight, bias) over long rows, f32 and bf16 (f32 params).
-    static const int64_t ln[][2] = {{256, 4096}, {16, 65536}, {8192, 64}};
+    static const int64_t ln[][2] = {{256, 4096}, {16, 65536}, {8192, 64}, {1024, 384}};  // the last: a GPT's
     for (size_t s = 0; s < sizeof ln / sizeof ln[0]; s++)
         for (int d = 0; d < 2; d++) {
             char name[128];
