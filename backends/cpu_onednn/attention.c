@@ -24,15 +24,21 @@
 // 1.4 ms).
 // Operands of any strides (0 too) are converted to f32 a row at a time while a tile is loaded, each
 // tile in the layout its products want: the tile a task keeps (its Q, or its K and V) transposed
-// once, the tiles it streams through read as they lie. Outputs are rounded once.
+// once, the tiles it streams through read as they lie (dense f32 rows of 16k features where they
+// are). Outputs are rounded once. On the causal diagonal the products skip the masked entries.
 // The tile products run on a register-blocked kernel (6 rows x 2 vectors of C, A broadcast, B
 // row-major) compiled for AVX-512 and AVX2 + FMA with target attributes and chosen by torc's ISA
 // (isa.c: TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it), and below AVX2 in plain C on GCC's generic
 // 4-float vectors (SSE2; the B 4, H 6, T 256 causal pair 159 -> 69-82 ms with scalars' 6 x 2 tile);
 // exp is a Cephes-style polynomial on the AVX paths, expf on the plain one. A 64 x 64 score tile from L1
 // on one Sapphire Rapids core: this kernel 159-162 GFLOP/s for E = 32, 64, 128 (AVX2: 81), 4 x 4
-// blocks of 16-wide dot products summed across lanes 28, 48, 74. In a whole forward+backward (B 4,
-// H 6, T 256, E 64) the kernel takes 44% of the time, exp 25%, the tile loads 12%.
+// blocks of 16-wide dot products summed across lanes 28, 48, 74.
+// B 4, H 6, T 256, E 64 causal f32 on one core of a shared Sapphire Rapids class Xeon
+// (TORC_NUM_THREADS=1 FUSED_ONLY=1 onednn_attention_bench 256 20, alternating with the two-pass
+// build): forward+backward 9.0-9.7 ms against 13.6-14.9, the forward 2.75-3.0 against 3.4-3.8 (72
+// against 59 GFLOP/s of its 201 M), the backward 6.2-6.7 against 10.1-11.1 (80 against 48 GFLOP/s
+// of FlashAttention-2's 2.5 forwards). The kernel takes 56% of it, the tile loads and D 17% (mostly
+// waiting for the operands' first reads from memory), the stores 8%, exp 7%.
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
@@ -471,10 +477,9 @@ static inline int64_t attended(const att_job *j, int64_t i) { return j->causal ?
 // The forward of at most ATT_DEC_L query rows: forward_decode, one task a (b, h).
 static inline bool decode(const att_job *j) { return j->op->code == TORC_OP_ATTENTION && j->L <= ATT_DEC_L; }
 
-// The floats one thread's tiles take (the largest task's: dK / dV's six E- or Ev-wide tiles, two
-// score tiles, and per-row vectors; the one-pass backward a seventh tile, K row-major, and dQ of
-// the whole (b, h), L x Ep; forward_decode's five buffers), with room to start each buffer on a
-// cache line.
+// The floats one thread's tiles take (the largest task's: dK / dV's seven E- or Ev-wide tiles, two
+// score tiles, and per-row vectors; the one pass adds its (b, h)'s dQ, scale q and do, L x (Ep, Ep,
+// Evp); forward_decode's five buffers), with room to start each buffer on a cache line.
 static size_t att_ws_floats(const att_job *j) {
     if (decode(j)) return (size_t)(ATT_DEC_L + ATT_BC) * (size_t)(j->Ep + j->Evp) + ATT_DEC_L * ATT_BC + 5 * 16;
     const size_t e = (size_t)(j->Ep > j->Evp ? j->Ep : j->Evp), t = ATT_BR > ATT_BC ? ATT_BR : ATT_BC;
@@ -859,7 +864,10 @@ static void run_task(const att_job *j, float *w, int64_t t, float *dall) {
 // bits), else one where it keeps the threads busy. The one pass does 5 tile products a pair of tiles
 // against the two passes' 7, but in B H tasks against B H (nkt + nqt): it is taken when its rounds
 // of B H / threads tasks (the last one short) cost at most 7 / 5 of the two passes' balanced share,
-// and its rows of a (b, h) (dQ, q, do: L (2 Ep + Evp) floats) are at most ATT_ONE_PASS_MAX a thread.
+// and its rows of a (b, h) (dQ, q, do: L (2 Ep + Evp) floats) are at most ATT_ONE_PASS_MAX a thread
+// (16 MiB; as there are then at least 5 / 7 as many (b, h) as threads, all of them together take
+// at most about 4 times dq's size). B 1, H 2, T 2048, E 64 causal on one core: one pass 21-22 ms,
+// two 30-32; B 1, H 1, T 4096, E 128: 84-103 against 118-119.
 #define ATT_ONE_PASS_MAX (INT64_C(1) << 22)
 static bool one_pass(const att_job *j, int threads) {
     const char *env = getenv("TORC_ONEDNN_ATTENTION_PASSES");
