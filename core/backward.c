@@ -787,6 +787,7 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_ATTENTION: return &R_ATTENTION;
     case TORC_OP_ATTENTION_BACKWARD: return &R_NONE;  // recorded by nothing: backward formulas run under no_grad
     case TORC_OP_GELU_BACKWARD: return &R_NONE;  // recorded by nothing: backward formulas run under no_grad
+    case TORC_OP_CROSS_ENTROPY: return &R_NONE;  // its gradient is an output: linear_cross_entropy.c's own
     case TORC_OP_MAX_DIM: return &R_MAX_DIM;
     case TORC_OP_MIN_DIM: return &R_MIN_DIM;
     case TORC_OP_COPY: return &R_COPY_OP;

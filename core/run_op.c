@@ -223,6 +223,13 @@ static bool shapes_ok(const checker *c) {
         return !bwd || (want_shape(c, 0, 4, os) && want_shape(c, 6, 4, q->shape) && want_shape(c, 7, 4, ks) &&
                         want_shape(c, 8, 4, vs));
     }
+    case TORC_OP_CROSS_ENTROPY: {
+        // logits (N, V), target (N), weight (N) -> loss (N), grad (N, V)
+        if (!want_ndim(c, 0, 2, 2)) return false;
+        const int64_t n1[1] = {x->shape[0]};
+        return want_shape(c, 1, 1, n1) && want_shape(c, 2, 1, n1) && want_shape(c, 3, 1, n1) &&
+               want_shape(c, 4, 2, x->shape);
+    }
     case TORC_OP_GELU:
     case TORC_OP_GELU_BACKWARD:  // elementwise (dy, x -> dx), params.gelu.approximate 0 or 1
         if (op->params.gelu.approximate != 0 && op->params.gelu.approximate != 1) {
@@ -278,6 +285,9 @@ static torc_status build(torc_device *dev, const torc_op_call *call, const char 
         if (k >= op->n_in && !torc__check_no_internal_overlap(t)) return torc_last_status();
         torc__operand(t, k < op->n_in ? &op->in[i] : &op->out[i]);
     }
+    // CROSS_ENTROPY's grad may be the logits themselves (same strides), never a part of them
+    if (op->code == TORC_OP_CROSS_ENTROPY && !torc__check_no_partial_overlap(call->out[1], call->in[0]))
+        return torc_last_status();
     const int32_t rd = op->params.matmul.dtype;
     if (op->code == TORC_OP_MATMUL_ROUNDED && rd != TORC_DTYPE_F16 && rd != TORC_DTYPE_BF16)
         return torc__error(TORC_ERR_DTYPE, "%s: op 'matmul_rounded': params.matmul.dtype is %s; it runs in float16 or "

@@ -2381,6 +2381,11 @@ START_TEST(supports_refuses_malformed_descriptors) {
     op.n_in = 2;
     ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
     ck_assert_ptr_nonnull(strstr(why, "matmul_rounded is not taken on cuda"));
+    op.code = TORC_OP_CROSS_ENTROPY;  // ABI 2.5: declined whatever the operands, the core composes it
+    op.n_in = 3;
+    op.n_out = 2;
+    ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "cross_entropy is not implemented on cuda"));
     op.code = TORC_OP_ADD;
     op.n_out = 1;
     op.n_in = 1;

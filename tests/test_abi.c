@@ -3,7 +3,7 @@
 // (tests/abi/v2_0) load and work; a backend claiming a newer minor, with vtable members the core
 // does not know, loads and works; a newer major is refused naming both versions; options reach a
 // backend's init; memory statistics and shutdown reach every backend. Built a second time against
-// a test build of the core that appends an opcode and a dtype of minor 2.5
+// a test build of the core that appends an opcode and a dtype of minor 2.6
 // (-DTORC_TEST_EXTRA_ABI): an older-minor backend is never sent either.
 #define _GNU_SOURCE
 #include <check.h>
@@ -316,13 +316,13 @@ START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
     torc_device *d = abi_device("abiold");
     add_on(d, "abiold");  // what it knows it runs
     ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
-    // a dtype of minor 2.5: fill and the cast back run on the reference, on the same memory
+    // a dtype of minor 2.6: fill and the cast back run on the reference, on the same memory
     torc_tensor *x = torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA);
     ck_assert_msg(x != NULL, "%s", torc_last_error());
     torc_tensor *xf = torc_to_dtype(x, TORC_DTYPE_F32);
     ck_assert_msg(xf != NULL, "%s", torc_last_error());
     tu_assert_values(xf, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
-    // an opcode of minor 2.5 on f32, which the plugin would otherwise take; the reference runs
+    // an opcode of minor 2.6 on f32, which the plugin would otherwise take; the reference runs
     // it, reading its shift from byte 80 of params.ext's struct
     ck_assert_uint_gt(offsetof(torc_test_extra_params, shift), sizeof(torc_op_params));
     torc_tensor *y = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
@@ -340,11 +340,11 @@ START_TEST(device_backend_of_an_older_minor_refuses_newer_ops_clearly) {
     ck_assert_ptr_null(torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA));
     tu_assert_error(TORC_ERR_NOT_SUPPORTED, "backend 'abiolddev' cannot run op 'fill' for dtype test_extra and has no "
                                             "fallback (the plugin (backend ABI 2.0) predates dtype test_extra, added "
-                                            "in ABI 2.5)");
+                                            "in ABI 2.6)");
     torc_tensor *a = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32), *b = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
     ck_assert_msg(a && b, "%s", torc_last_error());
     ck_assert_int_eq(torc_test_extra_op(b, a, 1.0, 0.0), TORC_ERR_NOT_SUPPORTED);
-    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.5");
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.6");
     assert_never_sent_newer("abiolddev");
     torc_release(a), torc_release(b);
     torc_set_default_device(NULL);

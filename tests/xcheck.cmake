@@ -34,7 +34,8 @@ set(XCHECK_GROUPS
   "pointwise:addcmul,addcdiv,lerp"
   "reduce:sum,mean,prod,max,min,argmax,argmin,var,std,norm,logsumexp,softmax,log_softmax"
   "linalg_index:matmul,matmul_rounded,scaled_mm,index_select,gather,masked_select,index_add,scatter_add,masked_scatter,triu,tril"
-  "attention:attention,attention_backward")
+  "attention:attention,attention_backward"
+  "loss:cross_entropy")
 set(XCHECK_BACKENDS reference)
 if(TORC_WITH_ONEDNN AND TARGET torc_onednn)
   list(APPEND XCHECK_BACKENDS onednn)

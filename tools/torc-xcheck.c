@@ -572,6 +572,13 @@ static tolspec tol_for(const xcase *c, int k) {
         t.rtol = 2 * e, t.atol = 8 * ec * (sharp * sqrt(E) + sqrt(S) + (bwd ? sqrt(L) + sqrt(Ev) : 0)), t.mag = MAG_ONE;
         break;
     }
+    // cross_entropy: the loss (k 0, opmath) within a rounding plus f32's sum of V exps (relative to
+    // max(|want|, 1): the error is the log's, absolute); the gradient (k 1) within exp's and the
+    // scaling's roundings, four of its dtype's eps relative (onednn: 3 float ulps measured).
+    case TORC_OP_CROSS_ENTROPY:
+        if (k == 0) t.rtol = 2 * e, t.atol = 8 * ec, t.mag = MAG_ONE;
+        else t.rtol = 4 * e;
+        break;
     default:  // rounding once: arange, linspace, uniform, square, mul, div, sqrt, reciprocal
         t.rtol = 2 * e;
         break;
@@ -1886,6 +1893,45 @@ static void build_softmax(builder *b) {
     softmax_case(b, "special", 2, s611, L_C, 1, true);
 }
 
+// ---- cross_entropy (loss and gradient of rows of logits) ----
+// N rows of V classes, logits of layout l, targets uniform with every fourth row ignored (-100),
+// weights positive; out[0] the loss (opmath), out[1] the gradient (the logits' dtype, dense or,
+// for sliced logits, sliced too).
+static void ce_case(builder *b, const char *fam, int64_t N, int64_t V, layout l, bool special) {
+    xcase c;
+    xc_begin(&c, b, fam, 3);
+    const torc_dtype om = b->dt == TORC_DTYPE_F64 ? TORC_DTYPE_F64 : TORC_DTYPE_F32;
+    const int64_t xs[2] = {N, V}, ns[1] = {N};
+    c.n_acc = V;
+    xc_in(&c, b, 0, sp_make(l, b->dt, 2, xs, 0), special ? DOM(D_SPECIAL) : DOMS(D_REAL, 4));
+    xc_in(&c, b, 1, sp_contig(TORC_DTYPE_I64, 1, ns), DOMI(V > 0 ? V - 1 : 0));
+    for (int64_t i = 0; i < N; i++)
+        if (i % 4 == 2 || V == 0) st_f(elem(c.img[1], &c.in[1], spec_lin(&c.in[1], i)), TORC_DTYPE_I64, -100);
+    xc_in(&c, b, 2, sp_contig(om, 1, ns), DOM(D_POS));
+    xc_out(&c, sp_contig(om, 1, ns));
+    xc_xout(&c, b, sp_make(l == L_S ? L_S : L_C, b->dt, 2, xs, 0), NULL);
+    emit(b, &c);
+}
+
+static void build_cross_entropy(builder *b) {
+    const torc_dtype d = b->dt;
+    if (d != TORC_DTYPE_F64 && d != TORC_DTYPE_F32 && d != TORC_DTYPE_F16 && d != TORC_DTYPE_BF16) return;
+    if (b->mode == EMIT_PERF) {
+        ce_case(b, "perf", g_opt.perf_n / 50257 > 0 ? g_opt.perf_n / 50257 : 1, 50257, L_C, false);
+        return;
+    }
+    ce_case(b, "rows", 7, 13, L_C, false);
+    if (b->mode == EMIT_PROBE) return;
+    ce_case(b, "one_class", 5, 1, L_C, false);
+    ce_case(b, "large", 9, 1031, L_C, false);
+    ce_case(b, "vocab", 3, 50257, L_C, false);
+    ce_case(b, "transposed", 13, 7, L_T, false);
+    ce_case(b, "sliced", 5, 9, L_S, false);
+    ce_case(b, "zero_rows", 0, 7, L_C, false);
+    ce_case(b, "zero_classes", 3, 0, L_C, false);
+    ce_case(b, "special", 6, 11, L_C, true);
+}
+
 // ---- matmul ----
 static void mm_case(builder *b, const char *fam, int nb, const int64_t *batch, int64_t M, int64_t K, int64_t N,
                     layout la, layout lb, layout lo, unsigned bma, unsigned bmb, bool special) {
@@ -2703,6 +2749,7 @@ static void build_op(builder *b) {
     case TORC_OP_RAND_UNIFORM: case TORC_OP_RAND_NORMAL: case TORC_OP_RAND_INT: build_random(b); return;
     case TORC_OP_WHERE: build_where(b); return;
     case TORC_OP_GELU_BACKWARD: build_gelu_backward(b); return;
+    case TORC_OP_CROSS_ENTROPY: build_cross_entropy(b); return;
     case TORC_OP_ADDCMUL: case TORC_OP_ADDCDIV: case TORC_OP_LERP: build_fused(b); return;
     case TORC_OP_SOFTMAX: case TORC_OP_LOG_SOFTMAX: build_softmax(b); return;
     case TORC_OP_MATMUL: build_matmul(b); return;

@@ -271,6 +271,10 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         snprintf(why, n, "unknown opcode %d", code);
         return false;
     }
+    if (code == TORC_OP_CROSS_ENTROPY) {  // ABI 2.5: the core composes it (log_softmax, gather, ...)
+        snprintf(why, n, "cross_entropy is not implemented on cuda: the core composes it");
+        return false;
+    }
     if (code == TORC_OP_MATMUL_ROUNDED) {  // cuBLAS reads its operands as they are: autocast casts (backend.h)
         snprintf(why, n, "matmul_rounded is not taken on cuda: cuBLAS cannot round operands as it reads them");
         return false;

@@ -127,6 +127,7 @@ static const ref_kernel kernels[] = {
     [TORC_OP_ATTENTION_BACKWARD] = {"_scaled_dot_product_flash_attention_backward", ref_attention_dtypes,
                                     ref_attention_run},
     [TORC_OP_GELU_BACKWARD] = {"gelu_backward", ref_gelu_backward_dtypes, ref_gelu_backward_run},
+    [TORC_OP_CROSS_ENTROPY] = {"cross_entropy_loss", ref_cross_entropy_dtypes, ref_cross_entropy_run},
 #ifdef TORC_TEST_EXTRA_ABI
     [TORC_OP_TEST_EXTRA] = {"test_extra", test_extra_dtypes, test_extra_run},  // tests/abi: params.ext
 #endif

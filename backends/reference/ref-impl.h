@@ -266,6 +266,7 @@ REF_KERNEL_DECL(layer_norm)
 REF_KERNEL_DECL(adam)
 REF_KERNEL_DECL(attention)
 REF_KERNEL_DECL(gelu_backward)
+REF_KERNEL_DECL(cross_entropy)
 #undef REF_KERNEL_DECL
 
 // The kernel table entry of an opcode (entry.c), for messages naming the op.

@@ -25,11 +25,11 @@ extern "C" {
 // break a built plugin fails the build instead.
 #define TORC_BACKEND_ABI_MAJOR 2
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_BACKEND_ABI_MINOR 5  // tests/abi's test build: its extra opcode and dtype are minor 5's
+#define TORC_BACKEND_ABI_MINOR 6  // tests/abi's test build: its extra opcode and dtype are minor 6's
 #else
-#define TORC_BACKEND_ABI_MINOR 4  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED;
+#define TORC_BACKEND_ABI_MINOR 5  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED;
                                   // 2.3: FLOOR_DIVIDE, REMAINDER, FMOD; 2.4: ATTENTION(_BACKWARD),
-                                  // GELU_BACKWARD
+                                  // GELU_BACKWARD; 2.5: CROSS_ENTROPY
 #endif
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
@@ -284,6 +284,29 @@ extern "C" {
                                         /* backward where the backend takes it, and composes the formula otherwise. */   \
     /* end */
 
+// v2.5: cross-entropy over rows of logits with its gradient, one op: a backend reads each row
+// once into cache and writes the row's loss and its gradient, where the composition (log_softmax,
+// gather, exp, mul, scatter_add, casts) made five or six passes over an (N, V) matrix that does not
+// fit in cache (the LM head's loss, core/linear_cross_entropy.c, V = 50257 at GPT-2).
+#define TORC_OP_LIST_V2_5(X) \
+    X(CROSS_ENTROPY, "cross_entropy", 5) /* in0 = logits (N, V) of a floating dtype T (f64, f32, f16, */       \
+                                        /* bf16); in1 = target (N) i64, a row's class (negative: the row is */          \
+                                        /* ignored); in2 = weight (N) in opmath (f64 for f64 logits, else f32), */      \
+                                        /* each row's gradient scale. out[0] = loss (N), opmath: */                     \
+                                        /* lse_i - logits[i, t_i], lse_i = log sum_j exp(logits[i, j]); out[1] = */     \
+                                        /* grad (N, V), dtype T: weight_i (softmax(logits_i)_j - [j == t_i]) rounded */ \
+                                        /* once. An ignored row gets loss 0 and a zero gradient row (whatever its */    \
+                                        /* logits hold). A target >= V is an error (the core checks targets first, */   \
+                                        /* a backend must still not read past the row). out[1] may be in0 itself */     \
+                                        /* (same data and strides; the core writes the gradient over the logits): */    \
+                                        /* read a row whole before writing it. Non-finite logits give what */           \
+                                        /* log_softmax + nll give: a NaN or +inf in a row makes its loss and */         \
+                                        /* gradient NaN. The reference computes in double (max, sum of exp(x - max), */ \
+                                        /* lse = max + log(sum)) and rounds each output once; a backend computes */     \
+                                        /* T = f32, f16, bf16 in f32 or better (the sum within a few float eps), f64 */ \
+                                        /* in double. Any strides; a backend may decline some in supports(). */         \
+    /* end */
+
 // A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor, to prove
 // that an older plugin is never sent it and that params.ext carries parameters larger than the
 // union: out = in0 * p->scale + p->shift (same shape and dtype), p = params.ext.data, a
@@ -291,10 +314,11 @@ extern "C" {
 #ifdef TORC_TEST_EXTRA_ABI
 #define TORC_OP_LIST(X) \
     TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) TORC_OP_LIST_V2_4(X) \
-    X(TEST_EXTRA, "test_extra", 5)
+    TORC_OP_LIST_V2_5(X) X(TEST_EXTRA, "test_extra", 6)
 #else
-#define TORC_OP_LIST(X) \
-    TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) TORC_OP_LIST_V2_4(X)
+#define TORC_OP_LIST(X)                                                                                      \
+    TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) TORC_OP_LIST_V2_4(X) \
+    TORC_OP_LIST_V2_5(X)
 #endif
 
 typedef enum torc_opcode {
@@ -335,7 +359,7 @@ typedef union torc_op_params {
     // uint32_t struct_size, the struct's size in the core that built the op. Such a struct grows
     // only by appending, so a backend reads a member only where struct_size covers it
     // (TORC_STRUCT_HAS(p, type, m)). The struct is valid only during the call, like the operands.
-    // No opcode of 2.0 to 2.4 uses it; a later one that does needs no major version.
+    // No opcode of 2.0 to 2.5 uses it; a later one that does needs no major version.
     struct { const void *data; } ext;
     double raw[8];                                       // the union's size: 64 bytes
 } torc_op_params;
@@ -390,6 +414,7 @@ static inline void torc_op_counts(const torc_op *op, int *in_lo, int *in_hi, int
     else if (c == TORC_OP_ADAM_STEP) out = op->params.adam.flags & TORC_ADAM_AMSGRAD ? 4 : 3;
     else if (c == TORC_OP_ATTENTION) in = 3, out = 2;
     else if (c == TORC_OP_ATTENTION_BACKWARD) in = 6, out = 3;
+    else if (c == TORC_OP_CROSS_ENTROPY) in = 3, out = 2;
     *in_lo = in, *in_hi = in + in_opt, *out_lo = out, *out_hi = out + out_opt;
 }
 
