@@ -2,6 +2,7 @@
 // op: hand values in double, the default backend against the reference for f64 / f32 / f16 / bf16
 // at V = 1, 7, 50257, ignored rows, the gradient over the logits (in place) or apart, NaN and inf
 // rows, strided rows, torc_run_op's checks and the out-of-range target's error on both backends.
+// tests/cross_entropy_op.cmake runs it again under the AVX2 and plain-C caps.
 #define _POSIX_C_SOURCE 200809L  // setenv
 #include <check.h>
 #include <math.h>
@@ -243,6 +244,31 @@ START_TEST(strided_operands) {
 }
 END_TEST
 
+// onednn runs f32, bf16 and f16 itself and declines f64.
+START_TEST(onednn_takes_f32_and_halves) {
+    torc_device *dev = torc_default_device();
+    if (strcmp(torc_device_backend_name(dev), "onednn") != 0) return;
+    double *x, *w;
+    int64_t *t;
+    inputs(8, 1000, 9, &x, &t, &w);
+    for (size_t d = 0; d < sizeof g_dtypes / sizeof *g_dtypes; d++) {
+        torc_scope_push();
+        const torc_dtype dt = g_dtypes[d];
+        ce_out o;
+        const torc_status st = run_ce(dev, make(dev, x, TORC_SHAPE(8, 1000), dt), make_i64(dev, t, 8),
+                                      make(dev, w, TORC_SHAPE(8), opmath(dt)), false, TORC_RUN_NATIVE, &o);
+        if (dt == TORC_DTYPE_F64) {
+            ck_assert_int_eq(st, TORC_ERR_NOT_SUPPORTED);
+            torc_clear_error();
+        } else {
+            ck_assert_msg(st == TORC_OK, "%s: %s", torc_dtype_name(dt), torc_last_error());
+        }
+        torc_scope_pop();
+    }
+    free(x), free(t), free(w);
+}
+END_TEST
+
 // A target past the classes: an error on every backend, PyTorch's words; the shapes and the
 // overlap torc_run_op checks; the dtypes the reference takes.
 START_TEST(errors) {
@@ -295,6 +321,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, default_backend_matches_the_reference);
     tcase_add_test(tc, special_rows_match_the_reference);
     tcase_add_test(tc, strided_operands);
+    tcase_add_test(tc, onednn_takes_f32_and_halves);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);
     return s;

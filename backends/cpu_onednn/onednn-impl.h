@@ -410,6 +410,11 @@ bool onednn__gelu_backward_takes(const torc_op *op);
 int onednn__gelu_backward_check(const torc_op *op);
 int onednn__gelu_backward_run(const torc_op *op);
 
+// CROSS_ENTROPY (cross_entropy.c): a row's loss and gradient in one read of f32 / bf16 / f16 rows.
+bool onednn__cross_entropy_takes(const torc_op *op);
+int onednn__cross_entropy_check(const torc_op *op);
+int onednn__cross_entropy_run(const torc_op *op);
+
 // SUM / MEAN of f32 / bf16 / f16 over rows into contiguous columns, (O, R, C) -> (O, C) (reduce.c):
 // takes() decides (the other reductions stay on oneDNN's primitive); a float sum in a fixed order.
 bool onednn__reduce_takes(const torc_op *op);
