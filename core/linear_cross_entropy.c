@@ -5,10 +5,14 @@
 // rows a chunk. An LM head's loss is the one place a model holds an (N, V) matrix: GPT-2's head at
 // N = 1024 keeps 200 MiB of f32 logits and as much of log-softmax for backward. Here each chunk's
 // logits live only while the chunk runs:
-//   logits = x_c @ W^T (R, V), lp = log_softmax(logits), loss rows = -lp[target], and when a
-//   gradient is needed dlogits = (exp(lp) - onehot) * w (w the reduction's 1/count, or 1; 0 for an
-//   ignored row), dx_c = dlogits @ W, dW += dlogits^T @ x_c (in f32 / f64, chunk after chunk).
-// Every piece is a backend op, so every backend runs it; the composed path is the oracle.
+//   logits = x_c @ W^T (R, V), then one CROSS_ENTROPY op (backend ABI 2.5) that reads each row once
+//   and writes its loss lse - logits[target] and, over the logits, dlogits = (softmax - onehot) * w
+//   (w the reduction's 1/count, or 1; 0 for an ignored row); dx_c = dlogits @ W, dW += dlogits^T @
+//   x_c (in f32 / f64, chunk after chunk). A device backend that declines the op gets it composed:
+//   lp = log_softmax(logits), loss rows = -lp[target], dlogits = (exp(lp) - onehot) * w, five or six
+//   passes over an (R, V) matrix out of cache where the op makes one (config A's LM head, one
+//   thread: f32 1.2-1.3 s -> 0.82-0.90 s, bf16 autocast 0.79-0.83 -> 0.32-0.35 s;
+//   backends/cpu_onednn/cross_entropy.c). Every piece is a backend op, so every backend runs it.
 //
 // The autograd side, without a node kind of its own: the result is loss + (s - s.detach()) with
 // s = sum(x * dx) + sum(W * dW) and dx, dW constants. Its value is the loss (s - s is 0 for finite
@@ -112,64 +116,119 @@ static bool is_lce_float(torc_dtype d) {
     return d == TORC_DTYPE_F32 || d == TORC_DTYPE_F64 || d == TORC_DTYPE_F16 || d == TORC_DTYPE_BF16;
 }
 
+// CROSS_ENTROPY (backend ABI 2.5) on one chunk: logits (n, V) of dtype T, the gradient written over
+// them (in place), each row's loss into loss (n, opmath). TORC_OK when it ran; *declined when the
+// device's backend does not take it (a device backend: the caller composes instead; on host memory
+// the reference runs what the backend declines, as for any op).
+static torc_status cross_entropy_op(torc_tensor *logits, torc_tensor *tgt, torc_tensor *w, torc_tensor *loss,
+                                    bool *declined) {
+    torc_device *dev = logits->device;
+    torc_op op = {.code = TORC_OP_CROSS_ENTROPY, .n_in = 3, .n_out = 2};
+    torc__operand(logits, &op.in[0]);
+    torc__operand(tgt, &op.in[1]);
+    torc__operand(w, &op.in[2]);
+    torc__operand(loss, &op.out[0]);
+    torc__operand(logits, &op.out[1]);
+    *declined = false;
+    const uint64_t flops = (uint64_t)torc_numel(logits);  // one per logit, as an elementwise op counts
+    if (dev->host_memory) return torc__dispatch(dev, &op, flops);
+    if (!torc__runs_natively(dev, &op)) {
+        *declined = true;
+        return TORC_OK;
+    }
+    return torc__dispatch_supported(dev, &op, flops);
+}
+
 // The chunked forward (and gradients). xd (N, C) and wd (V, C) detached; idx (N) int64, valid
 // its not-ignored mask; low the autocast dtype (TORC_DTYPE_COUNT: none). Fills rows (N) with the
-// loss per row (0 where ignored) and, when asked, dx (N, C) and dw (V, C) with the gradients of
-// the reduced loss. Runs under no_grad in the caller's scope.
+// loss per row (0 where ignored) and, when asked, dx (N, C) and dw (V, C) (its contents on entry
+// unused) with the gradients of the reduced loss. Runs under no_grad in the caller's scope.
+// Each chunk: logits = x_c W^T, in the matmul's dtype (low under autocast), then one CROSS_ENTROPY
+// writing the rows' losses and, over the logits, their gradient; where a device backend declines
+// the op, log_softmax, gather, exp_, mul_ and scatter_add compose it (in f32 under autocast).
 static torc_status chunks(torc_tensor *xd, torc_tensor *wd, torc_tensor *idx, torc_tensor *valid, torc_dtype low,
                           torc_reduction red, torc_tensor *rows, torc_tensor *dx, torc_tensor *dw) {
     const int64_t N = torc_size(xd, 0), V = torc_size(wd, 0), R = chunk_rows(V);
     const int64_t n_chunks = (N + R - 1) / R, base = n_chunks ? N / n_chunks : 0, extra = n_chunks ? N % n_chunks : 0;
-    const torc_dtype ldt = rows->dtype;  // the log-softmax's dtype: f32 under autocast, else x's
+    const torc_dtype ldt = rows->dtype;  // the composed log-softmax's dtype: f32 under autocast, else x's
+    const torc_dtype T = low == TORC_DTYPE_COUNT ? xd->dtype : low;                    // the logits'
+    const torc_dtype om = T == TORC_DTYPE_F64 ? TORC_DTYPE_F64 : TORC_DTYPE_F32;      // the op's loss, weight
+    if (dw && n_chunks == 0 && torc__fill(dw, 0.0)) return torc_last_status();
     // Operands in the matmul's dtype once (under autocast, as its MATMUL_ROUNDED rounds them).
     torc_tensor *xa = low == TORC_DTYPE_COUNT ? xd : torc_to_dtype(xd, low);
     torc_tensor *wa = low == TORC_DTYPE_COUNT ? wd : torc_to_dtype(wd, low);
     torc_tensor *wat = wa ? torc_transpose(wa, 0, 1) : NULL;  // (C, V)
     torc_tensor *zero = torc__register(torc__scalar_on(xd->device, 0.0, ldt));
     torc_tensor *zero_i = torc__register(torc__scalar_on(xd->device, 0.0, TORC_DTYPE_I64));
+    torc_tensor *none_i = torc__register(torc__scalar_on(xd->device, -1.0, TORC_DTYPE_I64));
     torc_tensor *safe = zero_i ? torc_where(valid, idx, zero_i) : NULL;  // ignored rows pick class 0, weighted 0
+    torc_tensor *tgt = none_i ? torc_where(valid, idx, none_i) : NULL;   // the op's: ignored rows -1
     // The weight of a row's gradient: 1 / (targets not ignored) for MEAN (PyTorch's total_weight;
     // nothing when every target is ignored, where the loss is nan), 1 for SUM, 0 where ignored.
-    torc_tensor *w = NULL;
+    // In ldt for the composition, in opmath (wo) for the op; no gradient: 0 (the op still writes one).
+    torc_tensor *w = NULL, *wo = NULL;
     if (dx || dw) {
         torc_tensor *one = torc_to_dtype(valid, ldt);
         w = red == TORC_REDUCTION_SUM ? one
             : one && zero ? torc_where(valid, torc_reciprocal(torc_sum(one, TORC_ALL_DIMS, false)), zero) : NULL;
         if (!w) return torc_last_status();
     }
-    if (!xa || !wat || !zero || !safe) return torc_last_status();
+    wo = w ? torc_to_dtype(w, om) : torc__register(torc__new(xd->device, om, 1, (int64_t[]){N}));
+    if (!w && wo && torc__fill(wo, 0.0)) return torc_last_status();
+    torc_tensor *lo = ldt == om ? NULL : torc__register(torc__new(xd->device, om, 1, (int64_t[]){N}));  // the op's loss
+    if (!xa || !wat || !zero || !safe || !tgt || !wo || (ldt != om && !lo)) return torc_last_status();
     torc_status st = TORC_OK;
+    bool composed = false;  // a device backend declined the op (the first chunk asks)
     for (int64_t k = 0; k < n_chunks && !st; k++) {
         // chunk k: rows r0 .. r0 + n, the first `extra` chunks a row longer
         const int64_t n = base + (k < extra), r0 = k * base + (k < extra ? k : extra);
         torc_scope_push();
-        torc_tensor *xc = torc_narrow(xa, 0, r0, n);                             // (n, C)
-        torc_tensor *sc = torc_unsqueeze(torc_narrow(safe, 0, r0, n), 1);        // (n, 1)
-        torc_scope_push();  // the logits (and their f32 copy) go before the gradient is made
-        torc_tensor *logits = torc_matmul(xc, wat);                              // (n, V)
-        if (logits && logits->dtype != ldt) logits = torc_to_dtype(logits, ldt);
-        torc_tensor *lp = torc_keep(logits ? torc_log_softmax(logits, 1) : NULL);
-        torc_scope_pop();
-        torc_tensor *picked = lp && sc ? torc_squeeze(torc_gather(lp, 1, sc), 1) : NULL;
-        torc_tensor *loss = picked ? torc_where(torc_narrow(valid, 0, r0, n), torc_neg(picked), zero) : NULL;
-        st = loss ? torc_copy_(torc_narrow(rows, 0, r0, n), loss) : torc_last_status();
+        torc_tensor *xc = torc_narrow(xa, 0, r0, n);  // (n, C)
+        torc_tensor *g = NULL;                        // (n, V) the logits' gradient, (softmax - onehot) w
+        torc_tensor *asked = NULL;                    // the logits the op was declined for
+        if (!composed) {
+            torc_tensor *logits = torc_matmul(xc, wat);  // (n, V), T
+            torc_tensor *loss = torc_narrow(lo ? lo : rows, 0, r0, n);
+            torc_tensor *tc = torc_narrow(tgt, 0, r0, n), *wc = torc_narrow(wo, 0, r0, n);
+            st = logits && loss && tc && wc ? cross_entropy_op(logits, tc, wc, loss, &composed) : torc_last_status();
+            if (!st && !composed && lo) st = torc_copy_(torc_narrow(rows, 0, r0, n), loss);
+            g = logits;
+            if (composed) asked = logits, g = NULL;
+        }
+        if (!st && composed) {
+            torc_tensor *sc = torc_unsqueeze(torc_narrow(safe, 0, r0, n), 1);  // (n, 1)
+            torc_scope_push();  // the logits (and their f32 copy) go before the gradient is made
+            torc_tensor *logits = asked ? asked : torc_matmul(xc, wat);
+            if (logits && logits->dtype != ldt) logits = torc_to_dtype(logits, ldt);
+            torc_tensor *lp = torc_keep(logits ? torc_log_softmax(logits, 1) : NULL);
+            torc_scope_pop();
+            torc_tensor *picked = lp && sc ? torc_squeeze(torc_gather(lp, 1, sc), 1) : NULL;
+            torc_tensor *loss = picked ? torc_where(torc_narrow(valid, 0, r0, n), torc_neg(picked), zero) : NULL;
+            st = loss ? torc_copy_(torc_narrow(rows, 0, r0, n), loss) : torc_last_status();
+            g = NULL;
+            if (!st && (dx || dw)) {
+                const torc_phase phase = torc__phase();  // counted as the composed op's backward
+                torc__set_phase(TORC_PHASE_BACKWARD);
+                torc_tensor *wc = torc_unsqueeze(torc_narrow(w, 0, r0, n), 1);  // (n, 1)
+                st = wc ? torc_exp_(lp) : torc_last_status();
+                if (!st) st = torc_mul_(lp, wc);
+                g = st ? NULL : torc_scatter_add(lp, 1, sc, torc_neg(wc));
+                if (g && low != TORC_DTYPE_COUNT) g = torc_to_dtype(g, low);
+                if (!st && !g) st = torc_last_status();
+                torc__set_phase(phase);
+            }
+        }
         if (!st && (dx || dw)) {
             // Counted as backward work: these are the matmuls the composed op's backward runs.
             const torc_phase phase = torc__phase();
             torc__set_phase(TORC_PHASE_BACKWARD);
-            torc_tensor *wc = torc_unsqueeze(torc_narrow(w, 0, r0, n), 1);       // (n, 1)
-            st = wc ? torc_exp_(lp) : torc_last_status();
-            if (!st) st = torc_mul_(lp, wc);
-            torc_tensor *g = st ? NULL : torc_scatter_add(lp, 1, sc, torc_neg(wc)); // (n, V): (softmax - onehot) w
-            if (g && low != TORC_DTYPE_COUNT) g = torc_to_dtype(g, low);
-            if (!st && !g) st = torc_last_status();
-            if (!st && dx) {
-                torc_tensor *dxc = torc_matmul_out_dtype(g, wa, dx->dtype);     // (n, C)
+            if (dx) {
+                torc_tensor *dxc = torc_matmul_out_dtype(g, wa, dx->dtype);  // (n, C)
                 st = dxc ? torc_copy_(torc_narrow(dx, 0, r0, n), dxc) : torc_last_status();
             }
-            if (!st && dw) {
+            if (!st && dw) {  // the first chunk's is dW, the others add to it
                 torc_tensor *dwc = torc_matmul_out_dtype(torc_transpose(g, 0, 1), xc, dw->dtype);  // (V, C)
-                st = dwc ? torc_add_(dw, dwc) : torc_last_status();
+                st = !dwc ? torc_last_status() : k == 0 ? torc_copy_(dw, dwc) : torc_add_(dw, dwc);
             }
             torc__set_phase(phase);
         }
@@ -222,7 +281,6 @@ torc_tensor *torc_linear_cross_entropy(const torc_tensor *x, const torc_tensor *
         torc_tensor *rows = torc__register(torc__new(x->device, ldt, 1, (int64_t[]){N}));
         torc_tensor *dx = need_x ? torc__register(torc__new(x->device, acc, 2, (int64_t[]){N, C})) : NULL;
         torc_tensor *dw = need_w ? torc__register(torc__new(x->device, acc, 2, (int64_t[]){V, C})) : NULL;
-        if (dw && torc__fill(dw, 0.0)) dw = NULL;
         torc_status st = xd && wd && valid && rows && (dx || !need_x) && (dw || !need_w) ? TORC_OK : torc_last_status();
         if (!st && !check_bounds(idx, valid, V)) st = torc_last_status();
         if (!st) st = chunks(xd, wd, idx, valid, low, reduction, rows, dx, dw);

@@ -2,6 +2,7 @@
 // cross_entropy_ex(x @ weight[:n_classes]^T, target): loss, dx and dW on the default backend and
 // the reference, every reduction, ignored rows, padding rows, chunk boundaries, autocast, f64
 // finite differences, the composition's errors, FLOP counts and the memory it does not take.
+#define _POSIX_C_SOURCE 200809L  // setenv
 #include "testutil.h"
 
 // ---- the two ways ----
@@ -362,6 +363,53 @@ START_TEST(flops_and_memory_at_gpt2s_vocabulary) {
 }
 END_TEST
 
+// The op against the composition inside the chunks: a device backend that declines
+// cross_entropy (tests/plugins/fake_device.c declines every op; its ops round-trip to the host under
+// TORC_DEVICE_FALLBACK=1) gets log_softmax, gather, exp_, mul_ and scatter_add, never the op; its
+// loss and gradients match the reference's, which runs the op (every reduction, ignored rows).
+START_TEST(declining_device_backend_composes_the_chunks) {
+    char path[1024];
+    const char *build = getenv("TORC_BUILD_DIR");
+    snprintf(path, sizeof path, "%s/tests/plugins/libtorc_fakedev.so", build ? build : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f) {  // built with the tests (tests/data.cmake); absent from a partial build
+        fprintf(stderr, "declining_device_backend_composes_the_chunks: skipped, %s not built\n", path);
+        return;
+    }
+    fclose(f);
+    snprintf(path, sizeof path, "%s/tests/plugins", build ? build : ".");
+    ck_assert_int_eq(setenv("TORC_PLUGIN_PATH", path, 1), 0);
+    ck_assert_int_eq(setenv("TORC_DEVICE_FALLBACK", "1", 1), 0);
+    torc_device *fake = torc_device_get("fakedev"), *ref = torc_device_get("reference"), *def = torc_default_device();
+    ck_assert_msg(fake != NULL, "%s", torc_last_error());
+    torc_scope_push();
+    torc_generator *g = torc_generator_new(12);
+    torc_tensor *x = torc_randn(TORC_SHAPE(11, 5), TORC_DTYPE_F32, g), *w = torc_randn(TORC_SHAPE(9, 5), TORC_DTYPE_F32, g);
+    torc_tensor *t = targets(TORC_SHAPE(11), 8, true, g);
+    for (int r = 0; r < 3; r++) {
+        result res[2];
+        torc_device *devs[2] = {ref, fake};
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(torc_set_default_device(devs[k]), TORC_OK);
+            torc_fallback_reset();
+            torc_no_grad_begin();  // REDUCTION_NONE with gradients composes the whole op: ask for none there
+            torc_tensor *xd = torc_to_device(x, devs[k]), *wd = torc_to_device(w, devs[k]), *td = torc_to_device(t, devs[k]);
+            torc_no_grad_end();
+            res[k] = run(true, xd, wd, td, 8, -100, reds[r], reds[r] != TORC_REDUCTION_NONE, reds[r] != TORC_REDUCTION_NONE);
+            if (k == 1) {
+                ck_assert_uint_eq(torc_fallback_count(TORC_OP_CROSS_ENTROPY), 0);
+                ck_assert_uint_gt(torc_fallback_count(TORC_OP_LOG_SOFTMAX), 0);
+            }
+        }
+        compare(&res[1], &res[0], 1e-6);
+        result_free(&res[0]), result_free(&res[1]);
+    }
+    torc_set_default_device(def);
+    torc_generator_free(g);
+    torc_scope_pop();
+}
+END_TEST
+
 static Suite *make_suite(void) {
     Suite *s = suite_create("linear_cross_entropy");
     TCase *tc = tcase_create("core");
@@ -376,6 +424,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, bf16_autocast_close_to_the_composition);
     tcase_add_test(tc, bad_inputs_fail_as_the_composition);
     tcase_add_test(tc, flops_and_memory_at_gpt2s_vocabulary);
+    tcase_add_test(tc, declining_device_backend_composes_the_chunks);
     suite_add_tcase(s, tc);
     return s;
 }
