@@ -8,21 +8,25 @@
 // w (exp(x[t] - max) / sum - 1) in double, each rounded once to its dtype. x - max is taken exactly
 // (its rounding error, up to 16 float ulps of exp at a spread of 30, is added back as e * err).
 // Loops in plain C that `omp simd` vectorises, compiled for AVX-512, AVX2 and below, picked by
-// torc's ISA (TORC_MAX_CPU_ISA); exp is Cephes' expf polynomial (gelu_backward.c's, < 1 ulp).
+// torc's ISA (TORC_MAX_CPU_ISA); exp is Cephes' expf polynomial (gelu_backward.c's, < 1 ulp), on
+// AVX-512 in intrinsics (ce_exp_sum_avx512).
 // Against the reference (tests/test_cross_entropy_op.c on each ISA path, torc-xcheck --op
 // cross_entropy): the loss within 2^-23 |loss| + 4e-7, the f32 gradient within 3 float ulps (xcheck:
 // 1.7 at most), bf16 / f16 within one ulp of their own.
-// Speed (Xeon Sapphire Rapids class, loaded 2-vCPU VM, one thread, in place, (1024, 50257)): f32
-// 125-137 ms, bf16 138 ms (2.4-2.7 ns a logit; ~60% of it the exp pass). The LM head's loss and
-// gradients at N 1024, C 256, V 50257 (torc_linear_cross_entropy, /tmp program, interleaved runs,
-// CPU time, min of 5 per run, 3 runs): f32 1176-1311 ms composed -> 815-903 ms; bf16 autocast
-// 787-833 -> 322-354 ms.
+// Speed (Xeon Sapphire Rapids class, loaded 2-vCPU VM, one thread, in place, (1024, 50257), best of
+// 40): f32 75-93 ms, bf16 53 ms on AVX-512 (the plain-C exp loop compiled for it: 126-137 and 137);
+// f32 191 ms capped to AVX2, 400 ms plain C. The LM head's loss and gradients at N 1024, C 256,
+// V 50257 (torc_linear_cross_entropy and backward, TORC_NUM_THREADS=1, CPU time, the minimum of 5,
+// three interleaved runs against fc3fbf1's composition): f32 1228-1423 ms -> 797-985 ms, bf16
+// autocast 876-914 -> 337-431 ms; the op is then 6% of the bf16 figure (perf), the GEMMs most of it.
 #include <math.h>
 #include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <immintrin.h>
 
 #include "onednn-impl.h"
 
@@ -75,13 +79,18 @@ static inline float exp_f(float x) {
     return p * scale * under;
 }
 
-// max (NaN is left to the sum: exp of a NaN x - max is NaN), the exps and their sum, the scaling.
+// max (NaN is left to the sum: exp of a NaN x - max is NaN), the scaling, and the exps and their sum.
 #define CE_LOOPS(suffix, attr)                                                                             \
     attr static float ce_max_##suffix(const float *x, int64_t n) {                                        \
         float m = -INFINITY;                                                                               \
         _Pragma("omp simd reduction(max:m)") for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;      \
         return m;                                                                                          \
     }                                                                                                      \
+    /* out[i] = e[i] * scale, the product in double, rounded once */                                       \
+    attr static void ce_scale_##suffix(const float *e, float *out, int64_t n, double scale) {            \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = (float)((double)e[i] * scale);        \
+    }
+#define CE_EXP_SUM(suffix, attr)                                                                           \
     /* e[i] = exp(x[i] - m) (e may be x); returns their sum, in double */                                  \
     attr static double ce_exp_sum_##suffix(const float *x, float *e, int64_t n, float m) {                \
         double s = 0.0;                                                                                    \
@@ -96,14 +105,62 @@ static inline float exp_f(float x) {
             s += (double)ev;                                                                               \
         }                                                                                                  \
         return s;                                                                                          \
-    }                                                                                                      \
-    /* out[i] = e[i] * scale, the product in double, rounded once */                                       \
-    attr static void ce_scale_##suffix(const float *e, float *out, int64_t n, double scale) {            \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = (float)((double)e[i] * scale);        \
     }
-CE_LOOPS(avx512, __attribute__((target("avx512f,avx512dq,avx2,fma"))))
+#define TGT512 "avx512f,avx512dq,avx2,fma"
+CE_LOOPS(avx512, __attribute__((target(TGT512))))
 CE_LOOPS(avx2, __attribute__((target("avx2,fma"))))
+CE_EXP_SUM(avx2, __attribute__((target("avx2,fma"))))
 CE_LOOPS(any, )
+CE_EXP_SUM(any, )
+
+// The exp pass on AVX-512 in intrinsics: exp_f's steps with fused multiply-adds, the power of two
+// by vscalefps, results below exp(-87.3) masked to 0 (never computed: a subnormal result costs a
+// microcode assist on Intel cores, attention.c), 16 exps a step summed into two lanes of 8 doubles.
+// The plain-C loop compiled for AVX-512 (no fma under ISO C, masks for every select) took 1.6 ns a
+// logit in the op here, 60% of it; this one about a third of that.
+// e = exp(x - m) (with TwoSum's correction, as exp_f's loop) for the lanes of keep (others 0).
+__attribute__((target(TGT512), always_inline)) static inline __m512 ce_exp16(__m512 xi, __m512 vm, __mmask16 keep) {
+    const __m512 d = _mm512_sub_ps(xi, vm), bb = _mm512_sub_ps(d, xi);
+    const __m512 err = _mm512_add_ps(_mm512_sub_ps(xi, _mm512_sub_ps(d, bb)), _mm512_sub_ps(_mm512_setzero_ps(), _mm512_add_ps(vm, bb)));
+    // lanes kept: d >= -87.3 or NaN (a NaN d gives NaN through the polynomial; its err is not used)
+    const __mmask16 k = _mm512_mask_cmp_ps_mask(keep, d, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ);
+    const __mmask16 fin = _mm512_cmp_ps_mask(d, _mm512_set1_ps(-88.0f), _CMP_GT_OQ);
+    const __m512 x = _mm512_max_ps(_mm512_set1_ps(-87.3f), d);  // NaN d stays NaN (max's second operand)
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    const __m512 v = _mm512_maskz_scalef_ps(k, y, n);
+    return _mm512_mask_fmadd_ps(v, fin, _mm512_maskz_mov_ps(fin, err), v);  // v + v err where d is finite
+}
+
+__attribute__((target(TGT512))) static double ce_exp_sum_avx512(const float *x, float *e, int64_t n, float m) {
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = ce_exp16(_mm512_loadu_ps(x + i), vm, 0xFFFF);
+        _mm512_storeu_ps(e + i, v);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+    }
+    if (i < n) {  // the tail: lanes past n load nothing and add 0
+        const __mmask16 t = (__mmask16)((1u << (n - i)) - 1);
+        const __m512 v = ce_exp16(_mm512_maskz_loadu_ps(t, x + i), vm, t);
+        _mm512_mask_storeu_ps(e + i, t, v);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+    }
+    double lanes[8];
+    _mm512_storeu_pd(lanes, _mm512_add_pd(s0, s1));
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
 
 typedef struct ce_fns {
     float (*max)(const float *, int64_t);
