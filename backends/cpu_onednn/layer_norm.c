@@ -176,7 +176,8 @@ static void fwd_generic(const ln_ctx *c, int64_t r0, int64_t r1, double *aw, dou
     for (int64_t r = r0; r < r1; r++) {
         const char *xr = (const char *)x + (size_t)(r * N) * xs;
         char *yr = (char *)y + (size_t)(r * N) * xs;
-        if (xd == TORC_DTYPE_F32) fwd_row(xr, yr, mean, rstd, r, w, b, N, eps, TORC_DTYPE_F32, TORC_DTYPE_F32, TORC_DTYPE_F32);
+        const torc_dtype f = TORC_DTYPE_F32;
+        if (xd == f) fwd_row(xr, yr, mean, rstd, r, w, b, N, eps, f, f, f);
         else fwd_row(xr, yr, mean, rstd, r, w, b, N, eps, xd, pd, sd);
     }
 }
@@ -190,7 +191,8 @@ static void bwd_generic(const ln_ctx *c, int64_t r0, int64_t r1, double *aw, dou
         const size_t o = (size_t)(r * N) * xs;
         const char *dyr = (const char *)dy + o, *xr = (const char *)x + o;
         const double mu = ld(mean, r, sd), rs = ld(rstd, r, sd);
-        if (xd == TORC_DTYPE_F32) bwd_row(dyr, xr, (char *)dx + o, mu, rs, w, aw, ab, N, TORC_DTYPE_F32, TORC_DTYPE_F32);
+        const torc_dtype f = TORC_DTYPE_F32;
+        if (xd == f) bwd_row(dyr, xr, (char *)dx + o, mu, rs, w, aw, ab, N, f, f);
         else bwd_row(dyr, xr, (char *)dx + o, mu, rs, w, aw, ab, N, xd, pd);
     }
 }
@@ -207,7 +209,9 @@ static void bwd_generic(const ln_ctx *c, int64_t r0, int64_t r1, double *aw, dou
 #define LN_AVX2 __attribute__((target("avx2,fma")))
 
 LN_AVX512 static inline __m512d ld8(const float *p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
-LN_AVX512 static inline __m512d ld8m(const float *p, __mmask8 m) { return _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, p)); }
+LN_AVX512 static inline __m512d ld8m(const float *p, __mmask8 m) {
+    return _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, p));
+}
 
 // y = xhat * w + b of the doubles in v (wd, bd at i, or none).
 #define LN_AFFINE(mul, add, fmadd, load, v, wd, bd, i)                          \
@@ -410,7 +414,8 @@ LN_AVX2 static void bwd_avx2(const ln_ctx *c, int64_t r0, int64_t r1, double *aw
         const __m256d va = _mm256_set1_pd(a), vc = _mm256_set1_pd(cc);
         for (int64_t i = 0; i < nv; i += 4) {
             const __m256d ga = _mm256_sub_pd(_mm256_loadu_pd(gb + i), va);
-            _mm_storeu_ps(dxr + i, _mm256_cvtpd_ps(_mm256_mul_pd(vrs, _mm256_fnmadd_pd(_mm256_loadu_pd(xb + i), vc, ga))));
+            const __m256d v = _mm256_mul_pd(vrs, _mm256_fnmadd_pd(_mm256_loadu_pd(xb + i), vc, ga));
+            _mm_storeu_ps(dxr + i, _mm256_cvtpd_ps(v));
         }
         for (int64_t i = nv; i < N; i++) dxr[i] = (float)(rs * fma(-xb[i], cc, gb[i] - a));
     }
@@ -455,7 +460,8 @@ int onednn__layer_norm_run(const torc_op *op) {
     const int64_t nb = (M + rb - 1) / rb, np = (N + 7) & ~(int64_t)7;
     const void *w = affine & 1 ? op->in[bw ? 4 : 1].data : NULL;
     const void *b = !bw && affine & 2 ? op->in[1 + (affine & 1)].data : NULL;
-    void *dw = bw && affine & 1 ? op->out[1].data : NULL, *db = bw && affine & 2 ? op->out[1 + (affine & 1)].data : NULL;
+    void *dw = bw && affine & 1 ? op->out[1].data : NULL;
+    void *db = bw && affine & 2 ? op->out[1 + (affine & 1)].data : NULL;
     const torc_dtype pd = bw ? (w ? op->in[4].dtype : op->n_out > 1 ? op->out[1].dtype : xd)
                              : (op->n_in > 1 ? op->in[1].dtype : xd);
     // Scratch, in doubles: weight and bias (np each), each thread's row buffer (2 np), then the
