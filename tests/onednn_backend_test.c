@@ -1468,6 +1468,93 @@ START_TEST(test_softmax_specials) {
 }
 END_TEST
 
+// f32 LOG_SOFTMAX on the host rows (backends/cpu_onednn/softmax.c: AVX-512, AVX2 or plain C by
+// the ISA) against the reference: rows of 1 to 50257 floats (the vector widths' edges and tails, the
+// GPT's vocabulary) with the special values below, at 1 and 3 threads (enough rows to run parallel;
+// the same bits at both). NaN and inf results bit for bit, NaN payloads included. The vector paths
+// sum exp(x - max) in another order with their own exp, so log(sum) may differ from the reference's
+// by the two sums' rounding errors (each below (len + 32) 2^-53 relative; sum >= 1): a result is
+// the reference's bits or one float ulp from them, plus that; in practice the difference shows only
+// on a peaked row's largest entry, where |y| = log(sum) is below ~1e-6 (33 of the 0.9M elements of
+// rows up to 100 long here, by 2^-52 of log(sum)).
+enum { LSM_PATTERNS = 16 };
+static float lsm_value(int pattern, int64_t i, int64_t len) {
+    const double u = uniform();
+    switch (pattern) {
+    case 0: return (float)(8 * u - 4);
+    case 1: return (float)(80 * u - 40);
+    case 2: return (float)(2000 * u - 1000);  // most of exp(x - max) below the vector exp's -708 clamp
+    case 3: return (float)(6e38 * u - 3e38);  // x - max overflows float, not double
+    case 4: return (float)(2e-30 * u - 1e-30);  // all terms 1 to double precision
+    case 5: return u < 0.25 ? -INFINITY : (float)(8 * u - 4);
+    case 6: return -INFINITY;  // NaN row, as PyTorch
+    case 7: return i == 0 ? NAN : (float)(8 * u - 4);
+    case 8: return i == len - 1 ? NAN : (float)(8 * u - 4);  // in the vector paths' tail
+    case 9: return i == len / 2 ? INFINITY : (float)(8 * u - 4);
+    case 10: return i == len - 1 ? INFINITY : (float)(8 * u - 4);
+    case 11: return i == len / 3 ? 1.5f : -INFINITY;  // one finite term
+    case 12: return 5.0f;  // equal terms: -log(len)
+    case 13: return u < 0.5 ? 0.0f : -0.0f;
+    case 14: return i == len / 2 ? -NAN : i == len - 1 ? INFINITY : -INFINITY;
+    default: return (float)(1e-3 * u) - 3e4f;  // large, close together
+    }
+}
+
+START_TEST(test_log_softmax_rows) {
+    const int nthr = omp_get_max_threads();
+    const int64_t lens[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 100, 1000, 50257};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int64_t len = lens[li];
+        int64_t rows = (70000 + len - 1) / len;  // above ONEDNN_SMALL_STREAM: parallel
+        rows = rows < 2 * LSM_PATTERNS ? 2 * LSM_PATTERNS : rows;
+        const int64_t shape[2] = {rows, len};
+        tensor in, out;
+        tensor_make(&in, TORC_DTYPE_F32, 2, shape, L_CONTIG, 0, 0, 0);
+        tensor_make(&out, TORC_DTYPE_F32, 2, shape, L_CONTIG, 0, 0, 0);
+        float *x = in.op.data, *y = out.op.data;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < len; i++) x[r * len + i] = lsm_value((int)(r % LSM_PATTERNS), i, len);
+        torc_op op = make_op(TORC_OP_LOG_SOFTMAX, 1, &in, &out);
+        op.params.dim.dim = 1;
+        const size_t bytes = sizeof(float) * (size_t)(rows * len);
+        float *want = malloc(bytes), *first = malloc(bytes);  // the reference's; the 1-thread run's
+        ck_assert(want && first);
+        torc_op rop = op;
+        rop.out[0].data = want;
+        ck_assert_msg(ref->run(ref_ctx, 0, &rop) == 0, "reference: %s", ref->last_error(ref_ctx));
+        for (int t = 0; t < 2; t++) {
+            vt->shutdown(vt_ctx);
+            const char *threads = t ? "num_threads=3" : "num_threads=1";
+            ck_assert_msg(vt->init((const char *const[]){threads, "min_work=0", NULL}, &vt_ctx) == 0, "%s",
+                          vt->last_error(vt_ctx));
+            memset(y, 0x5a, bytes);
+            ck_assert_msg(vt->supports(vt_ctx, 0, &op), "len %lld: %s", (long long)len, vt->last_error(vt_ctx));
+            ck_assert_msg(vt->run(vt_ctx, 0, &op) == 0, "%s", vt->last_error(vt_ctx));
+            for (int64_t k = 0; k < rows * len; k++) {
+                const bool same = memcmp(&y[k], &want[k], sizeof(float)) == 0;
+                const double diff = fabs((double)y[k] - want[k]);  // NaN where either is NaN
+                const double ulp = nextafterf(fabsf(want[k]), INFINITY) - fabsf(want[k]);
+                const double tol = ulp + (double)(len + 32) * 0x1p-52;
+                ck_assert_msg(same || (isfinite(want[k]) && diff <= tol),
+                              "log_softmax rows of %lld, %s: row %lld (pattern %d) element %lld: got %a, want %a",
+                              (long long)len, threads, (long long)(k / len), (int)(k / len % LSM_PATTERNS),
+                              (long long)(k % len), y[k], want[k]);
+                if (t) ck_assert_msg(memcmp(&y[k], &first[k], sizeof(float)) == 0, "log_softmax rows of %lld: "
+                                     "element %lld differs at 3 threads from 1", (long long)len, (long long)k);
+            }
+            memcpy(first, y, bytes);
+        }
+        free(first);
+        free(want);
+        tensor_free(&in);
+        tensor_free(&out);
+    }
+    vt->shutdown(vt_ctx);  // the fixture's state back for later tests in this process (CK_FORK=no)
+    ck_assert_msg(vt->init(NULL, &vt_ctx) == 0, "%s", vt->last_error(vt_ctx));
+    omp_set_num_threads(nthr);
+}
+END_TEST
+
 // ---- copy ----
 static void check_copy(torc_dtype idt, torc_dtype odt, int nd, const int64_t *shape, enum layout li,
                        enum layout lo, double lo_v, double hi_v) {
@@ -2265,6 +2352,7 @@ static Suite *onednn_suite(void) {
     tcase_add_test(tc, test_reduce_nan);
     tcase_add_loop_test(tc, test_softmax, 0, 2);
     tcase_add_test(tc, test_softmax_specials);
+    tcase_add_test(tc, test_log_softmax_rows);
     tcase_add_test(tc, test_bf16_subnormals);
     tcase_add_test(tc, test_in_place);
     tcase_add_loop_test(tc, test_copy, 0, N_COPY_CASTS);
