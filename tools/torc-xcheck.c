@@ -385,6 +385,8 @@ typedef struct xcase {
     spec in[TORC_OP_MAX_INPUTS], out;
     torc_op_params params;
     bool alias;       // out is in[0] itself (in-place elementwise: same buffer, dtype and strides)
+    bool xalias;      // out[1] is in[0] itself (cross_entropy's gradient over the logits); xoimg[0]
+                      // then holds a copy of in[0]'s image, its state before the run
     bool out_read;    // the op reads out's old values (index_add, scatter_add, masked_scatter)
     bool frontend;    // check through the public API on the backend's device
     bool sweep;       // a --sweep case: where the backend declines it, counted, not run (emit)
@@ -832,8 +834,14 @@ static bool db_prepare(devbufs *d, torc_device *dev, const xcase *c, char *msg, 
         call->out[0] = image_view(dev, c->oimg, &c->out, &d->base[TORC_OP_MAX_INPUTS]);
     }
     if (!call->out[0]) goto fail;
-    for (int k = 0; k < c->n_xout; k++)
+    for (int k = 0; k < c->n_xout; k++) {
+        if (k == 0 && c->xalias) {
+            d->xbase[0] = d->base[0];
+            if (!(call->out[call->n_out++] = spec_view(d->base[0], &c->xout[0]))) goto fail;
+            continue;
+        }
         if (!(call->out[call->n_out++] = image_view(dev, c->xoimg[k], &c->xout[k], &d->xbase[k]))) goto fail;
+    }
     if (c->code == TORC_OP_SCALED_MM) {  // scale_out: the optional in4; amax: the optional out[1]
         const float so = (float)c->sm_scale_out, am = NAN;
         torc_set_default_device(dev);
@@ -883,7 +891,8 @@ static run_status run_op(torc_device *dev, bool native, const xcase *c, run_out 
     if (st == RUN_OK) {
         r->obuf = download(d.base[TORC_OP_MAX_INPUTS], r->msg, sizeof r->msg);
         for (int k = 0; k < c->n_in && r->obuf; k++)
-            if (!(c->alias && k == 0) && !(r->ibuf[k] = download(d.base[k], r->msg, sizeof r->msg))) st = RUN_FAILED;
+            if (!((c->alias || c->xalias) && k == 0) && !(r->ibuf[k] = download(d.base[k], r->msg, sizeof r->msg)))
+                st = RUN_FAILED;
         for (int k = 0; k < c->n_xout && st == RUN_OK; k++)
             if (!(r->xobuf[k] = download(d.xbase[k], r->msg, sizeof r->msg))) st = RUN_FAILED;
         if (!r->obuf) st = RUN_FAILED;
@@ -1264,7 +1273,7 @@ static void perf_case(builder *b, const xcase *c) {
 // ---- running one case ----
 static void check_inputs(const xcase *c, const run_out *r, cmp *m, const char *who) {
     for (int k = 0; k < c->n_in; k++) {
-        if ((c->alias && k == 0) || !r->ibuf[k]) continue;
+        if (((c->alias || c->xalias) && k == 0) || !r->ibuf[k]) continue;
         const size_t nb = image_bytes(&c->in[k]);
         if (!memcmp(r->ibuf[k], c->img[k], nb)) continue;
         for (size_t i = 0; i < nb; i++)
@@ -1314,6 +1323,7 @@ static void emit(builder *b, xcase *c) {
     // The oracle: the reference on its own buffers, never aliased, so it gives the true values.
     xcase u = *c;
     u.alias = false;
+    u.xalias = false;  // its out[1] starts as a copy of in[0] (xoimg[0]), in a buffer of its own
     if (c->alias) xc_out(&u, c->out);  // else u borrows c's out image
     const unsigned char *ubefore = c->alias ? u.oimg : c->oimg;
     run_out ref = {0}, got = {0};
@@ -1897,7 +1907,7 @@ static void build_softmax(builder *b) {
 // N rows of V classes, logits of layout l, targets uniform with every fourth row ignored (-100),
 // weights positive; out[0] the loss (opmath), out[1] the gradient (the logits' dtype, dense or,
 // for sliced logits, sliced too).
-static void ce_case(builder *b, const char *fam, int64_t N, int64_t V, layout l, bool special) {
+static void ce_case(builder *b, const char *fam, int64_t N, int64_t V, layout l, bool special, bool in_place) {
     xcase c;
     xc_begin(&c, b, fam, 3);
     const torc_dtype om = b->dt == TORC_DTYPE_F64 ? TORC_DTYPE_F64 : TORC_DTYPE_F32;
@@ -1909,7 +1919,13 @@ static void ce_case(builder *b, const char *fam, int64_t N, int64_t V, layout l,
         if (i % 4 == 2 || V == 0) st_f(elem(c.img[1], &c.in[1], spec_lin(&c.in[1], i)), TORC_DTYPE_I64, -100);
     xc_in(&c, b, 2, sp_contig(om, 1, ns), DOM(D_POS));
     xc_out(&c, sp_contig(om, 1, ns));
-    xc_xout(&c, b, sp_make(l == L_S ? L_S : L_C, b->dt, 2, xs, 0), NULL);
+    if (in_place) {  // the gradient over the logits: out[1] is in[0]
+        xc_xout(&c, b, c.in[0], NULL);
+        c.xalias = true;
+        memcpy(c.xoimg[0], c.img[0], image_bytes(&c.in[0]));
+    } else {
+        xc_xout(&c, b, sp_make(l == L_S ? L_S : L_C, b->dt, 2, xs, 0), NULL);
+    }
     emit(b, &c);
 }
 
@@ -1917,19 +1933,22 @@ static void build_cross_entropy(builder *b) {
     const torc_dtype d = b->dt;
     if (d != TORC_DTYPE_F64 && d != TORC_DTYPE_F32 && d != TORC_DTYPE_F16 && d != TORC_DTYPE_BF16) return;
     if (b->mode == EMIT_PERF) {
-        ce_case(b, "perf", g_opt.perf_n / 50257 > 0 ? g_opt.perf_n / 50257 : 1, 50257, L_C, false);
+        ce_case(b, "perf", g_opt.perf_n / 50257 > 0 ? g_opt.perf_n / 50257 : 1, 50257, L_C, false, false);
         return;
     }
-    ce_case(b, "rows", 7, 13, L_C, false);
+    ce_case(b, "rows", 7, 13, L_C, false, false);
     if (b->mode == EMIT_PROBE) return;
-    ce_case(b, "one_class", 5, 1, L_C, false);
-    ce_case(b, "large", 9, 1031, L_C, false);
-    ce_case(b, "vocab", 3, 50257, L_C, false);
-    ce_case(b, "transposed", 13, 7, L_T, false);
-    ce_case(b, "sliced", 5, 9, L_S, false);
-    ce_case(b, "zero_rows", 0, 7, L_C, false);
-    ce_case(b, "zero_classes", 3, 0, L_C, false);
-    ce_case(b, "special", 6, 11, L_C, true);
+    ce_case(b, "one_class", 5, 1, L_C, false, false);
+    ce_case(b, "large", 9, 1031, L_C, false, false);
+    ce_case(b, "vocab", 3, 50257, L_C, false, false);
+    ce_case(b, "transposed", 13, 7, L_T, false, false);
+    ce_case(b, "sliced", 5, 9, L_S, false, false);
+    ce_case(b, "zero_rows", 0, 7, L_C, false, false);
+    ce_case(b, "zero_classes", 3, 0, L_C, false, false);
+    ce_case(b, "special", 6, 11, L_C, true, false);
+    ce_case(b, "inplace", 9, 1031, L_C, false, true);
+    ce_case(b, "inplace_sliced", 5, 9, L_S, false, true);
+    ce_case(b, "inplace_special", 6, 11, L_C, true, true);
 }
 
 // ---- matmul ----
