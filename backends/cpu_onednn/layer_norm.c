@@ -10,7 +10,7 @@
 // the 1.5 MiB x took 0.12 ms there. In GPT config B's f32 step (perf record -- torc-bench
 // --gpt-child 6,6,384,256,256,4, where x comes from memory): 13.6 -> 3.4 ms a step forward,
 // 18.8 -> 5.7 ms backward. Rows of 64K elements are slower a row: the row buffers and partial
-// sums (32 bytes an element) leave L2 (16 x 65536 backward: 3.1 ms, the plain loops 3.4).
+// sums (32 bytes an element) leave L2.
 // oneDNN's layer_normalization primitive is not used: it accumulates in float and gives
 // other answers than the reference (1e-4 relative on rows of a large mean), and its backward
 // reduces dweight over threads in an order of its own. Anything else goes to the reference.
@@ -430,11 +430,51 @@ static ln_fn pick(torc_dtype xd, bool bw) {
 }
 
 // ---- the ops ----
+// A backward of one block: dweight and dbias (part, part + N) summed over all rows in order by
+// the reference's arithmetic, this thread's range of columns (all of them outside a parallel
+// region), the loops generic, their order fixed: the same values whichever thread runs a column.
+typedef struct param_args {
+    const torc_op *op;
+    int64_t M, N;
+    double *part;
+    bool w, b;
+} param_args;
+
+LN_INLINE void param_cols(const char *dyr, const char *xr, double mu, double rs, double *aw, double *ab, int64_t j0,
+                          int64_t j1, torc_dtype xd) {
+    for (int64_t j = j0; j < j1; j++) {
+        const double d = ld(dyr, j, xd);
+        if (aw) aw[j] += d * ((ld(xr, j, xd) - mu) * rs);
+        if (ab) ab[j] += d;
+    }
+}
+
+static void param_sums(const param_args *a) {
+    const torc_op *op = a->op;
+    const char *dy = op->in[0].data, *x = op->in[1].data;
+    const void *mean = op->in[2].data, *rstd = op->in[3].data;
+    const torc_dtype xd = op->in[1].dtype, sd = op->in[2].dtype;
+    const size_t xs = torc_abi_dtype_size(xd);
+    const int64_t N = a->N;
+    double *aw = a->w ? a->part : NULL, *ab = a->b ? a->part + N : NULL;
+    int64_t j0, j1;
+    onednn__thread_range(N, &j0, &j1);
+    for (int64_t j = j0; j < j1; j++) a->part[j] = a->part[N + j] = 0.0;
+    for (int64_t r = 0; r < a->M; r++) {
+        const size_t o = (size_t)(r * N) * xs;
+        const double mu = ld(mean, r, sd), rs = ld(rstd, r, sd);
+        if (xd == TORC_DTYPE_F32) param_cols(dy + o, x + o, mu, rs, aw, ab, j0, j1, TORC_DTYPE_F32);
+        else param_cols(dy + o, x + o, mu, rs, aw, ab, j0, j1, xd);
+    }
+}
+
 // The backward's rows per block: the unit of work a thread takes, and of dweight and dbias:
 // each block sums its rows in order into partial sums of its own, added in block order after.
 // The blocks depend on the shape only, so the sums do not depend on the thread count: 64 rows
 // or more, at most 64 blocks, at most 2^20 doubles of partials a parameter (very long rows run
-// as fewer blocks). So a backward of 64 rows or fewer runs on one thread.
+// as fewer blocks). One block (64 rows or fewer, or rows of 2^19 elements or more) of a
+// parallel op takes param_sums instead, so that its rows still spread over the threads (both
+// choices are the shape's).
 static int64_t block_rows(int64_t M, int64_t N) {
     int64_t nb = (M + 63) / 64;
     if (nb > 64) nb = 64;
@@ -485,12 +525,25 @@ int onednn__layer_norm_run(const torc_op *op) {
         c.bd = b ? bd : NULL;
     }
     double *part = sums ? scratch + nrow : NULL;
-    ONEDNN_FOR(par, k, nb, {
-        double *buf = simd && scratch ? scratch + 2 * np * (1 + (par ? omp_get_thread_num() : 0)) : NULL;
-        double *aw = part ? part + 2 * N * k : NULL;
-        if (aw) memset(aw, 0, sizeof(double) * 2 * (size_t)N);
-        fn(&c, k * rb, k * rb + rb < M ? k * rb + rb : M, dw ? aw : NULL, db && aw ? aw + N : NULL, buf);
-    });
+    if (sums && nb == 1 && par) {  // one block: dx a row a task, then the sums a column range a thread
+        ONEDNN_FOR(par, r, M, {
+            fn(&c, r, r + 1, NULL, NULL, simd ? scratch + 2 * np * (1 + (par ? omp_get_thread_num() : 0)) : NULL);
+        });
+        const param_args pa = {op, M, N, part, dw != NULL, db != NULL};
+        if (par) {
+#pragma omp parallel
+            param_sums(&pa);
+        } else {
+            param_sums(&pa);
+        }
+    } else {
+        ONEDNN_FOR(par, k, nb, {
+            double *buf = simd && scratch ? scratch + 2 * np * (1 + (par ? omp_get_thread_num() : 0)) : NULL;
+            double *aw = part ? part + 2 * N * k : NULL;
+            if (aw) memset(aw, 0, sizeof(double) * 2 * (size_t)N);
+            fn(&c, k * rb, k * rb + rb < M ? k * rb + rb : M, dw ? aw : NULL, db && aw ? aw + N : NULL, buf);
+        });
+    }
     if (dw || db) {
         for (int64_t k = 1; part && k < nb; k++)
             for (int64_t j = 0; j < 2 * N; j++) part[j] += part[2 * N * k + j];
