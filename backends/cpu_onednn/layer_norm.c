@@ -9,8 +9,8 @@
 // forward 0.93 -> 0.17 ms, backward 1.15 -> 0.23 ms (capped to AVX2: 0.27, 0.29 ms); a memcpy of
 // the 1.5 MiB x took 0.12 ms there. In GPT config B's f32 step (perf record -- torc-bench
 // --gpt-child 6,6,384,256,256,4, where x comes from memory): 13.6 -> 3.4 ms a step forward,
-// 18.8 -> 5.7 ms backward. Rows of 64K elements are slower a row: the row buffers and partial
-// sums (32 bytes an element) leave L2.
+// 18.8 -> 5.7 ms backward. Rows of 64K elements are slower an element, their row buffers (16
+// bytes an element) out of L2: 16 x 65536 forward 2.4 -> 1.27 ms, backward 3.3 -> 2.2 ms.
 // oneDNN's layer_normalization primitive is not used: it accumulates in float and gives
 // other answers than the reference (1e-4 relative on rows of a large mean), and its backward
 // reduces dweight over threads in an order of its own. Anything else goes to the reference.
@@ -449,23 +449,36 @@ LN_INLINE void param_cols(const char *dyr, const char *xr, double mu, double rs,
     }
 }
 
-static void param_sums(const param_args *a) {
-    const torc_op *op = a->op;
-    const char *dy = op->in[0].data, *x = op->in[1].data;
-    const void *mean = op->in[2].data, *rstd = op->in[3].data;
-    const torc_dtype xd = op->in[1].dtype, sd = op->in[2].dtype;
-    const size_t xs = torc_abi_dtype_size(xd);
-    const int64_t N = a->N;
-    double *aw = a->w ? a->part : NULL, *ab = a->b ? a->part + N : NULL;
-    int64_t j0, j1;
-    onednn__thread_range(N, &j0, &j1);
-    for (int64_t j = j0; j < j1; j++) a->part[j] = a->part[N + j] = 0.0;
-    for (int64_t r = 0; r < a->M; r++) {
-        const size_t o = (size_t)(r * N) * xs;
-        const double mu = ld(mean, r, sd), rs = ld(rstd, r, sd);
-        if (xd == TORC_DTYPE_F32) param_cols(dy + o, x + o, mu, rs, aw, ab, j0, j1, TORC_DTYPE_F32);
-        else param_cols(dy + o, x + o, mu, rs, aw, ab, j0, j1, xd);
+// Compiled for AVX-512, AVX2 and any x86-64: the loop over columns vectorises, each column's
+// arithmetic the same in every lane (the values do not depend on the ISA either).
+#define PARAM_SUMS(suffix, attr)                                                                         \
+    attr static void param_sums_##suffix(const param_args *a) {                                          \
+        const torc_op *op = a->op;                                                                       \
+        const char *dy = op->in[0].data, *x = op->in[1].data;                                            \
+        const void *mean = op->in[2].data, *rstd = op->in[3].data;                                       \
+        const torc_dtype xd = op->in[1].dtype, sd = op->in[2].dtype;                                     \
+        const size_t xs = torc_abi_dtype_size(xd);                                                       \
+        const int64_t N = a->N;                                                                          \
+        double *aw = a->w ? a->part : NULL, *ab = a->b ? a->part + N : NULL;                             \
+        int64_t j0, j1;                                                                                  \
+        onednn__thread_range(N, &j0, &j1);                                                               \
+        for (int64_t j = j0; j < j1; j++) a->part[j] = a->part[N + j] = 0.0;                             \
+        for (int64_t r = 0; r < a->M; r++) {                                                             \
+            const size_t o = (size_t)(r * N) * xs;                                                       \
+            const double mu = ld(mean, r, sd), rs = ld(rstd, r, sd);                                     \
+            if (xd == TORC_DTYPE_F32) param_cols(dy + o, x + o, mu, rs, aw, ab, j0, j1, TORC_DTYPE_F32); \
+            else param_cols(dy + o, x + o, mu, rs, aw, ab, j0, j1, xd);                                  \
+        }                                                                                                \
     }
+PARAM_SUMS(avx512, LN_AVX512)
+PARAM_SUMS(avx2, LN_AVX2)
+PARAM_SUMS(any, )
+
+static void param_sums(const param_args *a) {
+    const int isa = onednn__isa();
+    if (isa >= ONEDNN_ISA_AVX512_CORE) param_sums_avx512(a);
+    else if (isa >= ONEDNN_ISA_AVX2) param_sums_avx2(a);
+    else param_sums_any(a);
 }
 
 // The backward's rows per block: the unit of work a thread takes, and of dweight and dbias:
