@@ -90,9 +90,17 @@ static uint64_t hash_key(const onednn_key *k) {
 // oneDNN 2.6 computes bf16 in JIT code from AVX512_CORE only; below it (AVX2, SSE4.1, or
 // ONEDNN_MAX_CPU_ISA) it takes emulated or reference paths, and its SSE4.1 binary kernel read a
 // broadcast bf16 operand beside an f32 one wrongly. Those ops go to the reference. (bf16 matmuls
-// choose their own path: matmul.c.)
+// choose their own path: matmul.c; strided f32 <-> bf16 copies are torc's own conversion loops,
+// copy.c, no oneDNN kernel: under the AVX2 cap the reference's element loop ran bf16 autocast's
+// casts of q, k and v, 97 ms of a 1.7 s GPT step, config B.)
+static bool own_bf16_convert(const torc_op *op) {
+    if (op->code != TORC_OP_COPY || op->n_in != 1) return false;
+    const torc_dtype s = op->in[0].dtype, d = op->out[0].dtype;
+    return (s == TORC_DTYPE_F32 && d == TORC_DTYPE_BF16) || (s == TORC_DTYPE_BF16 && d == TORC_DTYPE_F32);
+}
+
 static int bf16_ok(const torc_op *op) {
-    if (onednn__is_matmul(op->code) || onednn__dnnl_isa() >= ONEDNN_ISA_AVX512_CORE) return 0;
+    if (onednn__is_matmul(op->code) || own_bf16_convert(op) || onednn__dnnl_isa() >= ONEDNN_ISA_AVX512_CORE) return 0;
     bool bf16 = op->out[0].dtype == TORC_DTYPE_BF16;
     for (int i = 0; i < op->n_in; i++) bf16 = bf16 || op->in[i].dtype == TORC_DTYPE_BF16;
     if (!bf16) return 0;
