@@ -59,26 +59,7 @@ int onednn__cross_entropy_check(const torc_op *op) {
     return 0;
 }
 
-// ---- float loops that vectorise ----
-// exp(x) for x <= 0 (x - max): Cephes' expf, 2^n p(r), n = round(x log2 e), r = x - n ln 2 in two
-// exact steps; within 2 ulps. Below -87.3 it gives 0 (the reference's exp there is under 1.2e-38,
-// times w / sum). NaN passes (through p; its exponent is taken as 0, not converted).
-static inline float exp_f(float x) {
-    const float under = x < -87.3f ? 0.0f : 1.0f;
-    x = x < -87.3f ? -87.3f : x;
-    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest: 1.5 * 2^23
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    const float z = r * r;
-    const float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) *
-                       r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
-    const float nn = n == n ? n : 0.0f;
-    const uint32_t e = (uint32_t)((int32_t)nn + 127) << 23;
-    float scale;
-    memcpy(&scale, &e, sizeof scale);
-    return p * scale * under;
-}
-
+// ---- float loops that vectorise (onednn__exp_f: onednn-impl.h) ----
 // max (NaN is left to the sum: exp of a NaN x - max is NaN), the scaling, and the exps and their sum.
 #define CE_LOOPS(suffix, attr)                                                                             \
     attr static float ce_max_##suffix(const float *x, int64_t n) {                                        \
@@ -99,7 +80,7 @@ static inline float exp_f(float x) {
             /* TwoSum: d + err = xi - m exactly (both finite where d > -88; else err 0) */                 \
             const float bb = d - xi, err0 = (xi - (d - bb)) + (-m - bb);                                   \
             const float err = d > -88.0f ? err0 : 0.0f;                                                    \
-            const float v = exp_f(d);                                                                      \
+            const float v = onednn__exp_f(d);                                                                      \
             const float ev = v + v * err;                                                                  \
             e[i] = ev;                                                                                     \
             s += (double)ev;                                                                               \
@@ -113,12 +94,12 @@ CE_EXP_SUM(avx2, __attribute__((target("avx2,fma"))))
 CE_LOOPS(any, )
 CE_EXP_SUM(any, )
 
-// The exp pass on AVX-512 in intrinsics: exp_f's steps with fused multiply-adds, the power of two
+// The exp pass on AVX-512 in intrinsics: onednn__exp_f's steps with fused multiply-adds, the power of two
 // by vscalefps, results below exp(-87.3) masked to 0 (never computed: a subnormal result costs a
 // microcode assist on Intel cores, attention.c), 16 exps a step summed into two lanes of 8 doubles.
 // The plain-C loop compiled for AVX-512 (no fma under ISO C, masks for every select) took 1.6 ns a
 // logit in the op here, 60% of it; this one about a third of that.
-// e = exp(x - m) (with TwoSum's correction, as exp_f's loop) for the lanes of keep (others 0).
+// e = exp(x - m) (with TwoSum's correction, as onednn__exp_f's loop) for the lanes of keep (others 0).
 __attribute__((target(TGT512), always_inline)) static inline __m512 ce_exp16(__m512 xi, __m512 vm, __mmask16 keep) {
     const __m512 d = _mm512_sub_ps(xi, vm), bb = _mm512_sub_ps(d, xi);
     const __m512 err = _mm512_add_ps(_mm512_sub_ps(xi, _mm512_sub_ps(d, bb)), _mm512_sub_ps(_mm512_setzero_ps(), _mm512_add_ps(vm, bb)));

@@ -42,32 +42,11 @@ int onednn__gelu_backward_check(const torc_op *op) {
 // glibc's tanhf took 64 ns an element here (1024 x 1536 in 102 ms at one thread, three times the
 // composed ops), and libm calls keep a loop scalar. These are plain C (ISO C: no contraction, no
 // reassociation), branch-free, so `omp simd` vectorises them; compiled for AVX-512, AVX2 and any
-// x86-64 below, picked by the CPU (isa.c).
-// exp(x) for x <= 88.3 (callers pass x <= 0 or a clamped 2|u|): Cephes' expf, 2^n p(r) with
-// n = round(x log2 e) and r = x - n ln 2 in two exact steps (ln 2's high part has 9 bits); within
-// 2 ulps. Below -87.3 it flushes to 0 (as the composed exp's result underflows, to within a
-// subnormal).
-static inline float exp_f(float x) {
-    const float under = x < -87.3f ? 0.0f : 1.0f;
-    x = x < -87.3f ? -87.3f : x;
-    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest: 1.5 * 2^23
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    const float z = r * r;
-    const float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) *
-                       r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
-    // A NaN x (the result is NaN through p) must not reach the int conversion, which would be
-    // undefined (UBSan): its exponent is taken as 0. n is in [-126, 128] for every other x here.
-    const float nn = n == n ? n : 0.0f;
-    const uint32_t e = (uint32_t)((int32_t)nn + 127) << 23;
-    float scale;
-    memcpy(&scale, &e, sizeof scale);
-    return p * scale * under;
-}
+// x86-64 below, picked by the CPU (isa.c). exp: onednn__exp_f (onednn-impl.h).
 
 // t = tanh(u), with 1 + t and 1 - t^2 computed without cancellation: Cephes' tanhf, u + u z P(z)
 // (z = u^2) below |u| 0.625 (1 - t^2 is then above 0.69), else from q = 1 - |t| = 2 / (exp(2|u|) + 1)
-// (0 from |u| 44, where exp_f would overflow; q is 1e-38 there, and x^3 of a larger x is no longer
+// (0 from |u| 44, where onednn__exp_f would overflow; q is 1e-38 there, and x^3 of a larger x is no longer
 // multiplied by a stale q): t = +-(1 - q), 1 - t^2 = q (2 - q), 1 + t = q or
 // 2 - q. PyTorch rounds t first; where t is near 1 in float (u about 8, x about 4.5) its 1 - t^2
 // keeps an error of 1 - t's ulp, which 0.5 x (1 + 3 k x^2) multiplies (11 float eps of dy measured
@@ -76,7 +55,7 @@ static inline void tanh_f(float u, float *t, float *onep, float *sech2) {
     const float a = u < 0.0f ? -u : u, z = u * u;
     const float ts = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
                        1.33314422036e-1f) * z - 3.33332819422e-1f) * z * u + u;
-    const float q = a < 44.0f ? 2.0f / (exp_f(2.0f * (a < 44.0f ? a : 44.0f)) + 1.0f) : 0.0f;
+    const float q = a < 44.0f ? 2.0f / (onednn__exp_f(2.0f * (a < 44.0f ? a : 44.0f)) + 1.0f) : 0.0f;
     const bool small = a < 0.625f;
     *t = small ? ts : (u < 0.0f ? q - 1.0f : 1.0f - q);
     *onep = small ? 1.0f + ts : (u < 0.0f ? q : 2.0f - q);
@@ -91,7 +70,7 @@ static inline float erf_f(float x) {
     const float t = 1.0f / (1.0f + 0.3275911f * a);
     const float poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
                         0.254829592f) * t;
-    const float r = 1.0f - poly * exp_f(-a * a);
+    const float r = 1.0f - poly * onednn__exp_f(-a * a);
     return x < 0.0f ? -r : r;
 }
 
@@ -118,7 +97,7 @@ static inline float erf_f(float x) {
         const float kAlpha = 0.70710678118654752440f, kBeta = 0.39894228040143267794f; /* M_SQRT1_2, */     \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                 /* M_2_SQRTPI M_SQRT1_2 / 2 */ \
             const float cdf = 0.5f * (1.0f + erf_f(x[i] * kAlpha));                                          \
-            const float pdf = kBeta * exp_f(-0.5f * x[i] * x[i]);                                            \
+            const float pdf = kBeta * onednn__exp_f(-0.5f * x[i] * x[i]);                                            \
             dy[i] = dy[i] * (cdf + x[i] * pdf);                                                              \
         }                                                                                                    \
     }

@@ -7,6 +7,7 @@
 #include "boundary.h"  // every dnnl call through boundary.cpp: nothing thrown reaches C
 
 #include <omp.h>
+#include <string.h>
 
 #include "torc/backend.h"
 
@@ -512,5 +513,27 @@ bool onednn__bf16_matmul_native(void);
 // Whether oneDNN has bf16 dot-product kernels here (AVX512-BF16): without them its bf16 matmul
 // is its reference code, which the backend declines.
 bool onednn__bf16_dot(void);
+
+// exp(x) for x <= 88.3 in float arithmetic that vectorises (no libm call, branch-free, ISO C: no
+// contraction), for loops compiled per ISA with `omp simd` (gelu_backward.c, cross_entropy.c; their
+// files build with -fno-trapping-math so AVX2 and SSE2 if-convert the clamps): Cephes' expf,
+// 2^n p(r), n = round(x log2 e), r = x - n ln 2 in two exact steps (ln 2's high part has 9 bits);
+// within 2 ulps. Below -87.3 it gives 0 (no subnormal is made). A NaN x gives NaN through p; its
+// exponent is taken as 0, never converted to int (undefined: UBSan).
+static inline float onednn__exp_f(float x) {
+    const float under = x < -87.3f ? 0.0f : 1.0f;
+    x = x < -87.3f ? -87.3f : x;
+    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest: 1.5 * 2^23
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    const float z = r * r;
+    const float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) *
+                       r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
+    const float nn = n == n ? n : 0.0f;
+    const uint32_t e = (uint32_t)((int32_t)nn + 127) << 23;
+    float scale;
+    memcpy(&scale, &e, sizeof scale);
+    return p * scale * under;
+}
 
 #endif
