@@ -1,11 +1,13 @@
 // core/dispatch.c — the one place the core calls a backend's vtable: op dispatch with the
 // minor-version gate and the host-memory fallback to the reference backend, FLOP counting, and
 // memory wrappers.
+#define _POSIX_C_SOURCE 200809L  // clock_gettime
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "torc-impl.h"
 
@@ -27,6 +29,7 @@ TORC__TLS_HOT _Thread_local torc_backend_lib *torc__tls_calling;
 #define TRACE_NO_INPUT TORC_DTYPE_COUNT  // the in-dtype slot of an op without inputs (fills)
 static atomic_bool g_trace_on;
 static _Atomic uint64_t g_trace[TORC_OP_COUNT][TORC_DTYPE_COUNT + 1][TORC_DTYPE_COUNT][2];
+static _Atomic uint64_t g_trace_ns[TORC_OP_COUNT];  // wall time inside run(), per opcode
 
 static inline void trace_op(const torc_op *op, bool declined) {
     if (!atomic_load_explicit(&g_trace_on, memory_order_relaxed)) return;
@@ -38,6 +41,7 @@ static inline void trace_op(const torc_op *op, bool declined) {
 }
 
 void torc_op_trace_start(void) {
+    for (int o = 0; o < TORC_OP_COUNT; o++) atomic_store_explicit(&g_trace_ns[o], 0, memory_order_relaxed);
     for (int o = 0; o < TORC_OP_COUNT; o++)
         for (int i = 0; i <= TRACE_NO_INPUT; i++)
             for (int d = 0; d < TORC_DTYPE_COUNT; d++)
@@ -66,10 +70,26 @@ uint64_t torc_op_trace_count(int opcode, int in_dtype, int out_dtype, int declin
     return sum;
 }
 
+double torc_op_trace_seconds(int opcode) {
+    uint64_t ns = 0;
+    for (int o = 0; o < TORC_OP_COUNT; o++)
+        if (opcode < 0 || o == opcode) ns += atomic_load_explicit(&g_trace_ns[o], memory_order_relaxed);
+    return (double)ns * 1e-9;
+}
+
+static uint64_t monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static inline int vt_run(const torc_device *dev, const torc_op *op) {
     torc_backend_lib *outer = torc__tls_calling;
     torc__tls_calling = dev->lib;
+    const bool timed = atomic_load_explicit(&g_trace_on, memory_order_relaxed) && (unsigned)op->code < TORC_OP_COUNT;
+    const uint64_t t0 = timed ? monotonic_ns() : 0;
     const int rc = dev->vt->run(dev->ctx, dev->index, op);
+    if (timed) atomic_fetch_add_explicit(&g_trace_ns[op->code], monotonic_ns() - t0, memory_order_relaxed);
     torc__tls_calling = outer;
     return rc;
 }

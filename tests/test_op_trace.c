@@ -1,6 +1,7 @@
 // tests/test_op_trace.c — op tracing (torc_op_trace_start / _stop / _count, core/dispatch.c):
 // each op dispatched while it is on is counted by (opcode, first input's dtype, output's dtype,
-// declined); off, nothing is counted; start zeroes the counts and stop keeps them; ops from
+// declined), and the seconds each opcode spent in run() (torc_op_trace_seconds); off, nothing is
+// counted; start zeroes the counts and stop keeps them; ops from
 // several threads all count; on the fake device backend (declines every op) the ops count as
 // declined. Check runs each test in a process of its own, so each starts with tracing off.
 #define _GNU_SOURCE  // setenv
@@ -109,6 +110,32 @@ START_TEST(declined_on_a_device_backend) {
 }
 END_TEST
 
+// Seconds in run(): a matmul's time goes to its opcode, nothing to ops not run, the total covers
+// every op; start zeroes them, and no time is added while tracing is off.
+START_TEST(seconds_by_op) {
+    on_reference();
+    torc_tensor *a = ok(torc_randn(2, (int64_t[]){256, 256}, TORC_DTYPE_F32, NULL));
+    torc_op_trace_start();
+    torc_tensor *m = ok(torc_matmul(a, a));
+    torc_tensor *s = ok(torc_add(a, a));
+    torc_op_trace_stop();
+    const double mm = torc_op_trace_seconds(TORC_OP_MATMUL), add = torc_op_trace_seconds(TORC_OP_ADD);
+    ck_assert_msg(mm > 0 && add > 0, "matmul %g s, add %g s", mm, add);
+    ck_assert(mm < 60);
+    ck_assert(torc_op_trace_seconds(TORC_OP_SOFTMAX) == 0);
+    ck_assert(torc_op_trace_seconds(TORC_OP_COUNT + 3) == 0);  // out of range: nothing
+    ck_assert_double_eq_tol(torc_op_trace_seconds(-1), mm + add, 1e-9);
+    torc_release(ok(torc_matmul(a, a)));  // stopped: not timed
+    ck_assert(torc_op_trace_seconds(TORC_OP_MATMUL) == mm);
+    torc_op_trace_start();
+    ck_assert(torc_op_trace_seconds(-1) == 0);
+    torc_op_trace_stop();
+    torc_release(s);
+    torc_release(m);
+    torc_release(a);
+}
+END_TEST
+
 static Suite *make_suite(void) {
     Suite *s = suite_create("op_trace");
     TCase *tc = tcase_create("op_trace");
@@ -117,6 +144,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, off_counts_nothing);
     tcase_add_test(tc, threads_all_count);
     tcase_add_test(tc, declined_on_a_device_backend);
+    tcase_add_test(tc, seconds_by_op);
     suite_add_tcase(s, tc);
     return s;
 }

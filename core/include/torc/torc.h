@@ -979,6 +979,11 @@ TORC_API const char *torc_op_name(torc_opcode op);  // "matmul"
 TORC_API void torc_op_trace_start(void);
 TORC_API void torc_op_trace_stop(void);
 TORC_API uint64_t torc_op_trace_count(int opcode, int in_dtype, int out_dtype, int declined);
+// Seconds of wall time the traced ops of opcode (-1: every op) spent in their backend's run()
+// (torch.profiler's self time of an op): where an op ran, whichever backend ran it. On a CPU
+// backend that is the op's time; a GPU backend's run() returns once the work is queued, so there
+// it is the launch's time (synchronize before the stop to see the rest in the next op's).
+TORC_API double torc_op_trace_seconds(int opcode);
 
 // ---- state dicts: named tensors + string metadata (what checkpoints are made of) ----
 // An ordered map name -> tensor (insertion order) plus a string map for everything else, the
