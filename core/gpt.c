@@ -207,8 +207,7 @@ int64_t torc_gpt_activation_bytes(const torc_gpt_config *cfg, int64_t batch, int
 // ---- forward pass ----
 // Linear in the (in, out) layout: x (..., in) @ w (in, out) + b (out), b may be NULL.
 static torc_tensor *linear(const torc_tensor *x, const torc_tensor *w, const torc_tensor *b) {
-    torc_tensor *y = torc_matmul(x, w);
-    return b ? torc_add(y, b) : y;
+    return torc__linear(x, w, b);
 }
 
 static torc_tensor *layer_norm(const torc_tensor *x, const torc_tensor *w, const torc_tensor *b, int64_t C) {

@@ -275,10 +275,29 @@ torc_status torc_module_zero_grad(torc_module *m, bool set_to_none) {
 }
 
 // ---- Linear, activations ----
+// F.linear with torc's weight layout, x (..., in) @ weight (in, out) (+ bias). Under bf16 / f16 /
+// fp8 autocast the bias is cast to the matmul's 16-bit result dtype, as PyTorch's autocast casts
+// every floating argument of linear, so the result keeps that dtype (bf16 + an f32 bias would
+// promote to f32 and every op after it would run in f32). The sum is rounded once more than
+// PyTorch's fused bias epilogue rounds it.
+torc_tensor *torc__linear(const torc_tensor *x, const torc_tensor *w, const torc_tensor *b) {
+    torc_scope_push();
+    torc_tensor *y = torc_matmul(x, w);
+    if (y && b) {
+        const bool low = y->dtype == TORC_DTYPE_BF16 || y->dtype == TORC_DTYPE_F16;
+        const bool cast = torc_is_autocast_enabled() && low && b->dtype != y->dtype && torc_dtype_is_floating(b->dtype) &&
+                          b->dtype != TORC_DTYPE_F64;
+        const torc_tensor *bb = cast ? torc_to_dtype((torc_tensor *)b, y->dtype) : b;
+        y = bb ? torc_add(y, bb) : NULL;
+    }
+    y = torc_keep(y);
+    torc_scope_pop();
+    return y;
+}
+
 static torc_tensor *linear_forward(torc_module *m, torc_tensor *x, void *user) {
     (void)user;
-    torc_tensor *y = torc_matmul(x, m->params[0].t);  // x (..., in) @ weight (in, out)
-    return y && m->n_params > 1 ? torc_add(y, m->params[1].t) : y;
+    return torc__linear(x, m->params[0].t, m->n_params > 1 ? m->params[1].t : NULL);
 }
 
 // A new parameter of shape (ndim, shape) registered in m under name.

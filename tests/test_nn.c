@@ -114,6 +114,48 @@ START_TEST(linear_shapes_names_and_forward) {
 }
 END_TEST
 
+// Under autocast Linear's result has the autocast dtype, as nn.Linear's under torch.autocast: the
+// bias is cast too (bf16 + an f32 bias would promote to f32): y = bf16(x @ w) + bf16(b), both
+// rounded to bf16; its gradients reach the f32 parameters as f32. fp8 autocast's linear gives bf16.
+START_TEST(linear_under_autocast_keeps_its_dtype) {
+    torc_scope_push();
+    torc_generator *gen = torc_generator_new(3);
+    torc_module *lin = torc_linear_new(8, 5, true, TORC_DTYPE_F32, gen);
+    torc_tensor *w = torc_module_get_parameter(lin, "weight"), *b = torc_module_get_parameter(lin, "bias");
+    torc_tensor *x = torc_randn(TORC_SHAPE(3, 8), TORC_DTYPE_F32, gen);
+    const torc_dtype lows[2] = {TORC_DTYPE_BF16, TORC_DTYPE_F16};
+    for (int i = 0; i < 2; i++) {
+        ok(torc_autocast_begin(lows[i]));
+        torc_tensor *y = torc_module_forward(lin, x);
+        ok(torc_autocast_end());
+        ck_assert_msg(y != NULL, "%s", torc_last_error());
+        ck_assert_int_eq(torc_get_dtype(y), lows[i]);
+        torc_tensor *expect = torc_add(torc_matmul(torc_to_dtype(x, lows[i]), torc_to_dtype(w, lows[i])),
+                                       torc_to_dtype(b, lows[i]));
+        ck_assert_int_eq(torc_get_dtype(expect), lows[i]);
+        ck_assert(item(torc_amax(torc_abs(torc_sub(torc_to_dtype(y, TORC_DTYPE_F32), torc_to_dtype(expect, TORC_DTYPE_F32))),
+                                 TORC_ALL_DIMS, false)) == 0);
+        ok(torc_backward(torc_sum(torc_to_dtype(y, TORC_DTYPE_F32), TORC_ALL_DIMS, false), NULL, false));
+        ck_assert_int_eq(torc_get_dtype(torc_grad(b)), TORC_DTYPE_F32);
+        ck_assert_int_eq(torc_get_dtype(torc_grad(w)), TORC_DTYPE_F32);
+        tu_assert_values(torc_grad(b), TU_ARR(3, 3, 3, 3, 3), 0);  // three rows of ones
+        ok(torc_module_zero_grad(lin, true));
+    }
+    ok(torc_autocast_begin(TORC_DTYPE_F8_E4M3FN));
+    torc_tensor *y8 = torc_module_forward(lin, x);
+    ok(torc_autocast_end());
+    ck_assert_msg(y8 != NULL, "%s", torc_last_error());
+    ck_assert_int_eq(torc_get_dtype(y8), TORC_DTYPE_BF16);
+    ok(torc_autocast_begin(TORC_DTYPE_F32));  // autocast off: f32 as outside
+    torc_tensor *y32 = torc_module_forward(lin, x);
+    ok(torc_autocast_end());
+    ck_assert_int_eq(torc_get_dtype(y32), TORC_DTYPE_F32);
+    torc_module_free(lin);
+    torc_generator_free(gen);
+    torc_scope_pop();
+}
+END_TEST
+
 START_TEST(cruncher_names_count_and_forward) {
     torc_scope_push();
     const int64_t D = 16, B = 5;
@@ -441,6 +483,7 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, course_matmul_growth_with_and_without_scaling);
     tcase_add_test(tc, trunc_normal_stays_in_bounds_on_a_parameter);
     tcase_add_test(tc, linear_shapes_names_and_forward);
+    tcase_add_test(tc, linear_under_autocast_keeps_its_dtype);
     tcase_add_test(tc, cruncher_names_count_and_forward);
     tcase_add_test(tc, sequential_and_custom_modules);
     tcase_add_test(tc, zero_grad_clears_or_zeroes);
