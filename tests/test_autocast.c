@@ -1,8 +1,9 @@
-// tests/test_autocast.c — the autocast policy table (which op runs in which dtype under each
-// autocast dtype), gradients reaching f32 parameters as f32, scopes, and fp8 autocast.
+// tests/test_autocast.c — the autocast policy table (which op runs in which dtype under each autocast
+// dtype), gradients reaching f32 parameters as f32, scopes, the weight-cast cache, and fp8 autocast.
 #include <pthread.h>
 
 #include "testutil.h"
+#include "torc/gpt.h"
 
 static void ok(torc_status st) { ck_assert_msg(st == TORC_OK, "status %d: %s", st, torc_last_error()); }
 
@@ -350,6 +351,258 @@ START_TEST(backward_inside_the_scope_and_modules) {
 }
 END_TEST
 
+// ---- the weight-cast cache ----
+// In a region, a matmul that records no graph (grad mode off) casts an f32 parameter once and
+// reuses the cast until the outermost torc_autocast_end (PyTorch's cached_cast), made again after
+// an in-place write to the parameter; the values are those of the uncached path, bit for bit.
+static uint64_t bytes_in_use(void) {
+    torc_memory_stats st;
+    ok(torc_memory_stats_get(torc_default_device(), &st));
+    return st.total_in_use;
+}
+
+// f32 -> low casts dispatched since the last torc_op_trace_start.
+static uint64_t casts_to(torc_dtype low) { return torc_op_trace_count(TORC_OP_COPY, TORC_DTYPE_F32, low, -1); }
+
+// x @ w under autocast in its own scope, the result kept by the caller's.
+static torc_tensor *mm_kept(torc_tensor *x, torc_tensor *w) {
+    torc_scope_push();
+    torc_tensor *y = torc_keep(torc_matmul(x, w));
+    torc_scope_pop();
+    ck_assert_msg(y != NULL, "%s", torc_last_error());
+    return y;
+}
+
+static void check_cached_matmul(torc_dtype low) {
+    torc_scope_push();
+    // x already in low: the only f32 -> low casts are the weight's.
+    torc_tensor *x = rnd(5, 48, low, 40), *x3 = torc_reshape(rnd(10, 48, low, 41), TORC_SHAPE(2, 5, 48));
+    torc_tensor *w = torc_parameter(rnd(48, 40, TORC_DTYPE_F32, 42));
+    torc_tensor *wt = torc_parameter(rnd(40, 48, TORC_DTYPE_F32, 43));  // used as wt^T, a view
+    torc_tensor *wl = torc_to_dtype(w, low), *wtl = torc_to_dtype(wt, low);
+    torc_tensor *expect = torc_matmul(x, wl), *expect3 = torc_matmul(x3, wl);
+    torc_tensor *expect_t = torc_matmul(x, torc_transpose(wtl, 0, 1));
+    // The uncached path (grad mode on: MATMUL_ROUNDED or the casts) gives the same bits.
+    ok(torc_autocast_begin(low));
+    assert_same(mm_kept(x, w), expect);
+    ok(torc_autocast_end());
+
+    ok(torc_autocast_begin(low));
+    torc_no_grad_begin();
+    torc_op_trace_start();
+    torc_tensor *y1 = mm_kept(x, w);  // the first: casts w
+    ck_assert_uint_eq(casts_to(low), 1);
+    torc_tensor *y2 = mm_kept(x, w);  // cached: no cast
+    torc_tensor *y3 = mm_kept(x3, w);
+    ck_assert_uint_eq(casts_to(low), 1);
+    torc_tensor *t1 = mm_kept(x, torc_transpose(wt, 0, 1));  // a view of all of a parameter: cached too
+    torc_tensor *t2 = mm_kept(x, torc_transpose(wt, 0, 1));
+    ck_assert_uint_eq(casts_to(low), 2);
+    ck_assert_uint_eq(torc_op_trace_count(TORC_OP_MATMUL, -1, -1, -1) + torc_op_trace_count(TORC_OP_MATMUL_ROUNDED, -1, -1, -1), 5);
+    torc_op_trace_stop();
+    torc_no_grad_end();
+    ok(torc_autocast_end());
+    ck_assert_int_eq(dt(y1), low);
+    assert_same(y1, expect);
+    assert_same(y2, expect);
+    assert_same(y3, expect3);
+    assert_same(t1, expect_t);
+    assert_same(t2, expect_t);
+    torc_scope_pop();
+}
+
+START_TEST(cache_matmul_bit_for_bit_and_reused) {
+    check_cached_matmul(TORC_DTYPE_BF16);
+    check_cached_matmul(TORC_DTYPE_F16);
+}
+END_TEST
+
+START_TEST(cache_follows_inplace_writes) {
+    torc_scope_push();
+    torc_tensor *x = rnd(4, 32, TORC_DTYPE_BF16, 44);
+    torc_tensor *w = torc_parameter(rnd(32, 24, TORC_DTYPE_F32, 45)), *g = rnd(32, 24, TORC_DTYPE_F32, 46);
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    torc_no_grad_begin();
+    torc_op_trace_start();
+    torc_tensor *y1 = mm_kept(x, w);
+    ok(torc_mul_scalar_(w, torc_s(2.0)));  // a write bumps the storage's version: the cast is made again
+    torc_tensor *y2 = mm_kept(x, w);
+    ck_assert_uint_eq(casts_to(TORC_DTYPE_BF16), 2);
+    ok(torc_add_scaled_(w, g, torc_s(-0.1)));  // an SGD step
+    torc_tensor *y3 = mm_kept(x, w);
+    torc_tensor *y4 = mm_kept(x, w);
+    ck_assert_uint_eq(casts_to(TORC_DTYPE_BF16), 3);
+    torc_op_trace_stop();
+    torc_no_grad_end();
+    ok(torc_autocast_end());
+    // Doubling is exact in bf16, so the second product is exactly twice the first.
+    assert_same(y2, torc_mul_scalar(y1, torc_s(2.0)));
+    torc_tensor *expect = torc_matmul(x, torc_to_dtype(w, TORC_DTYPE_BF16));
+    assert_same(y3, expect);
+    assert_same(y4, expect);
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(cache_lives_until_the_outermost_end) {
+    torc_scope_push();
+    torc_tensor *x = rnd(3, 64, TORC_DTYPE_BF16, 47), *w = torc_parameter(rnd(64, 16, TORC_DTYPE_F32, 48));
+    const uint64_t held = (uint64_t)torc_numel(w) * 2, m0 = bytes_in_use();
+    torc_no_grad_begin();
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    torc_scope_push();
+    torc_matmul(x, w);
+    torc_scope_pop();
+    ck_assert_uint_eq(bytes_in_use() - m0, held);  // the cast, and nothing else
+    // Inner regions (one of them autocast off) end without clearing it.
+    ok(torc_autocast_begin(TORC_DTYPE_F32));
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    ok(torc_autocast_end());
+    ok(torc_autocast_end());
+    ck_assert_uint_eq(bytes_in_use() - m0, held);
+    torc_op_trace_start();
+    torc_scope_push();
+    torc_matmul(x, w);
+    torc_scope_pop();
+    ck_assert_uint_eq(casts_to(TORC_DTYPE_BF16), 0);
+    ok(torc_autocast_end());
+    ck_assert_uint_eq(bytes_in_use(), m0);  // the outermost end frees it
+    // A new region casts again.
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    torc_scope_push();
+    torc_matmul(x, w);
+    torc_scope_pop();
+    ck_assert_uint_eq(casts_to(TORC_DTYPE_BF16), 1);
+    ok(torc_autocast_end());
+    torc_op_trace_stop();
+    torc_no_grad_end();
+    ck_assert_uint_eq(bytes_in_use(), m0);
+    torc_scope_pop();
+}
+END_TEST
+
+START_TEST(cache_holds_parameters_only_and_not_in_grad_mode) {
+    torc_scope_push();
+    torc_tensor *x = rnd(3, 64, TORC_DTYPE_F32, 49), *target = rnd(3, 16, TORC_DTYPE_F32, 50);
+    torc_tensor *w = torc_parameter(rnd(64, 16, TORC_DTYPE_F32, 51)), *plain = rnd(64, 16, TORC_DTYPE_F32, 52);
+    torc_tensor *wide = torc_parameter(rnd(64, 32, TORC_DTYPE_F32, 53));
+    const uint64_t m0 = bytes_in_use();
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    // Grad mode on: the graph's matmul, no cache (the graph and its result go with the scope).
+    torc_scope_push();
+    torc_tensor *y = torc_matmul(x, w);
+    ck_assert_str_eq(torc_grad_fn_name(y), "MmBackward0");
+    ok(torc_backward(torc_mse_loss(y, target), NULL, false));
+    torc_scope_pop();
+    ck_assert_uint_eq(bytes_in_use() - m0, (uint64_t)torc_numel(w) * 4);  // w's .grad only
+    // Its gradient is the explicit casts', bit for bit.
+    torc_tensor *w2 = torc_parameter(torc_clone(w));
+    ok(torc_autocast_end());
+    ok(torc_backward(torc_mse_loss(torc_to_dtype(torc_matmul(torc_to_dtype(x, TORC_DTYPE_BF16), torc_to_dtype(w2, TORC_DTYPE_BF16)),
+                                                 TORC_DTYPE_F32), target), NULL, false));
+    assert_same(torc_grad(w), torc_grad(w2));
+    ok(torc_set_grad(w, NULL));
+    ok(torc_set_grad(w2, NULL));
+    const uint64_t m1 = bytes_in_use();
+    // No grad: a tensor that does not require grad and a slice of a parameter are not cached
+    // (PyTorch caches leaves that require grad and are not views).
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    torc_no_grad_begin();
+    torc_scope_push();
+    torc_tensor *yp = torc_matmul(x, plain), *ys = torc_matmul(x, torc_narrow(wide, 1, 0, 16));
+    ck_assert(yp && ys);
+    torc_scope_pop();
+    ck_assert_uint_eq(bytes_in_use(), m1);
+    torc_no_grad_end();
+    ok(torc_autocast_end());
+    torc_scope_pop();
+}
+END_TEST
+
+static void *cache_then_exit(void *arg) {
+    torc_tensor *w = arg;
+    torc_scope_push();
+    torc_tensor *x = torc_keep(rnd(2, 64, TORC_DTYPE_BF16, 54));  // owned here: no scope encloses
+    torc_scope_pop();
+    bool done = torc_autocast_begin(TORC_DTYPE_BF16) == TORC_OK;
+    torc_no_grad_begin();
+    torc_tensor *y = torc_matmul(x, w);  // outside any scope: the caller owns y, the cache its cast
+    done = done && y != NULL;
+    torc_no_grad_end();
+    torc_release(y);
+    torc_release(x);
+    return done ? w : NULL;  // exits inside the region: its casts go at thread exit
+}
+
+START_TEST(cache_freed_at_thread_exit) {
+    torc_scope_push();
+    torc_tensor *w = torc_parameter(rnd(64, 16, TORC_DTYPE_F32, 55));
+    const uint64_t m0 = bytes_in_use();
+    pthread_t th;
+    void *res = NULL;
+    ck_assert_int_eq(pthread_create(&th, NULL, cache_then_exit, w), 0);
+    ck_assert_int_eq(pthread_join(th, &res), 0);
+    ck_assert_ptr_eq(res, w);
+    ck_assert_uint_eq(bytes_in_use(), m0);
+    torc_scope_pop();
+}
+END_TEST
+
+// torc_gpt_generate inside the caller's region: every token after the first reuses the casts of the
+// blocks' weights and of the tied head's wte^T, and the text and logits are those of the uncached
+// path (the same model with requires_grad off, which autocast does not cache), bit for bit.
+static void gpt_run(torc_gpt *m, torc_tensor *prompt, int64_t *tokens, size_t nbytes, torc_tensor **logits) {
+    torc_generator *g = torc_generator_new(56);
+    torc_scope_push();
+    torc_tensor *out = torc_gpt_generate(m, prompt, 40, 1.0, 0, g);  // past the window of 32
+    ck_assert_msg(out != NULL, "%s", torc_last_error());
+    ok(torc_copy_to_host(out, tokens, nbytes));
+    torc_scope_pop();
+    torc_generator_free(g);
+    torc_no_grad_begin();
+    torc_scope_push();
+    torc_tensor *lg = NULL;
+    ok(torc_gpt_forward(m, prompt, NULL, NULL, &lg, NULL));
+    *logits = torc_keep(torc_to_dtype(lg, TORC_DTYPE_F32));  // to the caller's scope; the rest goes
+    torc_scope_pop();
+    torc_no_grad_end();
+}
+
+START_TEST(cache_serves_gpt_generate) {
+    torc_scope_push();
+    const torc_gpt_config cfg = {96, 128, 32, 2, 2, 64, 0.0, true};
+    torc_generator *g = torc_generator_new(57);
+    torc_gpt *m = torc_gpt_new(&cfg, g);
+    torc_generator_free(g);
+    ck_assert_msg(m != NULL, "%s", torc_last_error());
+    torc_tensor *prompt = torc_tensor_from((int64_t[]){5, 17, 3, 60, 2, 9, 1, 33, 70, 4}, TORC_SHAPE(2, 5), TORC_DTYPE_I64);
+    // The weights matmuls read: each block's four and wte (the head's, transposed).
+    int64_t cast_elems = 0;
+    for (int i = 0; i < torc_gpt_param_count(m); i++) {
+        const char *name = torc_gpt_param_name(m, i);
+        if (strstr(name, "c_attn.weight") || strstr(name, "c_proj.weight") || strstr(name, "c_fc.weight") ||
+            strstr(name, "wte.weight"))
+            cast_elems += torc_numel(torc_gpt_param(m, i));
+    }
+    int64_t cached[2][45], uncached[2][45];
+    torc_tensor *lc, *lu;
+    const uint64_t m0 = bytes_in_use();
+    ok(torc_autocast_begin(TORC_DTYPE_BF16));
+    gpt_run(m, prompt, &cached[0][0], sizeof cached, &lc);
+    const uint64_t held = bytes_in_use() - m0 - (uint64_t)torc_nbytes(lc);
+    ck_assert_uint_eq(held, (uint64_t)cast_elems * 2);  // one bf16 cast of each, kept
+    for (int i = 0; i < torc_gpt_param_count(m); i++) ok(torc_set_requires_grad(torc_gpt_param(m, i), false));
+    gpt_run(m, prompt, &uncached[0][0], sizeof uncached, &lu);
+    ok(torc_autocast_end());
+    ck_assert_uint_eq(bytes_in_use() - m0, (uint64_t)torc_nbytes(lc) + (uint64_t)torc_nbytes(lu));
+    ck_assert_int_eq(memcmp(cached, uncached, sizeof cached), 0);
+    assert_same(lc, lu);
+    torc_scope_pop();
+    torc_gpt_free(m);
+}
+END_TEST
+
+
 // ---- fp8 ----
 START_TEST(fp8_forward_matches_explicit_scaled_mm) {
     torc_scope_push();
@@ -493,6 +746,12 @@ static Suite *make_suite(void) {
     tcase_add_test(tc, gradients_reach_f32_params_as_f32);
     tcase_add_test(tc, matmul_casts_fused_bit_for_bit);
     tcase_add_test(tc, backward_inside_the_scope_and_modules);
+    tcase_add_test(tc, cache_matmul_bit_for_bit_and_reused);
+    tcase_add_test(tc, cache_follows_inplace_writes);
+    tcase_add_test(tc, cache_lives_until_the_outermost_end);
+    tcase_add_test(tc, cache_holds_parameters_only_and_not_in_grad_mode);
+    tcase_add_test(tc, cache_freed_at_thread_exit);
+    tcase_add_test(tc, cache_serves_gpt_generate);
     tcase_add_test(tc, fp8_forward_matches_explicit_scaled_mm);
     tcase_add_test(tc, fp8_delayed_scaling_and_input_grads);
     tcase_add_test(tc, fp8_training_a_linear_layer_converges);

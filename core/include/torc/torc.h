@@ -529,6 +529,16 @@ TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const cha
 // reach f32 parameters as f32. Integer and bool tensors (labels, indices, masks) are never
 // cast. Backward formulas do not autocast (they run in the dtypes the forward chose), and
 // outside any scope nothing changes.
+// Weight casts are cached, as PyTorch's autocast caches them: a matmul that records no graph
+// (grad mode off, as in torc_gpt_generate) casts an f32 parameter (a leaf that requires grad; or
+// a transpose or reshape of all of one, as the tied LM head's wte^T) once, and every matmul after
+// it on this thread reuses the cast until the outermost torc_autocast_end (nesting depth back to
+// 0) or the thread's exit frees it; open the region around a whole generation to reuse them for
+// every token. A cast remembers its parameter's storage version: an in-place write (an optimizer
+// step, torc_mul_scalar_) makes it again on next use. Values are the uncached cast's, bit for
+// bit; the copies (2 bytes an element of each weight) count as activation memory while held. Not
+// cached: tensors that do not require grad, slices, and matmuls in grad mode (those fuse their
+// casts into the matmul where the backend can, else record them in the graph, as without a cache).
 // dtype: TORC_DTYPE_BF16 or TORC_DTYPE_F16; TORC_DTYPE_F32 opens a scope with autocast off
 // (torch.autocast(enabled=False)); TORC_DTYPE_F8_E4M3FN is fp8 autocast: a matmul whose
 // right operand is a 2-D parameter (a leaf that requires grad: Linear's weight) runs as
