@@ -265,6 +265,12 @@ static bool cached_cast(const torc_tensor **t, torc_dtype d) {
     return true;
 }
 
+const torc_tensor *torc__autocast_cast(const torc_tensor *t, torc_dtype d) {
+    const torc_tensor *c = t;
+    if (!torc_is_grad_enabled() && !cached_cast(&c, d)) return NULL;
+    return c != t ? c : torc_to_dtype((torc_tensor *)t, d);
+}
+
 torc_tensor *torc__autocast_matmul(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype) {
     const torc_dtype m = mode(), low = low_dtype(m);
     if (out_dtype == TORC_DTYPE_COUNT) out_dtype = low;

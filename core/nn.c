@@ -287,7 +287,7 @@ torc_tensor *torc__linear(const torc_tensor *x, const torc_tensor *w, const torc
         const bool low = y->dtype == TORC_DTYPE_BF16 || y->dtype == TORC_DTYPE_F16;
         const bool cast = torc_is_autocast_enabled() && low && b->dtype != y->dtype && torc_dtype_is_floating(b->dtype) &&
                           b->dtype != TORC_DTYPE_F64;
-        const torc_tensor *bb = cast ? torc_to_dtype((torc_tensor *)b, y->dtype) : b;
+        const torc_tensor *bb = cast ? torc__autocast_cast(b, y->dtype) : b;  // (cached, as a weight, without grad)
         y = bb ? torc_add(y, bb) : NULL;
     }
     y = torc_keep(y);

@@ -395,6 +395,9 @@ torc_tensor *torc__autocast_leave(torc_tensor *r);
 // in the autocast dtype, out_dtype TORC_DTYPE_COUNT meaning that dtype too; or fp8 for a
 // parameter under fp8 autocast). The result is registered like any frontend's.
 bool torc__autocast_matmul_applies(const torc_tensor *a, const torc_tensor *b);
+// t cast to d as autocast casts an operand: grad mode off, a parameter's cast from the weight-cast
+// cache (held until the outermost region ends), else torc_to_dtype's, in the caller's scope.
+const torc_tensor *torc__autocast_cast(const torc_tensor *t, torc_dtype d);
 torc_tensor *torc__autocast_matmul(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
 // a @ b in c (F16 or BF16) as autocast runs it: a and b each c or f32, rounded to c, the result
 // rounded to c and returned in out_dtype (c or f32). One MATMUL_ROUNDED where the device's backend
