@@ -520,6 +520,7 @@ TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const cha
 //   in the autocast dtype: torc_matmul and torc_matmul_out_dtype, hence Linear's forward and
 //     einsum's contractions. Floating operands other than f64 are cast to it; torc_matmul's
 //     result has it, torc_matmul_out_dtype keeps the out_dtype asked for (bf16 x bf16 -> f32).
+//     Linear (and the GPT's linears) cast their bias too, as F.linear's: their result has it.
 //   in f32: sum, mean, prod, norm, logsumexp, softmax, log_softmax, exp, log, reciprocal,
 //     rsqrt, erfinv and the losses (mse_loss, nll_loss, cross_entropy): f16/bf16 inputs are
 //     cast to f32, so the result is f32.
@@ -529,7 +530,7 @@ TORC_API torc_tensor *torc_repeat(torc_tensor *x, const char *pattern, const cha
 // reach f32 parameters as f32. Integer and bool tensors (labels, indices, masks) are never
 // cast. Backward formulas do not autocast (they run in the dtypes the forward chose), and
 // outside any scope nothing changes.
-// Weight casts are cached, as PyTorch's autocast caches them: a matmul that records no graph
+// Weight casts are cached, as PyTorch's autocast caches them: a matmul (or Linear's bias add) that records no graph
 // (grad mode off, as in torc_gpt_generate) casts an f32 parameter (a leaf that requires grad; or
 // a transpose or reshape of all of one, as the tied LM head's wte^T) once, and every matmul after
 // it on this thread reuses the cast until the outermost torc_autocast_end (nesting depth back to
