@@ -6,7 +6,7 @@
 // performance figures printed against their targets. `--fault` and `--device1` run one check in a
 // process of its own (a kernel fault; two threads first on device 1). Without a device: exit 77.
 #define _POSIX_C_SOURCE 200809L  // pthread_barrier_t, clock_gettime
-#include <check.h>
+#include "ck.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 // Built a second time as cuda_sim_test (-DTORC_CUDA_SIM): the block-cooperative kernels (attention,
 // sorted index_add) then run their own code on a CPU model of the thread hierarchy
 // (backends/cuda/sim_thread_model.h) instead of this file's emulations of them.
-#include <check.h>
+#include "ck.h"
 #include <dlfcn.h>
 #include <math.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
 // compiled for the host: no GPU needed) on every f16/bf16 value by a scalar, against PyTorch's
 // bits in tests/golden/opmath_all_values.txt: mul and div read the scalar at float32 (the
 // frontend sends it so), add and sub at the tensor's dtype.
-#include <check.h>
+#include "ck.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 // compiled into this test) against a plain f32-accumulate loop: odd M/N/K, K not a multiple of
 // 32, size 1, strided/transposed/sliced inputs and outputs, f32 and bf16 out, NaN, 1 and 2 threads.
 #define _GNU_SOURCE
-#include <check.h>
+#include "ck.h"
 #include <stdarg.h>
 #include <math.h>
 #include <omp.h>

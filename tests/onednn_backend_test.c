@@ -3,7 +3,7 @@
 // it claims, per dtype, on contiguous, transposed, stepped-slice, broadcast, odd-size, 0-d and
 // zero-size operands; special values; in place; what it declines; threads; device info; cache.
 #define _GNU_SOURCE  // setenv
-#include <check.h>
+#include "ck.h"
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <math.h>

@@ -6,7 +6,7 @@
 // a test build of the core that appends an opcode and a dtype of minor 2.6
 // (-DTORC_TEST_EXTRA_ABI): an older-minor backend is never sent either.
 #define _GNU_SOURCE
-#include <check.h>
+#include "ck.h"
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 // grouped-query heads, f16 / bf16; PyTorch's errors; dropout from the generator; autocast. The
 // fused op (ATTENTION, backend ABI 2.4) against the composition on every backend that takes it
 // (the reference at least): values, gradients, finite differences, lse, the memory it saves.
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 #include <stdio.h>
 

@@ -1,7 +1,7 @@
 // tests/test_clip.c — torc_clip_grad_norm_ against PyTorch's torch.nn.utils.clip_grad_norm_
 // (tests/golden/nn_ops.txt): the total norm for norm types 2, inf, 1, 3, the clipped gradients,
 // mixed dtypes, a negative max_norm, non-finite norms with and without error_if_nonfinite.
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 
 #include "nngolden.h"

@@ -4,7 +4,7 @@
 // rows, strided rows, torc_run_op's checks and the out-of-range target's error on both backends.
 // tests/cross_entropy_op.cmake runs it again under the AVX2 and plain-C caps.
 #define _POSIX_C_SOURCE 200809L  // setenv
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 #include <stdio.h>
 

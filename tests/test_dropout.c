@@ -1,7 +1,7 @@
 // tests/test_dropout.c — torc_dropout with PyTorch's semantics (the scale 1/(1-p) in x's dtype,
 // p = 1, p = 0 and eval returning x, the error texts) and its mask from the generator: the same
 // on every backend and after restoring the generator, about 1 - p kept, gradient through it.
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 
 #include "testutil.h"

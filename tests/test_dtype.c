@@ -1,7 +1,7 @@
 // tests/test_dtype.c — the dtype table (names, sizes, categories, limits, default dtype) and
 // the f16/bf16/fp8 conversions of torc/convert.h, bit for bit against PyTorch's goldens.
 #define _POSIX_C_SOURCE 200809L  // strtok_r, pthreads
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>

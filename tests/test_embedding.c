@@ -1,7 +1,7 @@
 // tests/test_embedding.c — torc_embedding against PyTorch (tests/golden/nn_ops.txt): values,
 // the weight's gradient (padding_idx's row zero), PyTorch's errors, and a backward whose bits are
 // the sequential float sum in index order (PyTorch's CPU kernel) on every host backend.
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 
 #include "nngolden.h"

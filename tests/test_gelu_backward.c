@@ -4,7 +4,7 @@
 // sending it (its FLOPs counted under the op, the backward's activation peak without temporaries)
 // or, on a device backend that declines it, composing the formula there.
 #define _POSIX_C_SOURCE 200809L  // setenv
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 #include <stdio.h>
 

@@ -8,7 +8,7 @@
 // the vocabulary without its padding), ln_f's statistics (2 n), the loss and the positions (int64).
 // No (T, T) matrix is kept, so the attention's memory grows linearly in T: 4x the tokens, at most
 // 4.5x the bytes (issue #37's target), where the composed attention would grow 16x.
-#include <check.h>
+#include "ck.h"
 
 #include "testutil.h"
 #include "torc/gpt.h"

@@ -1,6 +1,6 @@
 // tests/test_gradcheck.c — every differentiable op's backward against central finite
 // differences in f64 on the reference backend, on broadcast, non-contiguous and view inputs.
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

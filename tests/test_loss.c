@@ -1,7 +1,7 @@
 // tests/test_loss.c — torc_cross_entropy_ex / torc_nll_loss_ex against PyTorch
 // (tests/golden/nn_ops.txt): ignore_index, the three reductions, label smoothing, spatial dims,
 // class probabilities, values and gradients, PyTorch's errors; the thin wrappers.
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 
 #include "nngolden.h"

@@ -1,6 +1,6 @@
 // tests/test_lr_schedule.c — torc_lr_cosine_warmup is nanoGPT's get_lr bit for bit (the table of
 // tests/golden/nn_ops.txt is Python's double arithmetic on nanoGPT's formula), its edges, its errors.
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 
 #include "nngolden.h"

@@ -1,7 +1,7 @@
 // tests/test_param_groups.c — torc_optimizer_new_decay_groups: nanoGPT's AdamW groups (2-D and up
 // decay, biases and LayerNorm weights do not), names excluded by torc_decay_matrices_except, a
 // predicate of the caller's, one group when the other would be empty, and the step they give.
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 
 #include "testutil.h"

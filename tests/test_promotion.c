@@ -1,7 +1,7 @@
 // tests/test_promotion.c — type promotion against PyTorch's goldens: every promote_types pair,
 // result_type over tensors, zero-dim tensors and scalars, and the fp8 error (code and message).
 #define _POSIX_C_SOURCE 200809L  // strtok_r, pthreads
-#include <check.h>
+#include "ck.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

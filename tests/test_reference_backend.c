@@ -1,7 +1,7 @@
 // tests/test_reference_backend.c — the reference backend (every other backend's oracle) driven
 // directly through its vtable: each opcode on contiguous, strided, broadcast and zero-size views.
 // Expected values are exact where the math is; tools/golden/gen_reference_backend.py made the rest.
-#include <check.h>
+#include "ck.h"
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>

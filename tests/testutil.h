@@ -3,7 +3,7 @@
 #ifndef TORC_TESTUTIL_H
 #define TORC_TESTUTIL_H
 
-#include <check.h>
+#include "ck.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
