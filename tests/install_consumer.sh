@@ -55,7 +55,9 @@ awk '/^```c$/ { c = 1 } c && /^```sh$/ { on = 1; next } on && /^```/ { exit } on
 grep -q '^export PKG_CONFIG_PATH=P/' "$tmp/readme/build.sh" && grep -q '^cc app.c ' "$tmp/readme/build.sh" ||
   { echo "README's build command is not 'export PKG_CONFIG_PATH=P/... / cc app.c ...':"; cat "$tmp/readme/build.sh"; exit 1; }
 # (P/lib/pkgconfig is where torc.pc lies on Debian; GNUInstallDirs picks lib64 on some systems.)
-sed -i -e "s|P/lib/pkgconfig|$(dirname "$pc")|" -e "s|P/|$prefix/|g" -e "s|^cc |cc $flags |" "$tmp/readme/build.sh"
+# (Only a P/ that starts a word: the paths put in may hold "P/" themselves, as a mktemp name ending in P.)
+sed -i -E -e "s#(^|[ =(])P/lib/pkgconfig#\1$(dirname "$pc")#" -e "s#(^|[ =(])P/#\1$prefix/#g" -e "s#^cc #cc $flags #" \
+  "$tmp/readme/build.sh"
 (cd "$tmp/readme" && unset LD_LIBRARY_PATH PKG_CONFIG_PATH && bash -e build.sh && ./app >/dev/null) ||
   { echo "the README's pkg-config command did not give a program that runs:"; cat "$tmp/readme/build.sh"; exit 1; }
 

@@ -1,7 +1,7 @@
 // tests/test_einsum.c — named dimensions: einsum, rearrange, reduce and repeat against einops +
 // torch goldens (values, views vs copies, error messages), the course's examples and FLOPs.
 #define _POSIX_C_SOURCE 200809L  // getline
-#include <check.h>
+#include "ck.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -529,7 +529,7 @@ static double gc_loss(gc_fn f, int n, const gc_in *spec, double *const *vals, do
 }
 
 static void grad_check(const char *what, gc_fn f, int n, const gc_in *spec) {
-    double *vals[G_MAX_IN], *grads[G_MAX_IN];
+    double *vals[G_MAX_IN] = {0}, *grads[G_MAX_IN] = {0};
     int64_t numel[G_MAX_IN];
     for (int k = 0; k < n; k++) {
         numel[k] = 1;

@@ -218,7 +218,7 @@ static spec sp_trans(torc_dtype dt, int nd, const int64_t *shape) {
 static spec sp_step(torc_dtype dt, int nd, const int64_t *shape) {
     spec s = {.dtype = dt, .ndim = nd};
     memcpy(s.shape, shape, (size_t)nd * sizeof *shape);
-    int64_t m[TORC_MAX_DIMS], ms[TORC_MAX_DIMS], step[TORC_MAX_DIMS];
+    int64_t m[TORC_MAX_DIMS] = {0}, ms[TORC_MAX_DIMS], step[TORC_MAX_DIMS];
     for (int i = 0; i < nd; i++) {
         step[i] = i == nd - 1 ? 2 : (i == 0 ? 3 : 1);
         m[i] = shape[i] * step[i] + 1;
@@ -1380,7 +1380,7 @@ static void emit(builder *b, xcase *c) {
         check_inputs(c, &got, &m, "the backend");
         compare(c, 0, ref.obuf, got.obuf, &as, ref.amax, got.amax, &m);
         for (int k = 0; k < c->n_xout && got.xobuf[k]; k++) {  // the multi-output ops' other outputs
-            char what[16];
+            char what[24];
             snprintf(what, sizeof what, "out[%d]", k + 1);
             check_guard(c->xoimg[k], got.xobuf[k], &c->xout[k], what, &m);
             cmp mk = {.ok = true};
