@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "gelu.h"  // onednn__erf_f
 #include "onednn-impl.h"
 
 bool onednn__gelu_backward_takes(const torc_op *op) { return op->code == TORC_OP_GELU_BACKWARD; }
@@ -42,7 +43,8 @@ int onednn__gelu_backward_check(const torc_op *op) {
 // glibc's tanhf took 64 ns an element here (1024 x 1536 in 102 ms at one thread, three times the
 // composed ops), and libm calls keep a loop scalar. These are plain C (ISO C: no contraction, no
 // reassociation), branch-free, so `omp simd` vectorises them; compiled for AVX-512, AVX2 and any
-// x86-64 below, picked by the CPU (isa.c). exp: onednn__exp_f (onednn-impl.h).
+// x86-64 below, picked by the CPU (isa.c). exp: onednn__exp_f (onednn-impl.h); erf: onednn__erf_f
+// (gelu.h, GELU's too).
 
 // t = tanh(u), with 1 + t and 1 - t^2 computed without cancellation: Cephes' tanhf, u + u z P(z)
 // (z = u^2) below |u| 0.625 (1 - t^2 is then above 0.69), else from q = 1 - |t| = 2 / (exp(2|u|) + 1)
@@ -60,18 +62,6 @@ static inline void tanh_f(float u, float *t, float *onep, float *sech2) {
     *t = small ? ts : (u < 0.0f ? q - 1.0f : 1.0f - q);
     *onep = small ? 1.0f + ts : (u < 0.0f ? q : 2.0f - q);
     *sech2 = small ? 1.0f - ts * ts : q * (2.0f - q);
-}
-
-// erf(x) as PyTorch's Vectorized<float>::erf (its AVX2 / AVX-512 GELU kernels' erf): Abramowitz and
-// Stegun 7.1.26, 1 - t P(t) exp(-x^2) with t = 1 / (1 + p |x|), |error| < 1.5e-7 (1.3 float eps of
-// 1: the cdf's error, half that, is within the contract's few ulps of |dy|).
-static inline float erf_f(float x) {
-    const float a = x < 0.0f ? -x : x;
-    const float t = 1.0f / (1.0f + 0.3275911f * a);
-    const float poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t +
-                        0.254829592f) * t;
-    const float r = 1.0f - poly * onednn__exp_f(-a * a);
-    return x < 0.0f ? -r : r;
 }
 
 // dy[i] = dy[i] * gelu'(x[i]) for i < n: PyTorch's GeluBackwardKernelImpl in float (its names),
@@ -96,7 +86,7 @@ static inline float erf_f(float x) {
     attr static void gelu_bw_erf_##suffix(float *dy, const float *x, int64_t n) {                           \
         const float kAlpha = 0.70710678118654752440f, kBeta = 0.39894228040143267794f; /* M_SQRT1_2, */     \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                 /* M_2_SQRTPI M_SQRT1_2 / 2 */ \
-            const float cdf = 0.5f * (1.0f + erf_f(x[i] * kAlpha));                                          \
+            const float cdf = 0.5f * (1.0f + onednn__erf_f(x[i] * kAlpha)); /* erf within 1.5e-7 */          \
             const float pdf = kBeta * onednn__exp_f(-0.5f * x[i] * x[i]);                                            \
             dy[i] = dy[i] * (cdf + x[i] * pdf);                                                              \
         }                                                                                                    \

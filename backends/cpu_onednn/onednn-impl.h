@@ -406,6 +406,12 @@ bool onednn__attention_takes(const torc_op *op);
 int onednn__attention_check(const torc_op *op);
 int onednn__attention_run(const torc_op *op);
 
+// GELU (gelu.c): dense in and out of one dtype, f32 / bf16 / f16, in float as PyTorch; takes()
+// decides (other layouts and dtype mixes stay on oneDNN's primitive, elementwise.c).
+bool onednn__gelu_takes(const torc_op *op);
+int onednn__gelu_check(const torc_op *op);
+int onednn__gelu_run(const torc_op *op);
+
 // GELU_BACKWARD (gelu_backward.c): one float pass over dense f32 / bf16 / f16, PyTorch's formula.
 bool onednn__gelu_backward_takes(const torc_op *op);
 int onednn__gelu_backward_check(const torc_op *op);
@@ -515,7 +521,7 @@ bool onednn__bf16_matmul_native(void);
 bool onednn__bf16_dot(void);
 
 // exp(x) for x <= 88.3 in float arithmetic that vectorises (no libm call, branch-free, ISO C: no
-// contraction), for loops compiled per ISA with `omp simd` (gelu_backward.c, cross_entropy.c; their
+// contraction), for loops compiled per ISA with `omp simd` (gelu.h, cross_entropy.c; their
 // files build with -fno-trapping-math so AVX2 and SSE2 if-convert the clamps): Cephes' expf,
 // 2^n p(r), n = round(x log2 e), r = x - n ln 2 in two exact steps (ln 2's high part has 9 bits);
 // within 2 ulps. Below -87.3 it gives 0 (no subnormal is made). A NaN x gives NaN through p; its
