@@ -1148,7 +1148,8 @@ static void set_param(torc_op *op, double param) {
     else op->params.scalar.value = param;
 }
 
-// Unary ops run on oneDNN's JIT kernels only: a layout those do not take (in and out laid out
+// Unary ops run on oneDNN's JIT kernels only (dense GELU of one dtype on torc's loops, gelu.c,
+// tests/onednn_gelu_test.c): a layout those do not take (in and out laid out
 // differently, a stride-0 input, dtypes that differ) is declined with that reason, never
 // computed differently. In and out of one dense layout and dtype are always claimed.
 static void check_unary(const unary_case *uc, torc_dtype idt, torc_dtype odt, int nd,

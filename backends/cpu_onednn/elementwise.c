@@ -4,7 +4,8 @@
 // oneDNN broadcasts src1 only (size-1 dims); a broadcast in0 is swapped into src1 where the op
 // allows, otherwise it stays a stride-0 source that oneDNN's generic kernel reads. Unary ops
 // run on JIT kernels only (layouts that need the generic kernel are declined). LOG into float32
-// is a host loop at the end (oneDNN's log is not accurate to float32).
+// is a host loop at the end (oneDNN's log is not accurate to float32). Dense GELU of one dtype
+// runs on torc's own loops instead (gelu.c).
 #include <float.h>
 #include <math.h>
 
