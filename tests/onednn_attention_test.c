@@ -32,6 +32,7 @@ typedef struct att_case {
     int causal;
     torc_dtype dt;
     layout lay;
+    bool out_t;  // the backend's outputs o, dq, dk, dv written through transposed views (feature stride != 1)
 } att_case;
 
 static torc_tensor *randn(int ndim, const int64_t *shape, torc_dtype dt, uint64_t seed) {
@@ -81,6 +82,15 @@ static torc_tensor *empty_on(torc_device *dev, int ndim, const int64_t *shape, t
     return t;
 }
 
+// An output (B, H, rows, f) on dev: contiguous, or (out_t, the backend's) the transpose of a
+// contiguous (B, H, f, rows).
+static torc_tensor *empty_out(torc_device *dev, const att_case *c, bool native, int64_t rows, int64_t f) {
+    if (!(native && c->out_t)) return empty_on(dev, 4, (const int64_t[]){c->B, c->H, rows, f}, c->dt);
+    torc_tensor *t = torc_transpose(empty_on(dev, 4, (const int64_t[]){c->B, c->H, f, rows}, c->dt), 2, 3);
+    ck_assert_msg(t != NULL, "%s", torc_last_error());
+    return t;
+}
+
 static torc_op_params params_of(const att_case *c) {
     torc_op_params p;
     memset(&p, 0, sizeof p);
@@ -89,29 +99,46 @@ static torc_op_params params_of(const att_case *c) {
     return p;
 }
 
+// ONEDNN_ATTENTION_DUMP=file: every output the backend computes appended to file as its bytes, in
+// the test's order: two builds whose files are the same give the same bits on every case.
+static void dump(torc_tensor *t) {
+    const char *path = getenv("ONEDNN_ATTENTION_DUMP");
+    if (!path || !*path) return;
+    const size_t n = torc_nbytes(t);
+    void *buf = malloc(n ? n : 1);
+    FILE *f = fopen(path, "ab");
+    ck_assert_msg(buf && f, "ONEDNN_ATTENTION_DUMP: cannot append to %s", path);
+    ck_assert_int_eq(torc_copy_to_host(t, buf, n), TORC_OK);
+    ck_assert_uint_eq(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    free(buf);
+}
+
 // Forward on dev: o (B, H, L, Ev) and lse (B, H, L). native: the backend's own kernel, which must take it.
 static void forward_on(torc_device *dev, const att_case *c, torc_tensor *qkv[3], bool native, torc_tensor **o,
                        torc_tensor **lse) {
-    *o = empty_on(dev, 4, (const int64_t[]){c->B, c->H, c->L, c->Ev}, c->dt);
+    *o = empty_out(dev, c, native, c->L, c->Ev);
     *lse = empty_on(dev, 3, (const int64_t[]){c->B, c->H, c->L}, TORC_DTYPE_F32);
     torc_op_call call = {.code = TORC_OP_ATTENTION, .n_in = 3, .n_out = 2, .in = {qkv[0], qkv[1], qkv[2]},
                          .out = {*o, *lse}, .params = params_of(c)};
     if (native) ck_assert_msg(torc_op_supported(dev, &call) == TORC_OK, "onednn declines: %s", torc_last_error());
     ck_assert_msg(torc_run_op(dev, &call, native ? TORC_RUN_NATIVE : 0) == TORC_OK, "%s", torc_last_error());
+    if (native) dump(*o), dump(*lse);
 }
 
 // Backward on dev from do, o and lse: dq, dk, dv.
 static void backward_on(torc_device *dev, const att_case *c, torc_tensor *qkv[3], torc_tensor *dout, torc_tensor *o,
                         torc_tensor *lse, bool native, torc_tensor *g[3]) {
-    g[0] = empty_on(dev, 4, (const int64_t[]){c->B, c->H, c->L, c->E}, c->dt);
-    g[1] = empty_on(dev, 4, (const int64_t[]){c->B, c->H, c->S, c->E}, c->dt);
-    g[2] = empty_on(dev, 4, (const int64_t[]){c->B, c->H, c->S, c->Ev}, c->dt);
+    g[0] = empty_out(dev, c, native, c->L, c->E);
+    g[1] = empty_out(dev, c, native, c->S, c->E);
+    g[2] = empty_out(dev, c, native, c->S, c->Ev);
     torc_op_call call = {.code = TORC_OP_ATTENTION_BACKWARD, .n_in = 6, .n_out = 3,
                          .in = {torc_to_device(dout, dev), qkv[0], qkv[1], qkv[2], torc_to_device(o, dev),
                                 torc_to_device(lse, dev)},
                          .out = {g[0], g[1], g[2]}, .params = params_of(c)};
     if (native) ck_assert_msg(torc_op_supported(dev, &call) == TORC_OK, "onednn declines: %s", torc_last_error());
     ck_assert_msg(torc_run_op(dev, &call, native ? TORC_RUN_NATIVE : 0) == TORC_OK, "%s", torc_last_error());
+    for (int i = 0; native && i < 3; i++) dump(g[i]);
 }
 
 // The unit round-off of the output dtype: f32's 2^-24, bf16's 2^-8, f16's 2^-11.
@@ -253,7 +280,7 @@ START_TEST(strided_and_broadcast_operands_match_the_reference) {
                                 .dt = TORC_DTYPE_F32, .lay = GPT_SPLIT};
         check_case(&split, 400);
         const att_case bc = {.B = 2, .H = 2, .L = 66, .S = 90, .E = 48, .Ev = 24, .causal = causal,
-                             .dt = TORC_DTYPE_F32, .lay = BCAST};
+                             .dt = TORC_DTYPE_F32, .lay = BCAST, .out_t = causal};
         check_case(&bc, 410);
     }
     report("strided_and_broadcast_operands_match_the_reference");
@@ -261,6 +288,8 @@ START_TEST(strided_and_broadcast_operands_match_the_reference) {
 END_TEST
 
 // ---- bf16, f16: loaded exactly, f32 inside, each output rounded once ----
+// Dense, GPT's split heads, k and v broadcast (strides 0) or a KV cache's first rows, L != S, E != Ev,
+// head sizes off the 16-float vectors, outputs through strided views (rounded element by element).
 START_TEST(half_dtypes_match_the_reference) {
     setup();
     const torc_dtype dts[2] = {TORC_DTYPE_BF16, TORC_DTYPE_F16};
@@ -272,6 +301,12 @@ START_TEST(half_dtypes_match_the_reference) {
             const att_case split = {.B = 1, .H = 2, .L = 100, .S = 100, .E = 32, .Ev = 32, .causal = causal,
                                     .dt = dts[d], .lay = GPT_SPLIT};
             check_case(&split, 510 + (uint64_t)d);
+            const att_case bc = {.B = 2, .H = 2, .L = 130, .S = 70, .E = 40, .Ev = 24, .causal = causal, .dt = dts[d],
+                                 .lay = BCAST, .out_t = d == causal};
+            check_case(&bc, 520 + (uint64_t)d);
+            const att_case cache = {.B = 1, .H = 2, .L = 70, .S = 150, .E = 48, .Ev = 72, .causal = causal,
+                                    .dt = dts[d], .lay = CACHE, .out_t = d != causal};
+            check_case(&cache, 530 + (uint64_t)d);
         }
 }
 END_TEST
@@ -357,9 +392,20 @@ START_TEST(results_do_not_depend_on_the_thread_count) {
         return;
     }
     const int nthr0 = omp_get_max_threads();
-    for (int causal = 0; causal < 4; causal++) {  // 2, 3: the decode path's (one task a (b, h))
-        const att_case c = {.B = 2, .H = 3, .L = causal < 2 ? 200 : 3, .S = causal < 2 ? 150 : 1000, .E = 64,
-                            .Ev = 48, .causal = causal % 2, .dt = TORC_DTYPE_F32, .lay = causal < 2 ? DENSE : CACHE};
+    const char *penv = getenv("TORC_ONEDNN_ATTENTION_PASSES");
+    char *saved = penv ? strdup(penv) : NULL;
+    // f32 dense, the decode path's (one task a (b, h)), and bf16 / f16 operands (GPT's split heads, k
+    // and v broadcast) with the backward in two passes (its tasks a key or a query tile).
+    const att_case cs[6] = {
+        {.B = 2, .H = 3, .L = 200, .S = 150, .E = 64, .Ev = 48, .dt = TORC_DTYPE_F32, .lay = DENSE},
+        {.B = 2, .H = 3, .L = 200, .S = 150, .E = 64, .Ev = 48, .causal = 1, .dt = TORC_DTYPE_F32, .lay = DENSE},
+        {.B = 2, .H = 3, .L = 3, .S = 1000, .E = 64, .Ev = 48, .dt = TORC_DTYPE_F32, .lay = CACHE},
+        {.B = 2, .H = 3, .L = 3, .S = 1000, .E = 64, .Ev = 48, .causal = 1, .dt = TORC_DTYPE_F32, .lay = CACHE},
+        {.B = 1, .H = 3, .L = 200, .S = 200, .E = 64, .Ev = 64, .causal = 1, .dt = TORC_DTYPE_BF16, .lay = GPT_SPLIT},
+        {.B = 1, .H = 3, .L = 150, .S = 200, .E = 40, .Ev = 24, .dt = TORC_DTYPE_F16, .lay = BCAST}};
+    for (int i = 0; i < 6; i++) {
+        const att_case c = cs[i];
+        if (i >= 4) setenv("TORC_ONEDNN_ATTENTION_PASSES", "2", 1);
         torc_scope_push();
         torc_tensor *base[3], *qkv[3];
         make_bases(&c, base, 800);
@@ -374,14 +420,17 @@ START_TEST(results_do_not_depend_on_the_thread_count) {
             run_at(t, &c, qkv, dout, many);
             for (int k = 0; k < 5; k++) {
                 ck_assert_msg(!memcmp(one[k], many[k], sizeof(double) * (size_t)n[k]),
-                              "%s differs between 1 and %d threads (L %lld, causal %d)", names[k], t, (long long)c.L,
-                              c.causal);
+                              "%s differs between 1 and %d threads (L %lld, causal %d, %s)", names[k], t,
+                              (long long)c.L, c.causal, torc_dtype_name(c.dt));
                 free(many[k]);
             }
         }
         for (int k = 0; k < 5; k++) free(one[k]);
         torc_scope_pop();
     }
+    if (saved) setenv("TORC_ONEDNN_ATTENTION_PASSES", saved, 1);
+    else unsetenv("TORC_ONEDNN_ATTENTION_PASSES");
+    free(saved);
     omp_set_num_threads(nthr0);
 }
 END_TEST
