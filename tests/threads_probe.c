@@ -341,9 +341,12 @@ int main(int argc, char **argv) {
     const char *check = getenv("THREADS_PROBE_CHECK");
     g_check = check && !strcmp(check, "1");
     g_gen = torc_generator_new(34);
-    g_pool = g_gen ? torc_add_scalar(torc_mul_scalar(torc_rand(TORC_SHAPE(POOL), TORC_DTYPE_F32, g_gen), torc_scalar_f(4.0)),
-                                     torc_scalar_f(-2.0))
+    torc_scope_push();  // the temporaries go at the pop; g_pool is kept out of it
+    g_pool = g_gen ? torc_keep(torc_add_scalar(
+                         torc_mul_scalar(torc_rand(TORC_SHAPE(POOL), TORC_DTYPE_F32, g_gen), torc_scalar_f(4.0)),
+                         torc_scalar_f(-2.0)))
                    : NULL;
+    torc_scope_pop();
     if (!g_pool) {
         fprintf(stderr, "threads_probe: %s\n", torc_last_error());
         return 1;
