@@ -25,8 +25,8 @@
 // Operands of any strides (0 too) are converted to f32 a row at a time while a tile is loaded, each
 // tile in the layout its products want: the tile a task keeps (its Q, or its K and V) transposed
 // once, the tiles it streams through read as they lie (dense f32 rows of 16k features where they
-// are), else converted for each task that streams them. Outputs are rounded once, bf16 and f16 rows
-// in the ISA's vectors (to_bf16, to_f16). On the causal diagonal the products skip the masked entries.
+// are), else converted for each task that streams them. Outputs are rounded once, dense bf16 and f16
+// rows by the cast loops (cast.c). On the causal diagonal the products skip the masked entries.
 // The tile products run on a register-blocked kernel (6 rows x 2 vectors of C, A broadcast, B
 // row-major) compiled for AVX-512 and AVX2 + FMA with target attributes and chosen by torc's ISA
 // (isa.c: TORC_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA cap it), and below AVX2 in plain C on GCC's generic
@@ -88,8 +88,6 @@ typedef struct att_isa {
     void (*exp_row)(float *x, int n, float sub);
     void (*exp_vec)(float *x, int n, const float *sub, float *acc);
     void (*dots)(const float *q, int nq, int ldq, const float *k, int nk, int ldk, int n, float *s, int lds);
-    void (*to_bf16)(const float *s, int n, float mul, uint16_t *d);
-    void (*to_f16)(const float *s, int n, float mul, uint16_t *d);
 } att_isa;
 
 // The register tile: mr (<= 6) rows x nv (<= 2) vectors of W columns, accumulated over all of K.
@@ -165,23 +163,6 @@ typedef struct att_isa {
         }                                                                                                             \
     }
 
-// to_bf16 / to_f16: d[e] = s[e] * mul rounded as torc_f32_to_bf16 / torc_f32_to_f16 for e < n (a row
-// of an output), in the ISA's vectors. GCC if-converts a float compare or a select beside float
-// steps (which may trap) only with AVX-512's masks, so bf16's NaN test is on the bits, and AVX2's f16
-// is torc_f32_to_f16's steps in intrinsics (to_f16_256); the plain path's f16 stays scalar.
-#define ATT_TO_BF16_FN(NAME, ATTR)                                                                                   \
-    ATTR static void NAME(const float *s, int n, float mul, uint16_t *d) {                                            \
-        for (int e = 0; e < n; e++) {                                                                                 \
-            const uint32_t u = torc_f32_bits(s[e] * mul);                                                             \
-            const uint16_t r = (uint16_t)((u + ((u >> 16) & 1) + UINT32_C(0x7FFF)) >> 16);                            \
-            d[e] = (u & UINT32_C(0x7FFFFFFF)) > UINT32_C(0x7F800000) ? UINT16_C(0x7FC0) : r;                          \
-        }                                                                                                             \
-    }
-#define ATT_TO_F16_FN(NAME, ATTR)                                                                                    \
-    ATTR static void NAME(const float *s, int n, float mul, uint16_t *d) {                                            \
-        for (int e = 0; e < n; e++) d[e] = torc_f32_to_f16(s[e] * mul);                                              \
-    }
-
 // exp(x) = 2^n p(r), n = round(x log2(e)), r = x - n ln(2) in two parts, p Cephes' expf polynomial
 // (within 2 ulp of expf on [-87, 88]).
 #define ATT_EXP_C1 0.693359375f
@@ -203,8 +184,6 @@ ATT_TILE_FN(tile512, __attribute__((target(TGT512))), __m512, 16, L512, S512, F5
 ATT_GEMM_FN(gemm512, tile512, __attribute__((target(TGT512))), 16)
 #define R512(v) _mm512_reduce_add_ps(v)
 ATT_DOTS_FN(dots512, __attribute__((target(TGT512))), __m512, 16, L512, F512, Z512, R512)
-ATT_TO_BF16_FN(to_bf16_512, __attribute__((target(TGT512))))
-ATT_TO_F16_FN(to_f16_512, __attribute__((target(TGT512))))
 
 // Below -87.3 the result is 0 (masked, never computed): a result in the subnormal range, or one
 // that underflows to 0, costs a microcode assist on Intel cores, and every masked score of a
@@ -257,35 +236,6 @@ __attribute__((target(TGT256), always_inline)) static inline float sum256(__m256
     return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
 }
 ATT_DOTS_FN(dots256, __attribute__((target(TGT256))), __m256, 8, L256, F256, Z256, sum256)
-ATT_TO_BF16_FN(to_bf16_256, __attribute__((target(TGT256))))
-// torc_f32_to_f16's steps, 8 lanes at a time (F16C's vcvtps2ph rounds the same but keeps a NaN's
-// payload, and would need its own CPU check).
-__attribute__((target(TGT256))) static void to_f16_256(const float *s, int n, float mul, uint16_t *d) {
-    const __m256 m = _mm256_set1_ps(mul), to_inf = _mm256_castsi256_ps(_mm256_set1_epi32(0x77800000)),
-                 to_zero = _mm256_castsi256_ps(_mm256_set1_epi32(0x08800000)),
-                 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-    const __m256i top = _mm256_set1_epi32((int)0xFF000000u), low_bias = _mm256_set1_epi32(0x71000000);
-    int e = 0;
-    for (; e + 8 <= n; e += 8) {
-        const __m256 f = _mm256_mul_ps(_mm256_loadu_ps(s + e), m);
-        const __m256i w = _mm256_castps_si256(f), shl1 = _mm256_add_epi32(w, w);
-        __m256 base = _mm256_mul_ps(_mm256_mul_ps(_mm256_and_ps(f, abs), to_inf), to_zero);
-        const __m256i bias = _mm256_max_epu32(_mm256_and_si256(shl1, top), low_bias);
-        base = _mm256_add_ps(
-            _mm256_castsi256_ps(_mm256_add_epi32(_mm256_srli_epi32(bias, 1), _mm256_set1_epi32(0x07800000))), base);
-        const __m256i bits = _mm256_castps_si256(base);
-        const __m256i exp_bits = _mm256_and_si256(_mm256_srli_epi32(bits, 13), _mm256_set1_epi32(0x7C00)),
-                      nonsign = _mm256_add_epi32(exp_bits, _mm256_and_si256(bits, _mm256_set1_epi32(0xFFF)));
-        // NaN: shl1 > 0xFF000000 unsigned, i.e. max(shl1, 0xFF000001) == shl1
-        const __m256i lim = _mm256_set1_epi32((int)0xFF000001u),
-                      nan = _mm256_cmpeq_epi32(_mm256_max_epu32(shl1, lim), shl1);
-        const __m256i sign = _mm256_srli_epi32(_mm256_and_si256(w, _mm256_set1_epi32((int)0x80000000u)), 16),
-                      h = _mm256_or_si256(sign, _mm256_blendv_epi8(nonsign, _mm256_set1_epi32(0x7E00), nan));
-        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08);
-        _mm_storeu_si128((__m128i *)(d + e), _mm256_castsi256_si128(packed));
-    }
-    for (; e < n; e++) d[e] = torc_f32_to_f16(s[e] * mul);
-}
 
 // Below -87.3 (where 2^n would leave the normal range) the result is 0, no subnormal ever made
 // (exp512 says why); NaN passes through.
@@ -341,8 +291,6 @@ ATT_TILE_FN(tile_c, , att_v4, 4, LC, SC, FC, BC1, ZC)
 ATT_GEMM_FN(gemm_c, tile_c, , 4)
 #define RC(v) (((v)[0] + (v)[2]) + ((v)[1] + (v)[3]))
 ATT_DOTS_FN(dots_c, , att_v4, 4, LC, FC, ZC, RC)
-ATT_TO_BF16_FN(to_bf16_c, )
-ATT_TO_F16_FN(to_f16_c, )
 
 static void colmax_c(const float *x, int rows, int ld, int n, float *m) {
     for (int r = 0; r < rows; r++)
@@ -358,9 +306,9 @@ static void exp_vec_c(float *x, int n, const float *sub, float *acc) {
     }
 }
 
-static const att_isa k_isa512 = {gemm512, colmax512, exp_row512, exp_vec512, dots512, to_bf16_512, to_f16_512};
-static const att_isa k_isa256 = {gemm256, colmax256, exp_row256, exp_vec256, dots256, to_bf16_256, to_f16_256};
-static const att_isa k_isa_c = {gemm_c, colmax_c, exp_row_c, exp_vec_c, dots_c, to_bf16_c, to_f16_c};
+static const att_isa k_isa512 = {gemm512, colmax512, exp_row512, exp_vec512, dots512};
+static const att_isa k_isa256 = {gemm256, colmax256, exp_row256, exp_vec256, dots256};
+static const att_isa k_isa_c = {gemm_c, colmax_c, exp_row_c, exp_vec_c, dots_c};
 
 static const att_isa *pick_isa(void) {
     const onednn_isa i = onednn__isa();
@@ -523,25 +471,27 @@ static void load_tile(const torc_operand *t, int64_t b, int64_t h, int64_t r0, i
     }
 }
 
-// Rows of an f32 tile (row stride ld) times mul, rounded once into t's rows r0 .. r0 + nr at (b, h);
-// bf16 and f16 rows of dense features through the ISA's vectorised rounding, the same bits as
-// store1's (all 2^32 f32 inputs compared, on all three ISAs), which cost a bf16 forward+backward
-// at B 4, H 6, T 256, E 64 causal 20% more than this on one core, f16 35% more (the header's figures).
-static void store_tile(const att_isa *isa, const torc_operand *t, int64_t b, int64_t h, int64_t r0, int nr,
-                       const float *src, int ld, float mul) {
+// Rows of an f32 tile (row stride ld; scaled by mul in place) rounded once into t's rows r0 .. r0 + nr
+// at (b, h); dense bf16 and f16 rows by cast.c's vectorised loops (store1's bits), which cost a bf16
+// forward+backward at B 4, H 6, T 256, E 64 causal 20% less than store1's element loop on one core,
+// f16 35% less (the header's figures).
+static void store_tile(const torc_operand *t, int64_t b, int64_t h, int64_t r0, int nr, float *src, int ld,
+                       float mul) {
     const int ne = (int)t->shape[3];
     const int64_t es = t->stride[3] * (int64_t)torc_abi_dtype_size(t->dtype);
     for (int r = 0; r < nr; r++) {
         char *d = (char *)row_at(t, b, h, r0 + r);
-        const float *s = src + (size_t)r * ld;
+        float *s = src + (size_t)r * ld;
+        if (mul != 1.0f)
+            for (int e = 0; e < ne; e++) s[e] *= mul;
         if (t->stride[3] != 1)
-            for (int e = 0; e < ne; e++) store1(d + e * es, t->dtype, s[e] * mul);
+            for (int e = 0; e < ne; e++) store1(d + e * es, t->dtype, s[e]);
         else if (t->dtype == TORC_DTYPE_BF16)
-            isa->to_bf16(s, ne, mul, (uint16_t *)d);
+            onednn__f32_to_bf16((uint16_t *)d, s, ne);
         else if (t->dtype == TORC_DTYPE_F16)
-            isa->to_f16(s, ne, mul, (uint16_t *)d);
+            onednn__f32_to_f16((uint16_t *)d, s, ne);
         else
-            for (int e = 0; e < ne; e++) ((float *)d)[e] = s[e] * mul;
+            memcpy(d, s, sizeof(float) * (size_t)ne);
     }
 }
 
@@ -711,7 +661,7 @@ static void forward_tile(const att_job *j, float *w, int64_t task) {
             memset(orow, 0, sizeof(float) * Evp);  // no key attended: o = 0, lse = -inf
         *(float *)row_at(lse, b, h, i0 + r) = lr > 0 ? (float)((double)m[r] + log((double)lr)) : -INFINITY;
     }
-    store_tile(j->isa, o, b, h, i0, br, O, Evp, 1.0f);
+    store_tile(o, b, h, i0, br, O, Evp, 1.0f);
 }
 
 // ---- forward, decode: one (b, h) of at most ATT_DEC_L query rows ----
@@ -766,7 +716,7 @@ static void forward_decode(const att_job *j, float *w, int64_t bh) {
             memset(orow, 0, sizeof(float) * Evp);
         *(float *)row_at(lse, b, h, r) = l[r] > 0 ? (float)((double)m[r] + log((double)l[r])) : -INFINITY;
     }
-    store_tile(j->isa, o, b, h, 0, L, O, Evp, 1.0f);
+    store_tile(o, b, h, 0, L, O, Evp, 1.0f);
 }
 
 // ---- backward ----
@@ -866,8 +816,8 @@ static void dkv_tile(const att_job *j, float *w, int64_t bh, int64_t j0, const f
         gemm_queries(j, i0, j0, bc, br, Ep, dP, 1, ATT_BC, Qr, Ep, dK, Ep);
         if (rows) gemm_keys(j, i0, j0, bc, br, Ep, dP, ATT_BC, 1, Kr, ldk, rows->dQ + (size_t)i0 * Ep, Ep);
     }
-    store_tile(j->isa, dk, b, h, j0, bc, dK, Ep, 1.0f);
-    store_tile(j->isa, dv, b, h, j0, bc, dV, Evp, 1.0f);
+    store_tile(dk, b, h, j0, bc, dK, Ep, 1.0f);
+    store_tile(dv, b, h, j0, bc, dV, Evp, 1.0f);
 }
 
 // The one-pass backward of one (b, h) (FlashAttention-2's): D, scale q and do as f32 once, then the
@@ -883,7 +833,7 @@ static void backward_bh(const att_job *j, float *w, int64_t bh, float *dall) {
     rows.Q = Q;
     rows.dO = rows_or_load(&j->op->in[0], b, h, 0, L, j->Evp, dO, &rows.lddo);
     for (int64_t t = 0; t < j->nkt; t++) dkv_tile(j, w, bh, t * ATT_BC, dall, &rows);
-    store_tile(j->isa, &j->op->out[0], b, h, 0, L, rows.dQ, j->Ep, j->scale);
+    store_tile(&j->op->out[0], b, h, 0, L, rows.dQ, j->Ep, j->scale);
 }
 
 // dQ of one (b, h, query tile) over its key tiles, transposed as the forward: (scale Q)^T and dO^T
@@ -919,7 +869,7 @@ static void dq_tile(const att_job *j, float *w, int64_t task, const float *dall)
         mask_transposed(j, dPt, bc, i0, j0, 0.0f);  // ds = 0 where masked, as dkv_tile's
         gemm_keys(j, i0, j0, bc, br, Ep, dPt, 1, ATT_BR, Kp, ldk, dQ, Ep);
     }
-    store_tile(j->isa, dq, b, h, i0, br, dQ, Ep, j->scale);
+    store_tile(dq, b, h, i0, br, dQ, Ep, j->scale);
 }
 
 // ---- the tasks on the thread pool ----
