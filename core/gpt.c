@@ -205,11 +205,6 @@ int64_t torc_gpt_activation_bytes(const torc_gpt_config *cfg, int64_t batch, int
 }
 
 // ---- forward pass ----
-// Linear in the (in, out) layout: x (..., in) @ w (in, out) + b (out), b may be NULL.
-static torc_tensor *linear(const torc_tensor *x, const torc_tensor *w, const torc_tensor *b) {
-    return torc__linear(x, w, b);
-}
-
 static torc_tensor *layer_norm(const torc_tensor *x, const torc_tensor *w, const torc_tensor *b, int64_t C) {
     return torc_layer_norm(x, 1, (int64_t[]){C}, w, b, LN_EPS);
 }
@@ -233,7 +228,7 @@ static torc_tensor *block(const torc_gpt *m, int64_t l, torc_tensor *x, torc_gen
     const int64_t C = m->cfg.n_embd, NH = m->cfg.n_head, T = torc_size(x, 1);
     // attention: x + c_proj(attn(c_attn(ln_1(x))))
     torc_tensor *h = layer_norm(x, w[blk(l, LN1W)], w[blk(l, LN1B)], C);
-    torc_tensor *qkv = linear(h, w[blk(l, QKVW)], w[blk(l, QKVB)]);                       // (B, T, 3C)
+    torc_tensor *qkv = torc_linear(h, w[blk(l, QKVW)], w[blk(l, QKVB)]);  // (B, T, 3C); w is (in, out)
     torc_tensor *q = heads(torc_narrow(qkv, 2, 0, C), NH);                                // (B, NH, T, hs)
     torc_tensor *k = heads(torc_narrow(qkv, 2, C, C), NH);
     torc_tensor *v = heads(torc_narrow(qkv, 2, 2 * C, C), NH);
@@ -248,12 +243,12 @@ static torc_tensor *block(const torc_gpt *m, int64_t l, torc_tensor *x, torc_gen
     const double p = m->training ? m->cfg.dropout : 0.0;
     torc_tensor *y = torc_scaled_dot_product_attention(q, k, v, NULL, p, causal && T > 1, NAN, false, gen);
     y = torc_reshape(torc_transpose(y, 1, 2), TORC_SHAPE(torc_size(x, 0), T, C));  // heads side by side
-    y = dropout(m, linear(y, w[blk(l, ATTPROJW)], w[blk(l, ATTPROJB)]), gen);
+    y = dropout(m, torc_linear(y, w[blk(l, ATTPROJW)], w[blk(l, ATTPROJB)]), gen);
     x = torc_add(x, y);
     // MLP: x + c_proj(gelu(c_fc(ln_2(x))))
     h = layer_norm(x, w[blk(l, LN2W)], w[blk(l, LN2B)], C);
-    h = torc_gelu(linear(h, w[blk(l, FCW)], w[blk(l, FCB)]), true);                       // (B, T, 4C)
-    h = dropout(m, linear(h, w[blk(l, FCPROJW)], w[blk(l, FCPROJB)]), gen);
+    h = torc_gelu(torc_linear(h, w[blk(l, FCW)], w[blk(l, FCB)]), true);  // (B, T, 4C)
+    h = dropout(m, torc_linear(h, w[blk(l, FCPROJW)], w[blk(l, FCPROJB)]), gen);
     return torc_add(x, h);
 }
 

@@ -275,12 +275,10 @@ torc_status torc_module_zero_grad(torc_module *m, bool set_to_none) {
 }
 
 // ---- Linear, activations ----
-// F.linear with torc's weight layout, x (..., in) @ weight (in, out) (+ bias). Under bf16 / f16 /
-// fp8 autocast the bias is cast to the matmul's 16-bit result dtype, as PyTorch's autocast casts
-// every floating argument of linear, so the result keeps that dtype (bf16 + an f32 bias would
-// promote to f32 and every op after it would run in f32). The sum is rounded once more than
-// PyTorch's fused bias epilogue rounds it.
-torc_tensor *torc__linear(const torc_tensor *x, const torc_tensor *w, const torc_tensor *b) {
+// torc_linear (torc.h). Without the bias cast, bf16 + an f32 bias would promote to f32, and every op
+// after it would run in f32.
+torc_tensor *torc_linear(const torc_tensor *x, const torc_tensor *w, const torc_tensor *b) {
+    if (!x || !w) return TORC_NULL_ARG_FAIL("linear: %s is NULL", x ? "weight" : "input");
     torc_scope_push();
     torc_tensor *y = torc_matmul(x, w);
     if (y && b) {
@@ -297,7 +295,7 @@ torc_tensor *torc__linear(const torc_tensor *x, const torc_tensor *w, const torc
 
 static torc_tensor *linear_forward(torc_module *m, torc_tensor *x, void *user) {
     (void)user;
-    return torc__linear(x, m->params[0].t, m->n_params > 1 ? m->params[1].t : NULL);
+    return torc_linear(x, m->params[0].t, m->n_params > 1 ? m->params[1].t : NULL);
 }
 
 // A new parameter of shape (ndim, shape) registered in m under name.

@@ -409,10 +409,6 @@ torc_tensor *torc__matmul_rounded(const torc_tensor *a, const torc_tensor *b, to
 torc_status torc__fp8_matmul_backward(const torc_node *n, const torc_tensor *g, const bool *need, torc_tensor **gin);
 void torc__fp8_meta_free(torc__fp8_meta *m);
 
-// ---- Linear (nn.c) ----
-// x @ w (+ b) as F.linear (w is (in, out)); under autocast the bias takes the result's 16-bit dtype.
-torc_tensor *torc__linear(const torc_tensor *x, const torc_tensor *w, const torc_tensor *b);
-
 // ---- layer norm (layer_norm.c) ----
 // The backward of native_layer_norm's node (code TORC_OP_LAYER_NORM, registered in backward.c):
 // one LAYER_NORM_BACKWARD op from the saved x, weight, mean and rstd.

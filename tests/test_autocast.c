@@ -577,7 +577,7 @@ START_TEST(cache_serves_gpt_generate) {
     ck_assert_msg(m != NULL, "%s", torc_last_error());
     torc_tensor *prompt = torc_tensor_from((int64_t[]){5, 17, 3, 60, 2, 9, 1, 33, 70, 4}, TORC_SHAPE(2, 5), TORC_DTYPE_I64);
     // The weights matmuls read: each block's four and wte (the head's, transposed), and the four
-    // linears' biases (cast to the matmul's bf16 result, core/nn.c's torc__linear).
+    // linears' biases (cast to the matmul's bf16 result, torc_linear).
     int64_t cast_elems = 0;
     for (int i = 0; i < torc_gpt_param_count(m); i++) {
         const char *name = torc_gpt_param_name(m, i);

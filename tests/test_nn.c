@@ -103,9 +103,14 @@ START_TEST(linear_shapes_names_and_forward) {
     torc_tensor *x = torc_ones(TORC_SHAPE(2, 4), TORC_DTYPE_F32);
     torc_tensor *y = torc_module_forward(lin, x);
     tu_assert_shape(y, 2, 3);
-    // y = x @ w + b
+    // y = x @ w + b, as torc_linear (F.linear) gives it; its operands must be there
     torc_tensor *expect = torc_add(torc_matmul(x, w), b);
     ck_assert(item(torc_amax(torc_abs(torc_sub(y, expect)), TORC_ALL_DIMS, false)) == 0);
+    ck_assert(item(torc_amax(torc_abs(torc_sub(torc_linear(x, w, b), expect)), TORC_ALL_DIMS, false)) == 0);
+    ck_assert(item(torc_amax(torc_abs(torc_sub(torc_linear(x, w, NULL), torc_matmul(x, w))), TORC_ALL_DIMS, false)) == 0);
+    ck_assert_ptr_null(torc_linear(x, NULL, b));
+    ck_assert_int_eq(torc_last_status(), TORC_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(torc_last_error(), "linear: weight is NULL"), "%s", torc_last_error());
     ck_assert_ptr_null(torc_linear_new(0, 3, false, TORC_DTYPE_F32, gen));
     ck_assert_ptr_null(torc_linear_new(2, 3, false, TORC_DTYPE_I32, gen));
     torc_module_free(lin);

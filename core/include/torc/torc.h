@@ -446,6 +446,11 @@ TORC_API torc_tensor *torc_log_softmax(const torc_tensor *t, int dim);
 TORC_API torc_tensor *torc_matmul(const torc_tensor *a, const torc_tensor *b);
 // matmul writing a wider output dtype (bf16 x bf16 -> f32), for mixed precision.
 TORC_API torc_tensor *torc_matmul_out_dtype(const torc_tensor *a, const torc_tensor *b, torc_dtype out_dtype);
+// F.linear in torc's weight layout: x (..., in) @ weight (in, out) + bias (out); bias may be NULL.
+// Under bf16 / f16 / fp8 autocast the bias is cast to the matmul's 16-bit result too, as PyTorch's
+// autocast casts every floating argument of linear, so the result keeps that dtype (the product and
+// the sum are each rounded, where PyTorch's fused epilogue rounds once). Linear's forward and the GPT's.
+TORC_API torc_tensor *torc_linear(const torc_tensor *x, const torc_tensor *weight, const torc_tensor *bias);
 
 // ---- named dimensions (einsum; einops' rearrange, reduce and repeat) ----
 // Patterns name axes instead of counting them: "batch seq hidden" rather than dims 0, 1, 2.
