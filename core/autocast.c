@@ -141,7 +141,7 @@ static bool fusable(const torc_tensor *a, const torc_tensor *b, torc_dtype low, 
 // A cast is torc_to_dtype's copy of the operand (contiguous, rounded to nearest even), exactly what
 // the uncached path multiplies, so results do not change by a bit.
 typedef struct cast_key {
-    const torc_tensor *param;   // the parameter the operand is or views (NULL: a free slot)
+    const torc_tensor *param;   // the parameter the operand is or views
     const torc_device *device;  // the operand's
     torc_dtype dtype;           // the cast's
     int ndim;                   // the operand's geometry (the parameter's own, or its view's)
@@ -155,21 +155,21 @@ typedef struct cast_entry {
     uint64_t version;  // the parameter's storage version when the cast was made
 } cast_entry;
 
-// The thread's entries, an open-addressing table (linear probing, cap a power of 2, at most half
-// full): every weight of a model is looked up once a matmul, so a list scan would grow with depth.
+// The thread's entries, a list: a lookup compares parameter pointers first, so a model of a few
+// hundred weights costs a few microseconds a token against the milliseconds of its matmuls.
 static _Thread_local struct {
-    cast_entry *slot;
-    int cap, n;
+    cast_entry *e;
+    int n, cap;
     bool at_exit;  // the thread-exit destructor is armed
 } tls_casts;
 
 static void cast_cache_clear(void) {
-    for (int i = 0; i < tls_casts.cap; i++) {
-        torc_release(tls_casts.slot[i].cast);
-        torc_release((torc_tensor *)tls_casts.slot[i].key.param);
+    for (int i = 0; i < tls_casts.n; i++) {
+        torc_release(tls_casts.e[i].cast);
+        torc_release((torc_tensor *)tls_casts.e[i].key.param);
     }
-    free(tls_casts.slot);
-    tls_casts.slot = NULL;
+    free(tls_casts.e);
+    tls_casts.e = NULL;
     tls_casts.cap = tls_casts.n = 0;
 }
 
@@ -207,27 +207,11 @@ static bool key_eq(const cast_key *a, const cast_key *b) {
            !memcmp(a->stride, b->stride, (size_t)a->ndim * sizeof *a->stride);
 }
 
-static uint64_t mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2)); }
-
-// k's slot in slots (cap of them): its entry, else the free slot where it goes (never full).
-static cast_entry *cast_slot(cast_entry *slots, int cap, const cast_key *k) {
-    uint64_t h = mix(mix((uint64_t)(uintptr_t)k->param, (uint64_t)k->offset), (uint64_t)k->dtype);
-    for (int i = 0; i < k->ndim; i++) h = mix(mix(h, (uint64_t)k->shape[i]), (uint64_t)k->stride[i]);
-    for (int i = (int)(h & (uint64_t)(cap - 1));; i = (i + 1) & (cap - 1))
-        if (!slots[i].key.param || key_eq(&slots[i].key, k)) return &slots[i];
-}
-
-// Doubles the table (or makes the first); false when out of host memory (the table unchanged).
-static bool cast_cache_grow(void) {
-    const int cap = tls_casts.cap ? 2 * tls_casts.cap : 64;
-    cast_entry *slots = calloc((size_t)cap, sizeof *slots);
-    if (!slots) return false;
-    for (int i = 0; i < tls_casts.cap; i++)
-        if (tls_casts.slot[i].key.param) *cast_slot(slots, cap, &tls_casts.slot[i].key) = tls_casts.slot[i];
-    free(tls_casts.slot);
-    tls_casts.slot = slots;
-    tls_casts.cap = cap;
-    return true;
+// k's entry, else NULL.
+static cast_entry *cast_find(const cast_key *k) {
+    for (int i = 0; i < tls_casts.n; i++)
+        if (key_eq(&tls_casts.e[i].key, k)) return &tls_casts.e[i];
+    return NULL;
 }
 
 // Points *t at its cached cast to d where the cache serves it (making the cast on first use, or
@@ -236,28 +220,34 @@ static bool cast_cache_grow(void) {
 static bool cached_cast(const torc_tensor **t, torc_dtype d) {
     torc_tensor *p = *t ? cacheable_param(*t) : NULL;
     if (!p) return true;
-    if (2 * (tls_casts.n + 1) > tls_casts.cap && !cast_cache_grow()) return true;  // uncached, still right
     const cast_key k = key_of(p, *t, d);
     const uint64_t version = atomic_load(&p->storage->version);
-    cast_entry *e = cast_slot(tls_casts.slot, tls_casts.cap, &k);
-    if (e->key.param && e->version == version) {
+    cast_entry *e = cast_find(&k);
+    if (e && e->version == version) {
         *t = e->cast;
         return true;
+    }
+    if (!e && tls_casts.n == tls_casts.cap) {  // room for one more, or uncached (still right)
+        const int cap = tls_casts.cap ? 2 * tls_casts.cap : 64;
+        cast_entry *grown = realloc(tls_casts.e, (size_t)cap * sizeof *grown);
+        if (!grown) return true;
+        tls_casts.e = grown;
+        tls_casts.cap = cap;
     }
     torc_scope_push();  // the cast's one reference becomes the entry's, inside a scope or not
     torc_tensor *c = torc_retain(torc_to_dtype((torc_tensor *)*t, d));  // grad mode is off: no graph
     torc_scope_pop();
     if (!c) return false;
-    if (e->key.param) {  // stale: the parameter was written since
+    if (e) {  // stale: the parameter was written since
         torc_release(e->cast);
     } else {
         if (!tls_casts.at_exit) {
             pthread_once(&g_casts_once, casts_key_create);
             tls_casts.at_exit = g_casts_key_ok && pthread_setspecific(g_casts_key, &tls_casts) == 0;
         }
+        e = &tls_casts.e[tls_casts.n++];
         e->key = k;
         torc_retain(p);
-        tls_casts.n++;
     }
     e->cast = c;
     e->version = version;
