@@ -78,6 +78,13 @@ static double now_s(void) {
     return g_opt.cpu_time ? t / g_opt.threads : t;
 }
 
+// Wall time whatever --cpu-time says (op tracing's clock, for shares of a step).
+static double wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -1075,16 +1082,22 @@ static double gpt_step(gpt_run *r, const torc_tensor *x, const torc_tensor *y) {
 // _min_ms), rss_base_kb (after the backend loaded), rss_peak_<dt>_kb (the first dtype's, after its
 // warm-up, before a second model exists); torc's own: gpt_<dt>_flops and _mm_flops (one step),
 // gpt_<dt>_act_peak_b (the activations' peak of one step) and the first dtype's peaks by tag.
+// The step's batch: B x T random tokens and targets, the same in every process.
+static void gpt_batch(const gpt_cfg *c, torc_tensor **x, torc_tensor **y) {
+    torc_generator *gen = torc_generator_new(1);
+    *x = torc_randint(0, c->V, TORC_SHAPE(c->B, c->T), TORC_DTYPE_I64, gen);
+    *y = torc_randint(0, c->V, TORC_SHAPE(c->B, c->T), TORC_DTYPE_I64, gen);
+    check(*x && *y, "randint");
+    torc_generator_free(gen);
+}
+
 static int gpt_child_main(const gpt_cfg *c) {
     g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
     if (!g_dev) bench_die("cannot load backend: %s", torc_last_error());
     torc_set_default_device(g_dev);
     const long base = rss_now_kb();
-    torc_generator *gen = torc_generator_new(1);
-    torc_tensor *x = torc_randint(0, c->V, TORC_SHAPE(c->B, c->T), TORC_DTYPE_I64, gen);
-    torc_tensor *y = torc_randint(0, c->V, TORC_SHAPE(c->B, c->T), TORC_DTYPE_I64, gen);
-    check(x && y, "randint");
-    torc_generator_free(gen);
+    torc_tensor *x, *y;
+    gpt_batch(c, &x, &y);
     const int nd = g_opt.n_gpt_dtypes;
     gpt_run runs[2];
     printf("{\n \"rss_base_kb\": %ld", base);
@@ -1119,16 +1132,13 @@ static int gpt_child_main(const gpt_cfg *c) {
     check(t && mm, "malloc");
     for (int s = 0; s < steps; s++)
         for (int i = 0; i < nd; i++) {
-            struct timespec w0, w1;
             torc_op_trace_start();
-            clock_gettime(CLOCK_MONOTONIC, &w0);
-            const double t0 = now_s();
+            const double w0 = wall_s(), t0 = now_s();
             gpt_step(&runs[i], x, y);
             sync_dev();
             t[i * steps + s] = now_s() - t0;
-            clock_gettime(CLOCK_MONOTONIC, &w1);
+            const double wall = wall_s() - w0;
             torc_op_trace_stop();
-            const double wall = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
             const double mm_wall = torc_op_trace_seconds(TORC_OP_MATMUL) + torc_op_trace_seconds(TORC_OP_MATMUL_ROUNDED);
             mm[i * steps + s] = wall > 0 ? t[i * steps + s] * mm_wall / wall : NAN;
         }
@@ -1328,24 +1338,19 @@ static int cmp_op_time(const void *a, const void *b) {
 }
 
 static void gpt_ops(const gpt_cfg *c) {
-    torc_generator *gen = torc_generator_new(1);
-    torc_tensor *x = torc_randint(0, c->V, TORC_SHAPE(c->B, c->T), TORC_DTYPE_I64, gen);
-    torc_tensor *y = torc_randint(0, c->V, TORC_SHAPE(c->B, c->T), TORC_DTYPE_I64, gen);
-    check(x && y, "randint");
-    torc_generator_free(gen);
+    torc_tensor *x, *y;
+    gpt_batch(c, &x, &y);
     for (int i = 0; i < g_opt.n_gpt_dtypes; i++) {
         gpt_run run;
         gpt_setup(&run, c, g_opt.gpt_dtypes[i]);
         for (int w = 0; w < g_opt.gpt_warmup; w++) gpt_step(&run, x, y);
         sync_dev();
-        struct timespec w0, w1;
         torc_op_trace_start();
-        clock_gettime(CLOCK_MONOTONIC, &w0);
+        const double w0 = wall_s();
         gpt_step(&run, x, y);
         sync_dev();
-        clock_gettime(CLOCK_MONOTONIC, &w1);
+        const double wall = wall_s() - w0;
         torc_op_trace_stop();
-        const double wall = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
         op_time ops[TORC_OP_COUNT];
         int n = 0;
         for (int o = 0; o < TORC_OP_COUNT; o++) {
