@@ -1,6 +1,7 @@
 // tests/onednn_small_ops_test.c — oneDNN hands small ops to the reference backend (its
 // primitive overhead exceeds a plain loop), with a reason, and results are unchanged; small ops
-// of torc's own host loops (casts) it keeps.
+// of torc's own host loops (casts, GELU, layer_norm, log_softmax: a sampler's one-token step) it
+// keeps.
 #include "testutil.h"
 
 // Whether onednn itself takes an add of n float32 elements (the last error says why not).
@@ -53,11 +54,57 @@ START_TEST(small_casts_stay_on_onednn) {
 }
 END_TEST
 
+// A sampler's one-token step (config B: width 384, MLP 1536) is made of small ops: GELU, its
+// backward, layer_norm and log_softmax of one row stay on the backend's own loops (the reference's
+// libm GELU cost 20-40 ns an element), with the reference's values to a few float ulps.
+static torc_tensor *on_host(torc_tensor *t) { return torc_to_device(t, torc_device_get("reference")); }
+
+START_TEST(small_sampler_ops_stay_on_onednn) {
+    torc_device *dev = torc_device_get("onednn"), *ref = torc_device_get("reference");
+    ck_assert_msg(dev && ref, "%s", torc_last_error());
+    torc_scope_push();
+    torc_generator *gen = torc_generator_new(7);
+    torc_tensor *x = torc_randn(TORC_SHAPE(1, 1, 1536), TORC_DTYPE_F32, gen);
+    torc_tensor *r = torc_randn(TORC_SHAPE(1, 1, 384), TORC_DTYPE_F32, gen);
+    torc_tensor *w = torc_randn(TORC_SHAPE(384), TORC_DTYPE_F32, gen);
+    torc_tensor *b = torc_randn(TORC_SHAPE(384), TORC_DTYPE_F32, gen);
+    ck_assert_msg(x && r && w && b, "%s", torc_last_error());
+    torc_tensor *xd = torc_to_device(x, dev), *rd = torc_to_device(r, dev), *wd = torc_to_device(w, dev),
+                *bd = torc_to_device(b, dev);
+    torc_tensor *xr = on_host(x), *rr = on_host(r), *wr = on_host(w), *br = on_host(b);
+    ck_assert_msg(xd && rd && wd && bd && xr && rr && wr && br, "%s", torc_last_error());
+    const int64_t C = 384;
+    torc_op_trace_start();
+    torc_tensor *got[4] = {torc_gelu(xd, true), torc_gelu(xd, false), torc_layer_norm(rd, 1, &C, wd, bd, 1e-5),
+                           torc_log_softmax(rd, -1)};
+    torc_op_trace_stop();
+    for (int i = 0; i < 4; i++) ck_assert_msg(got[i] != NULL, "%s", torc_last_error());
+    ck_assert_uint_eq(torc_op_trace_count(TORC_OP_GELU, -1, -1, 0), 2);
+    ck_assert_uint_eq(torc_op_trace_count(TORC_OP_LAYER_NORM, -1, -1, 0), 1);
+    ck_assert_uint_eq(torc_op_trace_count(TORC_OP_LOG_SOFTMAX, -1, -1, 0), 1);
+    ck_assert_uint_eq(torc_op_trace_count(-1, -1, -1, 1), 0);  // none declined
+    torc_tensor *want[4] = {torc_gelu(xr, true), torc_gelu(xr, false), torc_layer_norm(rr, 1, &C, wr, br, 1e-5),
+                            torc_log_softmax(rr, -1)};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_msg(want[i] != NULL, "%s", torc_last_error());
+        double *g = tu_values(got[i]), *e = tu_values(want[i]);
+        const int64_t n = torc_numel(want[i]);
+        for (int64_t k = 0; k < n; k++)
+            ck_assert_msg(fabs(g[k] - e[k]) <= 4 * 0x1p-23 * fmax(1.0, fabs(e[k])), "op %d [%lld]: %.9g, reference %.9g", i,
+                          (long long)k, g[k], e[k]);
+        free(g), free(e);
+    }
+    torc_generator_free(gen);
+    torc_scope_pop();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("onednn_small_ops");
     TCase *tc = tcase_create("onednn_small_ops");
     tcase_add_test(tc, small_ops_are_declined_large_ones_run);
     tcase_add_test(tc, small_casts_stay_on_onednn);
+    tcase_add_test(tc, small_sampler_ops_stay_on_onednn);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

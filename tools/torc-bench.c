@@ -1167,23 +1167,16 @@ static double act_bytes(bool peak) {
 
 // --gpt-extra-child: the sampler's per-token latency with its KV cache at two positions, in f32 and
 // under bf16 autocast (torc_gpt_generate of 1 + k tokens less that of 1 token after the same
-// prompt, each the fastest of its runs, over k), and the
-// activations' peak of one forward + backward at two sequence lengths, of the model (B = 1) and of
-// torc_scaled_dot_product_attention alone; config B's width and depth with block_size 1024 (--tiny:
-// the tiny config with 128). One flat JSON object.
-static int gpt_extra_main(void) {
-    g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
-    if (!g_dev) bench_die("cannot load backend: %s", torc_last_error());
-    torc_set_default_device(g_dev);
-    const gpt_cfg *c = g_opt.tiny ? &gpt_cfg_tiny : &gpt_cfg_B;
-    const int64_t block = g_opt.tiny ? 128 : 1024, pos[2] = {g_opt.tiny ? 12 : 100, g_opt.tiny ? 100 : 900};
-    const int64_t Ts[2] = {block / 4, block};
+// prompt, each the fastest of its runs, over k), of config A's model and of B's (--tiny: the tiny
+// config), each with block_size 1024 (tiny 128); and the activations' peak of one forward + backward
+// at two sequence lengths, of B's model (B = 1) and of torc_scaled_dot_product_attention alone. One
+// flat JSON object. Both models' samplers, because how flat a token's time stays in the position is
+// a matter of shape: a token reads every weight and the cache, and the cache's share of those bytes
+// at 900 positions is 10% for A (its 50257-row head) but 28% for B.
+static void gpt_sampler_figures(const gpt_cfg *c, int64_t block, const int64_t pos[2], torc_generator *gen) {
     torc_gpt_config cfg = {c->V, 0, block, c->L, c->NH, c->C, 0.0, true};
-    torc_generator *gen = torc_generator_new(0);
     torc_gpt *m = torc_gpt_new(&cfg, gen);
     check(m != NULL, "torc_gpt_new");
-    printf("{\n \"kv_block_size\": %lld,\n \"kv_pos_lo\": %lld,\n \"kv_pos_hi\": %lld", (long long)block,
-           (long long)pos[0], (long long)pos[1]);
     // Each figure: the fastest of the runs of 1 + k tokens less the fastest of the runs of 1, over k. (The
     // median of paired differences over 16 tokens swung 1.1-2.8x for the same build on a shared machine:
     // the prompt's forward, 100-900 positions, dwarfs 16 tokens and carries the noise.)
@@ -1208,10 +1201,29 @@ static int gpt_extra_main(void) {
                 const double tk = now_s() - t0;
                 if (r >= 0) one = fmin(one, t1), more = fmin(more, tk);
             }
-            printf(",\n \"kv_%stoken_%s_ms\": %.6g", a ? "bf16_" : "", p ? "hi" : "lo", (more - one) / (double)k * 1e3);
+            printf(",\n \"kv_%s_%stoken_%s_ms\": %.6g", c->name, a ? "bf16_" : "", p ? "hi" : "lo",
+                   (more - one) / (double)k * 1e3);
             if (a) check(torc_autocast_end() == TORC_OK, "autocast");
             torc_scope_pop();
         }
+    torc_gpt_free(m);
+}
+
+static int gpt_extra_main(void) {
+    g_dev = g_opt.backend ? torc_device_get(g_opt.backend) : torc_default_device();
+    if (!g_dev) bench_die("cannot load backend: %s", torc_last_error());
+    torc_set_default_device(g_dev);
+    const gpt_cfg *c = g_opt.tiny ? &gpt_cfg_tiny : &gpt_cfg_B;
+    const int64_t block = g_opt.tiny ? 128 : 1024, pos[2] = {g_opt.tiny ? 12 : 100, g_opt.tiny ? 100 : 900};
+    const int64_t Ts[2] = {block / 4, block};
+    torc_gpt_config cfg = {c->V, 0, block, c->L, c->NH, c->C, 0.0, true};
+    torc_generator *gen = torc_generator_new(0);
+    printf("{\n \"kv_block_size\": %lld,\n \"kv_pos_lo\": %lld,\n \"kv_pos_hi\": %lld", (long long)block,
+           (long long)pos[0], (long long)pos[1]);
+    if (!g_opt.tiny) gpt_sampler_figures(&gpt_cfg_A, block, pos, gen);
+    gpt_sampler_figures(c, block, pos, gen);
+    torc_gpt *m = torc_gpt_new(&cfg, gen);
+    check(m != NULL, "torc_gpt_new");
     for (int i = 0; i < 2; i++) {
         const int64_t T = Ts[i], hs = c->C / c->NH;
         torc_scope_push();
@@ -1596,19 +1608,21 @@ static void gpt_print(const torc_device_info *info) {
         }
     }
     double lo, hi, v;
-    for (int a = 0; a < 2; a++) {
-        char klo[32], khi[32];
-        snprintf(klo, sizeof klo, "kv_%stoken_lo_ms", a ? "bf16_" : "");
-        snprintf(khi, sizeof khi, "kv_%stoken_hi_ms", a ? "bf16_" : "");
-        if (!get(g_gpt_extra, g_n_gpt_extra, klo, &lo) || !get(g_gpt_extra, g_n_gpt_extra, khi, &hi)) continue;
-        double plo = 0, phi = 0;
-        get(g_gpt_extra, g_n_gpt_extra, "kv_pos_lo", &plo);
-        get(g_gpt_extra, g_n_gpt_extra, "kv_pos_hi", &phi);
-        char what[96];
-        snprintf(what, sizeof what, "sampler%s, KV cache: a token at %.0f / at %.0f (%.3g / %.3g ms)", a ? " bf16" : " f32",
-                 phi, plo, hi, lo);
-        gpt_target(what, lo > 0, hi / lo, NULL, 0, false, a ? 0 : 1.2);  // the goal is f32's; bf16 for comparison
-    }
+    static const char *const sampled[3] = {"A", "B", "tiny"};
+    for (int s = 0; s < 3; s++)
+        for (int a = 0; a < 2; a++) {
+            char klo[40], khi[40];
+            snprintf(klo, sizeof klo, "kv_%s_%stoken_lo_ms", sampled[s], a ? "bf16_" : "");
+            snprintf(khi, sizeof khi, "kv_%s_%stoken_hi_ms", sampled[s], a ? "bf16_" : "");
+            if (!get(g_gpt_extra, g_n_gpt_extra, klo, &lo) || !get(g_gpt_extra, g_n_gpt_extra, khi, &hi)) continue;
+            double plo = 0, phi = 0;
+            get(g_gpt_extra, g_n_gpt_extra, "kv_pos_lo", &plo);
+            get(g_gpt_extra, g_n_gpt_extra, "kv_pos_hi", &phi);
+            char what[112];
+            snprintf(what, sizeof what, "%s sampler%s, KV cache: a token at %.0f / at %.0f (%.3g / %.3g ms)", sampled[s],
+                     a ? " bf16" : " f32", phi, plo, hi, lo);
+            gpt_target(what, lo > 0, hi / lo, NULL, 0, false, a ? 0 : 1.2);  // the goal is f32's; bf16 for comparison
+        }
     double tlo = 0, thi = 0;
     get(g_gpt_extra, g_n_gpt_extra, "act_T_lo", &tlo);
     get(g_gpt_extra, g_n_gpt_extra, "act_T_hi", &thi);
