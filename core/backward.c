@@ -781,6 +781,8 @@ static const torc__grad_rule *op_rule(torc_opcode code) {
     case TORC_OP_ARGMAX:
     case TORC_OP_ARGMIN:
     case TORC_OP_ADAM_STEP:  // an optimizer update, run without history (core/adam.c)
+    case TORC_OP_ADAM_STEP_LIST:
+    case TORC_OP_NORM_LIST:  // gradient clipping's norms, under no_grad (core/clip.c)
     case TORC_OP_COUNT: return &R_NONE;  // no inputs, or integer / bool results
     case TORC_OP_LAYER_NORM: return &R_LAYER_NORM;
     case TORC_OP_LAYER_NORM_BACKWARD: return &R_NONE;  // recorded by nothing: double backward is not supported

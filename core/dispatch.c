@@ -104,6 +104,9 @@ static inline bool vt_supports(const torc_device *dev, const torc_op *op) {
 
 static unsigned plugin_minor(const torc_device *dev) { return dev->vt->abi_version & 0xFFFF; }
 
+// The list ops (backend.h's v2.6): their operands are their element ops', behind params.ext.
+static bool is_list_op(const torc_op *op) { return op->code == TORC_OP_ADAM_STEP_LIST || op->code == TORC_OP_NORM_LIST; }
+
 // What in op the device's plugin predates (an opcode or an operand dtype appeared in a newer
 // minor than the plugin was built with), written to why; false when it knows all of it.
 static bool predates(const torc_device *dev, const torc_op *op, char *why, size_t n) {
@@ -129,6 +132,12 @@ static bool predates(const torc_device *dev, const torc_op *op, char *why, size_
                      (unsigned)torc_backend_dtype_minor[d]);
             return true;
         }
+    }
+    // A list op's elements: their opcode and dtypes too (never lists themselves).
+    if (is_list_op(op)) {
+        const torc_op_list *l = op->params.ext.data;
+        for (int k = 0; l && k < l->n; k++)
+            if (!is_list_op(&l->ops[k]) && predates(dev, &l->ops[k], why, n)) return true;
     }
     return false;
 }
@@ -235,6 +244,11 @@ static torc_status host_round_trip(torc_device *dev, torc_op *op, uint64_t flops
     if (!ref) return torc_last_status();
     char why[160];
     if (predates(ref, op, why, sizeof why)) return torc__error(TORC_ERR_NOT_SUPPORTED, "%s", why);
+    // A list op's operands are its elements' (params.ext): torc__dispatch_list sends them one by
+    // one instead, each taking this round trip where declined.
+    if (is_list_op(op))
+        return torc__error(TORC_ERR_NOT_SUPPORTED, "backend '%s' declined op '%s' (a list: its elements go one by one)",
+                           torc_device_backend_name(dev), torc_op_name(op->code));
     enum { MAX_OPS = TORC_OP_MAX_INPUTS + TORC_OP_MAX_OUTPUTS };
     span spans[MAX_OPS];
     int n = 0;
@@ -335,6 +349,25 @@ torc_status torc__dispatch(torc_device *dev, torc_op *op, uint64_t flops) {
 torc_status torc__dispatch_supported(torc_device *dev, torc_op *op, uint64_t flops) {
     trace_op(op, false);
     return counted(dev, op, vt_run(dev, op), flops);
+}
+
+torc_status torc__dispatch_list(torc_device *dev, torc_opcode code, torc_op *elems, int n, const uint64_t *flops) {
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) elems[i].struct_size = sizeof elems[i], total += flops[i];
+    if (n >= 2) {
+        const torc_op_list list = {.struct_size = sizeof list, .n = n, .ops = elems};
+        torc_op op = {.code = code, .n_in = 0, .n_out = 1, .params.ext.data = &list};
+        op.out[0] = elems[0].out[0];
+        // Taken by dev, or on host memory by the reference; a refusal (TORC_ERR_NOT_SUPPORTED,
+        // nothing written: the contract) sends the elements one by one, as before 2.6.
+        const torc_status st = torc__dispatch(dev, &op, total);
+        if (st != TORC_ERR_NOT_SUPPORTED) return st;
+    }
+    for (int i = 0; i < n; i++) {
+        const torc_status st = torc__dispatch(dev, &elems[i], flops[i]);
+        if (st) return st;
+    }
+    return TORC_OK;
 }
 
 void *torc__dev_alloc(torc_device *dev, size_t nbytes) {

@@ -294,6 +294,7 @@ static const torc_optim_host g_host = {
     .ge = torc_ge,
     .where = torc_where,
     .adam_step_ = torc_adam_step_,
+    .adam_step_list_ = torc_adam_step_list_,
 };
 
 // ---- the optimizer ----

@@ -258,6 +258,9 @@ static torc_status build(torc_device *dev, const torc_op_call *call, const char 
     if (!call) return torc__null_arg("%s: call is NULL", fn);
     if ((unsigned)call->code >= TORC_OP_COUNT)
         return torc__error(TORC_ERR_INVALID_ARG, "%s: unknown opcode %d", fn, (int)call->code);
+    if (call->code == TORC_OP_ADAM_STEP_LIST || call->code == TORC_OP_NORM_LIST)  // operands behind params.ext
+        return torc__error(TORC_ERR_INVALID_ARG, "%s: op '%s' takes a list of ops, not tensors: run its elements "
+                           "(torc_adam_step_list_ sends adam_step_list)", fn, torc_op_name(call->code));
     memset(op, 0, sizeof *op);
     op->code = call->code;
     op->params = call->params;

@@ -198,6 +198,11 @@ torc_status torc__dispatch_native(torc_device *dev, torc_op *op);
 // counting flops as torc__dispatch does: a MATMUL_ROUNDED asked supports() once instead of twice
 // (each a primitive-cache lookup of the op's ~700-byte key in the oneDNN backend).
 torc_status torc__dispatch_supported(torc_device *dev, torc_op *op, uint64_t flops);
+// Runs elems[0 .. n) (complete ops of one element opcode, one device and one out dtype, none
+// writing what another reads: the caller checked) as one list op `code` (backend.h's v2.6) where a
+// backend takes it: dev's, or the reference on host memory; else each element through
+// torc__dispatch. flops[i] is element i's count. Sets each element's struct_size.
+torc_status torc__dispatch_list(torc_device *dev, torc_opcode code, torc_op *elems, int n, const uint64_t *flops);
 // The one wrapper per vtable member (SQLite's pattern): version checks live here.
 void *torc__dev_alloc(torc_device *dev, size_t nbytes);
 void torc__dev_free(torc_device *dev, void *ptr);

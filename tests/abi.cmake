@@ -2,8 +2,8 @@
 #  - plugins built against frozen copies of the 2.0 headers (tests/abi/v2_0: never edit them;
 #    a later major freezes its own copy beside them) and one claiming a newer minor;
 #  - a test build of the core and of the reference backend with -DTORC_TEST_EXTRA_ABI, which
-#    appends an opcode and a dtype of minor 2.6 to TORC_OP_LIST / TORC_DTYPE_LIST, to prove that
-#    an older-minor backend is never sent either. It lives in its own directory (its libtorc's
+#    appends an opcode and a dtype of minor 2.7 (one past the core's) to TORC_OP_LIST /
+#    TORC_DTYPE_LIST, to prove that an older-minor backend is never sent either. It lives in its own directory (its libtorc's
 #    plugin directory holds only that reference) and is built without -Werror: switches over the
 #    opcodes and dtypes elsewhere in the core do not name the test-only values.
 set(TORC_ABI_PLUGIN_DIR ${CMAKE_BINARY_DIR}/tests/abi_plugins)

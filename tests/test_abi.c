@@ -3,7 +3,7 @@
 // (tests/abi/v2_0) load and work; a backend claiming a newer minor, with vtable members the core
 // does not know, loads and works; a newer major is refused naming both versions; options reach a
 // backend's init; memory statistics and shutdown reach every backend. Built a second time against
-// a test build of the core that appends an opcode and a dtype of minor 2.6
+// a test build of the core that appends an opcode and a dtype of minor 2.7
 // (-DTORC_TEST_EXTRA_ABI): an older-minor backend is never sent either.
 #define _GNU_SOURCE
 #include "ck.h"
@@ -316,13 +316,13 @@ START_TEST(older_minor_backend_is_never_sent_a_newer_opcode_or_dtype) {
     torc_device *d = abi_device("abiold");
     add_on(d, "abiold");  // what it knows it runs
     ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
-    // a dtype of minor 2.6: fill and the cast back run on the reference, on the same memory
+    // a dtype of minor 2.7: fill and the cast back run on the reference, on the same memory
     torc_tensor *x = torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA);
     ck_assert_msg(x != NULL, "%s", torc_last_error());
     torc_tensor *xf = torc_to_dtype(x, TORC_DTYPE_F32);
     ck_assert_msg(xf != NULL, "%s", torc_last_error());
     tu_assert_values(xf, TU_ARR(2.5, 2.5, 2.5, 2.5), 0);
-    // an opcode of minor 2.6 on f32, which the plugin would otherwise take; the reference runs
+    // an opcode of minor 2.7 on f32, which the plugin would otherwise take; the reference runs
     // it, reading its shift from byte 80 of params.ext's struct
     ck_assert_uint_gt(offsetof(torc_test_extra_params, shift), sizeof(torc_op_params));
     torc_tensor *y = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
@@ -340,11 +340,11 @@ START_TEST(device_backend_of_an_older_minor_refuses_newer_ops_clearly) {
     ck_assert_ptr_null(torc_full(1, (int64_t[]){4}, 2.5, TORC_DTYPE_TEST_EXTRA));
     tu_assert_error(TORC_ERR_NOT_SUPPORTED, "backend 'abiolddev' cannot run op 'fill' for dtype test_extra and has no "
                                             "fallback (the plugin (backend ABI 2.0) predates dtype test_extra, added "
-                                            "in ABI 2.6)");
+                                            "in ABI 2.7)");
     torc_tensor *a = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32), *b = torc_zeros(1, (int64_t[]){4}, TORC_DTYPE_F32);
     ck_assert_msg(a && b, "%s", torc_last_error());
     ck_assert_int_eq(torc_test_extra_op(b, a, 1.0, 0.0), TORC_ERR_NOT_SUPPORTED);
-    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.6");
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'test_extra', added in ABI 2.7");
     assert_never_sent_newer("abiolddev");
     torc_release(a), torc_release(b);
     torc_set_default_device(NULL);
@@ -367,6 +367,52 @@ START_TEST(single_op_api_keeps_the_minor_gate) {
     ck_assert_int_eq(torc_run_op(d, &call, TORC_RUN_NATIVE), TORC_ERR_NOT_SUPPORTED);
     assert_never_sent_newer("abiold");
     torc_scope_pop();
+}
+END_TEST
+
+// The list ops of 2.6 (ADAM_STEP_LIST, NORM_LIST) never reach a 2.0 plugin: on host memory the
+// reference runs them, on device memory the elements it predates are refused before anything is
+// written (the adam plugins then compose the step).
+START_TEST(backend_of_2_0_is_never_sent_the_list_ops) {
+    torc_device *d = abi_device("abiold");
+    ck_assert_int_eq(torc_set_default_device(d), TORC_OK);
+    torc_scope_push();
+    torc_no_grad_begin();
+    torc_tensor *p[3], *g[3], *m[3], *v[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = torc_ones(TORC_SHAPE(4, 5), TORC_DTYPE_F32), g[i] = torc_full(2, (int64_t[]){4, 5}, 0.5, TORC_DTYPE_F32);
+        m[i] = torc_zeros(TORC_SHAPE(4, 5), TORC_DTYPE_F32), v[i] = torc_zeros(TORC_SHAPE(4, 5), TORC_DTYPE_F32);
+        ck_assert_msg(p[i] && g[i] && m[i] && v[i], "%s", torc_last_error());
+    }
+    const int64_t steps[3] = {1, 1, 1};
+    ck_assert_msg(torc_adam_step_list_(3, p, g, m, v, NULL, steps, 0.1, 0.9, 0.999, 1e-8, 0, 0) == TORC_OK, "%s",
+                  torc_last_error());
+    tu_assert_values(torc_narrow(torc_reshape(p[2], TORC_SHAPE(20)), 0, 0, 2), TU_ARR(0.9, 0.9), 1e-6);
+    torc_tensor *total = torc_get_total_norm(3, g, 2.0, false);
+    ck_assert_msg(total != NULL, "%s", torc_last_error());
+    tu_assert_values(total, TU_ARR(sqrt(60 * 0.25)), 1e-6);
+    assert_never_sent_newer("abiold");
+    torc_no_grad_end();
+    torc_scope_pop();
+
+    torc_device *dd = abi_device("abiolddev");
+    ck_assert_int_eq(torc_set_default_device(dd), TORC_OK);
+    torc_scope_push();
+    torc_no_grad_begin();
+    for (int i = 0; i < 3; i++) {
+        p[i] = torc_ones(TORC_SHAPE(4, 5), TORC_DTYPE_F32), g[i] = torc_ones(TORC_SHAPE(4, 5), TORC_DTYPE_F32);
+        m[i] = torc_zeros(TORC_SHAPE(4, 5), TORC_DTYPE_F32), v[i] = torc_zeros(TORC_SHAPE(4, 5), TORC_DTYPE_F32);
+        ck_assert_msg(p[i] && g[i] && m[i] && v[i], "%s", torc_last_error());
+    }
+    ck_assert_int_eq(torc_adam_step_list_(3, p, g, m, v, NULL, steps, 0.1, 0.9, 0.999, 1e-8, 0, 0),
+                     TORC_ERR_NOT_SUPPORTED);
+    tu_assert_error(TORC_ERR_NOT_SUPPORTED, "predates op 'adam_step', added in ABI 2.1");
+    tu_assert_values(torc_to_device(torc_narrow(torc_reshape(p[0], TORC_SHAPE(20)), 0, 0, 2), torc_device_get("reference")),
+                     TU_ARR(1, 1), 0);
+    assert_never_sent_newer("abiolddev");
+    torc_no_grad_end();
+    torc_scope_pop();
+    torc_set_default_device(NULL);
 }
 END_TEST
 
@@ -393,6 +439,7 @@ int main(void) {
     tcase_add_test(tc, optimizer_built_against_the_frozen_2_0_headers_loads_and_steps);
     tcase_add_test(tc, backend_options_reach_init);
     tcase_add_test(tc, memory_stats_of_any_backend);
+    tcase_add_test(tc, backend_of_2_0_is_never_sent_the_list_ops);
     tcase_add_test(tc, shutdown_reaches_every_backend);
 #ifdef TORC_TEST_EXTRA_ABI
     tcase_add_test(tc, older_minor_backend_is_never_sent_a_newer_opcode_or_dtype);

@@ -237,13 +237,13 @@ START_TEST(load_refuses_abi_mismatch) {
     ck_assert_ptr_nonnull(dir);
     setenv("TORC_PLUGIN_PATH", dir, 1);
     ck_assert_ptr_null(torc_optim_load("badmajor"));
-    tu_assert_error(TORC_ERR_BACKEND, "libtorc_optim_badmajor.so: plugin built for optimizer ABI 99.3, but this torc speaks optimizer ABI 1.2 (a different major");
+    tu_assert_error(TORC_ERR_BACKEND, "libtorc_optim_badmajor.so: plugin built for optimizer ABI 99.3, but this torc speaks optimizer ABI 1.3 (a different major");
     ck_assert_ptr_null(torc_optim_load("badsize"));
     tu_assert_error(TORC_ERR_BACKEND, "plugin vtable is 24 bytes (optimizer ABI 1.7), smaller than the 64 bytes optimizer ABI 1.0 requires");
     char path[1024];
     snprintf(path, sizeof path, "%s/libtorc_optim_badrefuse.so", dir);
     ck_assert_ptr_null(torc_optim_load(path));
-    tu_assert_error(TORC_ERR_BACKEND, "the plugin refused torc's optimizer ABI 1.2");
+    tu_assert_error(TORC_ERR_BACKEND, "the plugin refused torc's optimizer ABI 1.3");
     // A vtable named unlike its file is refused by name and by path.
     ck_assert_ptr_null(torc_optim_load("badname"));
     tu_assert_error(TORC_ERR_BACKEND, "file is named for optimizer 'badname' but its vtable says 'othername'");

@@ -12,6 +12,7 @@
 // has an fma) and -fno-math-errno (sqrtf vectorizes; it sets no errno here anyway).
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "onednn-impl.h"
@@ -143,9 +144,8 @@ ADAM_SPANS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 ADAM_SPANS(avx2, __attribute__((target("avx2,fma"))))
 ADAM_SPANS(any, )
 
-int onednn__adam_run(const torc_op *op) {
-    const int64_t n = onednn__numel(&op->out[0]);
-    if (n == 0) return 0;
+// The scalars and loop of one ADAM_STEP op.
+static span_fn adam_setup(const torc_op *op, adam_args *out) {
     const uint32_t flags = op->params.adam.flags;
     const double lr = op->params.adam.lr, wd = op->params.adam.weight_decay;
     const bool bf16 = op->out[0].dtype == TORC_DTYPE_BF16, ams = flags & TORC_ADAM_AMSGRAD;
@@ -167,9 +167,17 @@ int onednn__adam_run(const torc_op *op) {
                    .eps = rnd((float)op->params.adam.eps, bf16),
                    .neg_step = (float)-op->params.adam.step_size};
     a.lerp_w = a.lerp_small ? w1 : w1 - 1.0f;
+    *out = a;
     const onednn_isa isa = onednn__isa();
     const span_fn *table = isa >= ONEDNN_ISA_AVX512_CORE ? spans_avx512 : isa >= ONEDNN_ISA_AVX2 ? spans_avx2 : spans_any;
-    const span_fn fn = table[(bf16 ? 4 : 0) + (ams ? 2 : 0) + (l2 ? 1 : 0)];
+    return table[(bf16 ? 4 : 0) + (ams ? 2 : 0) + (l2 ? 1 : 0)];
+}
+
+int onednn__adam_run(const torc_op *op) {
+    const int64_t n = onednn__numel(&op->out[0]);
+    if (n == 0) return 0;
+    adam_args a;
+    const span_fn fn = adam_setup(op, &a);
     const int nthr = onednn__single_thread(op->code, n) ? 1 : omp_get_max_threads();
     if (nthr <= 1) {
         fn(&a, 0, n);
@@ -181,5 +189,77 @@ int onednn__adam_run(const torc_op *op) {
         onednn__thread_range(n, &i0, &i1);
         fn(&a, i0, i1);
     }
+    return 0;
+}
+
+// ---- ADAM_STEP_LIST (ABI 2.6) ----
+// The list's elements are cut into pieces of at most ADAM_PIECE elements (a tensor's last piece
+// shorter, a small tensor one piece), all in one parallel
+// region for the whole optimizer step instead of one per parameter, and a tensor smaller than a
+// thread's share no longer runs alone on one thread (the single op's onednn__single_thread); the
+// team takes them dynamically (pieces of small tensors are short). Each
+// element's update depends on nothing else, so the bits are those of the elements one by one, at
+// any thread count and any piece size. 32K elements: 128 KiB of f32 for each of the four or five
+// streams, a piece within L2; a multiple of 32 (onednn__thread_range's 64-byte boundaries).
+#define ADAM_PIECE (INT64_C(1) << 15)
+
+bool onednn__adam_list_takes(const torc_op *op) { return op->code == TORC_OP_ADAM_STEP_LIST; }
+
+static const torc_op_list *adam_list(const torc_op *op) {
+    const torc_op_list *l = op->params.ext.data;
+    return l && TORC_STRUCT_HAS(l, torc_op_list, ops) && l->n >= 1 && l->ops ? l : NULL;
+}
+
+int onednn__adam_list_check(const torc_op *op) {
+    const torc_op_list *l = adam_list(op);
+    if (!l) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: adam_step_list: params.ext.data is not a list of ops");
+    for (int i = 0; i < l->n; i++) {
+        const torc_op *e = &l->ops[i];
+        if (e->code != TORC_OP_ADAM_STEP)
+            return onednn__error(TORC_ERR_INVALID_ARG, "onednn: adam_step_list: element %d is opcode %d, not adam_step", i,
+                                 (int)e->code);
+        int st = onednn__adam_check(e);
+        if (st) return st;
+        if ((!e->out[0].data || !e->in[0].data) && onednn__numel(&e->out[0]) > 0)
+            return onednn__error(TORC_ERR_INVALID_ARG, "onednn: adam_step_list: element %d's data is NULL", i);
+    }
+    return 0;
+}
+
+typedef struct adam_piece {
+    int e;           // element
+    int64_t i0, i1;  // its elements [i0, i1)
+} adam_piece;
+
+int onednn__adam_list_run(const torc_op *op) {
+    const torc_op_list *l = adam_list(op);
+    const int n = l->n;
+    int64_t total = 0, npieces = 0;
+    for (int i = 0; i < n; i++) {
+        const int64_t m = onednn__numel(&l->ops[i].out[0]);
+        total += m, npieces += (m + ADAM_PIECE - 1) / ADAM_PIECE;
+    }
+    if (total == 0) return 0;
+    adam_args *args = malloc((size_t)n * sizeof *args);
+    span_fn *fns = malloc((size_t)n * sizeof *fns);
+    adam_piece *pieces = malloc((size_t)npieces * sizeof *pieces);
+    if (!args || !fns || !pieces) {
+        free(args), free(fns), free(pieces);
+        return onednn__error(TORC_ERR_OOM, "onednn: adam_step_list: out of memory");
+    }
+    int64_t k = 0;
+    for (int i = 0; i < n; i++) {
+        fns[i] = adam_setup(&l->ops[i], &args[i]);
+        const int64_t m = onednn__numel(&l->ops[i].out[0]);
+        for (int64_t i0 = 0; i0 < m; i0 += ADAM_PIECE) pieces[k++] = (adam_piece){i, i0, i0 + ADAM_PIECE < m ? i0 + ADAM_PIECE : m};
+    }
+    const int nthr = onednn__single_thread(TORC_OP_ADAM_STEP, total) || npieces < 2 ? 1 : omp_get_max_threads();
+    if (nthr <= 1) {
+        for (int64_t p = 0; p < npieces; p++) fns[pieces[p].e](&args[pieces[p].e], pieces[p].i0, pieces[p].i1);
+    } else {
+#pragma omp parallel for schedule(dynamic) num_threads(nthr)
+        for (int64_t p = 0; p < npieces; p++) fns[pieces[p].e](&args[pieces[p].e], pieces[p].i0, pieces[p].i1);
+    }
+    free(args), free(fns), free(pieces);
     return 0;
 }

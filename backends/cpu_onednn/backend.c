@@ -323,6 +323,7 @@ static const host_family host_families[] = {
     {onednn__fill_takes, onednn__fill_check, onednn__fill_run},
     {onednn__pointwise_takes, onednn__pointwise_check, onednn__pointwise_run},
     {onednn__adam_takes, onednn__adam_check, onednn__adam_run},
+    {onednn__adam_list_takes, onednn__adam_list_check, onednn__adam_list_run},
     {onednn__move_takes, onednn__move_check, onednn__move_run},
     {onednn__cast_takes, NULL, onednn__cast_run},
     {onednn__compare_takes, onednn__compare_check, onednn__compare_run},
@@ -359,8 +360,35 @@ static bool taken_at_any_size(const torc_op *op) {
            onednn__cross_entropy_takes(op);
 }
 
+// NORM_LIST (ABI 2.6): taken where every element is, as supports() decides for it alone
+// (TORC_ONEDNN_MIN_WORK included): onednn's norm sums in blocks, the reference in one double, so
+// an element runs on the backend it would run on alone (backend.h). Its elements run one after
+// another, each as run() runs it.
+static const torc_op_list *norm_list(const torc_op *op) {
+    const torc_op_list *l = op->params.ext.data;
+    if (l && TORC_STRUCT_HAS(l, torc_op_list, ops) && l->n >= 1 && l->ops) return l;
+    onednn__error(TORC_ERR_INVALID_ARG, "onednn: norm_list: params.ext.data is not a list of ops");
+    return NULL;
+}
+
+static bool onednn_supports(void *ctx, int device, const torc_op *op);
+static bool norm_list_supports(void *ctx, int device, const torc_op *op) {
+    const torc_op_list *l = norm_list(op);
+    if (!l) return false;
+    for (int i = 0; i < l->n; i++) {
+        if (l->ops[i].code != TORC_OP_NORM) {
+            onednn__error(TORC_ERR_INVALID_ARG, "onednn: norm_list: element %d is opcode %d, not norm", i,
+                          (int)l->ops[i].code);
+            return false;
+        }
+        if (!onednn_supports(ctx, device, &l->ops[i])) return false;  // its reason stands
+    }
+    return true;
+}
+
 static bool onednn_supports(void *ctx, int device, const torc_op *op) {
     if (device != 0 || !op) return false;
+    if (op->code == TORC_OP_NORM_LIST) return norm_list_supports(ctx, device, op);
     const int64_t work = onednn__work(op), min = min_work();
     if (work < min && !taken_at_any_size(op)) {
         t_decline.code = op->code, t_decline.work = work, t_decline.min = min, t_decline.pending = true;
@@ -415,6 +443,16 @@ static int onednn_run(void *ctx, int device, const torc_op *op) {
     int st = check_device(device);
     if (st) return st;
     if (!op) return onednn__error(TORC_ERR_INVALID_ARG, "onednn: run: op is NULL");
+    if (op->code == TORC_OP_NORM_LIST) {
+        if (!norm_list_supports(ctx, device, op)) {  // an element it does not take: the list is declined
+            char why[600];
+            snprintf(why, sizeof why, "%s", onednn__last_error_text());
+            return onednn__error(TORC_ERR_NOT_SUPPORTED, "%s", why);
+        }
+        const torc_op_list *l = op->params.ext.data;
+        for (int i = 0; i < l->n && !st; i++) st = onednn_run(ctx, device, &l->ops[i]);
+        return st;
+    }
     const host_family *h = host_family_of(op);
     if (h) {  // plain loops (sgemm for scaled_mm): no oneDNN primitive state, so no lock
         if ((h->check && (st = h->check(op))) || (st = check_pointers(op))) return st;

@@ -382,6 +382,11 @@ int onednn__pointwise_run(const torc_op *op);
 bool onednn__adam_takes(const torc_op *op);
 int onednn__adam_check(const torc_op *op);
 int onednn__adam_run(const torc_op *op);
+// ADAM_STEP_LIST (ABI 2.6): every element one ADAM_STEP adam_check takes (at any size: the loop's
+// bits are the reference's), all of them in one parallel region over fixed pieces.
+bool onednn__adam_list_takes(const torc_op *op);
+int onednn__adam_list_check(const torc_op *op);
+int onednn__adam_list_run(const torc_op *op);
 
 // ---- ops torc runs with host loops of its own, outside the lock (backend.c's host_families) ----
 // Each family: takes(op), the ops it owns (they never reach a plan); check(op), 0 when it runs

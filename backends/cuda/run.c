@@ -271,6 +271,10 @@ bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
         snprintf(why, n, "unknown opcode %d", code);
         return false;
     }
+    if (code == TORC_OP_ADAM_STEP_LIST || code == TORC_OP_NORM_LIST) {  // ABI 2.6: the core sends the elements
+        snprintf(why, n, "%s is not taken on cuda: the core sends its elements one by one", op_name(code));
+        return false;
+    }
     if (code == TORC_OP_CROSS_ENTROPY) {  // ABI 2.5: the core composes it (log_softmax, gather, ...)
         snprintf(why, n, "cross_entropy is not implemented on cuda: the core composes it");
         return false;

@@ -41,6 +41,48 @@ static int test_extra_run(const torc_op *op) {
 }
 
 #endif
+// ---- the list ops (ABI 2.6): each element run by its own kernel, in order ----
+static int check_op(const torc_op *op, const ref_kernel **kout);
+static int dtype_error(const torc_op *op, const ref_kernel *k);
+static int kernels_run(const torc_op *op);
+
+static const char *list_name(torc_opcode code) {
+    return code == TORC_OP_ADAM_STEP_LIST ? "_fused_adam_" : "_foreach_norm";
+}
+
+static torc_opcode list_element(torc_opcode code) {
+    return code == TORC_OP_ADAM_STEP_LIST ? TORC_OP_ADAM_STEP : TORC_OP_NORM;
+}
+
+// Every element checked as run() checks an op alone, before any is run: an error writes nothing.
+static int list_check(const torc_op *op) {
+    const torc_op_list *l = op->params.ext.data;
+    if (!l || !TORC_STRUCT_HAS(l, torc_op_list, ops) || l->n < 1 || !l->ops)
+        return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s: params.ext.data is not a list of ops",
+                         list_name(op->code));
+    for (int i = 0; i < l->n; i++) {
+        const torc_op *e = &l->ops[i];
+        const ref_kernel *k;
+        if (e->code != list_element(op->code))
+            return ref_error(TORC_ERR_INVALID_ARG, "reference backend: %s: element %d is opcode %d, not %d",
+                             list_name(op->code), i, (int)e->code, (int)list_element(op->code));
+        int st = check_op(e, &k);
+        if (st) return st;
+        if (!k->dtypes(e)) return dtype_error(e, k);
+    }
+    return TORC_OK;
+}
+
+static bool list_dtypes(const torc_op *op) { return list_check(op) == TORC_OK; }
+
+static int list_run(const torc_op *op) {
+    int st = list_check(op);
+    if (st) return st;
+    const torc_op_list *l = op->params.ext.data;
+    for (int i = 0; i < l->n && !st; i++) st = kernels_run(&l->ops[i]);
+    return st;
+}
+
 // ---- the kernel table ----
 // One entry per opcode, in enum order. The size assert makes an appended opcode without a
 // reference kernel a compile error; init() refuses a table with a hole in the middle.
@@ -128,12 +170,16 @@ static const ref_kernel kernels[] = {
                                     ref_attention_run},
     [TORC_OP_GELU_BACKWARD] = {"gelu_backward", ref_gelu_backward_dtypes, ref_gelu_backward_run},
     [TORC_OP_CROSS_ENTROPY] = {"cross_entropy_loss", ref_cross_entropy_dtypes, ref_cross_entropy_run},
+    [TORC_OP_ADAM_STEP_LIST] = {"_fused_adam_", list_dtypes, list_run},
+    [TORC_OP_NORM_LIST] = {"_foreach_norm", list_dtypes, list_run},
 #ifdef TORC_TEST_EXTRA_ABI
     [TORC_OP_TEST_EXTRA] = {"test_extra", test_extra_dtypes, test_extra_run},  // tests/abi: params.ext
 #endif
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,
                "every opcode needs a reference kernel (backends/reference/entry.c)");
+
+static int kernels_run(const torc_op *op) { return kernels[op->code].run(op); }
 
 const ref_kernel *ref_kernel_of(torc_opcode code) {
     return (unsigned)code < TORC_OP_COUNT && kernels[code].run ? &kernels[code] : NULL;

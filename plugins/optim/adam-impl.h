@@ -4,6 +4,7 @@
 #define TORC_ADAM_IMPL_H
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "torc/backend.h"  // TORC_ADAM_* flags
 #include "torc/optim.h"
@@ -39,10 +40,28 @@ static int adam_update(const torc_optim_host *h, const double *hp, bool decouple
                            (hp[MAXIMIZE] != 0.0 ? TORC_ADAM_MAXIMIZE : 0u);
     for (int i = 0; i < n; i++) {
         torc_tensor *p = params[i], **st = &states[i * N_STATES];
-        const torc_tensor *g = grads[i];
         if (!st[EXP_AVG]) NN(st[EXP_AVG] = h->zeros_like(p));
         if (!st[EXP_AVG_SQ]) NN(st[EXP_AVG_SQ] = h->zeros_like(p));
         if (amsgrad && !st[MAX_EXP_AVG_SQ]) NN(st[MAX_EXP_AVG_SQ] = h->zeros_like(p));
+    }
+    // A host with adam_step_list_ (optimizer ABI 1.3) runs the whole step as one call: one backend op
+    // per device and dtype, the same bits as adam_step_ on each parameter. Its refusal
+    // (TORC_ERR_NOT_SUPPORTED, nothing written) leaves the per-parameter path below, as does an
+    // older host.
+    if (TORC_OPTIM_HOST_HAS(h, adam_step_list_) && n > 0) {
+        torc_tensor **lists = malloc(3 * (size_t)n * sizeof *lists);
+        if (!lists) return h->error(TORC_ERR_OOM, "adam: out of memory") != 0;
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < N_STATES; k++) lists[k * n + i] = states[i * N_STATES + k];
+        const torc_status listed = h->adam_step_list_(n, params, grads, lists, lists + n, amsgrad ? lists + 2 * n : NULL,
+                                                      step_index, lr, beta1, beta2, hp[EPS], wd, flags);
+        free(lists);
+        if (listed == TORC_OK) return 0;
+        if (listed != TORC_ERR_NOT_SUPPORTED) return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        torc_tensor *p = params[i], **st = &states[i * N_STATES];
+        const torc_tensor *g = grads[i];
         if (TORC_OPTIM_HOST_HAS(h, adam_step_)) {
             const torc_status fused = h->adam_step_(p, g, st[EXP_AVG], st[EXP_AVG_SQ], amsgrad ? st[MAX_EXP_AVG_SQ] : NULL,
                                                     lr, beta1, beta2, hp[EPS], wd, step_index[i], flags);

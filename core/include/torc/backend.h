@@ -25,11 +25,12 @@ extern "C" {
 // break a built plugin fails the build instead.
 #define TORC_BACKEND_ABI_MAJOR 2
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_BACKEND_ABI_MINOR 6  // tests/abi's test build: its extra opcode and dtype are minor 6's
+#define TORC_BACKEND_ABI_MINOR 7  // tests/abi's test build: its extra opcode and dtype are minor 7's
 #else
-#define TORC_BACKEND_ABI_MINOR 5  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED;
+#define TORC_BACKEND_ABI_MINOR 6  // 2.1: LAYER_NORM(_BACKWARD), MAX_DIM/MIN_DIM, ADAM_STEP; 2.2: MATMUL_ROUNDED;
                                   // 2.3: FLOOR_DIVIDE, REMAINDER, FMOD; 2.4: ATTENTION(_BACKWARD),
-                                  // GELU_BACKWARD; 2.5: CROSS_ENTROPY
+                                  // GELU_BACKWARD; 2.5: CROSS_ENTROPY; 2.6: the list ops ADAM_STEP_LIST,
+                                  // NORM_LIST (params.ext: torc_op_list)
 #endif
 #define TORC_BACKEND_ABI_VERSION ((uint32_t)(TORC_BACKEND_ABI_MAJOR << 16 | TORC_BACKEND_ABI_MINOR))
 
@@ -307,6 +308,30 @@ extern "C" {
                                         /* in double. Any strides; a backend may decline some in supports(). */         \
     /* end */
 
+// v2.6: list ops, torch's multi-tensor ("foreach", "fused") form of an op: one call over many tensors
+// of one device and dtype, so the optimizer step and gradient clipping pay one dispatch (and, on a
+// threaded backend, one parallel region) instead of one per parameter. The operands do not fit in
+// in/out: params.ext.data points to a torc_op_list of n >= 2 element ops, each a complete op of the
+// element opcode, exactly as the core would send it alone (operands, params, struct_size), every one
+// with the same out[0] dtype. The list op itself has n_in 0 and n_out 1, out[0] being a copy of
+// ops[0].out[0] (so the checks, tracing and messages that read an op's out[0] see the group's dtype);
+// a backend reads and writes only through the element ops. The result is, bit for bit, what running
+// the element ops one after another on this backend gives: no element's operands overlap another
+// element's outputs (the core checks), so a backend may run them in any order or interleaved.
+// run() validates every element before writing anything: an error (TORC_ERR_NOT_SUPPORTED for a
+// layout or dtype it does not take) leaves every operand unchanged, and the core then sends the
+// elements one by one (a device backend's declined list never takes the host round trip).
+// Elements: ADAM_STEP_LIST's are ADAM_STEP ops (each with its own step, so its own step_size and
+// bc2_sqrt); NORM_LIST's are NORM ops over all dims (mask covering every dim of size > 1, out of
+// in0's ndim with every dim 1: here one element of the (n) vector of torch._foreach_norm's values,
+// which the core then reduces as torch's get_total_norm does). A backend whose NORM differs in bits
+// from the reference's (onednn's blocked f32 sum) takes a NORM_LIST only where it would take every
+// element alone: the core sends it the elements it takes, and the reference the rest.
+#define TORC_OP_LIST_V2_6(X) \
+    X(ADAM_STEP_LIST, "adam_step_list", 6) /* torch._fused_adam_ over a list: ADAM_STEP elements */                    \
+    X(NORM_LIST, "norm_list", 6)        /* torch._foreach_norm (p = params.reduce.p of each): NORM elements */           \
+    /* end */
+
 // A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one opcode of a newer minor, to prove
 // that an older plugin is never sent it and that params.ext carries parameters larger than the
 // union: out = in0 * p->scale + p->shift (same shape and dtype), p = params.ext.data, a
@@ -314,11 +339,11 @@ extern "C" {
 #ifdef TORC_TEST_EXTRA_ABI
 #define TORC_OP_LIST(X) \
     TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) TORC_OP_LIST_V2_4(X) \
-    TORC_OP_LIST_V2_5(X) X(TEST_EXTRA, "test_extra", 6)
+    TORC_OP_LIST_V2_5(X) TORC_OP_LIST_V2_6(X) X(TEST_EXTRA, "test_extra", 7)
 #else
 #define TORC_OP_LIST(X)                                                                                      \
     TORC_OP_LIST_V2_0(X) TORC_OP_LIST_V2_1(X) TORC_OP_LIST_V2_2(X) TORC_OP_LIST_V2_3(X) TORC_OP_LIST_V2_4(X) \
-    TORC_OP_LIST_V2_5(X)
+    TORC_OP_LIST_V2_5(X) TORC_OP_LIST_V2_6(X)
 #endif
 
 typedef enum torc_opcode {
@@ -359,12 +384,20 @@ typedef union torc_op_params {
     // uint32_t struct_size, the struct's size in the core that built the op. Such a struct grows
     // only by appending, so a backend reads a member only where struct_size covers it
     // (TORC_STRUCT_HAS(p, type, m)). The struct is valid only during the call, like the operands.
-    // No opcode of 2.0 to 2.5 uses it; a later one that does needs no major version.
+    // The list ops of 2.6 use it (a torc_op_list); a later opcode that does needs no major version.
     struct { const void *data; } ext;
     double raw[8];                                       // the union's size: 64 bytes
 } torc_op_params;
 
 enum { TORC_ADAM_DECOUPLED = 1, TORC_ADAM_AMSGRAD = 2, TORC_ADAM_MAXIMIZE = 4 };  // params.adam.flags
+
+struct torc_op;
+// The list ops' parameters (v2.6, params.ext.data): n element ops (see TORC_OP_LIST_V2_6).
+typedef struct torc_op_list {
+    uint32_t struct_size;       // sizeof(torc_op_list) of the core that built it
+    int32_t n;                  // element ops, >= 2
+    const struct torc_op *ops;  // n ops, an array of torc_op (whose size is fixed in this major)
+} torc_op_list;
 
 #ifdef TORC_TEST_EXTRA_ABI
 // TEST_EXTRA's parameters (params.ext.data): larger than the union, shift past its 64 bytes.
@@ -415,6 +448,7 @@ static inline void torc_op_counts(const torc_op *op, int *in_lo, int *in_hi, int
     else if (c == TORC_OP_ATTENTION) in = 3, out = 2;
     else if (c == TORC_OP_ATTENTION_BACKWARD) in = 6, out = 3;
     else if (c == TORC_OP_CROSS_ENTROPY) in = 3, out = 2;
+    else if (c == TORC_OP_ADAM_STEP_LIST || c == TORC_OP_NORM_LIST) in = 0;  // out[0]: ops[0].out[0]'s copy
     *in_lo = in, *in_hi = in + in_opt, *out_lo = out, *out_hi = out + out_opt;
 }
 
@@ -599,6 +633,10 @@ TORC__PIN_SIZE("2.3", torc_op_params, ext, 8);
 TORC__PIN_V("2.4", torc_op_params, attention.scale, 0);
 TORC__PIN_V("2.4", torc_op_params, attention.causal, 8);
 TORC__PIN_SIZE("2.4", torc_op_params, attention.causal, 4);
+TORC__PIN_V("2.6", torc_op_list, struct_size, 0);
+TORC__PIN_V("2.6", torc_op_list, n, 4);
+TORC__PIN_V("2.6", torc_op_list, ops, 8);
+TORC__STATIC_ASSERT(sizeof(torc_op_list) == 16, "ABI 2.6: torc_op_list size");
 TORC__PIN(torc_op, struct_size, 0);
 TORC__PIN(torc_op, flags, 4);
 TORC__PIN(torc_op, code, 8);

@@ -43,7 +43,7 @@ extern "C" {
 //   if (!TORC_OPTIM_HOST_HAS(host, sign)) return host->error(TORC_ERR_BACKEND, "...needs optimizer ABI 1.1");
 // (a plugin built for a newer minor than the host's would otherwise read past the table).
 #define TORC_OPTIM_ABI_MAJOR 1
-#define TORC_OPTIM_ABI_MINOR 2  // 1.1: sign ... where; 1.2: adam_step_
+#define TORC_OPTIM_ABI_MINOR 3  // 1.1: sign ... where; 1.2: adam_step_; 1.3: adam_step_list_
 #define TORC_OPTIM_ABI_VERSION ((uint32_t)(TORC_OPTIM_ABI_MAJOR << 16 | TORC_OPTIM_ABI_MINOR))
 
 typedef struct torc_tensor torc_tensor;  // opaque; the same handle as torc.h's
@@ -139,6 +139,13 @@ typedef struct torc_optim_host {
     torc_status (*adam_step_)(torc_tensor *param, const torc_tensor *grad, torc_tensor *exp_avg,
                               torc_tensor *exp_avg_sq, torc_tensor *max_exp_avg_sq, double lr, double beta1,
                               double beta2, double eps, double weight_decay, int64_t step, unsigned flags);
+
+    // v1.3: adam_step_ over a list of parameters, each with its own step count (torc_adam_step_list_
+    // in torc.h): the same bits as adam_step_ on each, in one backend op per device and dtype.
+    torc_status (*adam_step_list_)(int n, torc_tensor *const *params, torc_tensor *const *grads,
+                                   torc_tensor *const *exp_avgs, torc_tensor *const *exp_avg_sqs,
+                                   torc_tensor *const *max_exp_avg_sqs, const int64_t *steps, double lr,
+                                   double beta1, double beta2, double eps, double weight_decay, unsigned flags);
 } torc_optim_host;
 
 // ---- hyperparameters ----
@@ -288,7 +295,8 @@ TORC__OPTIM_PIN("1.1", torc_optim_host, gt, 8 + 47 * 8);
 TORC__OPTIM_PIN("1.1", torc_optim_host, ge, 8 + 48 * 8);
 TORC__OPTIM_PIN("1.1", torc_optim_host, where, 8 + 49 * 8);
 TORC__OPTIM_PIN("1.2", torc_optim_host, adam_step_, 8 + 50 * 8);
-TORC__STATIC_ASSERT(sizeof(torc_optim_host) == 8 + 51 * 8, "optimizer ABI 1.2: torc_optim_host size");
+TORC__OPTIM_PIN("1.3", torc_optim_host, adam_step_list_, 8 + 51 * 8);
+TORC__STATIC_ASSERT(sizeof(torc_optim_host) == 8 + 52 * 8, "optimizer ABI 1.3: torc_optim_host size");
 #undef TORC__OPTIM_PIN
 #endif
 

@@ -1108,6 +1108,20 @@ TORC_API torc_status torc_optimizer_zero_grad(torc_optimizer *opt, bool set_to_n
 TORC_API torc_status torc_adam_step_(torc_tensor *param, const torc_tensor *grad, torc_tensor *exp_avg,
                                      torc_tensor *exp_avg_sq, torc_tensor *max_exp_avg_sq, double lr, double beta1,
                                      double beta2, double eps, double weight_decay, int64_t step, unsigned flags);
+// torch's _fused_adam_ over lists: torc_adam_step_ on each of the n parameters params[i] with
+// grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i] (the array NULL without
+// TORC_ADAM_AMSGRAD) and its own step count steps[i], the same bits as those n calls, in one backend
+// op (TORC_OP_ADAM_STEP_LIST) per group of parameters on one device with one dtype, where the
+// backend takes it (else one ADAM_STEP per parameter, as torc_adam_step_). Parameters of different
+// dtypes or devices may be mixed. n = 0 does nothing. Every check of torc_adam_step_ is made on
+// every parameter before anything is written, the message naming the list and index ("exp_avgs[2]");
+// also TORC_ERR_INVALID_ARG when the tensors of two parameters share memory that either writes.
+// On an error from a backend after the checks, the groups before it have been updated.
+TORC_API torc_status torc_adam_step_list_(int n, torc_tensor *const *params, torc_tensor *const *grads,
+                                          torc_tensor *const *exp_avgs, torc_tensor *const *exp_avg_sqs,
+                                          torc_tensor *const *max_exp_avg_sqs, const int64_t *steps, double lr,
+                                          double beta1, double beta2, double eps, double weight_decay,
+                                          unsigned flags);
 // State buffer `buffer` ("exp_avg") of parameter `index` (a new reference), or NULL: with
 // TORC_ERR_INVALID_ARG for an unknown buffer or index, without an error when not created yet.
 TORC_API torc_tensor *torc_optimizer_state(const torc_optimizer *opt, int index, const char *buffer);

@@ -51,7 +51,7 @@ extern "C" {
 // A test build (-DTORC_TEST_EXTRA_ABI, tests/abi/) appends one dtype of a newer minor to prove
 // that an older plugin is never sent it.
 #ifdef TORC_TEST_EXTRA_ABI
-#define TORC_DTYPE_LIST(X) TORC_DTYPE_LIST_V2_0(X) X(TEST_EXTRA, "test_extra", 4, TORC_DTYPE_CAT_FLOATING, "TestExtra", 6)
+#define TORC_DTYPE_LIST(X) TORC_DTYPE_LIST_V2_0(X) X(TEST_EXTRA, "test_extra", 4, TORC_DTYPE_CAT_FLOATING, "TestExtra", 7)
 #else
 #define TORC_DTYPE_LIST(X) TORC_DTYPE_LIST_V2_0(X)
 #endif
