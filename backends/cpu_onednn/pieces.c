@@ -28,17 +28,31 @@
 // 16), but a GEMM then has at most 4 threads.
 #define PIECE_SIDE_MIN 64
 #define PIECE_K_MIN 1024
+// ... except that K is halved first while it is PIECE_K_FIRST times C's longer side or more (and C
+// has at most PIECE_K_FIRST_C elements): a piece's multiply-adds per element it reads, 1 / (1/bm +
+// 1/bn + 1/bk), fall least when its longest side is halved, and C's sides halved under a long K
+// leave each piece a thin GEMM that streams its K-long slices of A and B for few sums. The LM head's
+// input gradient, G (R, V) @ wte (V, C) at V 50304, C 256 (one loaded Emerald Rapids core,
+// dnnl_sgemm, best CPU time of 3, interleaved, GFLOP/s): R 256 (the GPT step's chunks) in 16 pieces
+// of 64 x 64 x 50304 60-74, in 16 of 256 x 256 x 3200 93-129 (one call 91-120); R 1024 in 128 x 128
+// x 50304 105-130, in 1024 x 256 x 3200 100-142 (one call 110-148).
+#define PIECE_K_FIRST 4
+#define PIECE_K_FIRST_C (INT64_C(1) << 20)
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 onednn_pieces onednn__pieces(int64_t M, int64_t N, int64_t K, bool split_nk) {
     onednn_pieces q = {.bm = M, .bn = N, .bk = K, .nm = 1, .nn = 1, .nk = 1};
     if (M * N * K < ONEDNN_SMALL_WORK) return q;
+    // K first where it is the long side (and C small: its partial sums stay under 64 MiB).
+    const bool k_first = split_nk && M * N <= PIECE_K_FIRST_C;
     while (q.nm * q.nn * q.nk < ONEDNN_PIECES_MAX && q.bm * q.bn * q.bk >= 2 * ONEDNN_SMALL_WORK) {
         const bool m_ok = q.bm >= 2 * PIECE_SIDE_MIN, n_ok = split_nk && q.bn >= 2 * PIECE_SIDE_MIN;
-        if (m_ok && (q.bm >= q.bn || !n_ok)) q.bm = (ceil_div(q.bm, 2) + 15) / 16 * 16;
+        const bool k_ok = split_nk && q.bk >= 2 * PIECE_K_MIN;
+        if (k_first && k_ok && q.bk >= PIECE_K_FIRST * (q.bm > q.bn ? q.bm : q.bn)) q.bk = (ceil_div(q.bk, 2) + 255) / 256 * 256;
+        else if (m_ok && (q.bm >= q.bn || !n_ok)) q.bm = (ceil_div(q.bm, 2) + 15) / 16 * 16;
         else if (n_ok) q.bn = (ceil_div(q.bn, 2) + 15) / 16 * 16;
-        else if (split_nk && q.bk >= 2 * PIECE_K_MIN) q.bk = (ceil_div(q.bk, 2) + 255) / 256 * 256;
+        else if (k_ok) q.bk = (ceil_div(q.bk, 2) + 255) / 256 * 256;
         else break;
         q.nm = ceil_div(M, q.bm), q.nn = ceil_div(N, q.bn), q.nk = ceil_div(K, q.bk);
     }
