@@ -139,6 +139,20 @@ static torc_status cross_entropy_op(torc_tensor *logits, torc_tensor *tgt, torc_
     return torc__dispatch_supported(dev, &op, flops);
 }
 
+// out (M, N) = a (M, K) @ b (K, N), written into out (a view, any strides) by one MATMUL: what
+// torc_matmul_out_dtype(a, b, out's dtype) computes without autocast, for 2-D operands on one device,
+// without its result's allocation and the copy into out. Under no_grad (no node).
+static torc_status matmul_into(torc_tensor *a, torc_tensor *b, torc_tensor *out) {
+    torc_op op = {.code = TORC_OP_MATMUL, .n_in = 2, .n_out = 1};
+    torc__operand(a, &op.in[0]);
+    torc__operand(b, &op.in[1]);
+    torc__operand(out, &op.out[0]);
+    const uint64_t flops = 2 * (uint64_t)torc_size(a, 0) * (uint64_t)torc_size(a, 1) * (uint64_t)torc_size(b, 1);
+    const torc_status st = torc__dispatch(out->device, &op, flops);
+    if (!st) torc__bump_version(out);
+    return st;
+}
+
 // The chunked forward (and gradients). xd (N, C) and wd (V, C) detached; idx (N) int64, valid
 // its not-ignored mask; low the autocast dtype (TORC_DTYPE_COUNT: none). Fills rows (N) with the
 // loss per row (0 where ignored) and, when asked, dx (N, C) and dw (V, C) (its contents on entry
@@ -222,13 +236,19 @@ static torc_status chunks(torc_tensor *xd, torc_tensor *wd, torc_tensor *idx, to
             // Counted as backward work: these are the matmuls the composed op's backward runs.
             const torc_phase phase = torc__phase();
             torc__set_phase(TORC_PHASE_BACKWARD);
+            // Without autocast the chunk's dx and the first chunk's dW are written where they go
+            // (matmul_into: the same MATMUL, the same bits): no (V, C) temporary and copy for dW.
+            const bool into = low == TORC_DTYPE_COUNT;
             if (dx) {
-                torc_tensor *dxc = torc_matmul_out_dtype(g, wa, dx->dtype);  // (n, C)
-                st = dxc ? torc_copy_(torc_narrow(dx, 0, r0, n), dxc) : torc_last_status();
+                torc_tensor *dxr = torc_narrow(dx, 0, r0, n);  // (n, C)
+                torc_tensor *dxc = into ? NULL : torc_matmul_out_dtype(g, wa, dx->dtype);
+                st = !dxr ? torc_last_status() : into ? matmul_into(g, wa, dxr) : dxc ? torc_copy_(dxr, dxc) : torc_last_status();
             }
             if (!st && dw) {  // the first chunk's is dW, the others add to it
-                torc_tensor *dwc = torc_matmul_out_dtype(torc_transpose(g, 0, 1), xc, dw->dtype);  // (V, C)
-                st = !dwc ? torc_last_status() : k == 0 ? torc_copy_(dw, dwc) : torc_add_(dw, dwc);
+                torc_tensor *gt = torc_transpose(g, 0, 1);  // (V, n)
+                torc_tensor *dwc = gt && (k > 0 || !into) ? torc_matmul_out_dtype(gt, xc, dw->dtype) : NULL;  // (V, C)
+                st = !gt ? torc_last_status() : k == 0 && into ? matmul_into(gt, xc, dw)
+                     : !dwc ? torc_last_status() : k == 0 ? torc_copy_(dw, dwc) : torc_add_(dw, dwc);
             }
             torc__set_phase(phase);
         }
