@@ -660,40 +660,48 @@ static torc_status step_group(torc_optimizer *opt, int gi, torc_tensor **ps, tor
     const torc_optim_group g = {.hp = grp->hp, .index = gi};
     torc_status st = TORC_OK;
     torc__mem_record rec = {0};
-    torc_tensor **adopted = malloc(sizeof *adopted * (size_t)(ns + 1));
+    // One parameter a call, as PyTorch's per-parameter loop: its temporaries are freed before the
+    // next parameter's are made. A plugin that sets TORC_OPTIM_WHOLE_GROUP (optimizer ABI 1.3: the
+    // adam plugins, one list op a step) gets the group in one call. Either way the buffers a call
+    // creates count as optimizer state from their creation (torc__mem_record_end).
+    const bool whole = TORC_STRUCT_HAS(opt->vt, torc_optim_vtable, flags) && (opt->vt->flags & TORC_OPTIM_WHOLE_GROUP);
+    const int per = whole ? n : 1;
+    torc_tensor **adopted = malloc(sizeof *adopted * (size_t)(per * ns + 1));
     if (!adopted) return torc__error(TORC_ERR_OOM, "out of memory for an optimizer step");
-    // One parameter at a time, as PyTorch's per-parameter loop: its temporaries are freed before
-    // the next parameter's are made, and the buffers it creates count as optimizer state from
-    // their creation (torc__mem_record_end).
-    for (int k = 0; k < n && !st; k++) {
-        torc_tensor **mine = &opt->states[which[k] * ns], **now = &slots[k * ns];
+    for (int k0 = 0; k0 < n && !st; k0 += per) {
         torc_scope_push();
         torc__mem_record_begin(&rec);
         torc_clear_error();
-        if (opt->vt->step(&g_host, &g, 1, &ps[k], &gs[k], now, &idx[k]) != 0) {
+        if (opt->vt->step(&g_host, &g, per, &ps[k0], &gs[k0], &slots[k0 * ns], &idx[k0]) != 0) {
             st = torc_last_status();
             if (st == TORC_OK) st = torc__error(TORC_ERR_RUNTIME, "optimizer '%s': step failed without a message", opt->vt->name);
         }
         // Adopt the buffers the plugin created (even on failure, so nothing leaks): the scope
         // owns one reference, the optimizer takes its own.
-        for (int j = 0; j < ns; j++) {
-            adopted[j] = now[j] != mine[j] ? now[j] : NULL;
-            torc_status bad = adopted[j] ? check_state(opt, which[k], j, adopted[j]) : TORC_OK;
-            if (bad) {  // refused: the slot keeps what it held
-                if (!st) st = bad;
-                adopted[j] = NULL;
-                now[j] = mine[j];
+        for (int k = k0; k < k0 + per; k++) {
+            torc_tensor **mine = &opt->states[which[k] * ns], **now = &slots[k * ns], **ad = &adopted[(k - k0) * ns];
+            for (int j = 0; j < ns; j++) {
+                ad[j] = now[j] != mine[j] ? now[j] : NULL;
+                torc_status bad = ad[j] ? check_state(opt, which[k], j, ad[j]) : TORC_OK;
+                if (bad) {  // refused: the slot keeps what it held
+                    if (!st) st = bad;
+                    ad[j] = NULL;
+                    now[j] = mine[j];
+                }
             }
         }
-        torc__mem_record_end(&rec, ns, adopted, TORC_MEM_OPTIMIZER_STATE);
-        for (int j = 0; j < ns; j++) {
-            if (now[j] == mine[j]) continue;
-            if (now[j]) torc_retain(now[j]);
-            torc_release(mine[j]);
-            mine[j] = now[j];
+        torc__mem_record_end(&rec, per * ns, adopted, TORC_MEM_OPTIMIZER_STATE);
+        for (int k = k0; k < k0 + per; k++) {
+            torc_tensor **mine = &opt->states[which[k] * ns], **now = &slots[k * ns];
+            for (int j = 0; j < ns; j++) {
+                if (now[j] == mine[j]) continue;
+                if (now[j]) torc_retain(now[j]);
+                torc_release(mine[j]);
+                mine[j] = now[j];
+            }
         }
         torc_scope_pop();
-        if (!st) opt->steps[which[k]] = idx[k];
+        for (int k = k0; k < k0 + per && !st; k++) opt->steps[which[k]] = idx[k];
     }
     torc__mem_record_free(&rec);
     free(adopted);

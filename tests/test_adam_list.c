@@ -263,12 +263,62 @@ START_TEST(total_norm_matches_one_norm_per_tensor_bit_for_bit) {
 }
 END_TEST
 
+// ---- the adamw plugin through torc_optimizer_step ----
+// The adam plugins set TORC_OPTIM_WHOLE_GROUP (optimizer ABI 1.3): a step is one list op per
+// dtype group, two steps give each parameter the bits of torc_adam_step_ run alone (AdamW's
+// defaults), and the state the list step creates counts as optimizer state (exp_avg and
+// exp_avg_sq: 2 x the parameters' bytes).
+START_TEST(adamw_plugin_steps_a_group_with_one_list_op) {
+    if (!use_backend(backends[_i])) return;
+    torc_scope_push();
+    torc_tensor *set[2][2][5][NP];  // [dtype f32, bf16][copy][param, grad, ...][i]
+    make_set(TORC_DTYPE_F32, set[0]);
+    make_set(TORC_DTYPE_BF16, set[1]);
+    torc_tensor *params[2 * NP];
+    int64_t bytes = 0;
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < NP; i++) {
+            torc_tensor *p = torc_contiguous(set[d][0][0][i]);  // a leaf that requires grad
+            ck_assert_msg(p && torc_set_requires_grad(p, true) == TORC_OK, "%s", torc_last_error());
+            ck_assert_int_eq(torc_set_grad(p, set[d][0][1][i]), TORC_OK);
+            params[d * NP + i] = p;
+            bytes += torc_numel(p) * (int64_t)torc_dtype_size(torc_get_dtype(p));
+        }
+    torc_optimizer *opt = torc_optimizer_new("adamw", 2 * NP, params, "lr=0.01");
+    ck_assert_msg(opt != NULL, "%s", torc_last_error());
+    torc_memory_stats before, after;
+    ck_assert_int_eq(torc_memory_stats_get(torc_default_device(), &before), TORC_OK);
+    torc_op_trace_start();
+    for (int k = 0; k < 2; k++) ck_assert_msg(torc_optimizer_step(opt) == TORC_OK, "%s", torc_last_error());
+    torc_op_trace_stop();
+    ck_assert_int_eq(torc_memory_stats_get(torc_default_device(), &after), TORC_OK);
+    ck_assert_uint_eq(torc_op_trace_count(TORC_OP_ADAM_STEP_LIST, -1, -1, -1), 4);  // 2 dtypes x 2 steps
+    ck_assert_uint_eq(torc_op_trace_count(TORC_OP_ADAM_STEP, -1, -1, -1), 0);
+    ck_assert_uint_eq(after.in_use[TORC_MEM_OPTIMIZER_STATE] - before.in_use[TORC_MEM_OPTIMIZER_STATE], (uint64_t)(2 * bytes));
+    torc_no_grad_begin();
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < NP; i++) {
+            torc_tensor *p = set[d][1][0][i], *m = torc_zeros_like(p), *v = torc_zeros_like(p);
+            for (int64_t k = 1; k <= 2; k++)
+                ck_assert_msg(torc_adam_step_(p, set[d][1][1][i], m, v, NULL, 0.01, 0.9, 0.999, 1e-8, 1e-2, k,
+                                              TORC_ADAM_DECOUPLED) == TORC_OK,
+                              "%s", torc_last_error());
+            assert_same_bits(params[d * NP + i], p, "param", d * NP + i);
+        }
+    torc_no_grad_end();
+    torc_optimizer_free(opt);
+    torc_scope_pop();
+    torc_set_default_device(NULL);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("adam_list");
     TCase *tc = tcase_create("bits");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, list_step_matches_each_parameter_alone_bit_for_bit, 0, N_BACKENDS * N_DTYPES * N_FLAGS);
     tcase_add_loop_test(tc, mixed_dtypes_run_as_groups, 0, N_BACKENDS);
+    tcase_add_loop_test(tc, adamw_plugin_steps_a_group_with_one_list_op, 0, N_BACKENDS);
     tcase_add_loop_test(tc, total_norm_matches_one_norm_per_tensor_bit_for_bit, 0, N_BACKENDS * 3);
 #ifdef TORC_TEST_ONEDNN
     tcase_add_test(tc, onednn_takes_dense_lists_and_declines_strided_ones);

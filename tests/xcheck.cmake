@@ -138,7 +138,7 @@ if(TARGET torc-bench)
   # every figure is produced and parsed back; then a bad --gpt value is refused by name.
   add_test(NAME bench_gpt_smoke COMMAND torc-bench --backend reference --gpt --tiny --json)
   set_tests_properties(bench_gpt_smoke PROPERTIES LABELS "bench" TIMEOUT 120
-    PASS_REGULAR_EXPRESSION "\"tiny_t1_gpt_bf16_step_ms\".*\"kv_token_hi_ms\".*\"act_attention_T128_b\"")
+    PASS_REGULAR_EXPRESSION "\"tiny_t1_gpt_bf16_step_ms\".*\"kv_tiny_token_hi_ms\".*\"act_attention_T128_b\"")
   add_test(NAME bench_gpt_flags COMMAND torc-bench --gpt=C)
   set_tests_properties(bench_gpt_flags PROPERTIES LABELS "bench" TIMEOUT 30
     PASS_REGULAR_EXPRESSION "--gpt takes A, B or A,B")

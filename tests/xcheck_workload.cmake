@@ -21,9 +21,9 @@ function(xcheck_workload_test name args expect)
 endfunction()
 
 xcheck_workload_test(reference_train "--backend|reference|--workload|train"
-  "matmul +f32 +[0-9]+  takes|adam_step +f32 +[0-9]+  takes|randn +-> f32 +[0-9]+  takes|torc-xcheck: 0 of [1-9][0-9]* op/dtype pairs declined by 'reference' in workload 'train'")
+  "matmul +f32 +[0-9]+  takes|adam_step_list +-> f32 +[0-9]+  takes|randn +-> f32 +[0-9]+  takes|torc-xcheck: 0 of [1-9][0-9]* op/dtype pairs declined by 'reference' in workload 'train'")
 xcheck_workload_test(reference_gpt "--backend|reference|--workload|gpt"
-  "layer_norm_backward +f32 +[0-9]+  takes|adam_step +f32 +[0-9]+  takes|randint +-> i64 +[0-9]+  takes|torc-xcheck: 0 of [1-9][0-9]* op/dtype pairs declined by 'reference' in workload 'gpt'")
+  "layer_norm_backward +f32 +[0-9]+  takes|adam_step_list +-> f32 +[0-9]+  takes|randint +-> i64 +[0-9]+  takes|torc-xcheck: 0 of [1-9][0-9]* op/dtype pairs declined by 'reference' in workload 'gpt'")
 xcheck_workload_test(faulty_train "--backend|xcheck_faulty|--workload|train"
   "matmul +f32 +[0-9]+  DECLINES|mul +f32 +[0-9]+  takes|torc-xcheck: [1-9][0-9]* of [1-9][0-9]* op/dtype pairs declined by 'xcheck_faulty'")
 xcheck_workload_test(fakedev_train "--backend|fakedev|--workload|train"

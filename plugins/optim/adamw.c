@@ -19,6 +19,7 @@ static const torc_optim_vtable vtable = {
     .state_names = adam_state_names,
     .check = NULL,
     .step = adamw_step,
+    .flags = TORC_OPTIM_WHOLE_GROUP,  // a group's parameters in one call: one list op a step
 };
 
 TORC_API const torc_optim_vtable *torc_optim_entry(uint32_t host_abi_version) {

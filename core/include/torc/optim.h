@@ -13,7 +13,10 @@
 //   - The host calls step() once per parameter (n is 1), as PyTorch's per-parameter loop, each
 //     time inside a scope and with grad mode off: every tensor a host function returns is freed
 //     when that call returns (before the next parameter's temporaries are made), and in-place
-//     updates of parameters are allowed. A plugin should still loop over its n parameters.
+//     updates of parameters are allowed. A plugin should still loop over its n parameters. A
+//     plugin whose vtable sets TORC_OPTIM_WHOLE_GROUP (v1.3) gets each group's parameters in one
+//     call instead (torch.optim's foreach / fused form), so that it can update them all with one
+//     list op (adam_step_list_); its temporaries then live until that call returns.
 //   - states[i * n_states + j] is buffer j (vtable->state_names[j]) of parameter i. It is NULL
 //     until the plugin first stores a tensor there (made with a host function, e.g.
 //     zeros_like); the host then keeps it, counts it as optimizer state from its creation in
@@ -43,7 +46,7 @@ extern "C" {
 //   if (!TORC_OPTIM_HOST_HAS(host, sign)) return host->error(TORC_ERR_BACKEND, "...needs optimizer ABI 1.1");
 // (a plugin built for a newer minor than the host's would otherwise read past the table).
 #define TORC_OPTIM_ABI_MAJOR 1
-#define TORC_OPTIM_ABI_MINOR 3  // 1.1: sign ... where; 1.2: adam_step_; 1.3: adam_step_list_
+#define TORC_OPTIM_ABI_MINOR 3  // 1.1: sign ... where; 1.2: adam_step_; 1.3: adam_step_list_, vtable flags
 #define TORC_OPTIM_ABI_VERSION ((uint32_t)(TORC_OPTIM_ABI_MAJOR << 16 | TORC_OPTIM_ABI_MINOR))
 
 typedef struct torc_tensor torc_tensor;  // opaque; the same handle as torc.h's
@@ -203,7 +206,13 @@ typedef struct torc_optim_vtable {
     int (*step)(const torc_optim_host *host, const torc_optim_group *group, int n,
                 torc_tensor *const *params, torc_tensor *const *grads, torc_tensor **states,
                 const int64_t *step_index);
+
+    // v1.3: TORC_OPTIM_WHOLE_GROUP, or 0 (a host before 1.3 does not read it: one call a parameter).
+    uint32_t flags;
 } torc_optim_vtable;
+
+// step() takes a group's parameters (those with a gradient) in one call (see the rules above).
+#define TORC_OPTIM_WHOLE_GROUP 1u
 
 // The one symbol a plugin exports. host_abi_version is the loader's TORC_OPTIM_ABI_VERSION (the
 // host table's abi_version); a plugin may return NULL if it cannot speak to that host. Declared
@@ -228,7 +237,8 @@ TORC__OPTIM_PIN("1.0", torc_optim_vtable, n_states, 32);
 TORC__OPTIM_PIN("1.0", torc_optim_vtable, state_names, 40);
 TORC__OPTIM_PIN("1.0", torc_optim_vtable, check, 48);
 TORC__OPTIM_PIN("1.0", torc_optim_vtable, step, 56);
-TORC__STATIC_ASSERT(sizeof(torc_optim_vtable) == 64, "optimizer ABI 1.0: torc_optim_vtable size");
+TORC__OPTIM_PIN("1.3", torc_optim_vtable, flags, 64);
+TORC__STATIC_ASSERT(sizeof(torc_optim_vtable) == 72, "optimizer ABI 1.3: torc_optim_vtable size");
 TORC__OPTIM_PIN("1.0", torc_optim_hparam, name, 0);
 TORC__OPTIM_PIN("1.0", torc_optim_hparam, n_values, 8);
 TORC__OPTIM_PIN("1.0", torc_optim_hparam, kind, 12);
