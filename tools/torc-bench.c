@@ -1310,7 +1310,25 @@ static void gpt_matmuls(const gpt_cfg *c) {
         snprintf(shape, sizeof shape, "(%lld,%lld)x(%lld,%lld)", (long long)M, (long long)in, (long long)in, (long long)out);
         say("  %-24s %-22s %9.3f %9.3f %9.3f %9.4g %10.2f\n", head ? "LM head (tied wte)" : lin[i].name, shape, tf * 1e3,
             tx * 1e3, tw * 1e3, flops / (tf + tx + tw) * 1e-9, (double)count * (tf + tx + tw) * 1e3);
-        total += (double)count * (tf + tx + tw);
+        if (!head) total += (double)count * (tf + tx + tw);
+    }
+    // The head as the step runs it (core/linear_cross_entropy.c's chunk_rows): chunks of at most 2^24
+    // logits, ceil(M / R) of them at R = 2^24 / V rows (V not padded: wte[:V]), cut evenly. Its
+    // GEMMs are (rows, C) @ wte[:V]^T, dX = G (rows, V) @ wte[:V], dW = G^T @ x (rows, C) each chunk:
+    // thinner than the whole batch's, and the step's total counts these.
+    {
+        const int64_t R = (INT64_C(1) << 24) / c->V < 8 ? 8 : (INT64_C(1) << 24) / c->V, nch = (M + R - 1) / R,
+                      rows = M / nch;
+        const mm_case f = {"", 1, rows, C, c->V, false, true}, dx = {"", 1, rows, c->V, C, false, false},
+                      dw = {"", 1, c->V, rows, C, true, false};
+        const double tf = time_mm_case(&f), tx = time_mm_case(&dx), tw = time_mm_case(&dw);
+        char shape[96], name[64];
+        snprintf(shape, sizeof shape, "(%lld,%lld)x(%lld,%lld)", (long long)rows, (long long)C, (long long)C,
+                 (long long)c->V);
+        snprintf(name, sizeof name, "  in the step: %lld chunk%s", (long long)nch, nch > 1 ? "s" : "");
+        say("  %-24s %-22s %9.3f %9.3f %9.3f %9.4g %10.2f\n", name, shape, tf * 1e3, tx * 1e3, tw * 1e3,
+            3 * 2.0 * (double)rows * (double)C * (double)c->V / (tf + tx + tw) * 1e-9, (double)nch * (tf + tx + tw) * 1e3);
+        total += (double)nch * (tf + tx + tw);
     }
     // attention per layer: S = Q K^T, Y = P V; backward dP = dY V^T, dV = P^T dY, dQ = dS K, dK = dS^T Q
     const mm_case qk = {"", BH, T, hs, T, false, true}, pv = {"", BH, T, T, hs, false, false};
@@ -1331,7 +1349,7 @@ static void gpt_matmuls(const gpt_cfg *c) {
     total += (double)L * (tqk + tpv + tdp + tdv + tdq + tdk);
     say("  (attention's backward columns: dQ = dS K and dK = dS^T Q under Q K^T, dP = dY V^T and dV = P^T dY under\n"
         "  P V; the full (T, T) squares, as torc's composed attention computes them)\n");
-    say("  all the step's matmuls alone: %.2f ms\n", total * 1e3);
+    say("  all the step's matmuls alone (the head in its chunks): %.2f ms\n", total * 1e3);
 }
 
 // ---- --gpt-ops: the step's time by op ----
