@@ -408,19 +408,19 @@ __attribute__((target("avx2,f16c"))) static void f16_row_f16c(const uint16_t *s,
 }
 
 // One row of n features at src (es: their stride in bytes, 0 for contiguous) as f32 times mul.
-// Contiguous f32 and bf16 loops vectorise as they are; f16 takes F16C where torc's ISA has AVX2.
+// Contiguous f32 loops vectorise as they are; bf16 takes cast.c's conversion loop (this file is
+// built for baseline x86-64: its own loop ran 4 lanes wide, and a bf16 sampler's token at 900
+// positions spent most of its attention converting the cache); f16 takes F16C where torc's ISA
+// has AVX2.
 // (Converting element by element cost an f16 forward+backward at B 4, H 6, T 256, E 64 54 ms
 // against f32's 21 on one core.)
 static void convert_row(torc_dtype dt, const char *src, int n, int64_t es, float mul, float *d, bool f16c) {
     if (es == 0 && dt == TORC_DTYPE_F32) {
         for (int e = 0; e < n; e++) d[e] = ((const float *)src)[e] * mul;
     } else if (es == 0 && dt == TORC_DTYPE_BF16) {
-        for (int e = 0; e < n; e++) {
-            const uint32_t u = (uint32_t)((const uint16_t *)src)[e] << 16;
-            float f;
-            memcpy(&f, &u, sizeof f);
-            d[e] = f * mul;
-        }
+        onednn__bf16_to_f32(d, (const uint16_t *)src, n);  // cast.c's loop for the ISA (exact)
+        if (mul != 1.0f)
+            for (int e = 0; e < n; e++) d[e] *= mul;
     } else if (es == 0 && f16c) {
         f16_row_f16c((const uint16_t *)src, n, mul, d);
     } else {
