@@ -170,7 +170,10 @@ static onednn_fma_gemm fma_of(const onednn_view *a, const onednn_view *b, const 
 // of M < 4 N (384, 1024) x (1024, 384) 101-147 / 110-140, (256, 1024) x (1024, 768) 101-143 /
 // 84-139, the input gradients dY W^T (B transposed) even to 10% behind, the head's chunks (79, 256)
 // x (256, 50257) (B transposed) 86-99 / 78-94, their dW (50257, 79) x (79, 256) (A column-major, K
-// 79) 84-122 / 69-84.
+// 79) 84-122 / 69-84. At config A's chunks of 256 rows (2026-11-29, one Emerald Rapids core, CPU
+// time, processes alternating) the dW (50257, 256) x (256, 256) ran faster alone on the FMA GEMM
+// (quiet: 124-127 / 135-142), but the f32 step with K >= 256 routed there was no faster (991-1318
+// against 996-1157 ms, five runs each alternating, mostly loaded), so K stays 512.
 static bool intel_f32_on_fma(const torc_op *op, const onednn_view *a, const onednn_view *c) {
     const int nd = c->ndim, r = nd - 2, k = nd - 1;
     if (!onednn__cpu_is_intel() || onednn__isa() < ONEDNN_ISA_AVX512_CORE || onednn__work(op) < ONEDNN_SMALL_WORK)
