@@ -33,7 +33,10 @@
 // V 50257 classes, one loaded Sapphire Rapids vCPU, two rounds): 2^22 (83 rows, 13 chunks) 2050 /
 // 2292 ms, 2^23 1992 / 1746, 2^24 (4 chunks of 256) 1678 / 1614, 2^25 1822 / 1732; torc's peak
 // 306 / 333 / 374 / 473 MiB, peak RSS 486 / 513 / 555 / 653 (PyTorch's 1428): bigger chunks make
-// the head's GEMMs faster until their logits leave the caches' reach.
+// the head's GEMMs faster until their logits leave the caches' reach. Re-measured with the onednn
+// backend's long-K pieces (2026-11-29, Emerald Rapids, the same command, two runs each alternating,
+// loaded): 2^25 (2 chunks of 512) 938-1102 ms against 2^24's 1017-1032, torc's peak 330 against
+// 281 MiB: no clear gain, so 2^24 stays.
 // A function of the shapes only, so the dW sums (and the results' bits) do not depend on
 // the memory or the thread count. The N rows are then cut into ceil(N / R) chunks of equal size
 // (give or take a row): a last chunk of one row would run as a matrix-vector product, which
@@ -238,6 +241,9 @@ static torc_status chunks(torc_tensor *xd, torc_tensor *wd, torc_tensor *idx, to
             torc__set_phase(TORC_PHASE_BACKWARD);
             // Without autocast the chunk's dx and the first chunk's dW are written where they go
             // (matmul_into: the same MATMUL, the same bits): no (V, C) temporary and copy for dW.
+            // The later chunks' dW still go through a temporary and an add (3 x 154 MB of traffic a
+            // config A step, ~2% of it): adding in the GEMM (beta = 1) needs an accumulating matmul
+            // in the backend ABI, which it lacks.
             const bool into = low == TORC_DTYPE_COUNT;
             if (dx) {
                 torc_tensor *dxr = torc_narrow(dx, 0, r0, n);  // (n, C)
