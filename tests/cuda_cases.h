@@ -944,6 +944,28 @@ static torc_op adam_op(const adam_cfg *c, int n_out, int step) {
     return op;
 }
 
+// ---- ADAM_STEP_LIST (backend ABI 2.6): ADAM_LIST_N parameters of sizes 0 .. ~5000 (more than two
+// launches' batches), each an ADAM_STEP of its own step; both suites check the list against the
+// reference running its elements ----
+enum { ADAM_LIST_N = 37 };
+static int64_t adam_list_numel(int t) { return t == 0 ? 0 : t == 1 ? 1 : (int64_t)t * 997 % 5003; }
+
+// The list op over ops[0 .. n) (n >= 1), its ext parameters in *l.
+static torc_op adam_list_op(torc_op_list *l, const torc_op *ops, int n) {
+    l->struct_size = sizeof *l;
+    l->n = n;
+    l->ops = ops;
+    torc_op op;
+    memset(&op, 0, sizeof op);
+    op.struct_size = sizeof op;
+    op.code = TORC_OP_ADAM_STEP_LIST;
+    op.n_in = 0;
+    op.n_out = 1;
+    op.out[0] = ops[0].out[0];
+    op.params.ext.data = l;
+    return op;
+}
+
 // ---- ATTENTION(_BACKWARD) (backend ABI 2.4): cases both suites run against the reference ----
 // Operands in the order of attn_set's storages: q, k, v, o, lse, do, dq, dk, dv.
 enum { ATTN_Q, ATTN_K, ATTN_V, ATTN_O, ATTN_LSE, ATTN_DO, ATTN_DQ, ATTN_DK, ATTN_DV, ATTN_N };

@@ -492,6 +492,73 @@ START_TEST(adam_step_matches_reference_bit_for_bit) {
 }
 END_TEST
 
+// ADAM_STEP_LIST (ABI 2.6) bit for bit as the reference running its elements: ADAM_LIST_N
+// parameters of their own sizes and steps, in launches of TCU_ADAM_LIST_MAX, each dtype and flag set.
+START_TEST(adam_step_list_matches_reference_bit_for_bit) {
+    int failures = 0;
+    for (size_t di = 0; di < sizeof ADAM_DTYPES / sizeof ADAM_DTYPES[0]; di++) {
+        const torc_dtype dt = ADAM_DTYPES[di];
+        const size_t es = (size_t)torc_abi_dtype_size(dt);
+        for (size_t ci = 0; ci < sizeof ADAM_CFGS / sizeof ADAM_CFGS[0]; ci++) {
+            const adam_cfg *cfg = &ADAM_CFGS[ci];
+            const bool ams = cfg->flags & TORC_ADAM_AMSGRAD;
+            const int nbuf = ams ? 5 : 4;
+            static char *host[ADAM_LIST_N][5], *dev[ADAM_LIST_N][5];
+            torc_op ops[ADAM_LIST_N], dops[ADAM_LIST_N];
+            for (int t = 0; t < ADAM_LIST_N; t++) {
+                const int64_t n = adam_list_numel(t);
+                const size_t bytes = (size_t)n * es;
+                ops[t] = adam_op(cfg, nbuf - 1, 1 + t % 5);
+                ops[t].struct_size = sizeof ops[t];
+                dops[t] = ops[t];
+                for (int k = 0; k < nbuf; k++) {
+                    host[t][k] = malloc(bytes + 1);
+                    ck_assert_ptr_nonnull(host[t][k]);
+                    for (int64_t i = 0; i < n; i++) tcu_store_f64(host[t][k], i, dt, adam_value(k, ams, i + 7 * t));
+                    dev[t][k] = alloc_ok(bytes ? bytes : 16);
+                    if (bytes)
+                        ck_assert_int_eq(cu->copy(cu_ctx, 0, dev[t][k], host[t][k], bytes, TORC_COPY_HOST_TO_DEVICE, false),
+                                         TORC_OK);
+                    torc_operand *h = k < nbuf - 1 ? &ops[t].out[k] : &ops[t].in[0];
+                    torc_operand *d = k < nbuf - 1 ? &dops[t].out[k] : &dops[t].in[0];
+                    *h = vec(host[t][k], dt, n);
+                    *d = vec(dev[t][k], dt, n);
+                }
+                ck_assert_int_eq(ref->run(ref_ctx, 0, &ops[t]), TORC_OK);
+            }
+            torc_op_list l;
+            torc_op op = adam_list_op(&l, dops, ADAM_LIST_N);
+            ck_assert_msg(cu->supports(cu_ctx, 0, &op), "adam_step_list: %s", cu->last_error(cu_ctx));
+            run_ok(&op);
+            ck_assert_int_eq(cu->synchronize(cu_ctx, 0), TORC_OK);
+            for (int t = 0; t < ADAM_LIST_N; t++) {
+                const int64_t n = adam_list_numel(t);
+                char *got = malloc((size_t)n * es + 1);
+                ck_assert_ptr_nonnull(got);
+                for (int k = 0; k < nbuf - 1 && n; k++) {
+                    ck_assert_int_eq(cu->copy(cu_ctx, 0, got, dev[t][k], (size_t)n * es, TORC_COPY_DEVICE_TO_HOST, false),
+                                     TORC_OK);
+                    for (int64_t i = 0; i < n; i++)
+                        if (memcmp(got + (size_t)i * es, host[t][k] + (size_t)i * es, es)) {
+                            fprintf(stderr, "adam_step_list %s flags %u: parameter %d out[%d] element %lld is %.17g on "
+                                    "cuda, %.17g on the reference\n", torc_abi_dtype_name(dt), cfg->flags, t, k,
+                                    (long long)i, tcu_load_f64(got, i, dt), tcu_load_f64(host[t][k], i, dt));
+                            failures++;
+                            break;
+                        }
+                }
+                free(got);
+                for (int k = 0; k < nbuf; k++) {
+                    cu->free(cu_ctx, 0, dev[t][k]);
+                    free(host[t][k]);
+                }
+            }
+        }
+    }
+    ck_assert_int_eq(failures, 0);
+}
+END_TEST
+
 // fp8 outputs that overflow saturate as the reference (on sm_89+; below, _scaled_mm is refused).
 START_TEST(fp8_outputs_saturate_as_the_reference) {
     if (device_cc() < 89) {
@@ -1276,6 +1343,7 @@ int main(int argc, char **argv) {
     tcase_add_test(ops, fp8_outputs_saturate_as_the_reference);
     tcase_add_test(ops, large_tensors_match_reference);
     tcase_add_test(ops, adam_step_matches_reference_bit_for_bit);
+    tcase_add_test(ops, adam_step_list_matches_reference_bit_for_bit);
     tcase_add_test(ops, attention_large_matches_reference);
     suite_add_tcase(s, ops);
     // the kernels that share memory between threads (tools/cuda-sanitize.sh runs racecheck and

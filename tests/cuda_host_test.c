@@ -187,6 +187,17 @@ int tcu_launch_adam(const tcu_adam_args *a, int64_t n, int sm_count, cudaStream_
     return emu_launched();
 }
 
+int tcu_launch_adam_list(const tcu_adam_list_args *l, int sm_count, cudaStream_t s) {
+    (void)sm_count;
+    (void)s;
+    for (int t = 0; t < l->n; t++)
+        for (int64_t i = 0; i < l->numel[t]; i++) {
+            if (l->a[t].dtype == TORC_DTYPE_F64) tcu_adam_f64(&l->a[t], i);
+            else tcu_adam_f32(&l->a[t], i);
+        }
+    return emu_launched();
+}
+
 int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaStream_t s) {
     (void)sm_count;
     (void)s;
@@ -1303,6 +1314,70 @@ START_TEST(scaled_mm_matches_reference) {
     tv_free(&b);
     tv_free(&sc);
     tv_free(&out);
+}
+END_TEST
+
+// ADAM_STEP_LIST through run.c (batches of TCU_ADAM_LIST_MAX a launch) against the reference
+// running each element, bit for bit, for each dtype and flag set, each parameter at its own step;
+// a list with one strided element is refused whole, naming why.
+START_TEST(adam_step_list_matches_reference_bit_for_bit) {
+    int failures = 0;
+    for (size_t di = 0; di < sizeof ADAM_DTYPES / sizeof ADAM_DTYPES[0]; di++) {
+        const torc_dtype dt = ADAM_DTYPES[di];
+        const size_t es = (size_t)torc_abi_dtype_size(dt);
+        for (size_t ci = 0; ci < sizeof ADAM_CFGS / sizeof ADAM_CFGS[0]; ci++) {
+            const adam_cfg *cfg = &ADAM_CFGS[ci];
+            const bool ams = cfg->flags & TORC_ADAM_AMSGRAD;
+            const int nbuf = ams ? 5 : 4;
+            static char *mine[ADAM_LIST_N][5], *ref_buf[ADAM_LIST_N][5];
+            torc_op ops[ADAM_LIST_N], rops[ADAM_LIST_N];
+            for (int t = 0; t < ADAM_LIST_N; t++) {
+                const int64_t N = adam_list_numel(t);
+                ops[t] = adam_op(cfg, nbuf - 1, 1 + t % 5);
+                ops[t].struct_size = sizeof ops[t];
+                rops[t] = ops[t];
+                for (int k = 0; k < nbuf; k++) {
+                    mine[t][k] = malloc(N * es + 1);
+                    ref_buf[t][k] = malloc(N * es + 1);
+                    ck_assert(mine[t][k] && ref_buf[t][k]);
+                    for (int64_t i = 0; i < N; i++) tcu_store_f64(mine[t][k], i, dt, adam_value(k, ams, i + 7 * t));
+                    memcpy(ref_buf[t][k], mine[t][k], N * es);
+                    torc_operand *o = k < nbuf - 1 ? &ops[t].out[k] : &ops[t].in[0];
+                    torc_operand *r = k < nbuf - 1 ? &rops[t].out[k] : &rops[t].in[0];
+                    *o = (torc_operand){mine[t][k], dt, 1, {N}, {1}};
+                    *r = (torc_operand){ref_buf[t][k], dt, 1, {N}, {1}};
+                }
+            }
+            torc_op_list l;
+            torc_op op = adam_list_op(&l, ops, ADAM_LIST_N);
+            char why[160];
+            ck_assert_msg(tcu_supports_op(&op, 90, why, sizeof why), "%s", why);
+            ck_assert_int_eq(tcu_run_op(&g_dev, &op), TORC_OK);
+            for (int t = 0; t < ADAM_LIST_N; t++) ck_assert_int_eq(ref->run(ref_ctx, 0, &rops[t]), TORC_OK);
+            for (int t = 0; t < ADAM_LIST_N; t++)
+                for (int k = 0; k < nbuf - 1; k++)
+                    for (int64_t i = 0; i < adam_list_numel(t); i++)
+                        if (memcmp(mine[t][k] + (size_t)i * es, ref_buf[t][k] + (size_t)i * es, es)) {
+                            fprintf(stderr, "adam_step_list %s flags %u: parameter %d out[%d] element %lld is %.17g, "
+                                    "the reference's %.17g\n", torc_abi_dtype_name(dt), cfg->flags, t, k, (long long)i,
+                                    tcu_load_f64(mine[t][k], i, dt), tcu_load_f64(ref_buf[t][k], i, dt));
+                            failures++;
+                            break;
+                        }
+            // one strided grad: the whole list is refused (run() then writes nothing)
+            ops[30].in[0].shape[0] = adam_list_numel(30) / 2;
+            ops[30].in[0].stride[0] = 2;
+            for (int k = 0; k < nbuf - 1; k++) ops[30].out[k].shape[0] = adam_list_numel(30) / 2;
+            ck_assert(!tcu_supports_op(&op, 90, why, sizeof why));
+            ck_assert_ptr_nonnull(strstr(why, "contiguous operands only"));
+            for (int t = 0; t < ADAM_LIST_N; t++)
+                for (int k = 0; k < nbuf; k++) {
+                    free(mine[t][k]);
+                    free(ref_buf[t][k]);
+                }
+        }
+    }
+    ck_assert_int_eq(failures, 0);
 }
 END_TEST
 
@@ -2445,6 +2520,7 @@ int main(void) {
     tcase_add_test(emu, where_copy_fill_match_reference);
     tcase_add_test(emu, fused_ops_match_reference);
     tcase_add_test(emu, adam_step_matches_reference_bit_for_bit);
+    tcase_add_test(emu, adam_step_list_matches_reference_bit_for_bit);
     tcase_add_test(emu, ranges_and_rng_match_reference);
     tcase_add_test(emu, reductions_match_reference);
     tcase_add_test(emu, softmax_matches_reference);

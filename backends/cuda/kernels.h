@@ -28,6 +28,17 @@ int tcu_launch_ew(const tcu_ew_args *a, const tcu_iter *it, int sm_count, cudaSt
 // ADAM_STEP over n elements of dense operands of one dtype (adam_body.h).
 int tcu_launch_adam(const tcu_adam_args *a, int64_t n, int sm_count, cudaStream_t s);
 
+// ADAM_STEP_LIST: n <= TCU_ADAM_LIST_MAX parameters of one dtype updated by one launch, each
+// element as tcu_launch_adam's. The table travels as the kernel's argument (under CUDA's 4 KiB),
+// as PyTorch's multi_tensor_apply packs its lists; run.c launches a longer list in batches.
+#define TCU_ADAM_LIST_MAX 16
+typedef struct tcu_adam_list_args {
+    int n;
+    int64_t numel[TCU_ADAM_LIST_MAX];
+    tcu_adam_args a[TCU_ADAM_LIST_MAX];
+} tcu_adam_list_args;
+int tcu_launch_adam_list(const tcu_adam_list_args *l, int sm_count, cudaStream_t s);
+
 // Same-dtype contiguous copies and zero fills: cudaMemcpyAsync / cudaMemsetAsync.
 int tcu_launch_copy_bytes(void *dst, const void *src, size_t nbytes, cudaStream_t s);
 int tcu_launch_zero_bytes(void *dst, size_t nbytes, cudaStream_t s);

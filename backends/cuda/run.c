@@ -265,13 +265,36 @@ static bool attn_supported(const torc_op *op, char *why, size_t n) {
     return true;
 }
 
+// ADAM_STEP_LIST (ABI 2.6): taken where every element ADAM_STEP is (dense, one dtype), so that
+// run() never fails on an element after launching an earlier batch.
+static bool adam_list_ok(const torc_op *op, char *why, size_t n) {
+    const torc_op_list *l = op->params.ext.data;
+    if (!l || !TORC_STRUCT_HAS(l, torc_op_list, ops) || l->n < 1 || !l->ops) {
+        snprintf(why, n, "adam_step_list: params.ext.data is not a list of ops");
+        return false;
+    }
+    for (int i = 0; i < l->n; i++) {
+        const torc_op *e = &l->ops[i];
+        int in_lo, in_hi, out_lo, out_hi;
+        torc_op_counts(e, &in_lo, &in_hi, &out_lo, &out_hi);
+        if (e->code != TORC_OP_ADAM_STEP || e->n_in != in_lo || e->n_out != out_lo ||
+            e->out[0].dtype != l->ops[0].out[0].dtype) {
+            snprintf(why, n, "adam_step_list: element %d is not an adam_step of the list's dtype", i);
+            return false;
+        }
+        if (!adam_ok(e, why, n)) return false;
+    }
+    return true;
+}
+
 bool tcu_supports_op(const torc_op *op, int cc, char *why, size_t n) {
     const int code = op->code;
     if (code < 0 || code >= TORC_OP_COUNT) {
         snprintf(why, n, "unknown opcode %d", code);
         return false;
     }
-    if (code == TORC_OP_ADAM_STEP_LIST || code == TORC_OP_NORM_LIST) {  // ABI 2.6: the core sends the elements
+    if (code == TORC_OP_ADAM_STEP_LIST) return adam_list_ok(op, why, n);
+    if (code == TORC_OP_NORM_LIST) {  // ABI 2.6: the core sends the elements
         snprintf(why, n, "%s is not taken on cuda: the core sends its elements one by one", op_name(code));
         return false;
     }
@@ -671,28 +694,48 @@ static int run_layer_norm(tcu_device *d, const torc_op *op) {
 }
 
 // The flags and the raw scalars; adam_body.h rounds the scalars as the reference does.
-static int run_adam(tcu_device *d, const torc_op *op) {
+static void adam_args_of(const torc_op *op, tcu_adam_args *a) {
     const uint32_t flags = op->params.adam.flags;
+    memset(a, 0, sizeof *a);
+    a->param = op->out[0].data;
+    a->exp_avg = op->out[1].data;
+    a->exp_avg_sq = op->out[2].data;
+    a->amsgrad = flags & TORC_ADAM_AMSGRAD;
+    a->max_exp_avg_sq = a->amsgrad ? op->out[3].data : NULL;
+    a->grad = op->in[0].data;
+    a->dtype = op->out[0].dtype;
+    a->maximize = flags & TORC_ADAM_MAXIMIZE;
+    a->lr = op->params.adam.lr;
+    a->beta1 = op->params.adam.beta1;
+    a->beta2 = op->params.adam.beta2;
+    a->eps = op->params.adam.eps;
+    a->wd = op->params.adam.weight_decay;
+    a->step_size = op->params.adam.step_size;
+    a->bc2_sqrt = op->params.adam.bc2_sqrt;
+    a->decoupled = (flags & TORC_ADAM_DECOUPLED) && a->wd != 0.0;
+    a->l2 = !(flags & TORC_ADAM_DECOUPLED) && a->wd != 0.0;
+}
+
+static int run_adam(tcu_device *d, const torc_op *op) {
     tcu_adam_args a;
-    memset(&a, 0, sizeof a);
-    a.param = op->out[0].data;
-    a.exp_avg = op->out[1].data;
-    a.exp_avg_sq = op->out[2].data;
-    a.amsgrad = flags & TORC_ADAM_AMSGRAD;
-    a.max_exp_avg_sq = a.amsgrad ? op->out[3].data : NULL;
-    a.grad = op->in[0].data;
-    a.dtype = op->out[0].dtype;
-    a.maximize = flags & TORC_ADAM_MAXIMIZE;
-    a.lr = op->params.adam.lr;
-    a.beta1 = op->params.adam.beta1;
-    a.beta2 = op->params.adam.beta2;
-    a.eps = op->params.adam.eps;
-    a.wd = op->params.adam.weight_decay;
-    a.step_size = op->params.adam.step_size;
-    a.bc2_sqrt = op->params.adam.bc2_sqrt;
-    a.decoupled = (flags & TORC_ADAM_DECOUPLED) && a.wd != 0.0;
-    a.l2 = !(flags & TORC_ADAM_DECOUPLED) && a.wd != 0.0;
+    adam_args_of(op, &a);
     return launched(tcu_launch_adam(&a, numel_of(&op->out[0]), d->sm_count, d->stream), op_name(op->code));
+}
+
+// ADAM_STEP_LIST (supports() took every element): TCU_ADAM_LIST_MAX parameters a launch.
+static int run_adam_list(tcu_device *d, const torc_op *op) {
+    const torc_op_list *l = op->params.ext.data;
+    tcu_adam_list_args b;
+    for (int i0 = 0; i0 < l->n; i0 += TCU_ADAM_LIST_MAX) {
+        b.n = l->n - i0 < TCU_ADAM_LIST_MAX ? l->n - i0 : TCU_ADAM_LIST_MAX;
+        for (int t = 0; t < b.n; t++) {
+            adam_args_of(&l->ops[i0 + t], &b.a[t]);
+            b.numel[t] = numel_of(&l->ops[i0 + t].out[0]);
+        }
+        const int rc = launched(tcu_launch_adam_list(&b, d->sm_count, d->stream), op_name(op->code));
+        if (rc) return rc;
+    }
+    return TORC_OK;
 }
 
 static int run_attention(tcu_device *d, const torc_op *op) {
@@ -719,6 +762,7 @@ int tcu_run_op(tcu_device *d, const torc_op *op) {
     if (tcu_op_is_index(code)) return run_index(d, op);
     if (code == TORC_OP_LAYER_NORM || code == TORC_OP_LAYER_NORM_BACKWARD) return run_layer_norm(d, op);
     if (code == TORC_OP_ADAM_STEP) return run_adam(d, op);
+    if (code == TORC_OP_ADAM_STEP_LIST) return run_adam_list(d, op);
     if (code == TORC_OP_ATTENTION || code == TORC_OP_ATTENTION_BACKWARD) return run_attention(d, op);
     return tcu_error(TORC_ERR_NOT_SUPPORTED, "cuda: %s is not implemented", op_name(code));
 }
