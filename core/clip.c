@@ -25,15 +25,15 @@ static torc_tensor *norm_vector(int n, torc_tensor *const *tensors, double norm_
     for (int i = 1; i < n; i++)
         if (tensors[i]->device != dev || tensors[i]->dtype != dt) return NULL;
     torc_tensor *v = torc__new(dev, dt, 1, (int64_t[]){n});
-    torc_op *ops = v ? malloc((size_t)n * 2 * sizeof *ops) : NULL;
-    uint64_t *flops = ops ? malloc((size_t)n * 2 * sizeof *flops) : NULL;
+    torc_op *ops = v ? malloc((size_t)n * sizeof *ops) : NULL;
+    uint64_t *flops = ops ? malloc((size_t)n * sizeof *flops) : NULL;
     if (!flops) {
         free(ops);
         if (v) torc_release(v), torc__error(TORC_ERR_OOM, "out of memory");
         return NULL;  // the caller's path reports its own errors
     }
     // Natives fill ops from the front, the rest from the back.
-    int a = 0, b = 2 * n;
+    int a = 0, b = n;
     const size_t es = torc_dtype_size(dt);
     for (int i = 0; i < n; i++) {
         const torc_tensor *t = tensors[i];
@@ -49,7 +49,7 @@ static torc_tensor *norm_vector(int n, torc_tensor *const *tensors, double norm_
         else ops[--b] = op, flops[b] = (uint64_t)torc_numel(t);
     }
     torc_status st = torc__dispatch_list(dev, TORC_OP_NORM_LIST, ops, a, flops);
-    if (!st) st = torc__dispatch_list(dev, TORC_OP_NORM_LIST, ops + b, 2 * n - b, flops + b);
+    if (!st) st = torc__dispatch_list(dev, TORC_OP_NORM_LIST, ops + b, n - b, flops + b);
     free(ops), free(flops);
     if (st) {
         torc_release(v);

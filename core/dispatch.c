@@ -362,6 +362,7 @@ torc_status torc__dispatch_list(torc_device *dev, torc_opcode code, torc_op *ele
         // nothing written: the contract) sends the elements one by one, as before 2.6.
         const torc_status st = torc__dispatch(dev, &op, total);
         if (st != TORC_ERR_NOT_SUPPORTED) return st;
+        torc_clear_error();  // the refusal is handled here: the elements' own errors stand
     }
     for (int i = 0; i < n; i++) {
         const torc_status st = torc__dispatch(dev, &elems[i], flops[i]);

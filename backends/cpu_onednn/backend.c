@@ -354,10 +354,18 @@ static const host_family *host_family_of(const torc_op *op) {
 // the token's GELUs and layer_norms 0.37 -> 0.04 ms). Attention's work is L x S x E, not its
 // largest operand (one causal head, T = E = 16: 4.4 us against the reference's 16.8; T = E = 64: 35
 // against 870).
+// Every small op asks this, so the opcode picks the one family to ask.
 static bool taken_at_any_size(const torc_op *op) {
-    return onednn__cast_takes(op) || onednn__attention_takes(op) || onednn__gelu_takes(op) ||
-           onednn__gelu_backward_takes(op) || onednn__layer_norm_takes(op) || onednn__log_softmax_takes(op) ||
-           onednn__cross_entropy_takes(op);
+    switch (op->code) {
+    case TORC_OP_COPY: return onednn__cast_takes(op);
+    case TORC_OP_ATTENTION: case TORC_OP_ATTENTION_BACKWARD: return onednn__attention_takes(op);
+    case TORC_OP_GELU: return onednn__gelu_takes(op);
+    case TORC_OP_GELU_BACKWARD: return onednn__gelu_backward_takes(op);
+    case TORC_OP_LAYER_NORM: case TORC_OP_LAYER_NORM_BACKWARD: return onednn__layer_norm_takes(op);
+    case TORC_OP_LOG_SOFTMAX: return onednn__log_softmax_takes(op);
+    case TORC_OP_CROSS_ENTROPY: return onednn__cross_entropy_takes(op);
+    default: return false;
+    }
 }
 
 // NORM_LIST (ABI 2.6): taken where every element is, as supports() decides for it alone

@@ -46,10 +46,7 @@ static int check_op(const torc_op *op, const ref_kernel **kout);
 static int dtype_error(const torc_op *op, const ref_kernel *k);
 static int kernels_run(const torc_op *op);
 
-static const char *list_name(torc_opcode code) {
-    return code == TORC_OP_ADAM_STEP_LIST ? "_fused_adam_" : "_foreach_norm";
-}
-
+static const char *list_name(torc_opcode code);  // the kernel table's name
 static torc_opcode list_element(torc_opcode code) {
     return code == TORC_OP_ADAM_STEP_LIST ? TORC_OP_ADAM_STEP : TORC_OP_NORM;
 }
@@ -180,6 +177,7 @@ _Static_assert(sizeof kernels / sizeof kernels[0] == TORC_OP_COUNT,
                "every opcode needs a reference kernel (backends/reference/entry.c)");
 
 static int kernels_run(const torc_op *op) { return kernels[op->code].run(op); }
+static const char *list_name(torc_opcode code) { return kernels[code].name; }
 
 const ref_kernel *ref_kernel_of(torc_opcode code) {
     return (unsigned)code < TORC_OP_COUNT && kernels[code].run ? &kernels[code] : NULL;
