@@ -313,22 +313,23 @@ END_TEST
 
 // ---- a sampler's steps: at most 4 query rows (the decode path: dot products a key, not tiles) ----
 // Every L of the path, key counts around its 64-key tiles and up to a 1024-token window, head sizes
-// read in place (f32, 32 / 64 / 96 features) or through a tile (bf16; f32 with 40), k and v the
-// first S rows of a KV cache (row stride past S) or dense, causal (top-left: query i sees keys 0..i)
-// and not. The backward of the same shapes runs the tile path.
+// read in place (f32, 32 / 64 / 96 features; bf16 and f16 on AVX-512, 40 too) or through a tile
+// (f32 with 40; bf16 and f16 below AVX-512), k and v the first S rows of a KV cache (row stride past
+// S) or dense, causal (top-left: query i sees keys 0..i) and not. The backward of the same shapes
+// runs the tile path.
 static const int64_t DEC_S[] = {1, 2, 3, 15, 16, 17, 63, 64, 65, 100, 129, 900, 1100};
 enum { N_DEC_S = sizeof DEC_S / sizeof DEC_S[0] };
 
 START_TEST(decode_shapes_match_the_reference) {
     setup();
     const int64_t S = DEC_S[_i], Es[4] = {32, 64, 96, 40};
-    const torc_dtype dts[2] = {TORC_DTYPE_F32, TORC_DTYPE_BF16};
+    const torc_dtype dts[3] = {TORC_DTYPE_F32, TORC_DTYPE_BF16, TORC_DTYPE_F16};
     for (int64_t L = 1; L <= 4; L++)
         for (int e = 0; e < 4; e++)
-            for (int d = 0; d < 2; d++) {
+            for (int d = 0; d < 3; d++) {
                 const att_case c = {.B = 1, .H = 2, .L = L, .S = S, .E = Es[e], .Ev = Es[e], .causal = (int)((L + e) % 2),
                                     .dt = dts[d], .lay = (L + e + d) % 3 ? CACHE : DENSE};
-                check_case(&c, 900 + (uint64_t)(_i * 64 + L * 8 + e * 2 + d));
+                check_case(&c, 900 + (uint64_t)(_i * 64 + L * 12 + e * 3 + d));
             }
     // v narrower and wider than k, q and k of GPT's split heads (S = L: the prompt of a short one)
     const att_case ev[3] = {{.B = 2, .H = 3, .L = 1, .S = S, .E = 64, .Ev = 32, .dt = TORC_DTYPE_F32, .lay = CACHE},

@@ -18,10 +18,20 @@
 // q and do of a (b, h) (L (2 E + Ev) floats); the backward adds D (B H L floats).
 // Decode (a forward of at most ATT_DEC_L query rows, a sampler's step against its KV cache): per
 // (b, h), each key's scores as L dot products, the online softmax along the rows, O += P V with L
-// rows; f32 keys and values of dense rows read where they lie. Config B's sampler (6 layers x 6
+// rows; keys and values of dense rows read where they lie: f32 rows, and on AVX-512 bf16 and f16
+// rows converted in registers (exact: the bits of the f32 tiles they were converted into before),
+// each row's scores 4 keys at a time summed across lanes together. Config B's sampler (6 layers x 6
 // heads, E 64) at 900 cached positions on one Sapphire Rapids core: its attention 5.3-5.5 ms a token
 // as 64-row query tiles, 1.7-1.9 with this path (streaming the 16.6 MB of keys and values alone:
-// 1.4 ms).
+// 1.4 ms). The 16-bit rows in registers and the 4-key sums (torc_scaled_dot_product_attention
+// alone, one query over 900 cached keys, every layer's cache in turn so that it comes from L3; a
+// Sapphire / Emerald Rapids class Xeon, one core, min of 40, the builds alternating): B's six layers
+// bf16 1.03 -> 0.54 ms, f32 0.95 -> 0.91; A's four (4 heads, E 64) bf16 0.65 -> 0.23, f32 0.43 ->
+// 0.34 (a sum over the same f32 bytes: 0.74 and 0.31). Inside a token (the weights streamed between
+// one layer's attention and the next) B's bf16 attention at 900 positions took 1.08-1.29 ms before,
+// 0.61-0.63 after. Tried, not kept: software prefetch of the next tile's rows (all at once, or 16
+// keys' rows between 16 keys' dot products): 10-20% faster from DRAM, 10% slower from L3, no change
+// inside a token; 256-key tiles: no change.
 // Operands of any strides (0 too) are converted to f32 a row at a time while a tile is loaded, each
 // tile in the layout its products want: the tile a task keeps (its Q, or its K and V) transposed
 // once, the tiles it streams through read as they lie (dense f32 rows of 16k features where they
@@ -88,6 +98,14 @@ typedef struct att_isa {
     void (*exp_row)(float *x, int n, float sub);
     void (*exp_vec)(float *x, int n, const float *sub, float *acc);
     void (*dots)(const float *q, int nq, int ldq, const float *k, int nk, int ldk, int n, float *s, int lds);
+    // The decode path over dense bf16 / f16 keys and values read as they lie (AVX-512 only; NULL
+    // elsewhere): dots_h as dots over n padded features of keys with e real ones (row stride ldk
+    // elements), pv_h as gemm(nq, n, nk, p, ldp, 1, v, ldv, o, ldo, 1) over values with e real
+    // features; the 16-bit rows converted in registers, the same products in the same order.
+    void (*dots_h)(const float *q, int nq, int ldq, const uint16_t *k, int nk, int64_t ldk, int e, int n, bool f16,
+                   float *s, int lds);
+    void (*pv_h)(const float *p, int nq, int ldp, const uint16_t *v, int nk, int64_t ldv, int e, int n, bool f16,
+                 float *o, int ldo);
 } att_isa;
 
 // The register tile: mr (<= 6) rows x nv (<= 2) vectors of W columns, accumulated over all of K.
@@ -182,8 +200,6 @@ typedef struct att_isa {
 #define Z512() _mm512_setzero_ps()
 ATT_TILE_FN(tile512, __attribute__((target(TGT512))), __m512, 16, L512, S512, F512, B512, Z512)
 ATT_GEMM_FN(gemm512, tile512, __attribute__((target(TGT512))), 16)
-#define R512(v) _mm512_reduce_add_ps(v)
-ATT_DOTS_FN(dots512, __attribute__((target(TGT512))), __m512, 16, L512, F512, Z512, R512)
 
 // Below -87.3 the result is 0 (masked, never computed): a result in the subnormal range, or one
 // that underflows to 0, costs a microcode assist on Intel cores, and every masked score of a
@@ -218,6 +234,138 @@ __attribute__((target(TGT512))) static void exp_vec512(float *x, int n, const fl
         const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), _mm512_loadu_ps(sub + j)));
         _mm512_storeu_ps(x + j, e);
         if (acc) _mm512_storeu_ps(acc + j, _mm512_add_ps(_mm512_loadu_ps(acc + j), e));
+    }
+}
+
+// 16 features of a bf16 / f16 row as f32 (exact), those past the row's end (m) read as 0.
+__attribute__((target(TGT512), always_inline)) static inline __m512 half16(const uint16_t *p, __mmask16 m, bool f16) {
+    const __m256i x = _mm256_maskz_loadu_epi16(m, p);
+    return f16 ? _mm512_cvtph_ps(x) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
+}
+static inline __mmask16 head_mask(int left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
+
+// 16 features from f of a key row of f32, bf16 or f16 (kind 0, 1, 2: a constant), those from e on as 0.
+__attribute__((target(TGT512), always_inline)) static inline __m512 key16(const int kind, const void *row, int f,
+                                                                          int e) {
+    if (kind == 0) return _mm512_maskz_loadu_ps(head_mask(e - f), (const float *)row + f);
+    return half16((const uint16_t *)row + f, head_mask(e - f), kind == 2);
+}
+
+// The sums of a, b, c, d's lanes, as the first 4 lanes: pairs of lanes, then the 128-bit blocks (8
+// shuffles and 5 adds for 4 sums, where 4 reductions take 16 and 16).
+__attribute__((target(TGT512), always_inline)) static inline __m128 sum4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
+    const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // a0+a2 b0+b2 a1+a3 b1+b3
+    const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+    __m512 w = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));  // a b c d of each block
+    w = _mm512_add_ps(w, _mm512_shuffle_f32x4(w, w, _MM_SHUFFLE(1, 0, 3, 2)));
+    w = _mm512_add_ps(w, _mm512_shuffle_f32x4(w, w, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_castps512_ps128(w);
+}
+
+// The decode path's scores on AVX-512 for nq (constant) query rows: 4 keys at a time, each row's 4
+// accumulators summed across lanes together (the reductions were most of a bf16 token's attention).
+__attribute__((target(TGT512), always_inline)) static inline void dots_rows(const int nq, const int kind,
+                                                                            const float *q, int ldq, const void *k,
+                                                                            int nk, int64_t ldk, int e, int n,
+                                                                            float *s, int lds) {
+    const size_t es = kind ? 2 : 4;
+    int c = 0;
+    for (; c + 4 <= nk; c += 4) {
+        const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;
+        __m512 acc[ATT_DEC_L][4];
+        for (int r = 0; r < ATT_DEC_L; r++)
+            for (int i = 0; i < 4; i++) acc[r][i] = _mm512_setzero_ps();
+        for (int f = 0; f < n; f += 16)
+            for (int i = 0; i < 4; i++) {
+                const __m512 kv = key16(kind, kc + (size_t)i * (size_t)ldk * es, f, e);
+                for (int r = 0; r < ATT_DEC_L; r++)
+                    if (r < nq)
+                        acc[r][i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (size_t)r * (size_t)ldq + f), kv, acc[r][i]);
+            }
+        for (int r = 0; r < ATT_DEC_L; r++)
+            if (r < nq) _mm_storeu_ps(s + (size_t)r * (size_t)lds + c, sum4x16(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+    }
+    for (; c < nk; c++) {
+        const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;
+        __m512 acc[ATT_DEC_L];
+        for (int r = 0; r < ATT_DEC_L; r++) acc[r] = _mm512_setzero_ps();
+        for (int f = 0; f < n; f += 16) {
+            const __m512 kv = key16(kind, kc, f, e);
+            for (int r = 0; r < ATT_DEC_L; r++)
+                if (r < nq) acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (size_t)r * (size_t)ldq + f), kv, acc[r]);
+        }
+        for (int r = 0; r < ATT_DEC_L; r++)
+            if (r < nq) s[(size_t)r * (size_t)lds + c] = _mm512_reduce_add_ps(acc[r]);
+    }
+}
+
+#define DOTS_ROWS(KIND, K, LDK, E)                                                                                   \
+    switch (nq) {                                                                                                    \
+    case 4: dots_rows(4, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                             \
+    case 3: dots_rows(3, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                             \
+    case 2: dots_rows(2, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                             \
+    default: dots_rows(1, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                            \
+    }
+__attribute__((target(TGT512))) static void dots512(const float *q, int nq, int ldq, const float *k, int nk, int ldk,
+                                                    int n, float *s, int lds) {
+    DOTS_ROWS(0, k, ldk, n)
+}
+__attribute__((target(TGT512))) static void dots_h512(const float *q, int nq, int ldq, const uint16_t *k, int nk,
+                                                      int64_t ldk, int e, int n, bool f16, float *s, int lds) {
+    if (f16) {
+        DOTS_ROWS(2, k, ldk, e)
+    } else {
+        DOTS_ROWS(1, k, ldk, e)
+    }
+}
+#undef DOTS_ROWS
+
+// pv_h's register block: nq rows x nv (<= 4) vectors of O, over every key; constant nq and nv.
+__attribute__((target(TGT512), always_inline)) static inline void pv_h_block(const int nq, const int nv, const float *p,
+                                                                             int ldp, const uint16_t *v, int nk,
+                                                                             int64_t ldv, int left, bool f16, float *o,
+                                                                             int ldo) {
+    __m512 acc[ATT_DEC_L][4];
+    __mmask16 m[4];
+    for (int u = 0; u < 4; u++) m[u] = head_mask(left - 16 * u > 0 ? left - 16 * u : 0);
+    for (int r = 0; r < ATT_DEC_L; r++)
+        for (int u = 0; u < 4; u++)
+            if (r < nq && u < nv) acc[r][u] = _mm512_loadu_ps(o + (size_t)r * (size_t)ldo + 16 * u);
+    for (int c = 0; c < nk; c++) {
+        const uint16_t *vc = v + (size_t)c * (size_t)ldv;
+        __m512 vv[4];
+        for (int u = 0; u < 4; u++)
+            if (u < nv) vv[u] = half16(vc + 16 * u, m[u], f16);
+        for (int r = 0; r < ATT_DEC_L; r++)
+            if (r < nq) {
+                const __m512 pr = _mm512_set1_ps(p[(size_t)r * (size_t)ldp + c]);
+                for (int u = 0; u < 4; u++)
+                    if (u < nv) acc[r][u] = _mm512_fmadd_ps(pr, vv[u], acc[r][u]);
+            }
+    }
+    for (int r = 0; r < ATT_DEC_L; r++)
+        for (int u = 0; u < 4; u++)
+            if (r < nq && u < nv) _mm512_storeu_ps(o + (size_t)r * (size_t)ldo + 16 * u, acc[r][u]);
+}
+
+__attribute__((target(TGT512))) static void pv_h512(const float *p, int nq, int ldp, const uint16_t *v, int nk,
+                                                    int64_t ldv, int e, int n, bool f16, float *o, int ldo) {
+    for (int f = 0; f < n; f += 64) {
+        const int nv = n - f >= 64 ? 4 : (n - f) / 16, left = e - f > 0 ? e - f : 0;
+        const uint16_t *vf = v + f;
+        float *of = o + f;
+#define PV_H(NQ, NV) f16 ? pv_h_block(NQ, NV, p, ldp, vf, nk, ldv, left, true, of, ldo) \
+                         : pv_h_block(NQ, NV, p, ldp, vf, nk, ldv, left, false, of, ldo)
+#define PV_H_NV(NQ) nv == 4 ? (PV_H(NQ, 4)) : nv == 3 ? (PV_H(NQ, 3)) : nv == 2 ? (PV_H(NQ, 2)) : (PV_H(NQ, 1))
+        switch (nq) {
+        case 4: PV_H_NV(4); break;
+        case 3: PV_H_NV(3); break;
+        case 2: PV_H_NV(2); break;
+        default: PV_H_NV(1); break;
+        }
+#undef PV_H_NV
+#undef PV_H
     }
 }
 
@@ -306,9 +454,9 @@ static void exp_vec_c(float *x, int n, const float *sub, float *acc) {
     }
 }
 
-static const att_isa k_isa512 = {gemm512, colmax512, exp_row512, exp_vec512, dots512};
-static const att_isa k_isa256 = {gemm256, colmax256, exp_row256, exp_vec256, dots256};
-static const att_isa k_isa_c = {gemm_c, colmax_c, exp_row_c, exp_vec_c, dots_c};
+static const att_isa k_isa512 = {gemm512, colmax512, exp_row512, exp_vec512, dots512, dots_h512, pv_h512};
+static const att_isa k_isa256 = {gemm256, colmax256, exp_row256, exp_vec256, dots256, NULL, NULL};
+static const att_isa k_isa_c = {gemm_c, colmax_c, exp_row_c, exp_vec_c, dots_c, NULL, NULL};
 
 static const att_isa *pick_isa(void) {
     const onednn_isa i = onednn__isa();
@@ -664,6 +812,11 @@ static void forward_tile(const att_job *j, float *w, int64_t task) {
     store_tile(o, b, h, i0, br, O, Evp, 1.0f);
 }
 
+// Dense rows of 16-bit floats (bf16, f16), which the decode path reads as they lie on AVX-512.
+static bool half_rows(const torc_operand *t) {
+    return (t->dtype == TORC_DTYPE_BF16 || t->dtype == TORC_DTYPE_F16) && t->stride[3] == 1 && t->stride[2] >= 0;
+}
+
 // ---- forward, decode: one (b, h) of at most ATT_DEC_L query rows ----
 // A sampler's step sends one query row against its whole KV cache; as a 64-row query tile it would
 // compute, exponentiate and mask 64 columns for the one it keeps. Here each key tile's scores are
@@ -682,12 +835,17 @@ static void forward_decode(const att_job *j, float *w, int64_t bh) {
     memset(O, 0, sizeof(float) * (size_t)L * Evp);
     for (int r = 0; r < L; r++) m[r] = -INFINITY, l[r] = 0;
     const int64_t kend = attended(j, L - 1);
+    const bool h16 = j->isa->dots_h && half_rows(k) && half_rows(v), f16 = k->dtype == TORC_DTYPE_F16;
     int ldk, ldv;
     for (int64_t j0 = 0; j0 < kend; j0 += ATT_BC) {
         const int bc = (int)(kend - j0 < ATT_BC ? kend - j0 : ATT_BC), bcp = pad16(bc);
-        const float *Kt = rows_or_load(k, b, h, j0, bc, Ep, Kr, &ldk),
-                    *Vt = rows_or_load(v, b, h, j0, bc, Evp, Vr, &ldv);
-        j->isa->dots(Q, L, Ep, Kt, bc, ldk, Ep, P, ATT_BC);
+        const float *Kt = NULL, *Vt = NULL;
+        if (h16) {
+            j->isa->dots_h(Q, L, Ep, (const uint16_t *)row_at(k, b, h, j0), bc, k->stride[2], j->E, Ep, f16, P, ATT_BC);
+        } else {
+            Kt = rows_or_load(k, b, h, j0, bc, Ep, Kr, &ldk), Vt = rows_or_load(v, b, h, j0, bc, Evp, Vr, &ldv);
+            j->isa->dots(Q, L, Ep, Kt, bc, ldk, Ep, P, ATT_BC);
+        }
         for (int r = 0; r < L; r++) {
             float *p = P + (size_t)r * ATT_BC;
             const int64_t n = attended(j, r) - j0;  // keys of this tile row r attends
@@ -695,18 +853,28 @@ static void forward_decode(const att_job *j, float *w, int64_t bh) {
             for (int c = lim; c < bcp; c++) p[c] = -INFINITY;
             // The online softmax as forward_tile's (NaN scores are left out of the max and pass
             // through exp into l and O).
-            float mn = m[r];
-            for (int c = 0; c < lim; c++) mn = p[c] > mn ? p[c] : mn;
+            // (Max and sum in 16 lanes, the masked keys -inf and then 0: the scalar loops' chains of
+            // dependent maxss and addss were an eighth of a bf16 token's attention.)
+            float lane[16], mn = m[r], sum = 0;
+            for (int i = 0; i < 16; i++) lane[i] = -INFINITY;
+            for (int c = 0; c < bcp; c += 16)
+                for (int i = 0; i < 16; i++) lane[i] = p[c + i] > lane[i] ? p[c + i] : lane[i];
+            for (int i = 0; i < 16; i++) mn = lane[i] > mn ? lane[i] : mn;
             const float al = m[r] == -INFINITY ? 0.0f : expf(m[r] - mn);
             j->isa->exp_row(p, bcp, mn == -INFINITY ? 0.0f : mn);
-            float sum = 0;
-            for (int c = 0; c < lim; c++) sum += p[c];
+            for (int i = 0; i < 16; i++) lane[i] = 0;
+            for (int c = 0; c < bcp; c += 16)
+                for (int i = 0; i < 16; i++) lane[i] += p[c + i];
+            for (int i = 0; i < 16; i++) sum += lane[i];
             l[r] = l[r] * al + sum;
             if (al != 1.0f)
                 for (int e = 0; e < Evp; e++) O[(size_t)r * Evp + e] *= al;
             m[r] = mn;
         }
-        j->isa->gemm(L, Evp, bc, P, ATT_BC, 1, Vt, ldv, O, Evp, 1);
+        if (h16)
+            j->isa->pv_h(P, L, ATT_BC, (const uint16_t *)row_at(v, b, h, j0), bc, v->stride[2], j->Ev, Evp, f16, O, Evp);
+        else
+            j->isa->gemm(L, Evp, bc, P, ATT_BC, 1, Vt, ldv, O, Evp, 1);
     }
     for (int r = 0; r < L; r++) {
         float *orow = O + (size_t)r * Evp;
