@@ -1179,33 +1179,41 @@ static void gpt_sampler_figures(const gpt_cfg *c, int64_t block, const int64_t p
     check(m != NULL, "torc_gpt_new");
     // Each figure: the fastest of the runs of 1 + k tokens less the fastest of the runs of 1, over k. (The
     // median of paired differences over 16 tokens swung 1.1-2.8x for the same build on a shared machine:
-    // the prompt's forward, 100-900 positions, dwarfs 16 tokens and carries the noise.)
+    // the prompt's forward, 100-900 positions, dwarfs 16 tokens and carries the noise.) The two
+    // positions take turns within each round, so that a change in the machine's load (a token streams
+    // tens of MB through a shared L3) falls on both figures of the ratio alike.
     const int64_t k = g_opt.tiny ? 4 : 64;
-    const int reps = g_opt.tiny ? 1 : g_opt.quick ? 3 : 5;
+    const int reps = g_opt.tiny ? 1 : g_opt.quick ? 4 : 6;
     // In f32, and under bf16 autocast (its cache bf16: core/gpt.c).
-    for (int a = 0; a < 2; a++)
+    for (int a = 0; a < 2; a++) {
+        torc_scope_push();
+        if (a) check(torc_autocast_begin(TORC_DTYPE_BF16) == TORC_OK, "autocast");
+        torc_tensor *prompt[2];
+        double one[2] = {HUGE_VAL, HUGE_VAL}, more[2] = {HUGE_VAL, HUGE_VAL};
         for (int p = 0; p < 2; p++) {
-            torc_scope_push();
-            if (a) check(torc_autocast_begin(TORC_DTYPE_BF16) == TORC_OK, "autocast");
-            torc_tensor *prompt = torc_randint(0, c->V, TORC_SHAPE(1, pos[p]), TORC_DTYPE_I64, gen);
-            check(prompt != NULL, "randint");
-            double one = HUGE_VAL, more = HUGE_VAL;
-            for (int r = -1; r < reps; r++) {  // r = -1: warm-up
+            prompt[p] = torc_randint(0, c->V, TORC_SHAPE(1, pos[p]), TORC_DTYPE_I64, gen);
+            check(prompt[p] != NULL, "randint");
+        }
+        for (int r = -1; r < reps; r++)  // r = -1: warm-up
+            for (int p = 0; p < 2; p++) {
+                torc_scope_push();
                 double t0 = now_s();
-                check(torc_gpt_generate(m, prompt, 1, 0.0, 0, gen) != NULL, "generate");
+                check(torc_gpt_generate(m, prompt[p], 1, 0.0, 0, gen) != NULL, "generate");
                 sync_dev();
                 const double t1 = now_s() - t0;
                 t0 = now_s();
-                check(torc_gpt_generate(m, prompt, 1 + k, 0.0, 0, gen) != NULL, "generate");
+                check(torc_gpt_generate(m, prompt[p], 1 + k, 0.0, 0, gen) != NULL, "generate");
                 sync_dev();
                 const double tk = now_s() - t0;
-                if (r >= 0) one = fmin(one, t1), more = fmin(more, tk);
+                torc_scope_pop();
+                if (r >= 0) one[p] = fmin(one[p], t1), more[p] = fmin(more[p], tk);
             }
+        for (int p = 0; p < 2; p++)
             printf(",\n \"kv_%s_%stoken_%s_ms\": %.6g", c->name, a ? "bf16_" : "", p ? "hi" : "lo",
-                   (more - one) / (double)k * 1e3);
-            if (a) check(torc_autocast_end() == TORC_OK, "autocast");
-            torc_scope_pop();
-        }
+                   (more[p] - one[p]) / (double)k * 1e3);
+        if (a) check(torc_autocast_end() == TORC_OK, "autocast");
+        torc_scope_pop();
+    }
     torc_gpt_free(m);
 }
 
