@@ -1,7 +1,7 @@
 // tests/onednn_small_ops_test.c — oneDNN hands small ops to the reference backend (its
 // primitive overhead exceeds a plain loop), with a reason, and results are unchanged; small ops
-// of torc's own host loops (casts, GELU, layer_norm, log_softmax: a sampler's one-token step) it
-// keeps.
+// of torc's own host loops (casts, GELU, layer_norm, log_softmax, arithmetic on bf16 / f16: a
+// sampler's one-token step) it keeps.
 #include "testutil.h"
 
 // Whether onednn itself takes an add of n float32 elements (the last error says why not).
@@ -92,6 +92,28 @@ START_TEST(small_sampler_ops_stay_on_onednn) {
         for (int64_t k = 0; k < n; k++)
             ck_assert_msg(fabs(g[k] - e[k]) <= 4 * 0x1p-23 * fmax(1.0, fabs(e[k])), "op %d [%lld]: %.9g, reference %.9g", i,
                           (long long)k, g[k], e[k]);
+        free(g), free(e);
+    }
+    // A bf16 token's bias adds and residual adds: on pointwise.c's loops, each element exactly
+    // PyTorch's (the sum of the two bf16 values rounded once), as the reference's.
+    torc_tensor *hb = torc_to_dtype(x, TORC_DTYPE_BF16), *bb = torc_to_dtype(torc_narrow(x, 2, 0, 384), TORC_DTYPE_BF16);
+    torc_tensor *hbd = torc_to_device(hb, dev), *bbd = torc_to_device(bb, dev);
+    ck_assert_msg(hbd && bbd, "%s", torc_last_error());
+    torc_op_trace_start();
+    torc_tensor *sum = torc_add(torc_narrow(hbd, 2, 0, 384), bbd), *prod = torc_mul(hbd, hbd);
+    torc_op_trace_stop();
+    ck_assert_msg(sum && prod, "%s", torc_last_error());
+    ck_assert_uint_eq(torc_op_trace_count(TORC_OP_ADD, TORC_DTYPE_BF16, TORC_DTYPE_BF16, 0), 1);
+    ck_assert_uint_eq(torc_op_trace_count(TORC_OP_MUL, TORC_DTYPE_BF16, TORC_DTYPE_BF16, 0), 1);
+    ck_assert_uint_eq(torc_op_trace_count(-1, -1, -1, 1), 0);
+    torc_tensor *hr = on_host(hb), *brr = on_host(bb);
+    torc_tensor *half_want[2] = {torc_add(torc_narrow(hr, 2, 0, 384), brr), torc_mul(hr, hr)}, *half_got[2] = {sum, prod};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(half_want[i] != NULL, "%s", torc_last_error());
+        double *g = tu_values(half_got[i]), *e = tu_values(half_want[i]);
+        const int64_t n = torc_numel(half_want[i]);
+        for (int64_t k = 0; k < n; k++)
+            ck_assert_msg(g[k] == e[k], "bf16 op %d [%lld]: %.9g, reference %.9g", i, (long long)k, g[k], e[k]);
         free(g), free(e);
     }
     torc_generator_free(gen);

@@ -354,9 +354,21 @@ static const host_family *host_family_of(const torc_op *op) {
 // the token's GELUs and layer_norms 0.37 -> 0.04 ms). Attention's work is L x S x E, not its
 // largest operand (one causal head, T = E = 16: 4.4 us against the reference's 16.8; T = E = 64: 35
 // against 870).
+// The binary arithmetic ops with a 16-bit operand on pointwise.c's loops too: the reference converts
+// element by element (a bf16 bias add of (1, 1, 1152) 5.0 us against 0.76, of 1024 elements 4.5
+// against 0.7; f32 4x4 to 4096 elements: 0.3-2.2 us against 0.4-1.0, so f32 keeps the threshold),
+// and a bf16 sampler's token makes 37 of them (config B: 0.18 ms of its 2.2).
 // Every small op asks this, so the opcode picks the one family to ask.
+static bool half_operand(const torc_op *op) {
+    for (int i = 0; i < op->n_in; i++)
+        if (op->in[i].dtype == TORC_DTYPE_BF16 || op->in[i].dtype == TORC_DTYPE_F16) return true;
+    return false;
+}
+
 static bool taken_at_any_size(const torc_op *op) {
     switch (op->code) {
+    case TORC_OP_ADD: case TORC_OP_SUB: case TORC_OP_MUL: case TORC_OP_DIV:
+        return half_operand(op) && onednn__pointwise_takes(op);
     case TORC_OP_COPY: return onednn__cast_takes(op);
     case TORC_OP_ATTENTION: case TORC_OP_ATTENTION_BACKWARD: return onednn__attention_takes(op);
     case TORC_OP_GELU: return onednn__gelu_takes(op);
