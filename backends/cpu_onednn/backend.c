@@ -334,6 +334,7 @@ static const host_family host_families[] = {
     {onednn__log_softmax_takes, onednn__log_softmax_check, onednn__log_softmax_run},
     {onednn__layer_norm_takes, onednn__layer_norm_check, onednn__layer_norm_run},
     {onednn__attention_takes, onednn__attention_check, onednn__attention_run},
+    {onednn__gemv_takes, NULL, onednn__gemv_run},
     {onednn__gelu_takes, onednn__gelu_check, onednn__gelu_run},
     {onednn__gelu_backward_takes, onednn__gelu_backward_check, onednn__gelu_backward_run},
     {onednn__cross_entropy_takes, onednn__cross_entropy_check, onednn__cross_entropy_run},

@@ -411,6 +411,11 @@ bool onednn__attention_takes(const torc_op *op);
 int onednn__attention_check(const torc_op *op);
 int onednn__attention_run(const torc_op *op);
 
+// MATMUL of at most 4 rows of bf16 / f16 operands, batch dims 1, a weight of contiguous rows or
+// columns, on AVX-512 (gemv.c): a sampler's products, streamed at the weight's bytes.
+bool onednn__gemv_takes(const torc_op *op);
+int onednn__gemv_run(const torc_op *op);
+
 // GELU (gelu.c): dense in and out of one dtype, f32 / bf16 / f16, in float as PyTorch; takes()
 // decides (other layouts and dtype mixes stay on oneDNN's primitive, elementwise.c).
 bool onednn__gelu_takes(const torc_op *op);
