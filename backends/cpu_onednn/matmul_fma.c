@@ -818,12 +818,16 @@ static int64_t tiled_rows(const fma_isa *isa, int64_t m) {
 //  - column-major A (each k's rows contiguous, as A^T of a row-major matrix) is converted a k-run
 //    of all m rows at a time, and the kernels read it where it lands (dealing each run out to the
 //    panels took 3% of an AVX2-capped D=256 bf16 step);
-//  - row-major A (each row's k contiguous) in runs of up to FMA_SHORT_K k is converted row by row
-//    (zero rows up to the last tile's end), and the _rows kernels broadcast from its rows as from
-//    panels. Packing it into panels transposed it, 0.5-0.6 cycles an element against 0.2 for a
-//    row's conversion (one Zen 4 core), 3% of a Cruncher D=256 f16 forward GEMM;
-//  - other layouts, and longer runs (whose tile rows, 4 KiB each at k 1024, stream from L2 as 16
-//    streams), are packed into MR-row micro-panels.
+//  - row-major A (each row's k contiguous) in runs of up to FMA_SHORT_K k, and in runs of any
+//    length on Intel's AVX-512 cores, is converted row by row (zero rows up to the last tile's end),
+//    and the _rows kernels broadcast from its rows as from panels. Packing it into panels transposed
+//    it, 0.5-0.6 cycles an element against 0.2 for a row's conversion (one Zen 4 core), 3% of a
+//    Cruncher D=256 f16 forward GEMM. On one loaded Emerald Rapids core (bf16 in, best CPU time of
+//    12 interleaved runs, over f32 on dnnl_sgemm), panels -> rows: (1024, 1536) x (1536, 384)
+//    1.15-1.21 -> 1.08-1.13, (1024, 1024) x (1024, 256) 1.05-1.11 -> 1.01-1.06, (1024, 1536) x
+//    (1536, 384)^T 1.07 -> 1.02, the LM head's (256, 50257) x (50257, 256) 1.07 -> 1.04;
+//  - other layouts, and longer runs elsewhere (whose tile rows, 4 KiB each at k 1024, stream from
+//    L2 as 16 streams on Zen 4's 16-row tiles), are packed into MR-row micro-panels.
 static a_block pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, int64_t m, int64_t pc, int64_t kc,
                       float *restrict ap, float *restrict line) {
     const src_kind sk = src_of(g->a_dt, g->round_dt);
@@ -841,7 +845,7 @@ static a_block pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, 
         }
         return (a_block){ap, 1, padded};
     }
-    if (g->a_cs == 1 && m > 1 && kc <= FMA_SHORT_K) {
+    if (g->a_cs == 1 && m > 1 && (kc <= FMA_SHORT_K || isa->b_floats == FMA_B_FLOATS_INTEL512)) {
         const int64_t ld = a_ld(kc);
         load_lines(sk, a, g->a_rs * es, m, (int)kc, (int)ld, ap);
         memset(ap + m * ld, 0, (size_t)((tiled_rows(isa, m) - m) * ld) * sizeof(float));
