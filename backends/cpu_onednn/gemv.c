@@ -1,5 +1,6 @@
-// backends/cpu_onednn/gemv.c — MATMUL of at most GEMV_MAX_M rows of bf16 / f16 operands on AVX-512:
-// a sampler's token (x (1, C) times each weight, the LM head's x (1, C) times wte^T). Such a product
+// backends/cpu_onednn/gemv.c — MATMUL of at most GEMV_MAX_M rows of bf16 / f16 operands on AVX-512
+// (on AVX2 + FMA, the columns layout below): a sampler's token (x (1, C) times each weight, the LM
+// head's x (1, C) times wte^T). Such a product
 // reads each weight once and does two flops a weight element, so its time is the weight's bytes; the
 // GEMM paths spent it otherwise (the primitive's bf16 GEMV, config B's token at 21 MB of bf16
 // weights: 2.4-2.5 ms against f32 sgemm's 1.95 for twice the bytes).
@@ -31,7 +32,14 @@ bool onednn__gemv_takes(const torc_op *op) {
     const torc_operand *x = &op->in[0], *w = &op->in[1], *y = &op->out[0];
     const int nd = y->ndim;
     if (nd < 2 || x->ndim != nd || w->ndim != nd || !half(x->dtype) || w->dtype != x->dtype ||
-        (y->dtype != x->dtype && y->dtype != TORC_DTYPE_F32) || onednn__isa() < ONEDNN_ISA_AVX512_CORE)
+        (y->dtype != x->dtype && y->dtype != TORC_DTYPE_F32))
+        return false;
+    const onednn_isa isa = onednn__isa();
+    const bool cols = w->stride[nd - 1] != 1 && y->shape[nd - 1] > 1;
+    // AVX2 + FMA: the columns only (rows run at the weight's bytes on the FMA GEMM's small path
+    // already; the head's wte^T was packed whole every token there: 7.2 ms for 26 MB).
+    if (!(isa >= ONEDNN_ISA_AVX512_CORE ||
+          (isa >= ONEDNN_ISA_AVX2 && cols && (x->dtype == TORC_DTYPE_BF16 || onednn__cpu_has_f16c()))))
         return false;
     for (int d = 0; d < nd - 2; d++)
         if (y->shape[d] != 1 || x->shape[d] != 1 || w->shape[d] != 1) return false;
@@ -128,6 +136,58 @@ __attribute__((target(TGT), always_inline)) static inline void cols_block(const 
     }
 }
 
+// ---- AVX2 + FMA: the columns layout ----
+#define TGT2 "avx2,fma,f16c"
+
+// 8 elements of a bf16 / f16 row from p as f32 (exact); n < 8: the first n, the rest 0.
+__attribute__((target(TGT2), always_inline)) static inline __m256 load8(const uint16_t *p, int n, bool f16) {
+    __m128i v;
+    if (n >= 8) {
+        v = _mm_loadu_si128((const __m128i *)p);
+    } else {
+        uint16_t t[8] = {0};
+        memcpy(t, p, sizeof(uint16_t) * (size_t)n);
+        v = _mm_loadu_si128((const __m128i *)t);
+    }
+    return f16 ? _mm256_cvtph_ps(v) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+
+__attribute__((target(TGT2), always_inline)) static inline float sum8(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+
+// cols_block on 8-wide vectors, a column at a time over nq (constant) rows (xf's rows padded with
+// zeros to a multiple of 8).
+__attribute__((target(TGT2), always_inline)) static inline void cols_block2(const int nq, const bool f16,
+                                                                           const float *xf, int64_t K,
+                                                                           const uint16_t *w, int64_t ldw, int n,
+                                                                           float *y) {
+    const int64_t Kp = (K + 7) / 8 * 8;
+    for (int c = 0; c < n; c++) {
+        __m256 acc[GEMV_MAX_M][2];
+        for (int r = 0; r < GEMV_MAX_M; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+        const uint16_t *wc = w + c * ldw;
+        int64_t k = 0;
+        for (; k + 16 <= K; k += 16) {
+            const __m256 w0 = load8(wc + k, 8, f16), w1 = load8(wc + k + 8, 8, f16);
+            for (int r = 0; r < GEMV_MAX_M; r++)
+                if (r < nq) {
+                    acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(xf + r * Kp + k), w0, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(_mm256_loadu_ps(xf + r * Kp + k + 8), w1, acc[r][1]);
+                }
+        }
+        for (; k < K; k += 8) {
+            const __m256 w0 = load8(wc + k, K - k < 8 ? (int)(K - k) : 8, f16);
+            for (int r = 0; r < GEMV_MAX_M; r++)
+                if (r < nq) acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(xf + r * Kp + k), w0, acc[r][0]);
+        }
+        for (int r = 0; r < GEMV_MAX_M; r++)
+            if (r < nq) y[r * GEMV_CHUNK + c] = sum8(_mm256_add_ps(acc[r][0], acc[r][1]));
+    }
+}
+
 // One chunk of n columns: the nq x n sums into y (row stride GEMV_CHUNK), by w's layout.
 #define GEMV_CASES(FN)                                                                                             \
     switch (nq * 2 + f16) {                                                                                        \
@@ -140,13 +200,17 @@ __attribute__((target(TGT), always_inline)) static inline void cols_block(const 
     case 3: FN(1, true, xf, K, w, ldw, n, y); break;                                                               \
     default: FN(1, false, xf, K, w, ldw, n, y); break;                                                             \
     }
-__attribute__((target(TGT))) static void chunk(bool cols, int nq, bool f16, const float *xf, int64_t K,
-                                               const uint16_t *w, int64_t ldw, int n, float *y) {
+__attribute__((target(TGT))) static void chunk512(bool cols, int nq, bool f16, const float *xf, int64_t K,
+                                                  const uint16_t *w, int64_t ldw, int n, float *y) {
     if (cols) {
         GEMV_CASES(cols_block)
     } else {
         GEMV_CASES(rows_block)
     }
+}
+__attribute__((target(TGT2))) static void chunk256(int nq, bool f16, const float *xf, int64_t K, const uint16_t *w,
+                                                   int64_t ldw, int n, float *y) {
+    GEMV_CASES(cols_block2)
 }
 #undef GEMV_CASES
 
@@ -154,8 +218,8 @@ typedef struct gemv_job {
     const torc_operand *out;
     int nd, M;
     int64_t N, K, ldw;
-    bool cols, f16;
-    const float *xf;
+    bool cols, f16, avx512;
+    const float *xf;  // x's rows as f32, each padded with zeros to a multiple of 8 (AVX2's stride)
     const uint16_t *w;
 } gemv_job;
 
@@ -163,7 +227,9 @@ typedef struct gemv_job {
 static void run_chunk(const gemv_job *j, int64_t c, float *y) {
     const int64_t j0 = c * GEMV_CHUNK;
     const int n = (int)(j->N - j0 < GEMV_CHUNK ? j->N - j0 : GEMV_CHUNK);
-    chunk(j->cols, j->M, j->f16, j->xf, j->K, j->w + j0 * (j->cols ? j->ldw : 1), j->ldw, n, y);
+    const uint16_t *w = j->w + j0 * (j->cols ? j->ldw : 1);
+    if (j->avx512) chunk512(j->cols, j->M, j->f16, j->xf, j->K, w, j->ldw, n, y);
+    else chunk256(j->M, j->f16, j->xf, j->K, w, j->ldw, n, y);
     const torc_operand *out = j->out;
     for (int r = 0; r < j->M; r++) {
         char *o = (char *)out->data + (r * out->stride[j->nd - 2] + j0) * (int64_t)torc_abi_dtype_size(out->dtype);
@@ -182,12 +248,14 @@ int onednn__gemv_run(const torc_op *op) {
     // Rows unless w's rows are not contiguous (a (K, 1) weight is both: rows).
     j.cols = !(w->stride[nd - 1] == 1 || j.N == 1);
     j.ldw = j.cols ? w->stride[nd - 1] : w->stride[nd - 2];
-    float *xf = malloc(sizeof(float) * (size_t)(j.M * j.K));
-    if (!xf) return onednn__error(TORC_ERR_OOM, "onednn: matmul: out of memory for %d x %lld floats", j.M, (long long)j.K);
+    j.avx512 = onednn__isa() >= ONEDNN_ISA_AVX512_CORE;
+    const int64_t ldx = j.avx512 ? j.K : (j.K + 7) / 8 * 8;
+    float *xf = calloc((size_t)(j.M * ldx), sizeof(float));
+    if (!xf) return onednn__error(TORC_ERR_OOM, "onednn: matmul: out of memory for %d x %lld floats", j.M, (long long)ldx);
     for (int r = 0; r < j.M; r++) {
         const uint16_t *xr = (const uint16_t *)x->data + r * x->stride[nd - 2];
-        if (j.f16) onednn__f16_to_f32(xf + (size_t)r * j.K, xr, j.K);
-        else onednn__bf16_to_f32(xf + (size_t)r * j.K, xr, j.K);
+        if (j.f16) onednn__f16_to_f32(xf + (size_t)r * ldx, xr, j.K);
+        else onednn__bf16_to_f32(xf + (size_t)r * ldx, xr, j.K);
     }
     j.xf = xf;
     const int64_t nchunks = (j.N + GEMV_CHUNK - 1) / GEMV_CHUNK;

@@ -412,7 +412,7 @@ int onednn__attention_check(const torc_op *op);
 int onednn__attention_run(const torc_op *op);
 
 // MATMUL of at most 4 rows of bf16 / f16 operands, batch dims 1, a weight of contiguous rows or
-// columns, on AVX-512 (gemv.c): a sampler's products, streamed at the weight's bytes.
+// columns, on AVX-512 (AVX2: columns) (gemv.c): a sampler's products, streamed at the weight's bytes.
 bool onednn__gemv_takes(const torc_op *op);
 int onednn__gemv_run(const torc_op *op);
 
