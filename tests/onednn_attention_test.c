@@ -313,8 +313,8 @@ END_TEST
 
 // ---- a sampler's steps: at most 4 query rows (the decode path: dot products a key, not tiles) ----
 // Every L of the path, key counts around its 64-key tiles and up to a 1024-token window, head sizes
-// read in place (f32, 32 / 64 / 96 features; bf16 and f16 on AVX-512, 40 too) or through a tile
-// (f32 with 40; bf16 and f16 below AVX-512), k and v the first S rows of a KV cache (row stride past
+// read in place (f32, 32 / 64 / 96 features; bf16 and f16 from AVX2 up, 40 too) or through a tile
+// (f32 with 40; bf16 and f16 below AVX2), k and v the first S rows of a KV cache (row stride past
 // S) or dense, causal (top-left: query i sees keys 0..i) and not. The backward of the same shapes
 // runs the tile path.
 static const int64_t DEC_S[] = {1, 2, 3, 15, 16, 17, 63, 64, 65, 100, 129, 900, 1100};

@@ -18,7 +18,7 @@
 // q and do of a (b, h) (L (2 E + Ev) floats); the backward adds D (B H L floats).
 // Decode (a forward of at most ATT_DEC_L query rows, a sampler's step against its KV cache): per
 // (b, h), each key's scores as L dot products, the online softmax along the rows, O += P V with L
-// rows; keys and values of dense rows read where they lie: f32 rows, and on AVX-512 bf16 and f16
+// rows; keys and values of dense rows read where they lie: f32 rows, and from AVX2 up bf16 and f16
 // rows converted in registers (exact: the bits of the f32 tiles they were converted into before),
 // each row's scores 4 keys at a time summed across lanes together. Config B's sampler (6 layers x 6
 // heads, E 64) at 900 cached positions on one Sapphire Rapids core: its attention 5.3-5.5 ms a token
@@ -98,8 +98,8 @@ typedef struct att_isa {
     void (*exp_row)(float *x, int n, float sub);
     void (*exp_vec)(float *x, int n, const float *sub, float *acc);
     void (*dots)(const float *q, int nq, int ldq, const float *k, int nk, int ldk, int n, float *s, int lds);
-    // The decode path over dense bf16 / f16 keys and values read as they lie (AVX-512 only; NULL
-    // elsewhere): dots_h as dots over n padded features of keys with e real ones (row stride ldk
+    // The decode path over dense bf16 / f16 keys and values read as they lie (AVX-512 and AVX2;
+    // NULL below): dots_h as dots over n padded features of keys with e real ones (row stride ldk
     // elements), pv_h as gemm(nq, n, nk, p, ldp, 1, v, ldv, o, ldo, 1) over values with e real
     // features; the 16-bit rows converted in registers, the same products in the same order.
     void (*dots_h)(const float *q, int nq, int ldq, const uint16_t *k, int nk, int64_t ldk, int e, int n, bool f16,
@@ -383,7 +383,137 @@ __attribute__((target(TGT256), always_inline)) static inline float sum256(__m256
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
     return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
 }
-ATT_DOTS_FN(dots256, __attribute__((target(TGT256))), __m256, 8, L256, F256, Z256, sum256)
+
+// The decode path on AVX2 as on AVX-512 (dots_rows, pv_h_block): 8-wide vectors, a row's last
+// features (past e, up to 8) loaded through a zeroed copy, the 4 keys' lanes summed by hadd.
+#define TGT256H TGT256 ",f16c"
+__attribute__((target(TGT256H), always_inline)) static inline __m256 key8(const int kind, const void *row, int f,
+                                                                          int e) {
+    const int n = e - f >= 8 ? 8 : e - f > 0 ? e - f : 0;
+    if (kind == 0) {
+        if (n == 8) return _mm256_loadu_ps((const float *)row + f);
+        float t[8] = {0};
+        memcpy(t, (const float *)row + f, sizeof(float) * (size_t)n);
+        return _mm256_loadu_ps(t);
+    }
+    __m128i v;
+    if (n == 8) {
+        v = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + f));
+    } else {
+        uint16_t t[8] = {0};
+        memcpy(t, (const uint16_t *)row + f, sizeof(uint16_t) * (size_t)n);
+        v = _mm_loadu_si128((const __m128i *)t);
+    }
+    return kind == 2 ? _mm256_cvtph_ps(v) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+
+__attribute__((target(TGT256H), always_inline)) static inline __m128 sum4x8(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));  // a b c d of each half
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+__attribute__((target(TGT256H), always_inline)) static inline void dots_rows256(const int nq, const int kind,
+                                                                               const float *q, int ldq, const void *k,
+                                                                               int nk, int64_t ldk, int e, int n,
+                                                                               float *s, int lds) {
+    const size_t es = kind ? 2 : 4;
+    int c = 0;
+    for (; c + 4 <= nk; c += 4) {
+        const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;
+        __m256 acc[ATT_DEC_L][4];
+        for (int r = 0; r < ATT_DEC_L; r++)
+            for (int i = 0; i < 4; i++) acc[r][i] = _mm256_setzero_ps();
+        for (int f = 0; f < n; f += 8)
+            for (int i = 0; i < 4; i++) {
+                const __m256 kv = key8(kind, kc + (size_t)i * (size_t)ldk * es, f, e);
+                for (int r = 0; r < ATT_DEC_L; r++)
+                    if (r < nq)
+                        acc[r][i] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (size_t)r * (size_t)ldq + f), kv, acc[r][i]);
+            }
+        for (int r = 0; r < ATT_DEC_L; r++)
+            if (r < nq) _mm_storeu_ps(s + (size_t)r * (size_t)lds + c, sum4x8(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+    }
+    for (; c < nk; c++) {
+        const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;
+        __m256 acc[ATT_DEC_L];
+        for (int r = 0; r < ATT_DEC_L; r++) acc[r] = _mm256_setzero_ps();
+        for (int f = 0; f < n; f += 8) {
+            const __m256 kv = key8(kind, kc, f, e);
+            for (int r = 0; r < ATT_DEC_L; r++)
+                if (r < nq) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (size_t)r * (size_t)ldq + f), kv, acc[r]);
+        }
+        for (int r = 0; r < ATT_DEC_L; r++)
+            if (r < nq) s[(size_t)r * (size_t)lds + c] = sum256(acc[r]);
+    }
+}
+
+#define DOTS_ROWS256(KIND, K, LDK, E)                                                                                \
+    switch (nq) {                                                                                                    \
+    case 4: dots_rows256(4, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                          \
+    case 3: dots_rows256(3, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                          \
+    case 2: dots_rows256(2, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                          \
+    default: dots_rows256(1, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                         \
+    }
+__attribute__((target(TGT256H))) static void dots256(const float *q, int nq, int ldq, const float *k, int nk, int ldk,
+                                                     int n, float *s, int lds) {
+    DOTS_ROWS256(0, k, ldk, n)
+}
+__attribute__((target(TGT256H))) static void dots_h256(const float *q, int nq, int ldq, const uint16_t *k, int nk,
+                                                       int64_t ldk, int e, int n, bool f16, float *s, int lds) {
+    if (f16) {
+        DOTS_ROWS256(2, k, ldk, e)
+    } else {
+        DOTS_ROWS256(1, k, ldk, e)
+    }
+}
+#undef DOTS_ROWS256
+
+__attribute__((target(TGT256H), always_inline)) static inline void pv_h_block256(const int nq, const int nv,
+                                                                                const bool f16, const float *p,
+                                                                                int ldp, const uint16_t *v, int nk,
+                                                                                int64_t ldv, int left, float *o,
+                                                                                int ldo) {
+    __m256 acc[ATT_DEC_L][4];
+    for (int r = 0; r < ATT_DEC_L; r++)
+        for (int u = 0; u < 4; u++)
+            if (r < nq && u < nv) acc[r][u] = _mm256_loadu_ps(o + (size_t)r * (size_t)ldo + 8 * u);
+    for (int c = 0; c < nk; c++) {
+        const uint16_t *vc = v + (size_t)c * (size_t)ldv;
+        __m256 vv[4];
+        for (int u = 0; u < 4; u++)
+            if (u < nv) vv[u] = key8(f16 ? 2 : 1, vc, 8 * u, left);
+        for (int r = 0; r < ATT_DEC_L; r++)
+            if (r < nq) {
+                const __m256 pr = _mm256_set1_ps(p[(size_t)r * (size_t)ldp + c]);
+                for (int u = 0; u < 4; u++)
+                    if (u < nv) acc[r][u] = _mm256_fmadd_ps(pr, vv[u], acc[r][u]);
+            }
+    }
+    for (int r = 0; r < ATT_DEC_L; r++)
+        for (int u = 0; u < 4; u++)
+            if (r < nq && u < nv) _mm256_storeu_ps(o + (size_t)r * (size_t)ldo + 8 * u, acc[r][u]);
+}
+
+// n (a multiple of 16) in blocks of 32 columns, then 16.
+__attribute__((target(TGT256H))) static void pv_h256(const float *p, int nq, int ldp, const uint16_t *v, int nk,
+                                                     int64_t ldv, int e, int n, bool f16, float *o, int ldo) {
+    for (int f = 0; f < n; f += 32) {
+        const int nv = n - f >= 32 ? 4 : 2, left = e - f;
+        const uint16_t *vf = v + f;
+        float *of = o + f;
+#define PV_H256(NQ, NV) f16 ? pv_h_block256(NQ, NV, true, p, ldp, vf, nk, ldv, left, of, ldo) \
+                            : pv_h_block256(NQ, NV, false, p, ldp, vf, nk, ldv, left, of, ldo)
+#define PV_H256_NV(NQ) nv == 4 ? (PV_H256(NQ, 4)) : (PV_H256(NQ, 2))
+        switch (nq) {
+        case 4: PV_H256_NV(4); break;
+        case 3: PV_H256_NV(3); break;
+        case 2: PV_H256_NV(2); break;
+        default: PV_H256_NV(1); break;
+        }
+#undef PV_H256_NV
+#undef PV_H256
+    }
+}
 
 // Below -87.3 (where 2^n would leave the normal range) the result is 0, no subnormal ever made
 // (exp512 says why); NaN passes through.
@@ -455,7 +585,7 @@ static void exp_vec_c(float *x, int n, const float *sub, float *acc) {
 }
 
 static const att_isa k_isa512 = {gemm512, colmax512, exp_row512, exp_vec512, dots512, dots_h512, pv_h512};
-static const att_isa k_isa256 = {gemm256, colmax256, exp_row256, exp_vec256, dots256, NULL, NULL};
+static const att_isa k_isa256 = {gemm256, colmax256, exp_row256, exp_vec256, dots256, dots_h256, pv_h256};
 static const att_isa k_isa_c = {gemm_c, colmax_c, exp_row_c, exp_vec_c, dots_c, NULL, NULL};
 
 static const att_isa *pick_isa(void) {
@@ -835,7 +965,8 @@ static void forward_decode(const att_job *j, float *w, int64_t bh) {
     memset(O, 0, sizeof(float) * (size_t)L * Evp);
     for (int r = 0; r < L; r++) m[r] = -INFINITY, l[r] = 0;
     const int64_t kend = attended(j, L - 1);
-    const bool h16 = j->isa->dots_h && half_rows(k) && half_rows(v), f16 = k->dtype == TORC_DTYPE_F16;
+    const bool f16 = k->dtype == TORC_DTYPE_F16,
+               h16 = j->isa->dots_h && half_rows(k) && half_rows(v) && (!f16 || onednn__cpu_has_f16c());
     int ldk, ldv;
     for (int64_t j0 = 0; j0 < kend; j0 += ATT_BC) {
         const int bc = (int)(kend - j0 < ATT_BC ? kend - j0 : ATT_BC), bcp = pad16(bc);
