@@ -825,7 +825,7 @@ static int64_t tiled_rows(const fma_isa *isa, int64_t m) {
 //    Cruncher D=256 f16 forward GEMM. On one loaded Emerald Rapids core (bf16 in, best CPU time of
 //    12 interleaved runs, over f32 on dnnl_sgemm), panels -> rows: (1024, 1536) x (1536, 384)
 //    1.15-1.21 -> 1.08-1.13, (1024, 1024) x (1024, 256) 1.05-1.11 -> 1.01-1.06, (1024, 1536) x
-//    (1536, 384)^T 1.07 -> 1.02, the LM head's (256, 50257) x (50257, 256) 1.07 -> 1.04;
+//    (1536, 384)^T 1.07 -> 1.02, the LM head's (256, 50257) x (50257, 256) 1.07-1.19 -> 1.04-1.17;
 //  - other layouts, and longer runs elsewhere (whose tile rows, 4 KiB each at k 1024, stream from
 //    L2 as 16 streams on Zen 4's 16-row tiles), are packed into MR-row micro-panels.
 static a_block pack_a(const onednn_fma_gemm *g, const fma_isa *isa, int64_t i0, int64_t m, int64_t pc, int64_t kc,
