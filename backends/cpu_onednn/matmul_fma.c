@@ -52,7 +52,7 @@
 // weight gradients (384, 1024) x (1024, 1536) 83 -> 121 and (256, 1024) x (1024, 768) 70 -> 84.
 // (512 KiB measured no better; runs of 512 or 256 k instead of 2048 gained nothing at K 1024-1536.)
 #define FMA_B_FLOATS_INTEL512 (INT64_C(1) << 18)
-#define FMA_K_OUTER 1024  // k of k_outer's GEMMs (one 1 MiB B block at N 256)
+#define FMA_K_OUTER 512  // k of k_outer's GEMMs (one 512 KiB B block at N 256)
 #define FMA_MR_MAX 16
 // A block of A converted as rows of k (pack_a) has rows a_ld(kc) floats apart: an odd number of
 // cache lines and 16 bytes, so that a tile's rows fall in different sets of the L1 cache and start
@@ -1206,15 +1206,20 @@ static void small_gemm(const onednn_fma_gemm *g0, float *scratch) {
     }
 }
 
-// Whether a long K runs as GEMMs of FMA_K_OUTER k each, added to C in order, each packing its own B
-// block: on Intel's AVX-512 cores (the 1 MiB B block) where B over all of K would be packed in
-// column blocks narrower than C, each block converting A again (at K 50257 and N 256, blocks of one
-// 32-column micro-panel: A converted 8 times). The LM head's input gradient chunk, (79, 50257) x
-// (50257, 256) on one loaded Sapphire Rapids class core, GFLOP/s: 36-38 so, 62 in runs of 2048 k
-// (two B blocks a run), 75-88 in runs of 1024 (one), 62-70 in runs of 512 or 256 (dnnl_sgemm 63-80);
-// (1024, 1536) x (1536, 384) 114 -> 121. f32 C written in place only (its partial sums stay f32).
+// Whether a long K (over 2 x FMA_K_OUTER) runs as GEMMs of FMA_K_OUTER k each, added to C in order,
+// each packing its own B block: on Intel's AVX-512 cores (the 1 MiB B block) where B over all of K
+// would be packed in column blocks narrower than C, each block converting A again (at K 50257 and N
+// 256, blocks of one 32-column micro-panel: A converted 8 times). The LM head's input gradient
+// chunk, (79, 50257) x (50257, 256) on one loaded Sapphire Rapids class core, GFLOP/s: 36-38 so, 62
+// in runs of 2048 k (two B blocks a run), 75-88 in runs of 1024 (one), 62-70 in runs of 512 or 256
+// (dnnl_sgemm 63-80), A then packed into panels; (1024, 1536) x (1536, 384) 114 -> 121. Since A's
+// rows are converted as rows (pack_a), the chunk of 256 rows in bf16, its time over f32's on
+// dnnl_sgemm (one loaded Emerald Rapids core, CPU time, 5 runs of 6-8 interleaved calls, best /
+// mean): runs of 1024 0.99-1.10 / 1.05-1.14, of 512 0.99-1.06 / 1.02-1.09, of 256 1.02-1.09 (likely: a
+// 12-row tile's A, 24 KiB at 512 k, stays in L1 beside the streaming B micro-panel; 48 KiB at 1024
+// does not). f32 C written in place only (its partial sums stay f32).
 static bool k_outer(const onednn_fma_gemm *g, const fma_dims *d) {
-    return d->isa.b_floats == FMA_B_FLOATS_INTEL512 && g->K > FMA_K_OUTER && d->nc < round_up(g->N, d->isa.nr) &&
+    return d->isa.b_floats == FMA_B_FLOATS_INTEL512 && g->K > 2 * FMA_K_OUTER && d->nc < round_up(g->N, d->isa.nr) &&
            g->c_dt == dnnl_f32 && g->c_cs == 1 && g->round_dt == dnnl_data_type_undef;
 }
 
