@@ -35,6 +35,11 @@
 #define AMX_KCT 64  // k tiles (of 32) per K block (side by side against 16: 2048^3 and 512x1024x1024
                     // 6% faster; against whole K: 4096^3 10% slower, the panels leave L2)
 #define TILE_ELEMS 512  // bf16 elements in one packed 1 KiB tile
+// Fewer MC x NC blocks than threads: the blocks are halved (columns first) down to this, so that
+// every thread has one. The LM head's input-gradient chunk (256 x 256, K 50304) was one block, and
+// one of two threads did all of it. Each element's sum runs over K in the same order whatever the
+// blocks, so the bits do not change with them (or with the thread count).
+#define AMX_MIN_BLOCK 64
 
 // ---- detection ----
 #define ARCH_REQ_XCOMP_PERM 0x1023
@@ -75,7 +80,8 @@ static size_t acc_bytes(void) { return (size_t)AMX_MC * AMX_NC * sizeof(float); 
 
 size_t onednn__amx_scratch_bytes(int64_t M, int64_t N, int64_t K, int nthreads) {
     const dims d = tile_dims(M, N, K, false);
-    const size_t panels = (size_t)((d.MT * 16 + AMX_MC - 1) / AMX_MC + (d.NT * 16 + AMX_NC - 1) / AMX_NC);
+    const size_t panels = (size_t)((d.MT * 16 + AMX_MIN_BLOCK - 1) / AMX_MIN_BLOCK +
+                                   (d.NT * 16 + AMX_MIN_BLOCK - 1) / AMX_MIN_BLOCK);  // blocks at their smallest
     return (size_t)(d.MT + d.NT) * (size_t)d.KT * TILE_ELEMS * 2 + (size_t)nthreads * acc_bytes() +
            panels * 64;  // packed A, B; accumulators; panel states
 }
@@ -392,7 +398,7 @@ static void pack_b_cols(const onednn_amx_gemm *g, const dims *d, uint16_t *bp, i
 typedef struct gemm_run {
     const onednn_amx_gemm *g;
     dims d;
-    int64_t Mp, Np, bm, bn;
+    int64_t Mp, Np, mc, nc, bm, bn;  // mc x nc: the blocks of C, bm x bn of them
     uint16_t *ap, *bp;
     float *accs;
     panel_state *rows, *cols;
@@ -404,9 +410,9 @@ static void gemm_thread(const gemm_run *r, int tid) {
     float *acc = r->accs + (size_t)tid * AMX_MC * AMX_NC;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t blk = 0; blk < r->bm * r->bn; blk++) {
-        const int64_t i = blk / r->bn, j = blk % r->bn, m0 = i * AMX_MC, n0 = j * AMX_NC;
-        const int64_t m1 = m0 + AMX_MC < r->Mp ? m0 + AMX_MC : r->Mp;
-        const int64_t n1 = n0 + AMX_NC < r->Np ? n0 + AMX_NC : r->Np;
+        const int64_t i = blk / r->bn, j = blk % r->bn, m0 = i * r->mc, n0 = j * r->nc;
+        const int64_t m1 = m0 + r->mc < r->Mp ? m0 + r->mc : r->Mp;
+        const int64_t n1 = n0 + r->nc < r->Np ? n0 + r->nc : r->Np;
         if (claim(&r->rows[i])) {
             pack_a_rows(r->g, &r->d, r->ap, m0 / 16, m1 / 16);
             atomic_store_explicit(&r->rows[i].v, 2, memory_order_release);
@@ -431,8 +437,14 @@ void onednn__amx_gemm(const onednn_amx_gemm *g, void *scratch, int nthreads) {
     gemm_run r = {.g = g, .d = tile_dims(g->M, g->N, g->K, in_place)};
     r.Mp = r.d.MT * 16;
     r.Np = r.d.NT * 16;
-    r.bm = (r.Mp + AMX_MC - 1) / AMX_MC;
-    r.bn = (r.Np + AMX_NC - 1) / AMX_NC;
+    r.mc = AMX_MC, r.nc = AMX_NC;
+    for (;;) {
+        r.bm = (r.Mp + r.mc - 1) / r.mc;
+        r.bn = (r.Np + r.nc - 1) / r.nc;
+        if (r.bm * r.bn >= nthreads || (r.mc <= AMX_MIN_BLOCK && r.nc <= AMX_MIN_BLOCK)) break;
+        if (r.nc > AMX_MIN_BLOCK && (r.nc >= r.mc || r.mc <= AMX_MIN_BLOCK)) r.nc /= 2;
+        else r.mc /= 2;
+    }
     r.ap = scratch;
     r.bp = r.ap + (size_t)r.d.MT * r.d.KT * TILE_ELEMS;
     r.accs = (float *)(r.bp + (size_t)r.d.NT * r.d.KT * TILE_ELEMS);
