@@ -73,6 +73,7 @@
 
 #include "onednn-impl.h"
 #include "torc/convert.h"
+#include "vec16.h"
 
 #define ATT_BR 64        // query rows per tile
 #define ATT_BC 64        // key rows per tile
@@ -181,6 +182,113 @@ typedef struct att_isa {
         }                                                                                                             \
     }
 
+// The decode path's kernels on AVX-512 and AVX2 (vec16.h's loads: keys and values of f32, bf16
+// or f16 rows read as they lie, 16-bit ones converted in registers, exactly):
+// dots##SFX / dots_h##SFX: att_isa's dots / dots_h, for nq (constant) query rows, 4 keys at a time,
+// each row's 4 accumulators summed across lanes together (single reductions were most of a bf16
+// token's attention); pv_h##SFX: blocks of nq rows x up to 4 vectors of O over every key, each O
+// element's products added in key order (gemm##SFX's order).
+#define ATT_DEC_FNS(SFX, TGT, V, W, ROW, SUM4, REDUCE, LOAD, STORE, FMA, SET1, ZERO)                                \
+    __attribute__((target(TGT), always_inline)) static inline void dots_rows##SFX(                                   \
+        const int nq, const int kind, const float *q, int ldq, const void *k, int nk, int64_t ldk, int e, int n,       \
+        float *s, int lds) {                                                                                          \
+        const size_t es = kind ? 2 : 4;                                                                               \
+        int c = 0;                                                                                                    \
+        for (; c + 4 <= nk; c += 4) {                                                                                 \
+            const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;                                          \
+            V acc[ATT_DEC_L][4];                                                                                      \
+            for (int r = 0; r < ATT_DEC_L; r++)                                                                       \
+                for (int i = 0; i < 4; i++) acc[r][i] = ZERO();                                                       \
+            for (int f = 0; f < n; f += W)                                                                            \
+                for (int i = 0; i < 4; i++) {                                                                         \
+                    const V kv = ROW(kind, kc + (size_t)i * (size_t)ldk * es, f, e);                                 \
+                    for (int r = 0; r < ATT_DEC_L; r++)                                                               \
+                        if (r < nq) acc[r][i] = FMA(LOAD(q + (size_t)r * (size_t)ldq + f), kv, acc[r][i]);           \
+                }                                                                                                     \
+            for (int r = 0; r < ATT_DEC_L; r++)                                                                       \
+                if (r < nq)                                                                                           \
+                    _mm_storeu_ps(s + (size_t)r * (size_t)lds + c, SUM4(acc[r][0], acc[r][1], acc[r][2], acc[r][3])); \
+        }                                                                                                             \
+        for (; c < nk; c++) {                                                                                         \
+            const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;                                          \
+            V acc[ATT_DEC_L];                                                                                         \
+            for (int r = 0; r < ATT_DEC_L; r++) acc[r] = ZERO();                                                      \
+            for (int f = 0; f < n; f += W) {                                                                          \
+                const V kv = ROW(kind, kc, f, e);                                                                     \
+                for (int r = 0; r < ATT_DEC_L; r++)                                                                   \
+                    if (r < nq) acc[r] = FMA(LOAD(q + (size_t)r * (size_t)ldq + f), kv, acc[r]);                     \
+            }                                                                                                         \
+            for (int r = 0; r < ATT_DEC_L; r++)                                                                       \
+                if (r < nq) s[(size_t)r * (size_t)lds + c] = REDUCE(acc[r]);                                          \
+        }                                                                                                             \
+    }                                                                                                                 \
+    __attribute__((target(TGT))) static void dots_k##SFX(int kind, const float *q, int nq, int ldq, const void *k,    \
+                                                         int nk, int64_t ldk, int e, int n, float *s, int lds) {     \
+        switch (nq * 4 + kind) {                                                                                      \
+        case 18: dots_rows##SFX(4, 2, q, ldq, k, nk, ldk, e, n, s, lds); break;                                      \
+        case 17: dots_rows##SFX(4, 1, q, ldq, k, nk, ldk, e, n, s, lds); break;                                      \
+        case 16: dots_rows##SFX(4, 0, q, ldq, k, nk, ldk, e, n, s, lds); break;                                      \
+        case 14: dots_rows##SFX(3, 2, q, ldq, k, nk, ldk, e, n, s, lds); break;                                      \
+        case 13: dots_rows##SFX(3, 1, q, ldq, k, nk, ldk, e, n, s, lds); break;                                      \
+        case 12: dots_rows##SFX(3, 0, q, ldq, k, nk, ldk, e, n, s, lds); break;                                      \
+        case 10: dots_rows##SFX(2, 2, q, ldq, k, nk, ldk, e, n, s, lds); break;                                      \
+        case 9: dots_rows##SFX(2, 1, q, ldq, k, nk, ldk, e, n, s, lds); break;                                       \
+        case 8: dots_rows##SFX(2, 0, q, ldq, k, nk, ldk, e, n, s, lds); break;                                       \
+        case 6: dots_rows##SFX(1, 2, q, ldq, k, nk, ldk, e, n, s, lds); break;                                       \
+        case 5: dots_rows##SFX(1, 1, q, ldq, k, nk, ldk, e, n, s, lds); break;                                       \
+        default: dots_rows##SFX(1, 0, q, ldq, k, nk, ldk, e, n, s, lds); break;                                      \
+        }                                                                                                             \
+    }                                                                                                                 \
+    static void dots##SFX(const float *q, int nq, int ldq, const float *k, int nk, int ldk, int n, float *s,          \
+                          int lds) {                                                                                  \
+        dots_k##SFX(0, q, nq, ldq, k, nk, ldk, n, n, s, lds);                                                         \
+    }                                                                                                                 \
+    static void dots_h##SFX(const float *q, int nq, int ldq, const uint16_t *k, int nk, int64_t ldk, int e, int n,    \
+                            bool f16, float *s, int lds) {                                                            \
+        dots_k##SFX(f16 ? 2 : 1, q, nq, ldq, k, nk, ldk, e, n, s, lds);                                               \
+    }                                                                                                                 \
+    __attribute__((target(TGT), always_inline)) static inline void pv_block##SFX(                                    \
+        const int nq, const int nv, const int kind, const float *p, int ldp, const uint16_t *v, int nk, int64_t ldv,  \
+        int left, float *o, int ldo) {                                                                                \
+        V acc[ATT_DEC_L][4];                                                                                          \
+        for (int r = 0; r < ATT_DEC_L; r++)                                                                           \
+            for (int u = 0; u < 4; u++)                                                                               \
+                if (r < nq && u < nv) acc[r][u] = LOAD(o + (size_t)r * (size_t)ldo + W * u);                         \
+        for (int c = 0; c < nk; c++) {                                                                                \
+            const uint16_t *vc = v + (size_t)c * (size_t)ldv;                                                         \
+            V vv[4];                                                                                                  \
+            for (int u = 0; u < 4; u++)                                                                               \
+                if (u < nv) vv[u] = ROW(kind, vc, W * u, left);                                                       \
+            for (int r = 0; r < ATT_DEC_L; r++)                                                                       \
+                if (r < nq) {                                                                                         \
+                    const V pr = SET1(p[(size_t)r * (size_t)ldp + c]);                                                \
+                    for (int u = 0; u < 4; u++)                                                                       \
+                        if (u < nv) acc[r][u] = FMA(pr, vv[u], acc[r][u]);                                            \
+                }                                                                                                     \
+        }                                                                                                             \
+        for (int r = 0; r < ATT_DEC_L; r++)                                                                           \
+            for (int u = 0; u < 4; u++)                                                                               \
+                if (r < nq && u < nv) STORE(o + (size_t)r * (size_t)ldo + W * u, acc[r][u]);                         \
+    }                                                                                                                 \
+    __attribute__((target(TGT))) static void pv_h##SFX(const float *p, int nq, int ldp, const uint16_t *v, int nk,    \
+                                                       int64_t ldv, int e, int n, bool f16, float *o, int ldo) {     \
+        const int kind = f16 ? 2 : 1;                                                                                 \
+        for (int f = 0; f < n; f += 4 * W) {                                                                          \
+            const int nv = n - f >= 4 * W ? 4 : (n - f) / W, left = e - f;                                            \
+            const uint16_t *vf = v + f;                                                                               \
+            float *of = o + f;                                                                                        \
+            switch (nq * 16 + nv * 4 + kind) {                                                                        \
+            ATT_PV_CASES(SFX, 4) ATT_PV_CASES(SFX, 3) ATT_PV_CASES(SFX, 2) ATT_PV_CASES(SFX, 1)                       \
+            default: break;                                                                                           \
+            }                                                                                                         \
+        }                                                                                                             \
+    }
+#define ATT_PV_CASE(SFX, NQ, NV)                                                                                      \
+    case NQ * 16 + NV * 4 + 1: pv_block##SFX(NQ, NV, 1, p, ldp, vf, nk, ldv, left, of, ldo); break;                   \
+    case NQ * 16 + NV * 4 + 2: pv_block##SFX(NQ, NV, 2, p, ldp, vf, nk, ldv, left, of, ldo); break;
+#define ATT_PV_CASES(SFX, NQ)                                                                                         \
+    ATT_PV_CASE(SFX, NQ, 4) ATT_PV_CASE(SFX, NQ, 3) ATT_PV_CASE(SFX, NQ, 2) ATT_PV_CASE(SFX, NQ, 1)
+
 // exp(x) = 2^n p(r), n = round(x log2(e)), r = x - n ln(2) in two parts, p Cephes' expf polynomial
 // (within 2 ulp of expf on [-87, 88]).
 #define ATT_EXP_C1 0.693359375f
@@ -237,137 +345,8 @@ __attribute__((target(TGT512))) static void exp_vec512(float *x, int n, const fl
     }
 }
 
-// 16 features of a bf16 / f16 row as f32 (exact), those past the row's end (m) read as 0.
-__attribute__((target(TGT512), always_inline)) static inline __m512 half16(const uint16_t *p, __mmask16 m, bool f16) {
-    const __m256i x = _mm256_maskz_loadu_epi16(m, p);
-    return f16 ? _mm512_cvtph_ps(x) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
-}
-static inline __mmask16 head_mask(int left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
-
-// 16 features from f of a key row of f32, bf16 or f16 (kind 0, 1, 2: a constant), those from e on as 0.
-__attribute__((target(TGT512), always_inline)) static inline __m512 key16(const int kind, const void *row, int f,
-                                                                          int e) {
-    if (kind == 0) return _mm512_maskz_loadu_ps(head_mask(e - f), (const float *)row + f);
-    return half16((const uint16_t *)row + f, head_mask(e - f), kind == 2);
-}
-
-// The sums of a, b, c, d's lanes, as the first 4 lanes: pairs of lanes, then the 128-bit blocks (8
-// shuffles and 5 adds for 4 sums, where 4 reductions take 16 and 16).
-__attribute__((target(TGT512), always_inline)) static inline __m128 sum4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
-    const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // a0+a2 b0+b2 a1+a3 b1+b3
-    const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-    __m512 w = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));  // a b c d of each block
-    w = _mm512_add_ps(w, _mm512_shuffle_f32x4(w, w, _MM_SHUFFLE(1, 0, 3, 2)));
-    w = _mm512_add_ps(w, _mm512_shuffle_f32x4(w, w, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm512_castps512_ps128(w);
-}
-
-// The decode path's scores on AVX-512 for nq (constant) query rows: 4 keys at a time, each row's 4
-// accumulators summed across lanes together (the reductions were most of a bf16 token's attention).
-__attribute__((target(TGT512), always_inline)) static inline void dots_rows(const int nq, const int kind,
-                                                                            const float *q, int ldq, const void *k,
-                                                                            int nk, int64_t ldk, int e, int n,
-                                                                            float *s, int lds) {
-    const size_t es = kind ? 2 : 4;
-    int c = 0;
-    for (; c + 4 <= nk; c += 4) {
-        const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;
-        __m512 acc[ATT_DEC_L][4];
-        for (int r = 0; r < ATT_DEC_L; r++)
-            for (int i = 0; i < 4; i++) acc[r][i] = _mm512_setzero_ps();
-        for (int f = 0; f < n; f += 16)
-            for (int i = 0; i < 4; i++) {
-                const __m512 kv = key16(kind, kc + (size_t)i * (size_t)ldk * es, f, e);
-                for (int r = 0; r < ATT_DEC_L; r++)
-                    if (r < nq)
-                        acc[r][i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (size_t)r * (size_t)ldq + f), kv, acc[r][i]);
-            }
-        for (int r = 0; r < ATT_DEC_L; r++)
-            if (r < nq) _mm_storeu_ps(s + (size_t)r * (size_t)lds + c, sum4x16(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-    }
-    for (; c < nk; c++) {
-        const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;
-        __m512 acc[ATT_DEC_L];
-        for (int r = 0; r < ATT_DEC_L; r++) acc[r] = _mm512_setzero_ps();
-        for (int f = 0; f < n; f += 16) {
-            const __m512 kv = key16(kind, kc, f, e);
-            for (int r = 0; r < ATT_DEC_L; r++)
-                if (r < nq) acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (size_t)r * (size_t)ldq + f), kv, acc[r]);
-        }
-        for (int r = 0; r < ATT_DEC_L; r++)
-            if (r < nq) s[(size_t)r * (size_t)lds + c] = _mm512_reduce_add_ps(acc[r]);
-    }
-}
-
-#define DOTS_ROWS(KIND, K, LDK, E)                                                                                   \
-    switch (nq) {                                                                                                    \
-    case 4: dots_rows(4, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                             \
-    case 3: dots_rows(3, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                             \
-    case 2: dots_rows(2, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                             \
-    default: dots_rows(1, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                            \
-    }
-__attribute__((target(TGT512))) static void dots512(const float *q, int nq, int ldq, const float *k, int nk, int ldk,
-                                                    int n, float *s, int lds) {
-    DOTS_ROWS(0, k, ldk, n)
-}
-__attribute__((target(TGT512))) static void dots_h512(const float *q, int nq, int ldq, const uint16_t *k, int nk,
-                                                      int64_t ldk, int e, int n, bool f16, float *s, int lds) {
-    if (f16) {
-        DOTS_ROWS(2, k, ldk, e)
-    } else {
-        DOTS_ROWS(1, k, ldk, e)
-    }
-}
-#undef DOTS_ROWS
-
-// pv_h's register block: nq rows x nv (<= 4) vectors of O, over every key; constant nq and nv.
-__attribute__((target(TGT512), always_inline)) static inline void pv_h_block(const int nq, const int nv, const float *p,
-                                                                             int ldp, const uint16_t *v, int nk,
-                                                                             int64_t ldv, int left, bool f16, float *o,
-                                                                             int ldo) {
-    __m512 acc[ATT_DEC_L][4];
-    __mmask16 m[4];
-    for (int u = 0; u < 4; u++) m[u] = head_mask(left - 16 * u > 0 ? left - 16 * u : 0);
-    for (int r = 0; r < ATT_DEC_L; r++)
-        for (int u = 0; u < 4; u++)
-            if (r < nq && u < nv) acc[r][u] = _mm512_loadu_ps(o + (size_t)r * (size_t)ldo + 16 * u);
-    for (int c = 0; c < nk; c++) {
-        const uint16_t *vc = v + (size_t)c * (size_t)ldv;
-        __m512 vv[4];
-        for (int u = 0; u < 4; u++)
-            if (u < nv) vv[u] = half16(vc + 16 * u, m[u], f16);
-        for (int r = 0; r < ATT_DEC_L; r++)
-            if (r < nq) {
-                const __m512 pr = _mm512_set1_ps(p[(size_t)r * (size_t)ldp + c]);
-                for (int u = 0; u < 4; u++)
-                    if (u < nv) acc[r][u] = _mm512_fmadd_ps(pr, vv[u], acc[r][u]);
-            }
-    }
-    for (int r = 0; r < ATT_DEC_L; r++)
-        for (int u = 0; u < 4; u++)
-            if (r < nq && u < nv) _mm512_storeu_ps(o + (size_t)r * (size_t)ldo + 16 * u, acc[r][u]);
-}
-
-__attribute__((target(TGT512))) static void pv_h512(const float *p, int nq, int ldp, const uint16_t *v, int nk,
-                                                    int64_t ldv, int e, int n, bool f16, float *o, int ldo) {
-    for (int f = 0; f < n; f += 64) {
-        const int nv = n - f >= 64 ? 4 : (n - f) / 16, left = e - f > 0 ? e - f : 0;
-        const uint16_t *vf = v + f;
-        float *of = o + f;
-#define PV_H(NQ, NV) f16 ? pv_h_block(NQ, NV, p, ldp, vf, nk, ldv, left, true, of, ldo) \
-                         : pv_h_block(NQ, NV, p, ldp, vf, nk, ldv, left, false, of, ldo)
-#define PV_H_NV(NQ) nv == 4 ? (PV_H(NQ, 4)) : nv == 3 ? (PV_H(NQ, 3)) : nv == 2 ? (PV_H(NQ, 2)) : (PV_H(NQ, 1))
-        switch (nq) {
-        case 4: PV_H_NV(4); break;
-        case 3: PV_H_NV(3); break;
-        case 2: PV_H_NV(2); break;
-        default: PV_H_NV(1); break;
-        }
-#undef PV_H_NV
-#undef PV_H
-    }
-}
+ATT_DEC_FNS(512, VEC16_TGT512, __m512, 16, vec16_row512, vec16_sum4_512, _mm512_reduce_add_ps, _mm512_loadu_ps,
+            _mm512_storeu_ps, _mm512_fmadd_ps, _mm512_set1_ps, _mm512_setzero_ps)
 
 // ---- AVX2 + FMA ----
 #define TGT256 "avx2,fma"
@@ -378,142 +357,9 @@ __attribute__((target(TGT512))) static void pv_h512(const float *p, int nq, int 
 #define Z256() _mm256_setzero_ps()
 ATT_TILE_FN(tile256, __attribute__((target(TGT256))), __m256, 8, L256, S256, F256, B256, Z256)
 ATT_GEMM_FN(gemm256, tile256, __attribute__((target(TGT256))), 8)
-__attribute__((target(TGT256), always_inline)) static inline float sum256(__m256 v) {
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
-}
 
-// The decode path on AVX2 as on AVX-512 (dots_rows, pv_h_block): 8-wide vectors, a row's last
-// features (past e, up to 8) loaded through a zeroed copy, the 4 keys' lanes summed by hadd.
-#define TGT256H TGT256 ",f16c"
-__attribute__((target(TGT256H), always_inline)) static inline __m256 key8(const int kind, const void *row, int f,
-                                                                          int e) {
-    const int n = e - f >= 8 ? 8 : e - f > 0 ? e - f : 0;
-    if (kind == 0) {
-        if (n == 8) return _mm256_loadu_ps((const float *)row + f);
-        float t[8] = {0};
-        memcpy(t, (const float *)row + f, sizeof(float) * (size_t)n);
-        return _mm256_loadu_ps(t);
-    }
-    __m128i v;
-    if (n == 8) {
-        v = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + f));
-    } else {
-        uint16_t t[8] = {0};
-        memcpy(t, (const uint16_t *)row + f, sizeof(uint16_t) * (size_t)n);
-        v = _mm_loadu_si128((const __m128i *)t);
-    }
-    return kind == 2 ? _mm256_cvtph_ps(v) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
-}
-
-__attribute__((target(TGT256H), always_inline)) static inline __m128 sum4x8(__m256 a, __m256 b, __m256 c, __m256 d) {
-    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));  // a b c d of each half
-    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-}
-
-__attribute__((target(TGT256H), always_inline)) static inline void dots_rows256(const int nq, const int kind,
-                                                                               const float *q, int ldq, const void *k,
-                                                                               int nk, int64_t ldk, int e, int n,
-                                                                               float *s, int lds) {
-    const size_t es = kind ? 2 : 4;
-    int c = 0;
-    for (; c + 4 <= nk; c += 4) {
-        const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;
-        __m256 acc[ATT_DEC_L][4];
-        for (int r = 0; r < ATT_DEC_L; r++)
-            for (int i = 0; i < 4; i++) acc[r][i] = _mm256_setzero_ps();
-        for (int f = 0; f < n; f += 8)
-            for (int i = 0; i < 4; i++) {
-                const __m256 kv = key8(kind, kc + (size_t)i * (size_t)ldk * es, f, e);
-                for (int r = 0; r < ATT_DEC_L; r++)
-                    if (r < nq)
-                        acc[r][i] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (size_t)r * (size_t)ldq + f), kv, acc[r][i]);
-            }
-        for (int r = 0; r < ATT_DEC_L; r++)
-            if (r < nq) _mm_storeu_ps(s + (size_t)r * (size_t)lds + c, sum4x8(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-    }
-    for (; c < nk; c++) {
-        const char *kc = (const char *)k + (size_t)c * (size_t)ldk * es;
-        __m256 acc[ATT_DEC_L];
-        for (int r = 0; r < ATT_DEC_L; r++) acc[r] = _mm256_setzero_ps();
-        for (int f = 0; f < n; f += 8) {
-            const __m256 kv = key8(kind, kc, f, e);
-            for (int r = 0; r < ATT_DEC_L; r++)
-                if (r < nq) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (size_t)r * (size_t)ldq + f), kv, acc[r]);
-        }
-        for (int r = 0; r < ATT_DEC_L; r++)
-            if (r < nq) s[(size_t)r * (size_t)lds + c] = sum256(acc[r]);
-    }
-}
-
-#define DOTS_ROWS256(KIND, K, LDK, E)                                                                                \
-    switch (nq) {                                                                                                    \
-    case 4: dots_rows256(4, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                          \
-    case 3: dots_rows256(3, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                          \
-    case 2: dots_rows256(2, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                          \
-    default: dots_rows256(1, KIND, q, ldq, K, nk, LDK, E, n, s, lds); break;                                         \
-    }
-__attribute__((target(TGT256H))) static void dots256(const float *q, int nq, int ldq, const float *k, int nk, int ldk,
-                                                     int n, float *s, int lds) {
-    DOTS_ROWS256(0, k, ldk, n)
-}
-__attribute__((target(TGT256H))) static void dots_h256(const float *q, int nq, int ldq, const uint16_t *k, int nk,
-                                                       int64_t ldk, int e, int n, bool f16, float *s, int lds) {
-    if (f16) {
-        DOTS_ROWS256(2, k, ldk, e)
-    } else {
-        DOTS_ROWS256(1, k, ldk, e)
-    }
-}
-#undef DOTS_ROWS256
-
-__attribute__((target(TGT256H), always_inline)) static inline void pv_h_block256(const int nq, const int nv,
-                                                                                const bool f16, const float *p,
-                                                                                int ldp, const uint16_t *v, int nk,
-                                                                                int64_t ldv, int left, float *o,
-                                                                                int ldo) {
-    __m256 acc[ATT_DEC_L][4];
-    for (int r = 0; r < ATT_DEC_L; r++)
-        for (int u = 0; u < 4; u++)
-            if (r < nq && u < nv) acc[r][u] = _mm256_loadu_ps(o + (size_t)r * (size_t)ldo + 8 * u);
-    for (int c = 0; c < nk; c++) {
-        const uint16_t *vc = v + (size_t)c * (size_t)ldv;
-        __m256 vv[4];
-        for (int u = 0; u < 4; u++)
-            if (u < nv) vv[u] = key8(f16 ? 2 : 1, vc, 8 * u, left);
-        for (int r = 0; r < ATT_DEC_L; r++)
-            if (r < nq) {
-                const __m256 pr = _mm256_set1_ps(p[(size_t)r * (size_t)ldp + c]);
-                for (int u = 0; u < 4; u++)
-                    if (u < nv) acc[r][u] = _mm256_fmadd_ps(pr, vv[u], acc[r][u]);
-            }
-    }
-    for (int r = 0; r < ATT_DEC_L; r++)
-        for (int u = 0; u < 4; u++)
-            if (r < nq && u < nv) _mm256_storeu_ps(o + (size_t)r * (size_t)ldo + 8 * u, acc[r][u]);
-}
-
-// n (a multiple of 16) in blocks of 32 columns, then 16.
-__attribute__((target(TGT256H))) static void pv_h256(const float *p, int nq, int ldp, const uint16_t *v, int nk,
-                                                     int64_t ldv, int e, int n, bool f16, float *o, int ldo) {
-    for (int f = 0; f < n; f += 32) {
-        const int nv = n - f >= 32 ? 4 : 2, left = e - f;
-        const uint16_t *vf = v + f;
-        float *of = o + f;
-#define PV_H256(NQ, NV) f16 ? pv_h_block256(NQ, NV, true, p, ldp, vf, nk, ldv, left, of, ldo) \
-                            : pv_h_block256(NQ, NV, false, p, ldp, vf, nk, ldv, left, of, ldo)
-#define PV_H256_NV(NQ) nv == 4 ? (PV_H256(NQ, 4)) : (PV_H256(NQ, 2))
-        switch (nq) {
-        case 4: PV_H256_NV(4); break;
-        case 3: PV_H256_NV(3); break;
-        case 2: PV_H256_NV(2); break;
-        default: PV_H256_NV(1); break;
-        }
-#undef PV_H256_NV
-#undef PV_H256
-    }
-}
+ATT_DEC_FNS(256, VEC16_TGT256, __m256, 8, vec16_row256, vec16_sum4_256, vec16_sum256, _mm256_loadu_ps,
+            _mm256_storeu_ps, _mm256_fmadd_ps, _mm256_set1_ps, _mm256_setzero_ps)
 
 // Below -87.3 (where 2^n would leave the normal range) the result is 0, no subnormal ever made
 // (exp512 says why); NaN passes through.

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "onednn-impl.h"
+#include "vec16.h"
 
 #define GEMV_MAX_M 4
 #define GEMV_CHUNK 1024  // columns of out a task: GEMV_MAX_M x 4 KB of f32 sums
@@ -50,33 +51,23 @@ bool onednn__gemv_takes(const torc_op *op) {
            x->stride[nd - 2] >= 0 && y->stride[nd - 2] >= 0 && w->stride[nd - 2] >= 0 && w->stride[nd - 1] >= 0;
 }
 
-#define TGT "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma"
-
-static inline __mmask16 gemv_mask(int64_t left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
-
-// 16 elements of a bf16 / f16 row from p as f32 (exact), those past the row's end (m) 0.
-__attribute__((target(TGT), always_inline)) static inline __m512 load16(const uint16_t *p, __mmask16 m, bool f16) {
-    const __m256i v = _mm256_maskz_loadu_epi16(m, p);
-    return f16 ? _mm512_cvtph_ps(v) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
-}
-
 // Rows layout: y[r][0..n) = sum over k of xf[r][k] w[k][0..n), w's rows ldw elements apart; nq
 // (constant) rows, 4 vectors of columns at a time, the k's in order.
-__attribute__((target(TGT), always_inline)) static inline void rows_block(const int nq, const bool f16,
+__attribute__((target(VEC16_TGT512), always_inline)) static inline void rows_block(const int nq, const bool f16,
                                                                           const float *xf, int64_t K,
                                                                           const uint16_t *w, int64_t ldw, int n,
                                                                           float *y) {
     for (int j = 0; j < n; j += 64) {
         __m512 acc[GEMV_MAX_M][4];
         __mmask16 m[4];
-        for (int u = 0; u < 4; u++) m[u] = gemv_mask(n - j - 16 * u > 0 ? n - j - 16 * u : 0);
+        for (int u = 0; u < 4; u++) m[u] = vec16_mask(n - j - 16 * u);
         for (int r = 0; r < GEMV_MAX_M; r++)
             for (int u = 0; u < 4; u++) acc[r][u] = _mm512_setzero_ps();
         const uint16_t *wj = w + j;
         for (int64_t k = 0; k < K; k++) {
             const uint16_t *wk = wj + k * ldw;
             __m512 wv[4];
-            for (int u = 0; u < 4; u++) wv[u] = load16(wk + 16 * u, m[u], f16);
+            for (int u = 0; u < 4; u++) wv[u] = vec16_half512(wk + 16 * u, m[u], f16);
             for (int r = 0; r < GEMV_MAX_M; r++)
                 if (r < nq) {
                     const __m512 xr = _mm512_set1_ps(xf[r * K + k]);
@@ -89,20 +80,9 @@ __attribute__((target(TGT), always_inline)) static inline void rows_block(const 
     }
 }
 
-// The sums of a, b, c, d's lanes as 4 floats (pairs of lanes, then the 128-bit blocks).
-__attribute__((target(TGT), always_inline)) static inline __m128 sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
-    const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-    const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-    __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
-    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
-    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm512_castps512_ps128(s);
-}
-
 // Columns layout: y[r][c] = xf[r] . w column c (its K elements contiguous, columns ldw apart); nq
 // (constant) rows, 4 columns at a time.
-__attribute__((target(TGT), always_inline)) static inline void cols_block(const int nq, const bool f16,
+__attribute__((target(VEC16_TGT512), always_inline)) static inline void cols_block(const int nq, const bool f16,
                                                                           const float *xf, int64_t K,
                                                                           const uint16_t *w, int64_t ldw, int n,
                                                                           float *y) {
@@ -112,22 +92,22 @@ __attribute__((target(TGT), always_inline)) static inline void cols_block(const 
         for (int r = 0; r < GEMV_MAX_M; r++)
             for (int i = 0; i < 4; i++) acc[r][i] = _mm512_setzero_ps();
         for (int64_t k = 0; k < K; k += 16) {
-            const __mmask16 m = gemv_mask(K - k);
+            const __mmask16 m = vec16_mask(K - k);
             for (int i = 0; i < 4; i++) {
-                const __m512 wv = load16(w + (c + i) * ldw + k, m, f16);
+                const __m512 wv = vec16_half512(w + (c + i) * ldw + k, m, f16);
                 for (int r = 0; r < GEMV_MAX_M; r++)
                     if (r < nq) acc[r][i] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xf + r * K + k), wv, acc[r][i]);
             }
         }
         for (int r = 0; r < GEMV_MAX_M; r++)
-            if (r < nq) _mm_storeu_ps(y + r * GEMV_CHUNK + c, sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+            if (r < nq) _mm_storeu_ps(y + r * GEMV_CHUNK + c, vec16_sum4_512(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
     }
     for (; c < n; c++) {
         __m512 acc[GEMV_MAX_M];
         for (int r = 0; r < GEMV_MAX_M; r++) acc[r] = _mm512_setzero_ps();
         for (int64_t k = 0; k < K; k += 16) {
-            const __mmask16 m = gemv_mask(K - k);
-            const __m512 wv = load16(w + c * ldw + k, m, f16);
+            const __mmask16 m = vec16_mask(K - k);
+            const __m512 wv = vec16_half512(w + c * ldw + k, m, f16);
             for (int r = 0; r < GEMV_MAX_M; r++)
                 if (r < nq) acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xf + r * K + k), wv, acc[r]);
         }
@@ -137,30 +117,9 @@ __attribute__((target(TGT), always_inline)) static inline void cols_block(const 
 }
 
 // ---- AVX2 + FMA: the columns layout ----
-#define TGT2 "avx2,fma,f16c"
-
-// 8 elements of a bf16 / f16 row from p as f32 (exact); n < 8: the first n, the rest 0.
-__attribute__((target(TGT2), always_inline)) static inline __m256 load8(const uint16_t *p, int n, bool f16) {
-    __m128i v;
-    if (n >= 8) {
-        v = _mm_loadu_si128((const __m128i *)p);
-    } else {
-        uint16_t t[8] = {0};
-        memcpy(t, p, sizeof(uint16_t) * (size_t)n);
-        v = _mm_loadu_si128((const __m128i *)t);
-    }
-    return f16 ? _mm256_cvtph_ps(v) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
-}
-
-__attribute__((target(TGT2), always_inline)) static inline float sum8(__m256 v) {
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
-}
-
 // cols_block on 8-wide vectors, a column at a time over nq (constant) rows (xf's rows padded with
 // zeros to a multiple of 8).
-__attribute__((target(TGT2), always_inline)) static inline void cols_block2(const int nq, const bool f16,
+__attribute__((target(VEC16_TGT256), always_inline)) static inline void cols_block2(const int nq, const bool f16,
                                                                            const float *xf, int64_t K,
                                                                            const uint16_t *w, int64_t ldw, int n,
                                                                            float *y) {
@@ -171,7 +130,7 @@ __attribute__((target(TGT2), always_inline)) static inline void cols_block2(cons
         const uint16_t *wc = w + c * ldw;
         int64_t k = 0;
         for (; k + 16 <= K; k += 16) {
-            const __m256 w0 = load8(wc + k, 8, f16), w1 = load8(wc + k + 8, 8, f16);
+            const __m256 w0 = vec16_row256(f16 ? 2 : 1, wc, k, K), w1 = vec16_row256(f16 ? 2 : 1, wc, k + 8, K);
             for (int r = 0; r < GEMV_MAX_M; r++)
                 if (r < nq) {
                     acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(xf + r * Kp + k), w0, acc[r][0]);
@@ -179,12 +138,12 @@ __attribute__((target(TGT2), always_inline)) static inline void cols_block2(cons
                 }
         }
         for (; k < K; k += 8) {
-            const __m256 w0 = load8(wc + k, K - k < 8 ? (int)(K - k) : 8, f16);
+            const __m256 w0 = vec16_row256(f16 ? 2 : 1, wc, k, K);
             for (int r = 0; r < GEMV_MAX_M; r++)
                 if (r < nq) acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(xf + r * Kp + k), w0, acc[r][0]);
         }
         for (int r = 0; r < GEMV_MAX_M; r++)
-            if (r < nq) y[r * GEMV_CHUNK + c] = sum8(_mm256_add_ps(acc[r][0], acc[r][1]));
+            if (r < nq) y[r * GEMV_CHUNK + c] = vec16_sum256(_mm256_add_ps(acc[r][0], acc[r][1]));
     }
 }
 
@@ -200,7 +159,7 @@ __attribute__((target(TGT2), always_inline)) static inline void cols_block2(cons
     case 3: FN(1, true, xf, K, w, ldw, n, y); break;                                                               \
     default: FN(1, false, xf, K, w, ldw, n, y); break;                                                             \
     }
-__attribute__((target(TGT))) static void chunk512(bool cols, int nq, bool f16, const float *xf, int64_t K,
+__attribute__((target(VEC16_TGT512))) static void chunk512(bool cols, int nq, bool f16, const float *xf, int64_t K,
                                                   const uint16_t *w, int64_t ldw, int n, float *y) {
     if (cols) {
         GEMV_CASES(cols_block)
@@ -208,7 +167,7 @@ __attribute__((target(TGT))) static void chunk512(bool cols, int nq, bool f16, c
         GEMV_CASES(rows_block)
     }
 }
-__attribute__((target(TGT2))) static void chunk256(int nq, bool f16, const float *xf, int64_t K, const uint16_t *w,
+__attribute__((target(VEC16_TGT256))) static void chunk256(int nq, bool f16, const float *xf, int64_t K, const uint16_t *w,
                                                    int64_t ldw, int n, float *y) {
     GEMV_CASES(cols_block2)
 }
